@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages shootout needs to build, test and benchmark.
+# Idempotent: packages already present are left alone, and apt is not
+# touched at all when nothing is missing.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential clang pkg-config
+  # unit tests and fuzzing (libFuzzer + sanitizer runtimes)
+  libcmocka-dev libclang-rt-14-dev
+  # end-to-end tests: real third-party MQTT clients
+  python3 python3-pytest python3-paho-mqtt mosquitto-clients
+  # the peer broker the benchmarks race against
+  mosquitto
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The Debian mosquitto package starts a system broker on 1883; shootout
+# starts its own peers on free ports, so keep the system one out of the way.
+if [ -d /run/systemd/system ] && systemctl is-active --quiet mosquitto 2>/dev/null; then
+  $SUDO systemctl stop mosquitto || true
+fi

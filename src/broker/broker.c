@@ -1,0 +1,148 @@
+/* broker.c - the broker's lifetime: defaults, listening, accepting with a
+ * guard against running out of file descriptors, the periodic sweep, and a
+ * graceful shutdown on SIGTERM or SIGINT.
+ */
+#include "broker/broker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "broker/broker_int.h"
+#include "broker/retain.h"
+#include "broker/subtree.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/net.h"
+
+#define BROKER_SWEEP_MS 250
+#define BROKER_ACCEPTS_PER_WAKE 256
+
+void broker_config_defaults(struct broker_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->bind = "127.0.0.1";
+    cfg->port = 1883;
+    cfg->max_connections = 100000;
+    cfg->max_packet_size = 1024 * 1024;
+    cfg->max_queued = 1000;
+    cfg->max_inflight = 20;
+    cfg->max_output = 8 * 1024 * 1024;
+    cfg->queue_qos0 = false;
+    cfg->connect_timeout_ms = 10000;
+}
+
+static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
+{
+    struct broker *b = io->data;
+    for (int i = 0; i < BROKER_ACCEPTS_PER_WAKE; i++) {
+        int fd = net_accept(io->fd, NULL);
+        if (fd >= 0) {
+            conn_accept(b, fd);
+            continue;
+        }
+        if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+        if (errno == EMFILE || errno == ENFILE) {
+            /* Out of descriptors: the pending connection would keep the
+             * listener readable forever. Free the spare descriptor, accept
+             * and drop the connection, and take the spare back. */
+            b->stats.refused_connections++;
+            log_warn("out of file descriptors at %u connections: dropping a new one", b->nconns);
+            if (b->spare_fd >= 0) {
+                close(b->spare_fd);
+                int dropped = accept(io->fd, NULL, NULL);
+                if (dropped >= 0)
+                    close(dropped);
+                b->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            }
+        }
+        break;
+    }
+}
+
+static void broker_on_sweep(struct ev_loop *loop, struct ev_timer *t) { conn_sweep(t->data); }
+
+static bool broker_prepare(struct ev_loop *loop, void *data) { return conn_prepare(data); }
+
+static void broker_on_signal(struct ev_loop *loop, int signo, void *data)
+{
+    log_info("%s received, shutting down", strsignal(signo));
+    ev_stop(loop);
+}
+
+static void broker_release_retained(void *value) { msg_unref(value); }
+
+/* Stop accepting, give every client its pending output, close them all. */
+static void broker_shutdown(struct broker *b)
+{
+    close(b->listener.fd);
+    struct conn *c;
+    while ((c = b->conns)) {
+        if (c->state != CONN_CLOSED)
+            outq_flush(&c->out, c->io.fd);
+        conn_close(b, c, "broker shutting down", true);
+    }
+    conn_prepare(b);
+    size_t i = 0;
+    struct hmap_slot *slot;
+    while ((slot = hmap_next(&b->sessions, &i)))
+        session_destroy(b, slot->val);
+    hmap_free(&b->sessions);
+    subtree_free(b->subs);
+    retain_free(b->retained);
+    mem_free(b->matches);
+    if (b->spare_fd >= 0)
+        close(b->spare_fd);
+    log_info("stopped: %llu messages in, %llu out, %llu protocol errors, %llu refused",
+             (unsigned long long)b->stats.msgs_in, (unsigned long long)b->stats.msgs_out,
+             (unsigned long long)b->stats.protocol_errors,
+             (unsigned long long)b->stats.refused_connections);
+}
+
+int broker_run(const struct broker_config *cfg)
+{
+    struct broker b = {.cfg = cfg, .spare_fd = -1};
+    char err[NET_ERR_LEN];
+
+    signal(SIGPIPE, SIG_IGN);
+    long fds = net_raise_fd_limit();
+    b.loop = ev_loop_new();
+    if (!b.loop) {
+        log_error("cannot create the event loop: %s", strerror(errno));
+        return 1;
+    }
+    int lfd = net_listen(cfg->bind, cfg->port, 1024, err, sizeof err);
+    if (lfd < 0) {
+        log_error("%s", err);
+        ev_loop_free(b.loop);
+        return 1;
+    }
+    b.listener.fd = lfd;
+    b.listener.cb = broker_on_accept;
+    b.listener.data = &b;
+    ev_io_start(b.loop, &b.listener, EV_READ);
+    b.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    ev_signal_start(b.loop, &set, broker_on_signal, &b);
+    ev_set_prepare(b.loop, broker_prepare, &b);
+    ev_timer_init(&b.sweep, broker_on_sweep, &b);
+    ev_timer_start(b.loop, &b.sweep, BROKER_SWEEP_MS, BROKER_SWEEP_MS);
+    b.subs = subtree_new();
+    b.retained = retain_new(broker_release_retained);
+
+    log_info("shootout broker listening on %s:%d (MQTT 3.1.1, max %u connections, %ld fds)",
+             cfg->bind, net_local_port(lfd), cfg->max_connections, fds);
+    int rc = ev_run(b.loop);
+    if (rc < 0)
+        log_error("event loop failed: %s", strerror(errno));
+    broker_shutdown(&b);
+    ev_loop_free(b.loop);
+    return rc < 0 ? 1 : 0;
+}

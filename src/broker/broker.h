@@ -1,0 +1,30 @@
+/* broker.h - the MQTT broker: configuration and entry point of
+ * `shootout broker`.
+ */
+#ifndef SHOOTOUT_BROKER_H
+#define SHOOTOUT_BROKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct broker_config {
+    const char *bind;          /* listen address; default 127.0.0.1 */
+    int port;                  /* default 1883; 0 picks a free port */
+    uint32_t max_connections;  /* simultaneous clients */
+    uint32_t max_packet_size;  /* whole packet, bytes, in either direction */
+    uint32_t max_queued;       /* per session, QoS 1/2 waiting for the window */
+    uint32_t max_inflight;     /* per session, unacknowledged QoS 1/2 out */
+    size_t max_output;         /* per connection pending output, bytes */
+    bool queue_qos0;           /* queue QoS 0 for offline persistent sessions */
+    uint32_t connect_timeout_ms; /* time allowed between accept and CONNECT */
+};
+
+/* Fills in the defaults documented in docs/broker.md. */
+void broker_config_defaults(struct broker_config *cfg);
+
+/* Runs the broker until SIGTERM or SIGINT. Returns a process exit code:
+ * 0 after a graceful shutdown, 1 if it could not start. */
+int broker_run(const struct broker_config *cfg);
+
+#endif

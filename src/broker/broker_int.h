@@ -1,0 +1,168 @@
+/* broker_int.h - the broker's internal state shared by its modules: the
+ * broker itself, client connections and sessions.
+ *
+ * Ownership: the broker owns every connection and session. A session lives
+ * while its client is connected or, for a persistent session, until a clean
+ * CONNECT with its client id discards it. A connection points to its session
+ * and the session back to its connection while both are live. Connections
+ * are freed only between loop iterations (conn_free_closed), never inside
+ * their own callbacks.
+ */
+#ifndef SHOOTOUT_BROKER_INT_H
+#define SHOOTOUT_BROKER_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "broker/broker.h"
+#include "broker/msg.h"
+#include "core/ev.h"
+#include "core/hmap.h"
+#include "core/outq.h"
+
+struct session;
+
+enum conn_state {
+    CONN_NEW,      /* accepted, waiting for CONNECT */
+    CONN_ACTIVE,   /* CONNACK 0 sent */
+    CONN_CLOSING,  /* flushing a last answer, then closed */
+    CONN_CLOSED,   /* fd closed, waiting to be freed */
+};
+
+struct conn {
+    struct ev_io io;          /* io.data = this */
+    uint8_t state;            /* enum conn_state */
+    bool over_limit;          /* accepted beyond max_connections */
+    bool dirty;               /* on the broker's flush list */
+    bool read_pending;        /* stopped reading early; on the read list */
+    bool write_blocked;       /* socket full; wait for EV_WRITE */
+    uint16_t keepalive;       /* seconds, 0 = none */
+    uint64_t last_rx_ms;
+    struct session *session;
+    struct msg *will;         /* owned; published unless DISCONNECT */
+    uint8_t *in;              /* partial packet left from earlier reads */
+    uint32_t in_len, in_cap;
+    struct outq out;
+    struct conn *prev, *next; /* broker.conns */
+    struct conn *dirty_next;  /* broker.dirty */
+    struct conn *read_next;   /* broker.read_list */
+};
+
+/* One subscription as its session remembers it, so that the session can
+ * remove it from the tree when it ends. */
+struct session_sub {
+    uint8_t *filter; /* owned */
+    uint16_t len;
+    uint8_t qos;
+};
+
+enum inflight_state { WAIT_PUBACK, WAIT_PUBREC, WAIT_PUBCOMP };
+
+struct inflight {
+    struct msg *msg; /* owned reference; NULL once only PUBREL is pending */
+    uint16_t packet_id;
+    uint8_t qos;
+    uint8_t state;   /* enum inflight_state */
+    bool retain;
+};
+
+struct queued {
+    struct msg *msg; /* owned reference */
+    uint8_t qos;
+    bool retain;
+};
+
+struct session {
+    char *client_id; /* owned, NUL-terminated; the sessions map key */
+    uint16_t client_id_len;
+    bool clean;
+    struct conn *conn; /* NULL while offline */
+    struct session_sub *subs;
+    uint32_t nsubs, subs_cap;
+    struct inflight *inflight; /* oldest first */
+    uint32_t ninflight, inflight_cap;
+    struct queued *queue;      /* ring */
+    uint32_t qhead, qlen, qcap;
+    uint16_t *qos2_in;         /* received QoS 2 ids waiting for PUBREL */
+    uint32_t nqos2_in, qos2_in_cap;
+    uint16_t next_packet_id;
+    /* Routing scratch: dedups overlapping subscriptions per message. */
+    uint32_t match_gen;
+    uint8_t match_qos;
+};
+
+struct broker_stats {
+    uint64_t msgs_in, msgs_out;
+    uint64_t dropped_queue_full, dropped_output_full, dropped_offline_qos0;
+    uint64_t refused_connections, protocol_errors;
+};
+
+struct broker {
+    const struct broker_config *cfg;
+    struct ev_loop *loop;
+    struct ev_io listener;
+    int spare_fd;           /* released to shed connections at EMFILE */
+    struct ev_timer sweep;  /* keepalive and connect timeouts */
+    struct hmap sessions;   /* client id -> struct session */
+    struct subtree *subs;
+    struct retain *retained;
+    struct conn *conns;     /* every connection not yet freed */
+    uint32_t nconns;        /* open connections */
+    struct conn *dirty;     /* connections with output to flush */
+    struct conn *read_list; /* connections with unread input */
+    struct conn *closed;    /* closed, to be freed */
+    uint32_t match_gen;
+    struct session **matches; /* routing scratch */
+    uint32_t nmatches, matches_cap;
+    uint32_t next_auto_id;
+    struct broker_stats stats;
+};
+
+/* conn.c */
+void conn_accept(struct broker *b, int fd);
+/* Queues the connection for a flush at the end of this loop iteration. */
+void conn_mark_dirty(struct broker *b, struct conn *c);
+/* Closes the socket now (publishing the will unless graceful) and detaches
+ * the session; the struct is freed later. reason is for the log. */
+void conn_close(struct broker *b, struct conn *c, const char *reason, bool graceful);
+/* Sends what is queued, then closes. */
+void conn_close_after_flush(struct broker *b, struct conn *c);
+/* Loop-iteration work: pending reads, flushes, frees. True if reads remain. */
+bool conn_prepare(struct broker *b);
+void conn_sweep(struct broker *b);
+
+/* handle_*.c: one per packet family; each returns 0, or -1 after which the
+ * caller closes the connection as a protocol violation. */
+int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
+int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_t *body,
+                   uint32_t len);
+int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t *body,
+                  uint32_t len);
+int handle_subscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
+int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
+
+/* Routes a message to every matching subscription (and stores it if
+ * retained). Takes no ownership of m. */
+void broker_publish(struct broker *b, struct msg *m);
+
+/* session.c */
+struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len, bool clean);
+/* Removes the session's subscriptions, drops its messages and frees it. */
+void session_destroy(struct broker *b, struct session *s);
+/* Delivers m at QoS qos to the session: now, into the inflight window or
+ * the queue, or drops it (counted) when that is full. */
+void session_deliver(struct broker *b, struct session *s, struct msg *m, uint8_t qos, bool retain);
+/* After CONNACK on a resumed session: resend the inflight window with DUP
+ * and fill it from the queue. */
+void session_resume(struct broker *b, struct session *s);
+/* Acknowledgement flows for messages the broker sent; 0 or -1. */
+void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id);
+/* Received QoS 2 ids: returns true if id was already waiting for PUBREL,
+ * else records it. */
+bool session_qos2_seen(struct session *s, uint16_t packet_id);
+void session_qos2_release(struct session *s, uint16_t packet_id);
+/* Remember / forget a subscription for cleanup; returns true if new. */
+bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, uint8_t qos);
+bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len);
+
+#endif

@@ -1,0 +1,265 @@
+/* session.c - MQTT sessions: subscriptions remembered for cleanup, the
+ * outgoing QoS 1/2 inflight window and queue, and the received QoS 2
+ * packet ids waiting for PUBREL.
+ *
+ * The inflight window is small (max_inflight, 20 by default) and kept in
+ * send order, so linear scans by packet id are the cheapest lookup and
+ * redelivery after a reconnect keeps the original order.
+ */
+#include <string.h>
+
+#include "broker/broker_int.h"
+#include "broker/subtree.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "mqtt/mqtt_codec.h"
+
+struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len, bool clean)
+{
+    struct session *s = mem_calloc(1, sizeof *s);
+    s->client_id = mem_strndup(client_id, len);
+    s->client_id_len = (uint16_t)len;
+    s->clean = clean;
+    hmap_put(&b->sessions, s->client_id, len, s);
+    return s;
+}
+
+void session_destroy(struct broker *b, struct session *s)
+{
+    for (uint32_t i = 0; i < s->nsubs; i++) {
+        subtree_remove(b->subs, s->subs[i].filter, s->subs[i].len, s);
+        mem_free(s->subs[i].filter);
+    }
+    for (uint32_t i = 0; i < s->ninflight; i++)
+        if (s->inflight[i].msg)
+            msg_unref(s->inflight[i].msg);
+    for (uint32_t i = 0; i < s->qlen; i++)
+        msg_unref(s->queue[(s->qhead + i) % s->qcap].msg);
+    hmap_del(&b->sessions, s->client_id, s->client_id_len);
+    mem_free(s->subs);
+    mem_free(s->inflight);
+    mem_free(s->queue);
+    mem_free(s->qos2_in);
+    mem_free(s->client_id);
+    mem_free(s);
+}
+
+/* ---- outgoing messages --------------------------------------------------- */
+
+static uint16_t session_next_packet_id(struct session *s)
+{
+    for (;;) {
+        uint16_t id = ++s->next_packet_id;
+        if (id == 0)
+            continue;
+        bool used = false;
+        for (uint32_t i = 0; i < s->ninflight && !used; i++)
+            used = s->inflight[i].packet_id == id;
+        if (!used)
+            return id;
+    }
+}
+
+static void session_send_qos0(struct broker *b, struct conn *c, struct msg *m, bool retain)
+{
+    msg_write_publish(m, &c->out, 0, 0, false, retain);
+    conn_mark_dirty(b, c);
+    b->stats.msgs_out++;
+}
+
+static void session_send_inflight(struct broker *b, struct session *s, struct msg *m, uint8_t qos,
+                                  bool retain)
+{
+    if (s->ninflight == s->inflight_cap) {
+        s->inflight_cap = s->inflight_cap ? s->inflight_cap * 2 : 4;
+        if (s->inflight_cap > b->cfg->max_inflight)
+            s->inflight_cap = b->cfg->max_inflight;
+        s->inflight = mem_realloc(s->inflight, s->inflight_cap * sizeof *s->inflight);
+    }
+    struct inflight *f = &s->inflight[s->ninflight++];
+    f->msg = msg_ref(m);
+    f->packet_id = session_next_packet_id(s);
+    f->qos = qos;
+    f->state = qos == 1 ? WAIT_PUBACK : WAIT_PUBREC;
+    f->retain = retain;
+    msg_write_publish(m, &s->conn->out, qos, f->packet_id, false, retain);
+    conn_mark_dirty(b, s->conn);
+    b->stats.msgs_out++;
+}
+
+static void session_enqueue(struct broker *b, struct session *s, struct msg *m, uint8_t qos, bool retain)
+{
+    if (s->qlen >= b->cfg->max_queued) {
+        b->stats.dropped_queue_full++;
+        log_debug("client %s: queue full (%u), message dropped", s->client_id, s->qlen);
+        return;
+    }
+    if (s->qlen == s->qcap) {
+        uint32_t cap = s->qcap ? s->qcap * 2 : 8;
+        struct queued *q = mem_alloc(cap * sizeof *q);
+        for (uint32_t i = 0; i < s->qlen; i++)
+            q[i] = s->queue[(s->qhead + i) % s->qcap];
+        mem_free(s->queue);
+        s->queue = q;
+        s->qcap = cap;
+        s->qhead = 0;
+    }
+    struct queued *e = &s->queue[(s->qhead + s->qlen++) % s->qcap];
+    e->msg = msg_ref(m);
+    e->qos = qos;
+    e->retain = retain;
+}
+
+/* Moves queued messages into the inflight window while it has room. */
+static void session_pump(struct broker *b, struct session *s)
+{
+    while (s->conn && s->qlen > 0 && s->ninflight < b->cfg->max_inflight) {
+        struct queued e = s->queue[s->qhead];
+        s->qhead = (s->qhead + 1) % s->qcap;
+        s->qlen--;
+        if (e.qos == 0)
+            session_send_qos0(b, s->conn, e.msg, e.retain);
+        else
+            session_send_inflight(b, s, e.msg, e.qos, e.retain);
+        msg_unref(e.msg);
+    }
+    if (s->qlen == 0 && s->queue) {
+        mem_free(s->queue);
+        s->queue = NULL;
+        s->qcap = s->qhead = 0;
+    }
+}
+
+void session_deliver(struct broker *b, struct session *s, struct msg *m, uint8_t qos, bool retain)
+{
+    struct conn *c = s->conn;
+    if (qos == 0) {
+        if (c) {
+            if (outq_pending(&c->out) < b->cfg->max_output)
+                session_send_qos0(b, c, m, retain);
+            else
+                b->stats.dropped_output_full++;
+        } else if (b->cfg->queue_qos0) {
+            session_enqueue(b, s, m, 0, retain);
+        } else {
+            b->stats.dropped_offline_qos0++;
+        }
+        return;
+    }
+    if (c && s->qlen == 0 && s->ninflight < b->cfg->max_inflight)
+        session_send_inflight(b, s, m, qos, retain);
+    else
+        session_enqueue(b, s, m, qos, retain);
+}
+
+void session_resume(struct broker *b, struct session *s)
+{
+    struct conn *c = s->conn;
+    for (uint32_t i = 0; i < s->ninflight; i++) {
+        struct inflight *f = &s->inflight[i];
+        if (f->state == WAIT_PUBCOMP)
+            mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_PUBREL, f->packet_id);
+        else
+            msg_write_publish(f->msg, &c->out, f->qos, f->packet_id, true, f->retain);
+    }
+    conn_mark_dirty(b, c);
+    session_pump(b, s);
+}
+
+void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id)
+{
+    uint32_t i = 0;
+    while (i < s->ninflight && s->inflight[i].packet_id != packet_id)
+        i++;
+    if (i == s->ninflight)
+        return; /* unknown or already acknowledged: nothing to do */
+    struct inflight *f = &s->inflight[i];
+    if (type == MQTT_PUBREC) {
+        if (f->state == WAIT_PUBACK)
+            return;
+        if (f->msg) {
+            msg_unref(f->msg);
+            f->msg = NULL;
+        }
+        f->state = WAIT_PUBCOMP;
+        mqtt_encode_ack(outq_reserve(&s->conn->out, MQTT_ACK_LEN), MQTT_PUBREL, packet_id);
+        conn_mark_dirty(b, s->conn);
+        return;
+    }
+    if ((type == MQTT_PUBACK) != (f->state == WAIT_PUBACK) ||
+        (type == MQTT_PUBCOMP && f->state != WAIT_PUBCOMP))
+        return;
+    if (f->msg)
+        msg_unref(f->msg);
+    memmove(f, f + 1, (s->ninflight - i - 1) * sizeof *f);
+    s->ninflight--;
+    if (s->ninflight == 0) {
+        mem_free(s->inflight);
+        s->inflight = NULL;
+        s->inflight_cap = 0;
+    }
+    session_pump(b, s);
+}
+
+/* ---- received QoS 2 ------------------------------------------------------ */
+
+bool session_qos2_seen(struct session *s, uint16_t packet_id)
+{
+    for (uint32_t i = 0; i < s->nqos2_in; i++)
+        if (s->qos2_in[i] == packet_id)
+            return true;
+    if (s->nqos2_in == s->qos2_in_cap) {
+        s->qos2_in_cap = s->qos2_in_cap ? s->qos2_in_cap * 2 : 4;
+        s->qos2_in = mem_realloc(s->qos2_in, s->qos2_in_cap * sizeof *s->qos2_in);
+    }
+    s->qos2_in[s->nqos2_in++] = packet_id;
+    return false;
+}
+
+void session_qos2_release(struct session *s, uint16_t packet_id)
+{
+    for (uint32_t i = 0; i < s->nqos2_in; i++) {
+        if (s->qos2_in[i] == packet_id) {
+            s->qos2_in[i] = s->qos2_in[--s->nqos2_in];
+            break;
+        }
+    }
+    if (s->nqos2_in == 0) {
+        mem_free(s->qos2_in);
+        s->qos2_in = NULL;
+        s->qos2_in_cap = 0;
+    }
+}
+
+/* ---- subscriptions ------------------------------------------------------- */
+
+bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, uint8_t qos)
+{
+    for (uint32_t i = 0; i < s->nsubs; i++) {
+        if (s->subs[i].len == len && memcmp(s->subs[i].filter, filter, len) == 0) {
+            s->subs[i].qos = qos;
+            return false;
+        }
+    }
+    if (s->nsubs == s->subs_cap) {
+        s->subs_cap = s->subs_cap ? s->subs_cap * 2 : 2;
+        s->subs = mem_realloc(s->subs, s->subs_cap * sizeof *s->subs);
+    }
+    struct session_sub *e = &s->subs[s->nsubs++];
+    e->filter = (uint8_t *)mem_strndup(filter, len);
+    e->len = (uint16_t)len;
+    e->qos = qos;
+    return true;
+}
+
+bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len)
+{
+    for (uint32_t i = 0; i < s->nsubs; i++) {
+        if (s->subs[i].len == len && memcmp(s->subs[i].filter, filter, len) == 0) {
+            mem_free(s->subs[i].filter);
+            s->subs[i] = s->subs[--s->nsubs];
+            return true;
+        }
+    }
+    return false;
+}

@@ -1,0 +1,169 @@
+/* outq.c - pending output with copied and shared pieces, flushed by writev. */
+#include "core/outq.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "core/mem.h"
+
+/* Enough iovecs to fill a socket buffer with small messages in one call,
+ * far below IOV_MAX. */
+#define OUTQ_IOV 256
+
+static struct outq_ent *outq_push(struct outq *q)
+{
+    if (q->head + q->count == q->cap) {
+        if (q->head > q->cap / 2) {
+            memmove(q->ents, q->ents + q->head, q->count * sizeof *q->ents);
+            q->head = 0;
+        } else {
+            q->cap = q->cap ? q->cap * 2 : 8;
+            q->ents = mem_realloc(q->ents, q->cap * sizeof *q->ents);
+        }
+    }
+    return &q->ents[q->head + q->count++];
+}
+
+uint8_t *outq_reserve(struct outq *q, size_t n)
+{
+    if (q->own_len + n > q->own_cap) {
+        size_t cap = q->own_cap ? q->own_cap : 256;
+        while (cap < q->own_len + n)
+            cap *= 2;
+        q->own = mem_realloc(q->own, cap);
+        q->own_cap = (uint32_t)cap;
+    }
+    /* Extend the last piece when it is also ours and ends here. */
+    struct outq_ent *last = q->count ? &q->ents[q->head + q->count - 1] : NULL;
+    if (last && !last->owner && last->off + last->len == q->own_len) {
+        last->len += (uint32_t)n;
+    } else {
+        struct outq_ent *e = outq_push(q);
+        e->owner = NULL;
+        e->ptr = NULL;
+        e->off = q->own_len;
+        e->len = (uint32_t)n;
+    }
+    uint8_t *p = q->own + q->own_len;
+    q->own_len += (uint32_t)n;
+    q->bytes += n;
+    return p;
+}
+
+void outq_copy(struct outq *q, const void *data, size_t n)
+{
+    memcpy(outq_reserve(q, n), data, n);
+}
+
+void outq_share(struct outq *q, struct outq_rc *owner, const uint8_t *ptr, size_t n)
+{
+    outq_rc_get(owner);
+    struct outq_ent *e = outq_push(q);
+    e->owner = owner;
+    e->ptr = ptr;
+    e->off = 0;
+    e->len = (uint32_t)n;
+    q->bytes += n;
+}
+
+static void outq_release_memory(struct outq *q)
+{
+    mem_free(q->own);
+    mem_free(q->ents);
+    memset(q, 0, sizeof *q);
+}
+
+/* Own-buffer bytes before the first pending own piece are dead; move the
+ * live ones down when the dead part is most of the buffer, so that a queue
+ * that never quite drains does not grow without bound. */
+static void outq_compact(struct outq *q)
+{
+    uint32_t first = q->own_len;
+    for (uint32_t i = 0; i < q->count; i++) {
+        struct outq_ent *e = &q->ents[q->head + i];
+        if (!e->owner) {
+            first = e->off + (i == 0 ? q->head_sent : 0);
+            break;
+        }
+    }
+    if (first < 65536 || first < q->own_len / 2)
+        return;
+    memmove(q->own, q->own + first, q->own_len - first);
+    q->own_len -= first;
+    for (uint32_t i = 0; i < q->count; i++) {
+        struct outq_ent *e = &q->ents[q->head + i];
+        if (!e->owner) {
+            if (i == 0) {
+                /* The head's written part is gone; fold it into the piece. */
+                e->off = 0;
+                e->len -= q->head_sent;
+                q->head_sent = 0;
+            } else {
+                e->off -= first;
+            }
+        }
+    }
+}
+
+int outq_flush(struct outq *q, int fd)
+{
+    while (q->count > 0) {
+        struct iovec iov[OUTQ_IOV];
+        int n = 0;
+        size_t offered = 0;
+        for (uint32_t i = 0; i < q->count && n < OUTQ_IOV; i++) {
+            struct outq_ent *e = &q->ents[q->head + i];
+            const uint8_t *base = e->owner ? e->ptr : q->own + e->off;
+            uint32_t skip = i == 0 ? q->head_sent : 0;
+            iov[n].iov_base = (void *)(base + skip);
+            iov[n].iov_len = e->len - skip;
+            offered += iov[n].iov_len;
+            n++;
+        }
+        ssize_t w = writev(fd, iov, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                outq_compact(q);
+                return 1;
+            }
+            return -1;
+        }
+        size_t left = (size_t)w;
+        q->bytes -= left;
+        while (left > 0) {
+            struct outq_ent *e = &q->ents[q->head];
+            uint32_t rest = e->len - q->head_sent;
+            if (left < rest) {
+                q->head_sent += (uint32_t)left;
+                break;
+            }
+            left -= rest;
+            if (e->owner)
+                outq_rc_put(e->owner);
+            q->head++;
+            q->count--;
+            q->head_sent = 0;
+        }
+        if ((size_t)w < offered) {
+            /* Short write: the socket buffer is full. */
+            outq_compact(q);
+            return 1;
+        }
+    }
+    outq_release_memory(q);
+    return 0;
+}
+
+void outq_clear(struct outq *q)
+{
+    for (uint32_t i = 0; i < q->count; i++) {
+        struct outq_ent *e = &q->ents[q->head + i];
+        if (e->owner)
+            outq_rc_put(e->owner);
+    }
+    outq_release_memory(q);
+}

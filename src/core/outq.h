@@ -1,0 +1,67 @@
+/* outq.h - a connection's pending output: bytes copied into a private
+ * buffer, interleaved with references to shared, reference-counted blocks
+ * (a message encoded once and sent to many connections), written out with
+ * writev in as few system calls as the kernel allows.
+ *
+ * Small pieces are cheaper to copy than to reference; callers decide which
+ * to use. All memory is released when the queue drains, so an idle
+ * connection holds none.
+ */
+#ifndef SHOOTOUT_OUTQ_H
+#define SHOOTOUT_OUTQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A shared block's reference count; embed it in the shared object and
+ * give a release function that frees the object when the count is 0. */
+struct outq_rc {
+    uint32_t refs;
+    void (*release)(struct outq_rc *rc);
+};
+
+static inline void outq_rc_get(struct outq_rc *rc) { rc->refs++; }
+static inline void outq_rc_put(struct outq_rc *rc)
+{
+    if (--rc->refs == 0)
+        rc->release(rc);
+}
+
+struct outq_ent {
+    struct outq_rc *owner; /* NULL: bytes live in the queue's own buffer */
+    const uint8_t *ptr;    /* shared bytes (owner != NULL) */
+    uint32_t off;          /* own-buffer offset (owner == NULL) */
+    uint32_t len;
+};
+
+struct outq {
+    uint8_t *own;     /* copied bytes */
+    uint32_t own_len, own_cap;
+    struct outq_ent *ents;
+    uint32_t head, count, cap; /* ents[head .. head + count) are pending */
+    uint32_t head_sent;        /* bytes of ents[head] already written */
+    size_t bytes;              /* pending bytes in total */
+};
+
+/* A zeroed struct outq is an empty queue. */
+
+/* Returns space for n bytes at the end of the queue, to be filled at once
+ * by the caller (before any other call on this queue). */
+uint8_t *outq_reserve(struct outq *q, size_t n);
+/* Appends a copy of data. */
+void outq_copy(struct outq *q, const void *data, size_t n);
+/* Appends a reference to shared bytes; takes a reference on owner, which
+ * the queue drops once the bytes are written or the queue is cleared. */
+void outq_share(struct outq *q, struct outq_rc *owner, const uint8_t *ptr, size_t n);
+
+static inline size_t outq_pending(const struct outq *q) { return q->bytes; }
+
+/* Writes as much as the socket takes. Returns 0 when everything was
+ * written, 1 when the socket is full (wait for writability), -1 with errno
+ * on a write error (the connection is dead). */
+int outq_flush(struct outq *q, int fd);
+
+/* Drops everything pending and frees the queue's memory. */
+void outq_clear(struct outq *q);
+
+#endif
