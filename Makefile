@@ -76,7 +76,7 @@ check:
 
 build/fuzz/%: tests/fuzz/%.c $(LIB_SRC)
 	@mkdir -p $(dir $@)
-	clang $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRC) $(LIBS)
+	clang $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -o $@ $< $(LIB_SRC) $(LIBS)
 
 fuzz: $(FUZZ_BIN)
 

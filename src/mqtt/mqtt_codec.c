@@ -1,0 +1,552 @@
+/* mqtt_codec.c - MQTT 3.1.1 packet framing, decoding and encoding.
+ *
+ * Decoders read through a small cursor that checks every length against the
+ * bytes actually present, so no input can make them read out of bounds.
+ * Section numbers and [MQTT-x.y.z-n] tags refer to the OASIS MQTT 3.1.1
+ * standard.
+ */
+#include "mqtt/mqtt_codec.h"
+
+#include <assert.h>
+#include <string.h>
+
+#include "mqtt/mqtt_topic.h"
+
+const char *mqtt_strerror(int err)
+{
+    switch (err) {
+    case MQTT_OK: return "ok";
+    case MQTT_E_MALFORMED: return "malformed packet";
+    case MQTT_E_FLAGS: return "reserved flag bits set";
+    case MQTT_E_TYPE: return "reserved packet type";
+    case MQTT_E_TOO_LARGE: return "packet too large";
+    case MQTT_E_UTF8: return "invalid UTF-8 string";
+    case MQTT_E_TOPIC: return "invalid topic name or filter";
+    case MQTT_E_PROTOCOL: return "unknown protocol name";
+    case MQTT_E_VERSION: return "unsupported protocol level";
+    case MQTT_E_QOS: return "invalid QoS";
+    case MQTT_E_PACKET_ID: return "packet identifier is zero";
+    default: return "unknown error";
+    }
+}
+
+/* ---- Framing ------------------------------------------------------------ */
+
+/* Fixed-header checks on the first byte alone, so garbage is refused before
+ * any length arrives (2.2.2). */
+static int check_first_byte(uint8_t b)
+{
+    uint8_t type = b >> 4, flags = b & 0x0F;
+    switch (type) {
+    case 0:
+    case 15:
+        return MQTT_E_TYPE;
+    case MQTT_PUBLISH:
+        return (flags & 0x06) == 0x06 ? MQTT_E_QOS : MQTT_OK;
+    case MQTT_PUBREL:
+    case MQTT_SUBSCRIBE:
+    case MQTT_UNSUBSCRIBE:
+        return flags == 0x02 ? MQTT_OK : MQTT_E_FLAGS;
+    default:
+        return flags == 0 ? MQTT_OK : MQTT_E_FLAGS;
+    }
+}
+
+int mqtt_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqtt_header *h)
+{
+    if (len == 0)
+        return 0;
+    int rc = check_first_byte(buf[0]);
+    if (rc != MQTT_OK)
+        return rc;
+
+    uint32_t body = 0;
+    size_t i = 1;
+    for (;;) {
+        if (i >= len)
+            return 0;
+        uint8_t b = buf[i];
+        body |= (uint32_t)(b & 0x7F) << (7 * (i - 1));
+        i++;
+        if (!(b & 0x80))
+            break;
+        if (i == MQTT_MAX_FIXED_HEADER)
+            return MQTT_E_MALFORMED; /* a fifth length byte would follow */
+    }
+
+    uint32_t whole = (uint32_t)i + body; /* at most 5 + MQTT_MAX_REMAINING */
+    if (max_packet != 0 && whole > max_packet)
+        return MQTT_E_TOO_LARGE;
+    h->type = buf[0] >> 4;
+    h->flags = buf[0] & 0x0F;
+    h->header_len = (uint8_t)i;
+    h->body_len = body;
+    return len >= whole ? (int)whole : 0;
+}
+
+size_t mqtt_varint_size(uint32_t v)
+{
+    assert(v <= MQTT_MAX_REMAINING);
+    return v < 128u ? 1 : v < 16384u ? 2 : v < 2097152u ? 3 : 4;
+}
+
+size_t mqtt_encode_varint(uint8_t *out, uint32_t v)
+{
+    assert(v <= MQTT_MAX_REMAINING);
+    size_t n = 0;
+    do {
+        uint8_t b = v & 0x7F;
+        v >>= 7;
+        out[n++] = v ? (uint8_t)(b | 0x80) : b;
+    } while (v);
+    return n;
+}
+
+/* ---- Decoding helpers --------------------------------------------------- */
+
+struct cursor {
+    const uint8_t *p, *end;
+};
+
+static inline size_t cur_left(const struct cursor *c) { return (size_t)(c->end - c->p); }
+
+static inline bool cur_u8(struct cursor *c, uint8_t *v)
+{
+    if (c->p == c->end)
+        return false;
+    *v = *c->p++;
+    return true;
+}
+
+static inline bool cur_u16(struct cursor *c, uint16_t *v)
+{
+    if (cur_left(c) < 2)
+        return false;
+    *v = (uint16_t)(c->p[0] << 8 | c->p[1]);
+    c->p += 2;
+    return true;
+}
+
+/* A two-byte length followed by that many bytes (1.5.3; also the binary
+ * Will Message and Password fields). */
+static inline bool cur_bytes(struct cursor *c, struct mqtt_bytes *b)
+{
+    uint16_t n;
+    if (!cur_u16(c, &n) || cur_left(c) < n)
+        return false;
+    b->ptr = c->p;
+    b->len = n;
+    c->p += n;
+    return true;
+}
+
+static inline int check_utf8(const struct mqtt_bytes *b)
+{
+    return mqtt_utf8_valid(b->ptr, b->len) ? MQTT_OK : MQTT_E_UTF8;
+}
+
+/* The combined validator is one pass; only a failure pays for a second pass
+ * to tell bad UTF-8 from a topic-rule violation. */
+static inline int check_topic_name(const struct mqtt_bytes *b)
+{
+    if (mqtt_topic_name_valid(b->ptr, b->len))
+        return MQTT_OK;
+    return mqtt_utf8_valid(b->ptr, b->len) ? MQTT_E_TOPIC : MQTT_E_UTF8;
+}
+
+static inline int check_topic_filter(const uint8_t *f, size_t len)
+{
+    if (mqtt_topic_filter_valid(f, len))
+        return MQTT_OK;
+    return mqtt_utf8_valid(f, len) ? MQTT_E_TOPIC : MQTT_E_UTF8;
+}
+
+/* ---- Encoding helpers --------------------------------------------------- */
+
+static inline uint8_t *put_u16(uint8_t *out, uint16_t v)
+{
+    out[0] = (uint8_t)(v >> 8);
+    out[1] = (uint8_t)v;
+    return out + 2;
+}
+
+static inline uint8_t *put_bytes(uint8_t *out, const uint8_t *p, size_t n)
+{
+    assert(n <= 0xFFFF);
+    out = put_u16(out, (uint16_t)n);
+    if (n)
+        memcpy(out, p, n);
+    return out + n;
+}
+
+static inline uint8_t *put_header(uint8_t *out, uint8_t first, size_t body)
+{
+    assert(body <= MQTT_MAX_REMAINING);
+    *out++ = first;
+    return out + mqtt_encode_varint(out, (uint32_t)body);
+}
+
+static inline size_t whole_size(size_t body) { return 1 + mqtt_varint_size((uint32_t)body) + body; }
+
+/* ---- CONNECT (3.1) ------------------------------------------------------ */
+
+#define CF_USERNAME 0x80
+#define CF_PASSWORD 0x40
+#define CF_WILL_RETAIN 0x20
+#define CF_WILL_QOS 0x18
+#define CF_WILL 0x04
+#define CF_CLEAN 0x02
+#define CF_RESERVED 0x01
+
+int mqtt_decode_connect(const uint8_t *body, size_t len, struct mqtt_connect *c)
+{
+    struct cursor cur = {body, body + len};
+    struct mqtt_bytes name;
+    uint8_t flags;
+    int rc;
+
+    memset(c, 0, sizeof *c);
+    if (!cur_bytes(&cur, &name) || !cur_u8(&cur, &c->protocol_level))
+        return MQTT_E_MALFORMED;
+    /* "MQIsdp" is MQTT 3.1: a protocol we recognise but do not speak, which
+     * deserves CONNACK 1 rather than a silent close. */
+    if (name.len == 4 && memcmp(name.ptr, "MQTT", 4) == 0) {
+        if (c->protocol_level != 4)
+            return MQTT_E_VERSION;
+    } else if (name.len == 6 && memcmp(name.ptr, "MQIsdp", 6) == 0) {
+        return MQTT_E_VERSION;
+    } else {
+        return MQTT_E_PROTOCOL;
+    }
+
+    if (!cur_u8(&cur, &flags) || !cur_u16(&cur, &c->keepalive))
+        return MQTT_E_MALFORMED;
+    if (flags & CF_RESERVED)
+        return MQTT_E_FLAGS; /* [MQTT-3.1.2-3] */
+    c->clean_session = flags & CF_CLEAN;
+    c->has_will = flags & CF_WILL;
+    c->will_qos = (flags & CF_WILL_QOS) >> 3;
+    c->will_retain = flags & CF_WILL_RETAIN;
+    c->has_username = flags & CF_USERNAME;
+    c->has_password = flags & CF_PASSWORD;
+    if (c->will_qos == 3)
+        return MQTT_E_QOS; /* [MQTT-3.1.2-14] */
+    if (!c->has_will && c->will_qos != 0)
+        return MQTT_E_QOS; /* [MQTT-3.1.2-13] */
+    if (!c->has_will && c->will_retain)
+        return MQTT_E_FLAGS; /* [MQTT-3.1.2-15] */
+    if (c->has_password && !c->has_username)
+        return MQTT_E_FLAGS; /* [MQTT-3.1.2-22] */
+
+    /* Payload fields appear in this fixed order, each only if flagged
+     * [MQTT-3.1.3-1]. */
+    if (!cur_bytes(&cur, &c->client_id))
+        return MQTT_E_MALFORMED;
+    if ((rc = check_utf8(&c->client_id)) != MQTT_OK)
+        return rc;
+    if (c->has_will) {
+        if (!cur_bytes(&cur, &c->will_topic) || !cur_bytes(&cur, &c->will_payload))
+            return MQTT_E_MALFORMED;
+        if ((rc = check_topic_name(&c->will_topic)) != MQTT_OK)
+            return rc;
+    }
+    if (c->has_username) {
+        if (!cur_bytes(&cur, &c->username))
+            return MQTT_E_MALFORMED;
+        if ((rc = check_utf8(&c->username)) != MQTT_OK)
+            return rc;
+    }
+    if (c->has_password && !cur_bytes(&cur, &c->password))
+        return MQTT_E_MALFORMED;
+    return cur.p == cur.end ? MQTT_OK : MQTT_E_MALFORMED;
+}
+
+static size_t connect_body_size(const struct mqtt_connect *c)
+{
+    size_t n = 2 + 4 + 1 + 1 + 2 + 2 + c->client_id.len;
+    if (c->has_will)
+        n += 2 + c->will_topic.len + 2 + c->will_payload.len;
+    if (c->has_username)
+        n += 2 + c->username.len;
+    if (c->has_password)
+        n += 2 + c->password.len;
+    return n;
+}
+
+size_t mqtt_connect_size(const struct mqtt_connect *c) { return whole_size(connect_body_size(c)); }
+
+size_t mqtt_encode_connect(uint8_t *out, const struct mqtt_connect *c)
+{
+    uint8_t flags = 0;
+    if (c->clean_session)
+        flags |= CF_CLEAN;
+    /* Will QoS and retain mean nothing without a will and must then be 0. */
+    if (c->has_will)
+        flags |= CF_WILL | (uint8_t)((c->will_qos & 3) << 3) | (c->will_retain ? CF_WILL_RETAIN : 0);
+    if (c->has_username)
+        flags |= CF_USERNAME;
+    if (c->has_password)
+        flags |= CF_PASSWORD;
+
+    uint8_t *p = put_header(out, MQTT_CONNECT << 4, connect_body_size(c));
+    p = put_bytes(p, (const uint8_t *)"MQTT", 4);
+    *p++ = c->protocol_level;
+    *p++ = flags;
+    p = put_u16(p, c->keepalive);
+    p = put_bytes(p, c->client_id.ptr, c->client_id.len);
+    if (c->has_will) {
+        p = put_bytes(p, c->will_topic.ptr, c->will_topic.len);
+        p = put_bytes(p, c->will_payload.ptr, c->will_payload.len);
+    }
+    if (c->has_username)
+        p = put_bytes(p, c->username.ptr, c->username.len);
+    if (c->has_password)
+        p = put_bytes(p, c->password.ptr, c->password.len);
+    return (size_t)(p - out);
+}
+
+/* ---- CONNACK (3.2) ------------------------------------------------------ */
+
+int mqtt_decode_connack(const uint8_t *body, size_t len, bool *session_present, uint8_t *rc)
+{
+    if (len != 2)
+        return MQTT_E_MALFORMED;
+    if (body[0] & 0xFE)
+        return MQTT_E_FLAGS; /* Connect Acknowledge Flags bits 7-1 are reserved */
+    if (body[1] > MQTT_CONNACK_NOT_AUTHORIZED)
+        return MQTT_E_MALFORMED; /* 6-255 are reserved */
+    if (body[0] && body[1] != MQTT_CONNACK_ACCEPTED)
+        return MQTT_E_MALFORMED; /* [MQTT-3.2.2-4] */
+    *session_present = body[0];
+    *rc = body[1];
+    return MQTT_OK;
+}
+
+size_t mqtt_encode_connack(uint8_t *out, bool session_present, uint8_t rc)
+{
+    out[0] = MQTT_CONNACK << 4;
+    out[1] = 2;
+    out[2] = session_present;
+    out[3] = rc;
+    return MQTT_CONNACK_LEN;
+}
+
+/* ---- PUBLISH (3.3) ------------------------------------------------------ */
+
+int mqtt_decode_publish(const uint8_t *body, size_t len, uint8_t flags, struct mqtt_publish *p)
+{
+    struct cursor cur = {body, body + len};
+    int rc;
+
+    p->dup = flags & 0x08;
+    p->qos = (flags >> 1) & 3;
+    p->retain = flags & 0x01;
+    p->packet_id = 0;
+    if (p->qos == 3)
+        return MQTT_E_QOS; /* [MQTT-3.3.1-4] */
+    if (p->dup && p->qos == 0)
+        return MQTT_E_FLAGS; /* [MQTT-3.3.1-2] */
+    if (!cur_bytes(&cur, &p->topic))
+        return MQTT_E_MALFORMED;
+    if (p->qos > 0) {
+        if (!cur_u16(&cur, &p->packet_id))
+            return MQTT_E_MALFORMED;
+        if (p->packet_id == 0)
+            return MQTT_E_PACKET_ID; /* [MQTT-2.3.1-1] */
+    }
+    if ((rc = check_topic_name(&p->topic)) != MQTT_OK)
+        return rc; /* [MQTT-3.3.2-1], [MQTT-3.3.2-2], [MQTT-4.7.3-1] */
+    p->payload.ptr = cur.p;
+    p->payload.len = cur_left(&cur);
+    return MQTT_OK;
+}
+
+static size_t publish_body_size(size_t topic_len, size_t payload_len, uint8_t qos)
+{
+    return 2 + topic_len + (qos ? 2 : 0) + payload_len;
+}
+
+size_t mqtt_publish_size(size_t topic_len, size_t payload_len, uint8_t qos)
+{
+    return whole_size(publish_body_size(topic_len, payload_len, qos));
+}
+
+size_t mqtt_encode_publish(uint8_t *out, const struct mqtt_publish *p)
+{
+    uint8_t first = (uint8_t)(MQTT_PUBLISH << 4 | (p->dup ? 0x08 : 0) | (p->qos & 3) << 1 |
+                              (p->retain ? 0x01 : 0));
+    uint8_t *o = put_header(out, first, publish_body_size(p->topic.len, p->payload.len, p->qos));
+    o = put_bytes(o, p->topic.ptr, p->topic.len);
+    if (p->qos)
+        o = put_u16(o, p->packet_id);
+    if (p->payload.len)
+        memcpy(o, p->payload.ptr, p->payload.len);
+    return (size_t)(o + p->payload.len - out);
+}
+
+/* ---- PUBACK, PUBREC, PUBREL, PUBCOMP, UNSUBACK -------------------------- */
+
+int mqtt_decode_ack(const uint8_t *body, size_t len, uint16_t *packet_id)
+{
+    if (len != 2)
+        return MQTT_E_MALFORMED;
+    *packet_id = (uint16_t)(body[0] << 8 | body[1]);
+    return *packet_id ? MQTT_OK : MQTT_E_PACKET_ID;
+}
+
+size_t mqtt_encode_ack(uint8_t *out, enum mqtt_type type, uint16_t packet_id)
+{
+    out[0] = (uint8_t)(type << 4 | (type == MQTT_PUBREL ? 0x02 : 0));
+    out[1] = 2;
+    put_u16(out + 2, packet_id);
+    return MQTT_ACK_LEN;
+}
+
+size_t mqtt_encode_empty(uint8_t *out, enum mqtt_type type)
+{
+    out[0] = (uint8_t)(type << 4);
+    out[1] = 0;
+    return MQTT_EMPTY_LEN;
+}
+
+/* ---- SUBSCRIBE (3.8), UNSUBSCRIBE (3.10) --------------------------------- */
+
+static int decode_filters(const uint8_t *body, size_t len, bool with_qos, struct mqtt_filters *f)
+{
+    struct cursor cur = {body, body + len};
+    int rc;
+
+    if (!cur_u16(&cur, &f->packet_id))
+        return MQTT_E_MALFORMED;
+    if (f->packet_id == 0)
+        return MQTT_E_PACKET_ID; /* [MQTT-2.3.1-1] */
+    f->with_qos = with_qos;
+    f->list = cur.p;
+    f->list_len = cur_left(&cur);
+    f->count = 0;
+    while (cur.p < cur.end) {
+        struct mqtt_bytes filter;
+        if (!cur_bytes(&cur, &filter))
+            return MQTT_E_MALFORMED;
+        if ((rc = check_topic_filter(filter.ptr, filter.len)) != MQTT_OK)
+            return rc;
+        if (with_qos) {
+            uint8_t q;
+            if (!cur_u8(&cur, &q))
+                return MQTT_E_MALFORMED;
+            if (q & 0xFC)
+                return MQTT_E_MALFORMED; /* [MQTT-3-8.3-4]: reserved bits */
+            if (q == 3)
+                return MQTT_E_QOS;
+        }
+        f->count++;
+    }
+    /* [MQTT-3.8.3-3], [MQTT-3.10.3-2]: at least one entry. */
+    return f->count ? MQTT_OK : MQTT_E_MALFORMED;
+}
+
+int mqtt_decode_subscribe(const uint8_t *body, size_t len, struct mqtt_filters *f)
+{
+    return decode_filters(body, len, true, f);
+}
+
+int mqtt_decode_unsubscribe(const uint8_t *body, size_t len, struct mqtt_filters *f)
+{
+    return decode_filters(body, len, false, f);
+}
+
+void mqtt_filter_iter_init(struct mqtt_filter_iter *it, const struct mqtt_filters *f)
+{
+    it->pos = f->list;
+    it->end = f->list + f->list_len;
+    it->with_qos = f->with_qos;
+}
+
+bool mqtt_filter_next(struct mqtt_filter_iter *it, struct mqtt_bytes *filter, uint8_t *qos)
+{
+    /* The list was validated by decode_filters(), so lengths are trusted. */
+    if (it->pos >= it->end)
+        return false;
+    size_t n = (size_t)it->pos[0] << 8 | it->pos[1];
+    filter->ptr = it->pos + 2;
+    filter->len = n;
+    it->pos += 2 + n;
+    uint8_t q = it->with_qos ? *it->pos++ : 0;
+    if (qos)
+        *qos = q;
+    return true;
+}
+
+static size_t filters_body_size(const struct mqtt_bytes *filters, unsigned n, bool with_qos)
+{
+    size_t size = 2;
+    for (unsigned i = 0; i < n; i++)
+        size += 2 + filters[i].len + with_qos;
+    return size;
+}
+
+size_t mqtt_subscribe_size(const struct mqtt_bytes *filters, unsigned n)
+{
+    return whole_size(filters_body_size(filters, n, true));
+}
+
+size_t mqtt_unsubscribe_size(const struct mqtt_bytes *filters, unsigned n)
+{
+    return whole_size(filters_body_size(filters, n, false));
+}
+
+static size_t encode_filters(uint8_t *out, uint8_t first, uint16_t packet_id,
+                             const struct mqtt_bytes *filters, const uint8_t *qos, unsigned n)
+{
+    uint8_t *p = put_header(out, first, filters_body_size(filters, n, qos != NULL));
+    p = put_u16(p, packet_id);
+    for (unsigned i = 0; i < n; i++) {
+        p = put_bytes(p, filters[i].ptr, filters[i].len);
+        if (qos)
+            *p++ = qos[i];
+    }
+    return (size_t)(p - out);
+}
+
+size_t mqtt_encode_subscribe(uint8_t *out, uint16_t packet_id, const struct mqtt_bytes *filters,
+                             const uint8_t *qos, unsigned n)
+{
+    assert(qos != NULL);
+    return encode_filters(out, MQTT_SUBSCRIBE << 4 | 0x02, packet_id, filters, qos, n);
+}
+
+size_t mqtt_encode_unsubscribe(uint8_t *out, uint16_t packet_id, const struct mqtt_bytes *filters,
+                               unsigned n)
+{
+    return encode_filters(out, MQTT_UNSUBSCRIBE << 4 | 0x02, packet_id, filters, NULL, n);
+}
+
+/* ---- SUBACK (3.9) ------------------------------------------------------- */
+
+int mqtt_decode_suback(const uint8_t *body, size_t len, struct mqtt_suback *s)
+{
+    if (len < 3)
+        return MQTT_E_MALFORMED; /* packet id and at least one code */
+    s->packet_id = (uint16_t)(body[0] << 8 | body[1]);
+    if (s->packet_id == 0)
+        return MQTT_E_PACKET_ID;
+    s->codes = body + 2;
+    s->count = (unsigned)(len - 2);
+    for (unsigned i = 0; i < s->count; i++) {
+        uint8_t code = s->codes[i];
+        if (code > 2 && code != MQTT_SUBACK_FAILURE)
+            return MQTT_E_MALFORMED; /* [MQTT-3.9.3-2]: others are reserved */
+    }
+    return MQTT_OK;
+}
+
+size_t mqtt_suback_size(unsigned n) { return whole_size(2 + (size_t)n); }
+
+size_t mqtt_encode_suback(uint8_t *out, uint16_t packet_id, const uint8_t *codes, unsigned n)
+{
+    uint8_t *p = put_header(out, MQTT_SUBACK << 4, 2 + (size_t)n);
+    p = put_u16(p, packet_id);
+    if (n)
+        memcpy(p, codes, n);
+    return (size_t)(p + n - out);
+}

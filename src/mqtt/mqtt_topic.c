@@ -1,0 +1,209 @@
+/* mqtt_topic.c - MQTT string, topic name and topic filter rules, and
+ * wildcard matching.
+ *
+ * These run on every PUBLISH a broker receives, so the validators scan eight
+ * bytes at a time while the input is plain ASCII (nearly every real topic)
+ * and drop to a byte-wise UTF-8 decoder only around other bytes.
+ */
+#include "mqtt/mqtt_topic.h"
+
+#include <string.h>
+
+#define ONES 0x0101010101010101ull
+#define HIGHS 0x8080808080808080ull
+
+static inline uint64_t load64(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w); /* one unaligned load; byte order is irrelevant here */
+    return w;
+}
+
+/* Non-zero iff some byte of w is zero. Exact as a boolean (the borrow can
+ * only flag extra bytes above a real zero byte). */
+static inline uint64_t has_zero(uint64_t w) { return (w - ONES) & ~w & HIGHS; }
+
+static inline uint64_t has_byte(uint64_t w, uint8_t b) { return has_zero(w ^ (ONES * b)); }
+
+/* Length of the well-formed multi-byte UTF-8 sequence at s (lead byte
+ * >= 0x80), or 0 if it is ill-formed or truncated. The second-byte ranges
+ * are those of Unicode Table 3-7: they exclude overlong forms (C0, C1, E0
+ * 80..9F, F0 80..8F), surrogates (ED A0..BF) and code points above U+10FFFF
+ * (F4 90.., F5..FF). */
+static size_t utf8_seq(const uint8_t *s, size_t avail)
+{
+    uint8_t c = s[0];
+    uint8_t lo = 0x80, hi = 0xBF;
+    size_t n;
+
+    if (c < 0xC2)
+        return 0;
+    if (c < 0xE0) {
+        n = 2;
+    } else if (c < 0xF0) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c < 0xF5) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else {
+        return 0;
+    }
+    if (avail < n || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+bool mqtt_utf8_valid(const uint8_t *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len) {
+        if (len - i >= 8) {
+            uint64_t w = load64(s + i);
+            if (((w & HIGHS) | has_zero(w)) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            if (c == 0)
+                return false;
+            i++;
+            continue;
+        }
+        size_t n = utf8_seq(s + i, len - i);
+        if (n == 0)
+            return false;
+        i += n;
+    }
+    return true;
+}
+
+bool mqtt_topic_name_valid(const uint8_t *t, size_t len)
+{
+    if (len == 0)
+        return false;
+    size_t i = 0;
+    while (i < len) {
+        if (len - i >= 8) {
+            uint64_t w = load64(t + i);
+            if (((w & HIGHS) | has_zero(w) | has_byte(w, '+') | has_byte(w, '#')) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t c = t[i];
+        if (c < 0x80) {
+            if (c == 0 || c == '+' || c == '#')
+                return false;
+            i++;
+            continue;
+        }
+        size_t n = utf8_seq(t + i, len - i);
+        if (n == 0)
+            return false;
+        i += n;
+    }
+    return true;
+}
+
+bool mqtt_topic_filter_valid(const uint8_t *f, size_t len)
+{
+    if (len == 0)
+        return false;
+    size_t i = 0;
+    while (i < len) {
+        if (len - i >= 8) {
+            uint64_t w = load64(f + i);
+            if (((w & HIGHS) | has_zero(w) | has_byte(w, '+') | has_byte(w, '#')) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t c = f[i];
+        if (c < 0x80) {
+            if (c == 0)
+                return false;
+            /* A wildcard must fill its whole level; '#' must also be the
+             * last level. Neighbours are looked at as bytes, which is safe
+             * because '/' never occurs inside a multi-byte sequence. */
+            if (c == '+' || c == '#') {
+                if (i > 0 && f[i - 1] != '/')
+                    return false;
+                if (c == '#' ? i + 1 != len : i + 1 < len && f[i + 1] != '/')
+                    return false;
+            }
+            i++;
+            continue;
+        }
+        size_t n = utf8_seq(f + i, len - i);
+        if (n == 0)
+            return false;
+        i += n;
+    }
+    return true;
+}
+
+bool mqtt_topic_match(const uint8_t *filter, size_t flen, const uint8_t *topic, size_t tlen)
+{
+    /* [MQTT-4.7.2-1]: "$" topics are the server's; wildcards at the first
+     * level must not reach them. */
+    if (tlen > 0 && topic[0] == '$' && flen > 0 && (filter[0] == '+' || filter[0] == '#'))
+        return false;
+
+    size_t i = 0, j = 0;
+    for (;;) {
+        /* Here i and j are both at the start of a level. */
+        if (i < flen && filter[i] == '#')
+            return true;
+        if (i < flen && filter[i] == '+') {
+            i++;
+            while (j < tlen && topic[j] != '/')
+                j++;
+        } else {
+            while (i < flen && filter[i] != '/') {
+                if (j == tlen || topic[j] != filter[i])
+                    return false;
+                i++;
+                j++;
+            }
+            if (j < tlen && topic[j] != '/')
+                return false;
+        }
+        /* Both at the end of a level: at '/' or at the end. */
+        if (i >= flen)
+            return j == tlen;
+        if (j == tlen)
+            /* The topic ran out first; only a trailing "/#" still matches,
+             * since '#' includes the parent level. */
+            return flen - i == 2 && filter[i + 1] == '#';
+        i++;
+        j++;
+    }
+}
+
+bool mqtt_topic_next_level(const uint8_t *s, size_t len, size_t *pos, const uint8_t **level,
+                           size_t *level_len)
+{
+    size_t p = *pos;
+    /* len + 1 marks "exhausted", so that a trailing '/' still yields its
+     * empty last level at p == len. */
+    if (p > len)
+        return false;
+    const uint8_t *slash = p < len ? memchr(s + p, '/', len - p) : NULL;
+    size_t end = slash ? (size_t)(slash - s) : len;
+    *level = s + p;
+    *level_len = end - p;
+    *pos = end + 1;
+    return true;
+}
