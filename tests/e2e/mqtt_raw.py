@@ -1,0 +1,440 @@
+"""A tiny raw-socket MQTT 3.1.1 client for end-to-end tests.
+
+Builds packets byte by byte (so tests can send exactly what they want,
+including malformed packets) and reads packets with timeouts. Written from
+the MQTT 3.1.1 specification (OASIS Standard, 29 October 2014).
+"""
+
+import socket
+import struct
+import time
+
+CONNECT = 1
+CONNACK = 2
+PUBLISH = 3
+PUBACK = 4
+PUBREC = 5
+PUBREL = 6
+PUBCOMP = 7
+SUBSCRIBE = 8
+SUBACK = 9
+UNSUBSCRIBE = 10
+UNSUBACK = 11
+PINGREQ = 12
+PINGRESP = 13
+DISCONNECT = 14
+
+TYPE_NAMES = {
+    CONNECT: "CONNECT", CONNACK: "CONNACK", PUBLISH: "PUBLISH",
+    PUBACK: "PUBACK", PUBREC: "PUBREC", PUBREL: "PUBREL",
+    PUBCOMP: "PUBCOMP", SUBSCRIBE: "SUBSCRIBE", SUBACK: "SUBACK",
+    UNSUBSCRIBE: "UNSUBSCRIBE", UNSUBACK: "UNSUBACK", PINGREQ: "PINGREQ",
+    PINGRESP: "PINGRESP", DISCONNECT: "DISCONNECT",
+}
+
+DEFAULT_TIMEOUT = 5.0
+
+
+# ---------------------------------------------------------------- encoding
+
+def _b(s):
+    if isinstance(s, str):
+        return s.encode("utf-8")
+    return bytes(s)
+
+
+def varint(n):
+    """Remaining Length encoding (MQTT 3.1.1, 2.2.3)."""
+    if n < 0 or n > 268435455:
+        raise ValueError("remaining length out of range: %d" % n)
+    out = bytearray()
+    while True:
+        digit = n % 128
+        n //= 128
+        if n > 0:
+            digit |= 0x80
+        out.append(digit)
+        if n == 0:
+            return bytes(out)
+
+
+def mqtt_str(s):
+    """A UTF-8 encoded string / binary field with a 2-byte length prefix.
+    Accepts str or raw bytes (bytes are sent unchecked, for invalid UTF-8)."""
+    data = _b(s)
+    return struct.pack("!H", len(data)) + data
+
+
+def packet(ptype, flags, body=b""):
+    return bytes([(ptype << 4) | (flags & 0x0F)]) + varint(len(body)) + bytes(body)
+
+
+def connect(client_id="", clean_session=True, keepalive=60,
+            will_topic=None, will_message=b"", will_qos=0, will_retain=False,
+            username=None, password=None,
+            protocol_name="MQTT", protocol_level=4, reserved_flag=False,
+            flags_override=None):
+    flags = 0
+    if clean_session:
+        flags |= 0x02
+    if will_topic is not None:
+        flags |= 0x04 | ((will_qos & 3) << 3)
+        if will_retain:
+            flags |= 0x20
+    if password is not None:
+        flags |= 0x40
+    if username is not None:
+        flags |= 0x80
+    if reserved_flag:
+        flags |= 0x01
+    if flags_override is not None:
+        flags = flags_override
+    body = mqtt_str(protocol_name) + bytes([protocol_level, flags]) + struct.pack("!H", keepalive)
+    body += mqtt_str(client_id)
+    if will_topic is not None:
+        body += mqtt_str(will_topic) + mqtt_str(will_message)
+    if username is not None:
+        body += mqtt_str(username)
+    if password is not None:
+        body += mqtt_str(password)
+    return packet(CONNECT, 0, body)
+
+
+def publish(topic, payload=b"", qos=0, retain=False, dup=False, packet_id=None):
+    flags = ((qos & 3) << 1) | (0x08 if dup else 0) | (0x01 if retain else 0)
+    body = mqtt_str(topic)
+    if qos > 0:
+        if packet_id is None:
+            raise ValueError("QoS > 0 PUBLISH needs a packet id")
+        body += struct.pack("!H", packet_id)
+    elif packet_id is not None:
+        body += struct.pack("!H", packet_id)
+    body += _b(payload)
+    return packet(PUBLISH, flags, body)
+
+
+def _ack(ptype, packet_id, flags=0):
+    return packet(ptype, flags, struct.pack("!H", packet_id))
+
+
+def puback(packet_id):
+    return _ack(PUBACK, packet_id)
+
+
+def pubrec(packet_id):
+    return _ack(PUBREC, packet_id)
+
+
+def pubrel(packet_id, flags=0x02):
+    return _ack(PUBREL, packet_id, flags)
+
+
+def pubcomp(packet_id):
+    return _ack(PUBCOMP, packet_id)
+
+
+def subscribe(packet_id, topics, flags=0x02):
+    """topics: list of (filter, requested_qos)."""
+    body = struct.pack("!H", packet_id)
+    for topic, qos in topics:
+        body += mqtt_str(topic) + bytes([qos])
+    return packet(SUBSCRIBE, flags, body)
+
+
+def unsubscribe(packet_id, topics, flags=0x02):
+    body = struct.pack("!H", packet_id)
+    for topic in topics:
+        body += mqtt_str(topic)
+    return packet(UNSUBSCRIBE, flags, body)
+
+
+def pingreq():
+    return packet(PINGREQ, 0)
+
+
+def disconnect():
+    return packet(DISCONNECT, 0)
+
+
+# ---------------------------------------------------------------- decoding
+
+class Packet:
+    """One decoded control packet. Common fields: type, flags, body.
+    CONNACK: session_present, rc. PUBLISH: topic, payload, qos, dup, retain,
+    packet_id. Acks: packet_id. SUBACK: packet_id, granted (list of ints)."""
+
+    def __init__(self, first_byte, body):
+        self.type = first_byte >> 4
+        self.flags = first_byte & 0x0F
+        self.body = body
+        self.packet_id = None
+        if self.type == CONNACK:
+            if len(body) != 2:
+                raise ValueError("bad CONNACK length %d" % len(body))
+            self.session_present = bool(body[0] & 0x01)
+            self.ack_flags = body[0]
+            self.rc = body[1]
+        elif self.type == PUBLISH:
+            self.dup = bool(self.flags & 0x08)
+            self.qos = (self.flags >> 1) & 0x03
+            self.retain = bool(self.flags & 0x01)
+            tlen = struct.unpack("!H", body[:2])[0]
+            self.topic = body[2:2 + tlen].decode("utf-8")
+            pos = 2 + tlen
+            if self.qos > 0:
+                self.packet_id = struct.unpack("!H", body[pos:pos + 2])[0]
+                pos += 2
+            self.payload = bytes(body[pos:])
+        elif self.type in (PUBACK, PUBREC, PUBREL, PUBCOMP, UNSUBACK):
+            if len(body) != 2:
+                raise ValueError("bad %s length %d" % (self.name, len(body)))
+            self.packet_id = struct.unpack("!H", body)[0]
+        elif self.type == SUBACK:
+            self.packet_id = struct.unpack("!H", body[:2])[0]
+            self.granted = list(body[2:])
+
+    @property
+    def name(self):
+        return TYPE_NAMES.get(self.type, "TYPE%d" % self.type)
+
+    def __repr__(self):
+        if self.type == PUBLISH:
+            return "<PUBLISH topic=%r qos=%d dup=%d retain=%d id=%r payload=%r>" % (
+                self.topic, self.qos, self.dup, self.retain, self.packet_id, self.payload[:64])
+        if self.type == CONNACK:
+            return "<CONNACK sp=%d rc=%d>" % (self.session_present, self.rc)
+        if self.type == SUBACK:
+            return "<SUBACK id=%d granted=%r>" % (self.packet_id, self.granted)
+        if self.packet_id is not None:
+            return "<%s id=%d>" % (self.name, self.packet_id)
+        return "<%s flags=%d len=%d>" % (self.name, self.flags, len(self.body))
+
+
+class Closed(Exception):
+    """The peer closed the connection (EOF or reset)."""
+
+
+class RawClient:
+    """A blocking socket with a receive buffer and packet-level reads."""
+
+    def __init__(self, host, port, timeout=DEFAULT_TIMEOUT):
+        self.host = host
+        self.port = port
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = bytearray()
+        self.eof = False
+
+    # -- low level
+    def send(self, data):
+        self.sock.sendall(bytes(data))
+
+    def _fill(self, deadline):
+        """Reads more bytes into buf. Raises Closed on EOF/reset, TimeoutError
+        when the deadline passes with nothing read."""
+        if self.eof:
+            raise Closed()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("no data from broker before the deadline")
+        self.sock.settimeout(remaining)
+        try:
+            data = self.sock.recv(65536)
+        except socket.timeout:
+            raise TimeoutError("no data from broker before the deadline")
+        except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError):
+            self.eof = True
+            raise Closed()
+        if not data:
+            self.eof = True
+            raise Closed()
+        self.buf += data
+
+    def _try_parse(self):
+        """Returns (first_byte, body, total_len) if a whole packet is buffered."""
+        if len(self.buf) < 2:
+            return None
+        mult = 1
+        value = 0
+        pos = 1
+        while True:
+            if pos >= len(self.buf):
+                return None
+            byte = self.buf[pos]
+            value += (byte & 0x7F) * mult
+            pos += 1
+            if not byte & 0x80:
+                break
+            mult *= 128
+            if pos > 4:
+                raise ValueError("broker sent a bad remaining length")
+        if len(self.buf) < pos + value:
+            return None
+        return self.buf[0], bytes(self.buf[pos:pos + value]), pos + value
+
+    def recv_packet(self, timeout=DEFAULT_TIMEOUT):
+        """Returns the next Packet. Raises TimeoutError if none arrives within
+        timeout seconds, Closed if the connection is closed first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            parsed = self._try_parse()
+            if parsed is not None:
+                first, body, total = parsed
+                del self.buf[:total]
+                return Packet(first, body)
+            self._fill(deadline)
+
+    def expect(self, ptype, timeout=DEFAULT_TIMEOUT):
+        """Reads the next packet and asserts its type."""
+        try:
+            p = self.recv_packet(timeout)
+        except Closed:
+            raise AssertionError("connection closed while waiting for %s" % TYPE_NAMES[ptype])
+        except TimeoutError:
+            raise AssertionError("no %s within %.1fs" % (TYPE_NAMES[ptype], timeout))
+        assert p.type == ptype, "expected %s, got %r" % (TYPE_NAMES[ptype], p)
+        return p
+
+    def expect_nothing(self, timeout):
+        """Asserts no packet arrives (and the connection stays open) for
+        timeout seconds."""
+        try:
+            p = self.recv_packet(timeout)
+        except TimeoutError:
+            return
+        except Closed:
+            raise AssertionError("connection closed; expected it to stay open and quiet")
+        raise AssertionError("expected no packet, got %r" % p)
+
+    def wait_closed(self, timeout=DEFAULT_TIMEOUT):
+        """Reads (and returns) whatever packets arrive until the broker closes
+        the connection. Asserts the close happens within timeout seconds."""
+        got = []
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                got.append(self.recv_packet(max(0.0, deadline - time.monotonic())))
+            except Closed:
+                return got
+            except TimeoutError:
+                raise AssertionError(
+                    "broker did not close the connection within %.1fs (received %r)" % (timeout, got))
+            except ValueError:
+                # undecodable bytes; drop them and keep waiting for the close
+                self.buf.clear()
+
+    def is_closed_now(self, timeout=0.5):
+        """True if the connection is closed (EOF/reset) within timeout,
+        ignoring any packets that arrive before."""
+        try:
+            self.wait_closed(timeout)
+            return True
+        except AssertionError:
+            return False
+
+    # -- convenience
+    def connect(self, client_id="", clean_session=True, keepalive=60, timeout=DEFAULT_TIMEOUT, **kw):
+        """Sends CONNECT and returns the CONNACK packet."""
+        self.send(connect(client_id, clean_session, keepalive, **kw))
+        return self.expect(CONNACK, timeout)
+
+    def connect_ok(self, client_id="", clean_session=True, keepalive=60, **kw):
+        ack = self.connect(client_id, clean_session, keepalive, **kw)
+        assert ack.rc == 0, "CONNACK return code %d" % ack.rc
+        return ack
+
+    def subscribe(self, packet_id, topics, timeout=DEFAULT_TIMEOUT):
+        """Subscribes and returns the SUBACK; PUBLISHes that arrive before the
+        SUBACK (e.g. retained) are kept in self.pending."""
+        self.send(subscribe(packet_id, topics))
+        return self.expect_skipping(SUBACK, timeout)
+
+    def expect_skipping(self, ptype, timeout=DEFAULT_TIMEOUT):
+        """Like expect(), but PUBLISH packets that arrive first are stored in
+        self.pending instead of failing the test."""
+        deadline = time.monotonic() + timeout
+        if not hasattr(self, "pending"):
+            self.pending = []
+        while True:
+            p = self.expect_any(max(0.0, deadline - time.monotonic()), "waiting for %s" % TYPE_NAMES[ptype])
+            if p.type == ptype:
+                return p
+            if p.type == PUBLISH:
+                self.pending.append(p)
+                continue
+            raise AssertionError("expected %s, got %r" % (TYPE_NAMES[ptype], p))
+
+    def expect_any(self, timeout=DEFAULT_TIMEOUT, what="waiting for a packet"):
+        try:
+            return self.recv_packet(timeout)
+        except Closed:
+            raise AssertionError("connection closed while %s" % what)
+        except TimeoutError:
+            raise AssertionError("timed out after %.1fs %s" % (timeout, what))
+
+    def next_publish(self, timeout=DEFAULT_TIMEOUT):
+        """Returns a stored pending PUBLISH first, then reads the next packet,
+        which must be a PUBLISH."""
+        if getattr(self, "pending", None):
+            return self.pending.pop(0)
+        return self.expect(PUBLISH, timeout)
+
+    def collect_until(self, is_last, timeout=DEFAULT_TIMEOUT, max_packets=10000):
+        """Receives PUBLISHes (acknowledging QoS 1 and playing the QoS 2
+        receiver: PUBREC, then PUBCOMP for each PUBREL) until one satisfies
+        is_last(p). Returns (publishes_before, last). Before returning, waits
+        for the PUBRELs of QoS 2 messages it has PUBREC'd, so no exchange is
+        left half done."""
+        deadline = time.monotonic() + timeout
+        awaiting_rel = set()
+        before = []
+        last = None
+        for _ in range(max_packets):
+            if last is not None and not awaiting_rel:
+                return before, last
+            if getattr(self, "pending", None):
+                p = self.pending.pop(0)
+            else:
+                p = self.expect_any(max(0.0, deadline - time.monotonic()),
+                                    "collecting PUBLISHes (so far %r)" % before)
+            if p.type == PUBLISH:
+                if p.qos == 1:
+                    self.send(puback(p.packet_id))
+                elif p.qos == 2:
+                    assert p.packet_id not in awaiting_rel, "PUBLISH re-sent after PUBREC: %r" % p
+                    awaiting_rel.add(p.packet_id)
+                    self.send(pubrec(p.packet_id))
+                if last is None and is_last(p):
+                    last = p
+                elif last is None:
+                    before.append(p)
+                else:
+                    raise AssertionError("PUBLISH after the last expected one: %r" % p)
+            elif p.type == PUBREL:
+                assert p.flags == 0x02, "PUBREL flags must be 0010 [MQTT-3.6.1-1]"
+                assert p.packet_id in awaiting_rel, "PUBREL for unknown packet id %d" % p.packet_id
+                awaiting_rel.discard(p.packet_id)
+                self.send(pubcomp(p.packet_id))
+            else:
+                raise AssertionError("unexpected %r while collecting PUBLISHes" % p)
+        raise AssertionError("too many packets while collecting PUBLISHes")
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def abort(self):
+        """Closes the socket with a TCP RST (SO_LINGER 0)."""
+        try:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
