@@ -137,8 +137,9 @@ int broker_run(const struct broker_config *cfg)
     b.subs = subtree_new();
     b.retained = retain_new(broker_release_retained);
 
-    log_info("shootout broker listening on %s:%d (MQTT 3.1.1, max %u connections, %ld fds)",
-             cfg->bind, net_local_port(lfd), cfg->max_connections, fds);
+    bool v6 = strchr(cfg->bind, ':') != NULL;
+    log_info("shootout broker listening on %s%s%s:%d (MQTT 3.1.1, max %u connections, %ld fds)",
+             v6 ? "[" : "", cfg->bind, v6 ? "]" : "", net_local_port(lfd), cfg->max_connections, fds);
     int rc = ev_run(b.loop);
     if (rc < 0)
         log_error("event loop failed: %s", strerror(errno));

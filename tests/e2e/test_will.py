@@ -130,10 +130,11 @@ def test_keepalive_expiry_timing(broker):
     t0 = time.monotonic()  # the CONNECT is the last packet the client sends
     _, p = watcher.collect_until(lambda p: p.topic == "will/ka", timeout=5)
     elapsed = time.monotonic() - t0
-    assert 1.4 <= elapsed <= 3.5, "will published %.2fs after the last packet (keep alive 1 s)" % elapsed
+    # 1.5 s plus the broker's 0.25 s sweep, with room for a loaded machine.
+    assert 1.4 <= elapsed <= 2.5, "will published %.2fs after the last packet (keep alive 1 s)" % elapsed
     c.wait_closed(1.5)
     closed = time.monotonic() - t0
-    assert closed <= 3.5, "silent connection closed only after %.2fs" % closed
+    assert closed <= 2.6, "silent connection closed only after %.2fs" % closed
 
 
 def test_keepalive_respected_while_client_pings(broker):
