@@ -96,10 +96,13 @@ static void broker_shutdown(struct broker *b)
     mem_free(b->matches);
     if (b->spare_fd >= 0)
         close(b->spare_fd);
-    log_info("stopped: %llu messages in, %llu out, %llu protocol errors, %llu refused",
-             (unsigned long long)b->stats.msgs_in, (unsigned long long)b->stats.msgs_out,
-             (unsigned long long)b->stats.protocol_errors,
-             (unsigned long long)b->stats.refused_connections);
+    const struct broker_stats *st = &b->stats;
+    log_info("stopped: %llu messages in, %llu out; dropped %llu (queue full), %llu (output full), "
+             "%llu (QoS 0 to offline sessions); %llu protocol errors, %llu connections refused",
+             (unsigned long long)st->msgs_in, (unsigned long long)st->msgs_out,
+             (unsigned long long)st->dropped_queue_full, (unsigned long long)st->dropped_output_full,
+             (unsigned long long)st->dropped_offline_qos0, (unsigned long long)st->protocol_errors,
+             (unsigned long long)st->refused_connections);
 }
 
 int broker_run(const struct broker_config *cfg)

@@ -18,6 +18,7 @@
 #include "broker/msg.h"
 #include "core/ev.h"
 #include "core/hmap.h"
+#include "core/inbuf.h"
 #include "core/outq.h"
 
 struct session;
@@ -40,8 +41,7 @@ struct conn {
     uint64_t last_rx_ms;
     struct session *session;
     struct msg *will;         /* owned; published unless DISCONNECT */
-    uint8_t *in;              /* partial packet left from earlier reads */
-    uint32_t in_len, in_cap;
+    struct inbuf in;          /* partial packet left from earlier reads */
     struct outq out;
     struct conn *prev, *next; /* broker.conns */
     struct conn *dirty_next;  /* broker.dirty */
@@ -95,6 +95,7 @@ struct broker_stats {
     uint64_t msgs_in, msgs_out;
     uint64_t dropped_queue_full, dropped_output_full, dropped_offline_qos0;
     uint64_t refused_connections, protocol_errors;
+    uint64_t last_drop_log_ms; /* drops are logged at most once a second */
 };
 
 struct broker {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "core/inbuf.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_codec.h"
@@ -63,9 +64,7 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
     c->next = b->closed;
     b->closed = c;
     outq_clear(&c->out);
-    mem_free(c->in);
-    c->in = NULL;
-    c->in_len = c->in_cap = 0;
+    inbuf_free(&c->in);
 
     struct session *s = c->session;
     struct msg *will = c->will;
@@ -145,31 +144,12 @@ static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, si
     return c->state <= CONN_ACTIVE ? (long)off : -1;
 }
 
-/* Makes room for at least `room` more input bytes after the pending ones. */
-static void conn_reserve_input(struct conn *c, size_t room)
-{
-    size_t want = (size_t)c->in_len + room;
-    if (c->in_cap >= want)
-        return;
-    size_t cap = (size_t)c->in_cap * 2;
-    c->in_cap = (uint32_t)(cap > want ? cap : want);
-    c->in = mem_realloc(c->in, c->in_cap);
-}
-
 static void conn_read(struct broker *b, struct conn *c)
 {
     size_t budget = CONN_READ_BUDGET;
     while (c->state <= CONN_ACTIVE) {
-        uint8_t *buf;
         size_t cap;
-        if (c->in_len) {
-            conn_reserve_input(c, CONN_READ_CHUNK / 4);
-            buf = c->in + c->in_len;
-            cap = c->in_cap - c->in_len;
-        } else {
-            buf = conn_rbuf;
-            cap = sizeof conn_rbuf;
-        }
+        uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
         ssize_t n = read(c->io.fd, buf, cap);
         if (n == 0) {
             conn_close(b, c, "closed by client", false);
@@ -184,27 +164,12 @@ static void conn_read(struct broker *b, struct conn *c)
         }
         if (c->state == CONN_ACTIVE)
             c->last_rx_ms = ev_now(b->loop);
-        bool own = c->in_len > 0;
-        if (own)
-            c->in_len += (uint32_t)n;
-        const uint8_t *data = own ? c->in : conn_rbuf;
-        size_t len = own ? c->in_len : (size_t)n;
+        size_t len;
+        const uint8_t *data = inbuf_filled(&c->in, conn_rbuf, (size_t)n, &len);
         long used = conn_parse(b, c, data, len);
         if (used < 0)
             return;
-        size_t rest = len - (size_t)used;
-        if (rest == 0) {
-            mem_free(c->in);
-            c->in = NULL;
-            c->in_len = c->in_cap = 0;
-        } else if (own) {
-            memmove(c->in, c->in + used, rest);
-            c->in_len = (uint32_t)rest;
-        } else {
-            conn_reserve_input(c, rest);
-            memcpy(c->in, conn_rbuf + used, rest);
-            c->in_len = (uint32_t)rest;
-        }
+        inbuf_consumed(&c->in, data, len, (size_t)used);
         /* A short read drained the socket: the next edge will tell. */
         if ((size_t)n < cap)
             return;

@@ -46,6 +46,20 @@ void session_destroy(struct broker *b, struct session *s)
 
 /* ---- outgoing messages --------------------------------------------------- */
 
+/* Counts a message dropped at a bound, and says so in the log, at most once
+ * a second so that a flood of drops cannot flood the log too. */
+static void session_drop(struct broker *b, struct session *s, uint64_t *counter, const char *why)
+{
+    (*counter)++;
+    uint64_t now = ev_now(b->loop);
+    if (now - b->stats.last_drop_log_ms < 1000)
+        return;
+    b->stats.last_drop_log_ms = now;
+    log_warn("client %s: message dropped (%s); dropped so far: %llu queue full, %llu output full",
+             s->client_id, why, (unsigned long long)b->stats.dropped_queue_full,
+             (unsigned long long)b->stats.dropped_output_full);
+}
+
 static uint16_t session_next_packet_id(struct session *s)
 {
     for (;;) {
@@ -90,8 +104,7 @@ static void session_send_inflight(struct broker *b, struct session *s, struct ms
 static void session_enqueue(struct broker *b, struct session *s, struct msg *m, uint8_t qos, bool retain)
 {
     if (s->qlen >= b->cfg->max_queued) {
-        b->stats.dropped_queue_full++;
-        log_debug("client %s: queue full (%u), message dropped", s->client_id, s->qlen);
+        session_drop(b, s, &b->stats.dropped_queue_full, "max-queued-messages reached");
         return;
     }
     if (s->qlen == s->qcap) {
@@ -138,7 +151,7 @@ void session_deliver(struct broker *b, struct session *s, struct msg *m, uint8_t
             if (outq_pending(&c->out) < b->cfg->max_output)
                 session_send_qos0(b, c, m, retain);
             else
-                b->stats.dropped_output_full++;
+                session_drop(b, s, &b->stats.dropped_output_full, "max-output-bytes reached");
         } else if (b->cfg->queue_qos0) {
             session_enqueue(b, s, m, 0, retain);
         } else {

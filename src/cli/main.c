@@ -3,15 +3,16 @@
  * Exit codes: 0 success, 1 runtime failure (e.g. cannot listen), 2 usage
  * error.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench/bench.h"
 #include "broker/broker.h"
 #include "core/log.h"
+#include "core/opt.h"
 
 #define SHOOTOUT_VERSION "0.1.0"
 #define EXIT_USAGE 2
@@ -25,6 +26,7 @@ static const char usage_main[] =
     "commands:\n"
     "  run        the main job (for now: starts the MQTT broker in the foreground)\n"
     "  broker     MQTT 3.1.1 broker\n"
+    "  bench      load generators (mqtt-load, mqtt-ping); `shootout bench --help`\n"
     "  version    print the version\n"
     "  help       this text; `shootout <command> --help` for a command's options\n";
 
@@ -55,14 +57,12 @@ static const char usage_broker[] =
     "  -v, --verbose                 log every connect and disconnect\n"
     "  -h, --help                    this text\n";
 
-/* Parses a decimal unsigned option value in [min, max]; exits on error. */
+/* Parses an unsigned option value in [min, max]; exits on error. */
 static unsigned long long parse_uint(const char *opt, const char *s, unsigned long long min,
                                      unsigned long long max)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-' || v < min || v > max) {
+    uint64_t v;
+    if (opt_parse_uint(s, min, max, &v) < 0) {
         fprintf(stderr, "shootout: %s wants a whole number from %llu to %llu, not '%s'\n", opt, min,
                 max, s);
         exit(EXIT_USAGE);
@@ -160,6 +160,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "broker"))
         return cmd_broker(argc - 1, argv + 1, NULL);
+    if (!strcmp(cmd, "bench"))
+        return bench_main(argc, argv, SHOOTOUT_VERSION);
     if (!strcmp(cmd, "run"))
         return cmd_broker(argc - 1, argv + 1,
                           "shootout run: the benchmark experiments are not built yet; "

@@ -1,0 +1,350 @@
+/* bench.c - `shootout bench`: dispatch, shared options, the repeat driver. */
+#include "bench/bench.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/mqtt_load.h"
+#include "bench/mqtt_ping.h"
+#include "bench/probe.h"
+#include "core/mem.h"
+#include "core/net.h"
+#include "core/opt.h"
+
+#define BENCH_DEFAULT_PORT 1883
+/* Descriptors beyond the connections: stdio, epoll and eventfds, JSON. */
+#define BENCH_SPARE_FDS 64
+
+static const struct {
+    const char *name;
+    int (*main)(int argc, char **argv, const struct result_context *ctx);
+    const char *summary;
+} experiments[] = {
+    {"mqtt-load", mqtt_load_main,
+     "the article's loadtest: publishers flood as many subscribers (throughput)"},
+    {"mqtt-ping", mqtt_ping_main,
+     "the article's pingtest: request/reply pairs and wildcard subscribers (latency)"},
+};
+
+#define NEXPERIMENTS (sizeof experiments / sizeof experiments[0])
+
+static void bench_usage(FILE *f)
+{
+    fputs("usage: shootout bench <experiment> [options]\n"
+          "\n"
+          "Load generators that reproduce published benchmark experiments against\n"
+          "any server. `shootout bench <experiment> --help` lists its options.\n"
+          "\n"
+          "experiments:\n",
+          f);
+    for (size_t i = 0; i < NEXPERIMENTS; i++)
+        fprintf(f, "  %-10s %s\n", experiments[i].name, experiments[i].summary);
+}
+
+int bench_main(int argc, char **argv, const char *version)
+{
+    if (argc < 3) {
+        bench_usage(stderr);
+        return BENCH_EXIT_USAGE;
+    }
+    const char *name = argv[2];
+    if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+        bench_usage(stdout);
+        return BENCH_EXIT_OK;
+    }
+    for (size_t i = 0; i < NEXPERIMENTS; i++) {
+        if (strcmp(name, experiments[i].name))
+            continue;
+        struct result_context ctx;
+        result_context_init(&ctx, argc, argv, version);
+        int rc = experiments[i].main(argc - 2, argv + 2, &ctx);
+        result_context_free(&ctx);
+        return rc;
+    }
+    fprintf(stderr, "shootout bench: unknown experiment '%s'\n", name);
+    bench_usage(stderr);
+    return BENCH_EXIT_USAGE;
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+void bench_opts_init(struct bench_opts *o, const char *experiment, const char *usage)
+{
+    memset(o, 0, sizeof *o);
+    o->experiment = experiment;
+    o->usage = usage;
+    o->port = BENCH_DEFAULT_PORT;
+    o->threads = 1;
+    o->runs = 1;
+    o->timeout_s = 10;
+    o->messages = 1000;
+    o->payload_size = 16;
+    o->target_arg = "127.0.0.1";
+}
+
+int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "shootout bench %s: ", o->experiment);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see shootout bench %s --help)\n", o->experiment);
+    return BENCH_EXIT_USAGE;
+}
+
+int bench_parse_uint(const struct bench_opts *o, const char *opt, const char *arg, uint64_t min,
+                     uint64_t max, uint64_t *out)
+{
+    if (opt_parse_uint(arg, min, max, out) == 0)
+        return 0;
+    bench_usage_error(o, "%s wants a whole number from %llu to %llu, not '%s'", opt,
+                      (unsigned long long)min, (unsigned long long)max, arg);
+    return -1;
+}
+
+int bench_parse_option(struct bench_opts *o, int c, const char *arg)
+{
+    uint64_t v = 0;
+    int bad = 0;
+    switch (c) {
+    case BENCH_OPT_TARGET:
+        o->target_arg = arg;
+        break;
+    case BENCH_OPT_MESSAGES:
+        bad = bench_parse_uint(o, "--messages", arg, 1, UINT32_MAX, &o->messages);
+        break;
+    case BENCH_OPT_QOS:
+        bad = bench_parse_uint(o, "--qos", arg, 0, 2, &v);
+        o->qos = (unsigned)v;
+        break;
+    case BENCH_OPT_PAYLOAD:
+        bad = bench_parse_uint(o, "--payload-size", arg, 0, 16 * 1024 * 1024, &v);
+        o->payload_size = (uint32_t)v;
+        break;
+    case BENCH_OPT_RUNS:
+        bad = bench_parse_uint(o, "--runs", arg, 1, 1000, &v);
+        o->runs = (unsigned)v;
+        break;
+    case BENCH_OPT_THREADS:
+        bad = bench_parse_uint(o, "--threads", arg, 1, 256, &v);
+        o->threads = (unsigned)v;
+        break;
+    case BENCH_OPT_JSON:
+        o->json_path = arg;
+        break;
+    case BENCH_OPT_TIMEOUT:
+        bad = bench_parse_uint(o, "--timeout", arg, 1, 3600, &v);
+        o->timeout_s = (unsigned)v;
+        break;
+    case BENCH_OPT_SERVER_PID:
+        bad = bench_parse_uint(o, "--server-pid", arg, 1, INT_MAX, &v);
+        o->server_pid = (int)v;
+        break;
+    case BENCH_OPT_LABEL:
+        if (strlen(arg) >= sizeof o->target || !arg[0])
+            return bench_usage_error(o, "--label wants 1 to %zu characters", sizeof o->target - 1);
+        o->label = arg;
+        break;
+    case 'h':
+        fputs(o->usage, stdout);
+        return BENCH_EXIT_OK;
+    default: /* getopt_long has said what was wrong */
+        fprintf(stderr, "(see shootout bench %s --help)\n", o->experiment);
+        return BENCH_EXIT_USAGE;
+    }
+    return bad ? BENCH_EXIT_USAGE : -1;
+}
+
+/* Splits "host", "host:port" or "[v6]:port" into o->host (still a name)
+ * and o->port. */
+static int bench_split_target(struct bench_opts *o)
+{
+    const char *t = o->target_arg, *port = NULL;
+    size_t hlen;
+    if (t[0] == '[') {
+        const char *close = strchr(t, ']');
+        if (!close || (close[1] && close[1] != ':'))
+            return bench_usage_error(o, "--target wants HOST:PORT or [IPV6]:PORT, not '%s'", t);
+        hlen = (size_t)(close - t - 1);
+        t++;
+        if (close[1] == ':')
+            port = close + 2;
+    } else {
+        const char *colon = strrchr(t, ':');
+        /* More than one colon without brackets: a bare IPv6 address. */
+        if (colon && strchr(t, ':') == colon) {
+            hlen = (size_t)(colon - t);
+            port = colon + 1;
+        } else {
+            hlen = strlen(t);
+        }
+    }
+    if (hlen == 0 || hlen >= sizeof o->host)
+        return bench_usage_error(o, "--target has no usable host: '%s'", o->target_arg);
+    memcpy(o->host, t, hlen);
+    o->host[hlen] = '\0';
+    if (port) {
+        uint64_t v;
+        if (bench_parse_uint(o, "--target's port", port, 1, 65535, &v) < 0)
+            return BENCH_EXIT_USAGE;
+        o->port = (int)v;
+    }
+    return 0;
+}
+
+/* Resolves o->host once, to a numeric address, so that thousands of
+ * connects make no name lookups. */
+static int bench_resolve(struct bench_opts *o)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
+    int rc = getaddrinfo(o->host, NULL, &hints, &res);
+    if (rc != 0) {
+        fprintf(stderr, "shootout bench %s: cannot resolve %s: %s\n", o->experiment, o->host,
+                gai_strerror(rc));
+        return BENCH_EXIT_RUNTIME;
+    }
+    const void *addr = res->ai_family == AF_INET6
+                           ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
+                           : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    inet_ntop(res->ai_family, addr, o->host, sizeof o->host);
+    freeaddrinfo(res);
+    return 0;
+}
+
+int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned conns)
+{
+    if (optind < argc)
+        return bench_usage_error(o, "unexpected argument '%s'", argv[optind]);
+    int rc = bench_split_target(o);
+    if (rc)
+        return rc;
+    char comm[64] = "", err[NET_ERR_LEN];
+    if (o->server_pid && probe_server_name(o->server_pid, comm, sizeof comm, err, sizeof err) < 0)
+        return bench_usage_error(o, "--server-pid: %s", err);
+    if (o->label)
+        snprintf(o->target, sizeof o->target, "%s", o->label);
+    else if (comm[0])
+        snprintf(o->target, sizeof o->target, "%s", comm);
+    else if (strchr(o->host, ':'))
+        snprintf(o->target, sizeof o->target, "[%s]:%d", o->host, o->port);
+    else
+        snprintf(o->target, sizeof o->target, "%s:%d", o->host, o->port);
+    rc = bench_resolve(o);
+    if (rc)
+        return rc;
+    long fds = net_raise_fd_limit();
+    if (fds >= 0 && (unsigned long)fds < (unsigned long)conns + BENCH_SPARE_FDS) {
+        fprintf(stderr,
+                "shootout bench %s: %u connections need about %lu open files, but the limit is "
+                "%ld (raise it with ulimit -n)\n",
+                o->experiment, conns, (unsigned long)conns + BENCH_SPARE_FDS, fds);
+        return BENCH_EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+static void bench_probe_tick(void *probe) { probe_sample(probe); }
+
+int bench_mqtt_exec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                    struct result_row *row, struct mc_stats *st)
+{
+    struct probe probe;
+    probe_start(&probe, o->server_pid);
+    enum mc_status status = mc_run_exec(run, o->timeout_s, bench_probe_tick, &probe);
+    mc_run_stats(run, st);
+    probe_finish(&probe, (double)st->received, row);
+
+    if (st->t_ready_ns)
+        row->setup_s = (double)(st->t_ready_ns - st->t_start_ns) / 1e9;
+    row->sent = (double)st->published;
+    row->received = (double)st->received;
+    row->err_connect = st->fail_connect;
+    row->err_protocol = st->fail_protocol;
+    row->err_timeout = status == MC_TIMEOUT;
+    switch (status) {
+    case MC_DONE:
+        return BENCH_EXIT_OK;
+    case MC_FAILED:
+        snprintf(row->error, sizeof row->error, "%s", st->error);
+        return st->fail_kind == MC_FAIL_CHECK ? BENCH_EXIT_MISSED : BENCH_EXIT_RUNTIME;
+    case MC_TIMEOUT:
+        break;
+    }
+    if (st->t_ready_ns)
+        return -1;
+    snprintf(row->error, sizeof row->error,
+             "no progress for %u s while connecting and subscribing: %u of %u connections ready",
+             o->timeout_s, st->ready, conns);
+    return BENCH_EXIT_RUNTIME;
+}
+
+int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
+                 const struct result_row *tmpl, bench_run_fn run, void *arg)
+{
+    /* With JSON on stdout the table moves out of its way. */
+    FILE *out = o->json_path && !strcmp(o->json_path, "-") ? stderr : stdout;
+    struct result_row *rows = mem_calloc(o->runs + 3, sizeof *rows);
+    unsigned n = 0;
+    int rc = BENCH_EXIT_OK;
+    for (unsigned rep = 0; rep < o->runs; rep++) {
+        struct result_row *row = &rows[n++];
+        *row = *tmpl;
+        row->repetitions = o->runs;
+        row->repetition_index = rep;
+        rc = run(o, arg, rep, row);
+        if (rep == 0) {
+            fprintf(out, "%s: %s\n", row->name, ctx->command_line);
+            result_print_header(out, row);
+        }
+        result_print_row(out, row);
+        if (rc != BENCH_EXIT_OK) {
+            fprintf(stderr, "shootout bench %s: run %u FAILED: %s\n", o->experiment, rep + 1,
+                    row->error);
+            break;
+        }
+    }
+    if (rc == BENCH_EXIT_OK && o->runs > 1) {
+        result_aggregate(rows, o->runs, &rows[n]);
+        for (unsigned i = 0; i < 3; i++)
+            result_print_row(out, &rows[n + i]);
+        result_print_summary(out, &rows[n], &rows[n + 2]);
+        n += 3;
+    }
+    if (o->json_path) {
+        char err[256];
+        if (result_write_json(o->json_path, ctx, rows, n, err, sizeof err) < 0) {
+            fprintf(stderr, "shootout bench %s: %s\n", o->experiment, err);
+            if (rc == BENCH_EXIT_OK)
+                rc = BENCH_EXIT_RUNTIME;
+        }
+    }
+    mem_free(rows);
+    return rc;
+}
+
+void bench_common_params(struct result_row *tmpl, const struct bench_opts *o)
+{
+    snprintf(tmpl->target, sizeof tmpl->target, "%s", o->target);
+    result_param(tmpl, "messages", (double)o->messages);
+    result_param(tmpl, "qos", o->qos);
+    result_param(tmpl, "payload_size", o->payload_size);
+    result_param(tmpl, "threads", o->threads);
+}
+
+uint8_t *bench_payload(const char *text, size_t len)
+{
+    uint8_t *p = mem_alloc(len);
+    size_t tlen = strlen(text);
+    for (size_t i = 0; i < len; i++)
+        p[i] = (uint8_t)text[i % tlen];
+    return p;
+}

@@ -1,0 +1,137 @@
+/* bench.h - `shootout bench <experiment>`: the dispatch to the experiments,
+ * the options they all share (target, runs, threads, JSON, timeout, server
+ * sampling), and the driver that repeats a measurement, prints each run and
+ * the aggregate, and writes the JSON result.
+ *
+ * Exit codes of every experiment: 0 success, 1 runtime failure (cannot
+ * resolve or connect, the broker refused or broke the protocol), 2 usage
+ * error, 3 messages went missing (or arrived where they should not).
+ */
+#ifndef SHOOTOUT_BENCH_H
+#define SHOOTOUT_BENCH_H
+
+#include <getopt.h>
+#include <stdint.h>
+
+#include "bench/mqtt_client.h"
+#include "bench/result.h"
+
+#define BENCH_EXIT_OK 0
+#define BENCH_EXIT_RUNTIME 1
+#define BENCH_EXIT_USAGE 2
+#define BENCH_EXIT_MISSED 3
+
+struct bench_opts {
+    const char *experiment; /* "mqtt-load" */
+    const char *usage;      /* the experiment's --help text */
+    char host[64];          /* numeric address the target resolved to */
+    int port;
+    char target[80]; /* label: --label, else the server's process name, else host:port */
+    unsigned threads, runs, timeout_s, qos;
+    uint64_t messages;
+    uint32_t payload_size;
+    const char *json_path; /* NULL: no JSON */
+    int server_pid;        /* 0: no server sampling */
+    const char *target_arg; /* --target as given */
+    const char *label;      /* --label, or NULL */
+};
+
+/* getopt_long entries and help lines of the shared options; experiments
+ * put BENCH_LONGOPTS in their table and BENCH_HELP in their usage. */
+enum {
+    BENCH_OPT_TARGET = 1000,
+    BENCH_OPT_MESSAGES,
+    BENCH_OPT_QOS,
+    BENCH_OPT_PAYLOAD,
+    BENCH_OPT_RUNS,
+    BENCH_OPT_THREADS,
+    BENCH_OPT_JSON,
+    BENCH_OPT_TIMEOUT,
+    BENCH_OPT_SERVER_PID,
+    BENCH_OPT_LABEL,
+};
+
+#define BENCH_LONGOPTS                                               \
+    {"target", required_argument, NULL, BENCH_OPT_TARGET},           \
+    {"messages", required_argument, NULL, BENCH_OPT_MESSAGES},       \
+    {"qos", required_argument, NULL, BENCH_OPT_QOS},                 \
+    {"payload-size", required_argument, NULL, BENCH_OPT_PAYLOAD},    \
+    {"runs", required_argument, NULL, BENCH_OPT_RUNS},               \
+    {"threads", required_argument, NULL, BENCH_OPT_THREADS},         \
+    {"json", required_argument, NULL, BENCH_OPT_JSON},               \
+    {"timeout", required_argument, NULL, BENCH_OPT_TIMEOUT},         \
+    {"server-pid", required_argument, NULL, BENCH_OPT_SERVER_PID},   \
+    {"label", required_argument, NULL, BENCH_OPT_LABEL},             \
+    {"help", no_argument, NULL, 'h'}
+
+#define BENCH_HELP                                                                       \
+    "  --target HOST:PORT    broker to measure (default 127.0.0.1:1883)\n"               \
+    "  --qos 0|1|2           QoS of every publish and subscription (default 0)\n"        \
+    "  --payload-size BYTES  message payload size (default 16)\n"                        \
+    "  --runs R              repetitions; with R > 1 the mean, median and stddev\n"      \
+    "                        are reported too (default 1)\n"                             \
+    "  --threads T           client threads, one event loop each (default 1)\n"          \
+    "  --json FILE           write the results as JSON to FILE ('-': stdout, and\n"      \
+    "                        the table goes to stderr)\n"                                \
+    "  --timeout SECS        fail when nothing arrives for SECS (default 10)\n"          \
+    "  --server-pid PID      sample the broker process's CPU time, RSS and threads\n"    \
+    "                        from /proc/PID over each run\n"                             \
+    "  --label NAME          what to call the target in results (default: the\n"        \
+    "                        --server-pid process's name, else HOST:PORT)\n"             \
+    "  -h, --help            this text\n"                                                \
+    "\n"                                                                                 \
+    "Exit codes: 0 ok, 1 connection or protocol failure, 2 usage error,\n"               \
+    "3 messages missing (or unexpected).\n"
+
+/* `shootout bench ...` with main()'s argc and argv (argv[1] is "bench");
+ * version is static. */
+int bench_main(int argc, char **argv, const char *version);
+
+/* Sets the shared defaults; experiment and usage are static. */
+void bench_opts_init(struct bench_opts *o, const char *experiment, const char *usage);
+/* Handles every getopt_long result c the experiment does not handle
+ * itself: the shared options, --help and unknown options. Returns -1 to go
+ * on parsing, or the exit code to return at once (0 after --help, 2 after a
+ * usage error). */
+int bench_parse_option(struct bench_opts *o, int c, const char *arg);
+/* Parses a whole number option in [min, max]. 0, or prints the problem
+ * and returns -1. */
+int bench_parse_uint(const struct bench_opts *o, const char *opt, const char *arg, uint64_t min,
+                     uint64_t max, uint64_t *out);
+/* Prints a usage problem and returns BENCH_EXIT_USAGE. */
+int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* After option parsing: rejects stray arguments, resolves the target,
+ * names it, and makes room for conns sockets. Returns 0 or an exit code. */
+int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned conns);
+
+/* Executes run (of conns connections) with the client's CPU time, and the
+ * server's with --server-pid, measured around it, and fills the fields
+ * every MQTT experiment fills alike: setup time, messages sent and
+ * received, CPU per received message, error counts. *st receives the run's
+ * statistics. Returns the exit code for the run's outcome, or -1 when it
+ * timed out after setup: the experiment then writes which messages are
+ * missing into row->error and returns BENCH_EXIT_MISSED. */
+int bench_mqtt_exec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                    struct result_row *row, struct mc_stats *st);
+
+/* One measured repetition rep: fills row's metrics and returns 0, or an
+ * exit code with the reason in row->error. */
+typedef int (*bench_run_fn)(const struct bench_opts *o, void *arg, unsigned rep,
+                            struct result_row *row);
+
+/* Runs o->runs repetitions of run, each from a copy of tmpl; prints a table
+ * line per run, then the aggregate; writes the JSON. Stops at the first
+ * failed run (its row still goes into the JSON). Returns the exit code. */
+int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
+                 const struct result_row *tmpl, bench_run_fn run, void *arg);
+
+/* Sets the result's target and the parameters every MQTT experiment shares
+ * (messages, qos, payload_size, threads); the experiment adds its own. */
+void bench_common_params(struct result_row *tmpl, const struct bench_opts *o);
+
+/* A payload of len bytes repeating text (the article's "loadtest payload"
+ * style); the caller frees it with mem_free. */
+uint8_t *bench_payload(const char *text, size_t len);
+
+#endif

@@ -1,0 +1,105 @@
+/* probe.c - getrusage for ourselves, /proc/PID/stat for a server. */
+#include "bench/probe.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+struct proc_stat {
+    double cpu_s;
+    long rss_kb, threads;
+};
+
+/* Reads /proc/pid/stat. The command name may hold spaces and parentheses,
+ * so the fields are counted from the last ')'. */
+static int proc_stat_read(int pid, struct proc_stat *st)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    if (!p)
+        return -1;
+    /* Fields 3.. of proc(5): utime is 14, stime 15, num_threads 20, rss 24. */
+    unsigned long utime, stime;
+    long threads, rss_pages;
+    if (sscanf(p + 1,
+               " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u" /* state .. cmajflt */
+               " %lu %lu %*d %*d %*d %*d %ld %*d %*u %*u %ld",
+               &utime, &stime, &threads, &rss_pages) != 4)
+        return -1;
+    st->cpu_s = (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+    st->threads = threads;
+    st->rss_kb = rss_pages * (sysconf(_SC_PAGESIZE) / 1024);
+    return 0;
+}
+
+static double self_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+int probe_server_name(int pid, char *name, size_t len, char *err, size_t errlen)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/comm", pid);
+    FILE *f = fopen(path, "r");
+    if (!f || !fgets(name, (int)len, f)) {
+        snprintf(err, errlen, "no process %d to sample (/proc/%d/comm unreadable)", pid, pid);
+        if (f)
+            fclose(f);
+        return -1;
+    }
+    fclose(f);
+    name[strcspn(name, "\n")] = '\0';
+    return 0;
+}
+
+void probe_start(struct probe *p, int pid)
+{
+    memset(p, 0, sizeof *p);
+    p->pid = pid;
+    p->client_cpu0 = self_cpu_s();
+    struct proc_stat st;
+    if (pid && proc_stat_read(pid, &st) == 0) {
+        p->server_cpu0 = p->server_cpu = st.cpu_s;
+        p->rss_max_kb = st.rss_kb;
+        p->threads_max = st.threads;
+    }
+}
+
+void probe_sample(struct probe *p)
+{
+    struct proc_stat st;
+    if (!p->pid || proc_stat_read(p->pid, &st) < 0)
+        return;
+    p->server_cpu = st.cpu_s;
+    if (st.rss_kb > p->rss_max_kb)
+        p->rss_max_kb = st.rss_kb;
+    if (st.threads > p->threads_max)
+        p->threads_max = st.threads;
+}
+
+void probe_finish(struct probe *p, double ops, struct result_row *row)
+{
+    probe_sample(p);
+    double per = ops > 0 ? 1e6 / ops : 0;
+    row->client_cpu_s = self_cpu_s() - p->client_cpu0;
+    row->client_cpu_us_per_op = row->client_cpu_s * per;
+    row->server_pid = p->pid;
+    if (!p->pid)
+        return;
+    row->server_cpu_s = p->server_cpu - p->server_cpu0;
+    row->server_cpu_us_per_op = row->server_cpu_s * per;
+    row->server_rss_max_kb = (double)p->rss_max_kb;
+    row->server_threads_max = (double)p->threads_max;
+}

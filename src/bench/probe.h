@@ -1,0 +1,36 @@
+/* probe.h - CPU time and memory over a measured window: the load
+ * generator's own (getrusage, so a reader can see it was not the
+ * bottleneck) and, optionally, a server process's from /proc/PID/stat
+ * (user + system time, and the peak of RSS and thread count sampled while
+ * the window is open).
+ *
+ * Linux only. /proc counts CPU time in clock ticks (usually 10 ms), so
+ * windows should last at least a second for a useful per-message figure.
+ */
+#ifndef SHOOTOUT_PROBE_H
+#define SHOOTOUT_PROBE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bench/result.h"
+
+struct probe {
+    int pid; /* server, 0 = none */
+    double client_cpu0, server_cpu0;
+    double server_cpu; /* at the latest good sample */
+    long rss_max_kb, threads_max;
+};
+
+/* Checks that process pid exists and writes its command name (from
+ * /proc/PID/comm) into name. 0, or -1 with a message in err. */
+int probe_server_name(int pid, char *name, size_t len, char *err, size_t errlen);
+
+/* Opens the window; pid 0 samples no server. */
+void probe_start(struct probe *p, int pid);
+/* Samples the server's RSS and threads; call it every few hundred ms. */
+void probe_sample(struct probe *p);
+/* Closes the window and fills row's client and server fields, per op. */
+void probe_finish(struct probe *p, double ops, struct result_row *row);
+
+#endif

@@ -1,0 +1,102 @@
+/* result.h - the one result model of every experiment: a row per measured
+ * repetition (and per aggregate over them), the run's context, and the
+ * writers that serve every experiment alike: the JSON file (fields after
+ * Google Benchmark's context/benchmarks[] and k6's percentile names, see
+ * ARCHITECTURE.md) and the terminal table.
+ *
+ * Experiments fill rows; they never format output themselves.
+ */
+#ifndef SHOOTOUT_RESULT_H
+#define SHOOTOUT_RESULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "bench/hist.h"
+
+#define RESULT_MAX_CONFIG 12
+#define RESULT_NMETRICS 24
+
+/* One configuration value of an experiment, e.g. {"conns", 1000}. */
+struct result_param {
+    const char *key; /* static */
+    double value;
+};
+
+struct result_row {
+    char name[128];         /* "mqtt-load/mosquitto/1000c" */
+    const char *experiment; /* static: "mqtt-load" */
+    char target[80];        /* what was measured: a label or host:port */
+    /* NULL for an iteration row; "mean", "median" or "stddev" for an
+     * aggregate over the iterations. */
+    const char *aggregate_name;
+    unsigned repetitions, repetition_index;
+    struct result_param config[RESULT_MAX_CONFIG];
+    unsigned nconfig;
+    /* Static texts saying what each figure counts, carried into the JSON
+     * so that a reader never has to guess. */
+    const char *throughput_def;
+    const char *throughput_messaging_def; /* NULL: no second throughput */
+    const char *op_def;                   /* one "op" of the cpu_us_per_op fields */
+    bool has_latency;
+    int server_pid;  /* 0: the server was not sampled */
+    char error[256]; /* empty, or why this iteration failed */
+    /* Every number that aggregates over repetitions, so that aggregates are
+     * computed field by field over metric[]. */
+    union {
+        struct {
+            double duration_s; /* the window the throughput is measured over */
+            double setup_s;    /* connecting and subscribing */
+            double sent, received, lost;
+            double throughput;           /* per second, see throughput_def */
+            double throughput_messaging; /* see throughput_messaging_def */
+            double lat_min, lat_mean, lat_stddev, lat_max; /* microseconds */
+            double lat_p50, lat_p90, lat_p99, lat_p99_9;
+            double server_cpu_s, server_cpu_us_per_op, server_rss_max_kb, server_threads_max;
+            double client_cpu_s, client_cpu_us_per_op;
+            double err_connect, err_timeout, err_protocol;
+        };
+        double metric[RESULT_NMETRICS];
+    };
+};
+
+/* Where and how the results were produced. */
+struct result_context {
+    char date[32]; /* ISO 8601, UTC */
+    char host_name[256];
+    long num_cpus;
+    char *command_line; /* owned */
+    const char *version;
+    const char *build_type;
+};
+
+/* argv and version are copied or must outlive ctx (version: static). */
+void result_context_init(struct result_context *ctx, int argc, char **argv, const char *version);
+void result_context_free(struct result_context *ctx);
+
+/* Appends a configuration value to row (at most RESULT_MAX_CONFIG). */
+void result_param(struct result_row *row, const char *key, double value);
+
+/* Fills the latency fields (microseconds) from a histogram of nanoseconds
+ * and sets has_latency. */
+void result_set_latency(struct result_row *row, const struct hist *ns);
+
+/* Fills out[0..2] with the mean, median and stddev (sample, n - 1) rows of
+ * the n >= 1 iteration rows, which must share one configuration. */
+void result_aggregate(const struct result_row *iters, unsigned n, struct result_row out[3]);
+
+/* Writes the context and rows as JSON to path ("-" for stdout). Returns 0,
+ * or -1 with a message in err. */
+int result_write_json(const char *path, const struct result_context *ctx,
+                      const struct result_row *rows, unsigned n, char *err, size_t errlen);
+
+/* The terminal table: a header line for rows shaped like r, then one line
+ * per row; "run" shows the repetition number or the aggregate's name. */
+void result_print_header(FILE *f, const struct result_row *r);
+void result_print_row(FILE *f, const struct result_row *r);
+/* The article's form, "123.4 +/- 1.2" thousand msgs/s, for the throughput
+ * and the CPU per message, from mean and stddev aggregate rows. */
+void result_print_summary(FILE *f, const struct result_row *mean, const struct result_row *stddev);
+
+#endif
