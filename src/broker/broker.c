@@ -75,14 +75,36 @@ static void broker_on_signal(struct ev_loop *loop, int signo, void *data)
 
 static void broker_release_retained(void *value) { msg_unref(value); }
 
-/* Stop accepting, give every client its pending output, close them all. */
-static void broker_shutdown(struct broker *b)
+void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_loop *loop)
 {
-    close(b->listener.fd);
+    memset(b, 0, sizeof *b);
+    b->cfg = cfg;
+    b->loop = loop;
+    b->listener.fd = -1;
+    b->spare_fd = -1;
+    b->subs = subtree_new();
+    b->retained = retain_new(broker_release_retained);
+    /* Wait early enough that the hard limits, twice as high, are rarely
+     * reached; small enough that many subscribers behind at once still fit
+     * in memory. */
+    b->out_high = cfg->max_output / 2 < 256 * 1024 ? cfg->max_output / 2 : 256 * 1024;
+    b->out_low = b->out_high / 4;
+    b->queue_high = cfg->max_queued / 2 ? cfg->max_queued / 2 : 1;
+    b->queue_low = b->queue_high / 4;
+    ev_set_prepare(loop, broker_prepare, b);
+    ev_timer_init(&b->sweep, broker_on_sweep, b);
+    ev_timer_start(loop, &b->sweep, BROKER_SWEEP_MS, BROKER_SWEEP_MS);
+}
+
+/* Stop accepting, give every client its pending output, close them all. */
+void broker_shutdown(struct broker *b)
+{
+    if (b->listener.fd >= 0)
+        close(b->listener.fd);
+    ev_timer_stop(b->loop, &b->sweep);
     struct conn *c;
     while ((c = b->conns)) {
-        if (c->state != CONN_CLOSED)
-            outq_flush(&c->out, c->io.fd);
+        outq_flush(&c->out, c->io.fd);
         conn_close(b, c, "broker shutting down", true);
     }
     conn_prepare(b);
@@ -98,55 +120,52 @@ static void broker_shutdown(struct broker *b)
         close(b->spare_fd);
     const struct broker_stats *st = &b->stats;
     log_info("stopped: %llu messages in, %llu out; dropped %llu (queue full), %llu (output full), "
-             "%llu (QoS 0 to offline sessions); %llu protocol errors, %llu connections refused",
+             "%llu (QoS 0 to offline sessions); %llu publisher waits, %llu slow consumers; "
+             "%llu protocol errors, %llu connections refused",
              (unsigned long long)st->msgs_in, (unsigned long long)st->msgs_out,
              (unsigned long long)st->dropped_queue_full, (unsigned long long)st->dropped_output_full,
-             (unsigned long long)st->dropped_offline_qos0, (unsigned long long)st->protocol_errors,
+             (unsigned long long)st->dropped_offline_qos0, (unsigned long long)st->publisher_waits,
+             (unsigned long long)st->slow_consumers, (unsigned long long)st->protocol_errors,
              (unsigned long long)st->refused_connections);
 }
 
 int broker_run(const struct broker_config *cfg)
 {
-    struct broker b = {.cfg = cfg, .spare_fd = -1};
     char err[NET_ERR_LEN];
-
     signal(SIGPIPE, SIG_IGN);
     long fds = net_raise_fd_limit();
-    b.loop = ev_loop_new();
-    if (!b.loop) {
+    struct ev_loop *loop = ev_loop_new();
+    if (!loop) {
         log_error("cannot create the event loop: %s", strerror(errno));
         return 1;
     }
     int lfd = net_listen(cfg->bind, cfg->port, 1024, err, sizeof err);
     if (lfd < 0) {
         log_error("%s", err);
-        ev_loop_free(b.loop);
+        ev_loop_free(loop);
         return 1;
     }
+    struct broker b;
+    broker_init(&b, cfg, loop);
     b.listener.fd = lfd;
     b.listener.cb = broker_on_accept;
     b.listener.data = &b;
-    ev_io_start(b.loop, &b.listener, EV_READ);
+    ev_io_start(loop, &b.listener, EV_READ);
     b.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    ev_signal_start(b.loop, &set, broker_on_signal, &b);
-    ev_set_prepare(b.loop, broker_prepare, &b);
-    ev_timer_init(&b.sweep, broker_on_sweep, &b);
-    ev_timer_start(b.loop, &b.sweep, BROKER_SWEEP_MS, BROKER_SWEEP_MS);
-    b.subs = subtree_new();
-    b.retained = retain_new(broker_release_retained);
+    ev_signal_start(loop, &set, broker_on_signal, &b);
 
     bool v6 = strchr(cfg->bind, ':') != NULL;
     log_info("shootout broker listening on %s%s%s:%d (MQTT 3.1.1, max %u connections, %ld fds)",
              v6 ? "[" : "", cfg->bind, v6 ? "]" : "", net_local_port(lfd), cfg->max_connections, fds);
-    int rc = ev_run(b.loop);
+    int rc = ev_run(loop);
     if (rc < 0)
         log_error("event loop failed: %s", strerror(errno));
     broker_shutdown(&b);
-    ev_loop_free(b.loop);
+    ev_loop_free(loop);
     return rc < 0 ? 1 : 0;
 }

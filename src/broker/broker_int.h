@@ -46,6 +46,11 @@ struct conn {
     struct conn *prev, *next; /* broker.conns */
     struct conn *dirty_next;  /* broker.dirty */
     struct conn *read_next;   /* broker.read_list */
+    /* Back-pressure: while blocked_on a congested subscriber's session,
+     * this connection's input is not read (see session_push_back). */
+    struct session *blocked_on;
+    struct conn *wait_prev, *wait_next; /* blocked_on->waiters */
+    uint64_t blocked_since_ms;
 };
 
 /* One subscription as its session remembers it, so that the session can
@@ -86,6 +91,8 @@ struct session {
     uint16_t *qos2_in;         /* received QoS 2 ids waiting for PUBREL */
     uint32_t nqos2_in, qos2_in_cap;
     uint16_t next_packet_id;
+    struct conn *waiters; /* publishers paused until this session drains */
+    bool slow_consumer;   /* made publishers wait too long: they no longer do */
     /* Routing scratch: dedups overlapping subscriptions per message. */
     uint32_t match_gen;
     uint8_t match_qos;
@@ -95,6 +102,7 @@ struct broker_stats {
     uint64_t msgs_in, msgs_out;
     uint64_t dropped_queue_full, dropped_output_full, dropped_offline_qos0;
     uint64_t refused_connections, protocol_errors;
+    uint64_t publisher_waits, slow_consumers;
     uint64_t last_drop_log_ms; /* drops are logged at most once a second */
 };
 
@@ -116,8 +124,19 @@ struct broker {
     struct session **matches; /* routing scratch */
     uint32_t nmatches, matches_cap;
     uint32_t next_auto_id;
+    struct conn *publisher;   /* whose packet is being handled, if any */
+    /* Back-pressure watermarks, from the limits: a publisher waits for a
+     * subscriber above the high marks, until it is back under the low. */
+    size_t out_high, out_low;
+    uint32_t queue_high, queue_low;
     struct broker_stats stats;
 };
+
+/* broker.c: set up a broker on a loop, without a listener (broker_run adds
+ * one; test harnesses hand connections to conn_accept themselves), and take
+ * it down again, closing every connection. */
+void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_loop *loop);
+void broker_shutdown(struct broker *b);
 
 /* conn.c */
 void conn_accept(struct broker *b, int fd);
@@ -162,6 +181,24 @@ void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t p
  * else records it. */
 bool session_qos2_seen(struct session *s, uint16_t packet_id);
 void session_qos2_release(struct session *s, uint16_t packet_id);
+/* Back-pressure. session_deliver() pauses the publishing connection
+ * (b->publisher) while the online session s it delivered to is above the
+ * watermarks, so that a fast publisher waits for a slower subscriber
+ * instead of filling its queue until messages drop. A connection never
+ * waits for itself or for a connection that is itself waiting, so waits
+ * form chains, never cycles; a subscriber that keeps publishers waiting for
+ * longer than BROKER_WAIT_LIMIT_MS is flagged a slow consumer, and then
+ * messages to it are dropped at the hard limits instead. */
+#define BROKER_WAIT_LIMIT_MS 1000
+/* Resumes s's waiting publishers (and forgives a slow consumer) if s
+ * drained below the low watermarks; or resumes them unconditionally (the
+ * session went offline, ended, or is too slow). */
+void session_release_publishers(struct broker *b, struct session *s, bool unconditionally);
+/* Takes a closing connection off the wait list it is on. */
+void session_forget_publisher(struct conn *c);
+/* conn.c: a released publisher resumes reading next iteration. */
+void conn_resume(struct broker *b, struct conn *c);
+
 /* Remember / forget a subscription for cleanup; returns true if new. */
 bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, uint8_t qos);
 bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len);

@@ -65,6 +65,7 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
     b->closed = c;
     outq_clear(&c->out);
     inbuf_free(&c->in);
+    session_forget_publisher(c);
 
     struct session *s = c->session;
     struct msg *will = c->will;
@@ -74,6 +75,8 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
         s->conn = NULL;
         if (s->clean)
             session_destroy(b, s);
+        else
+            session_release_publishers(b, s, true);
     }
     if (will) {
         if (!graceful)
@@ -127,7 +130,8 @@ static int conn_dispatch(struct broker *b, struct conn *c, const struct mqtt_hea
 static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, size_t len)
 {
     size_t off = 0;
-    while (off < len && c->state <= CONN_ACTIVE) {
+    b->publisher = c;
+    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on) {
         struct mqtt_header h;
         int n = mqtt_frame(data + off, len - off, b->cfg->max_packet_size, &h);
         if (n == 0)
@@ -137,17 +141,28 @@ static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, si
             log_info("client %s (fd %d): protocol error (%s), closing", conn_name(c), c->io.fd,
                      n < 0 ? mqtt_strerror(n) : "invalid packet");
             conn_close(b, c, "protocol error", false);
+            b->publisher = NULL;
             return -1;
         }
         off += (size_t)n;
     }
+    b->publisher = NULL;
     return c->state <= CONN_ACTIVE ? (long)off : -1;
+}
+
+static void conn_defer_read(struct broker *b, struct conn *c)
+{
+    if (c->read_pending)
+        return;
+    c->read_pending = true;
+    c->read_next = b->read_list;
+    b->read_list = c;
 }
 
 static void conn_read(struct broker *b, struct conn *c)
 {
     size_t budget = CONN_READ_BUDGET;
-    while (c->state <= CONN_ACTIVE) {
+    while (c->state <= CONN_ACTIVE && !c->blocked_on) {
         size_t cap;
         uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
         ssize_t n = read(c->io.fd, buf, cap);
@@ -170,19 +185,32 @@ static void conn_read(struct broker *b, struct conn *c)
         if (used < 0)
             return;
         inbuf_consumed(&c->in, data, len, (size_t)used);
+        if (c->blocked_on)
+            return; /* conn_resume picks up where this stopped */
         /* A short read drained the socket: the next edge will tell. */
         if ((size_t)n < cap)
             return;
         if ((size_t)n >= budget) {
-            if (!c->read_pending) {
-                c->read_pending = true;
-                c->read_next = b->read_list;
-                b->read_list = c;
-            }
+            conn_defer_read(b, c);
             return;
         }
         budget -= (size_t)n;
     }
+}
+
+void conn_resume(struct broker *b, struct conn *c) { conn_defer_read(b, c); }
+
+/* Handles the complete packets a wait left unparsed, then reads on. */
+static void conn_read_resumed(struct broker *b, struct conn *c)
+{
+    if (c->in.len) {
+        long used = conn_parse(b, c, c->in.data, c->in.len);
+        if (used < 0)
+            return;
+        if (used > 0)
+            inbuf_consumed(&c->in, c->in.data, c->in.len, (size_t)used);
+    }
+    conn_read(b, c);
 }
 
 static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
@@ -233,6 +261,8 @@ static void conn_flush(struct broker *b, struct conn *c)
     } else if (r == 1) {
         c->write_blocked = true;
     }
+    if (c->session && (c->session->waiters || c->session->slow_consumer))
+        session_release_publishers(b, c->session, false);
 }
 
 bool conn_prepare(struct broker *b)
@@ -244,7 +274,7 @@ bool conn_prepare(struct broker *b)
         list = c->read_next;
         c->read_pending = false;
         if (c->state != CONN_CLOSED)
-            conn_read(b, c);
+            conn_read_resumed(b, c);
     }
     while (b->dirty) {
         struct conn *c = b->dirty;
@@ -276,6 +306,17 @@ void conn_sweep(struct broker *b)
         if (c->state == CONN_NEW) {
             if (now - c->last_rx_ms >= b->cfg->connect_timeout_ms)
                 conn_close(b, c, "no CONNECT in time", true);
+        } else if (c->blocked_on) {
+            /* Its silence is ours: we stopped reading it. */
+            if (now - c->blocked_since_ms >= BROKER_WAIT_LIMIT_MS) {
+                struct session *slow = c->blocked_on;
+                slow->slow_consumer = true;
+                b->stats.slow_consumers++;
+                log_warn("client %s is a slow consumer: publishers no longer wait for it, messages "
+                         "to it are dropped at its limits",
+                         slow->client_id);
+                session_release_publishers(b, slow, true);
+            }
         } else if (c->state == CONN_ACTIVE && c->keepalive) {
             /* The spec allows one and a half keepalive periods of silence. */
             if (now - c->last_rx_ms > (uint64_t)c->keepalive * 1500u)

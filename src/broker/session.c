@@ -26,6 +26,7 @@ struct session *session_new(struct broker *b, const uint8_t *client_id, size_t l
 
 void session_destroy(struct broker *b, struct session *s)
 {
+    session_release_publishers(b, s, true);
     for (uint32_t i = 0; i < s->nsubs; i++) {
         subtree_remove(b->subs, s->subs[i].filter, s->subs[i].len, s);
         mem_free(s->subs[i].filter);
@@ -141,6 +142,59 @@ static void session_pump(struct broker *b, struct session *s)
         s->queue = NULL;
         s->qcap = s->qhead = 0;
     }
+    if (s->waiters || s->slow_consumer)
+        session_release_publishers(b, s, false);
+}
+
+/* ---- back-pressure ------------------------------------------------------- */
+
+static bool session_above(const struct session *s, size_t out, uint32_t queued)
+{
+    return outq_pending(&s->conn->out) >= out || s->qlen >= queued;
+}
+
+static void session_push_back(struct broker *b, struct session *s)
+{
+    struct conn *p = b->publisher;
+    if (!p || p->blocked_on || p->session == s || s->slow_consumer || s->conn->blocked_on ||
+        !session_above(s, b->out_high, b->queue_high))
+        return;
+    p->blocked_on = s;
+    p->blocked_since_ms = ev_now(b->loop);
+    p->wait_prev = NULL;
+    p->wait_next = s->waiters;
+    if (s->waiters)
+        s->waiters->wait_prev = p;
+    s->waiters = p;
+    b->stats.publisher_waits++;
+}
+
+void session_forget_publisher(struct conn *c)
+{
+    struct session *s = c->blocked_on;
+    if (!s)
+        return;
+    if (c->wait_prev)
+        c->wait_prev->wait_next = c->wait_next;
+    else
+        s->waiters = c->wait_next;
+    if (c->wait_next)
+        c->wait_next->wait_prev = c->wait_prev;
+    c->blocked_on = NULL;
+    c->wait_prev = c->wait_next = NULL;
+}
+
+void session_release_publishers(struct broker *b, struct session *s, bool unconditionally)
+{
+    if (!unconditionally && s->conn && session_above(s, b->out_low + 1, b->queue_low + 1))
+        return;
+    if (!unconditionally)
+        s->slow_consumer = false;
+    while (s->waiters) {
+        struct conn *p = s->waiters;
+        session_forget_publisher(p);
+        conn_resume(b, p);
+    }
 }
 
 void session_deliver(struct broker *b, struct session *s, struct msg *m, uint8_t qos, bool retain)
@@ -152,6 +206,7 @@ void session_deliver(struct broker *b, struct session *s, struct msg *m, uint8_t
                 session_send_qos0(b, c, m, retain);
             else
                 session_drop(b, s, &b->stats.dropped_output_full, "max-output-bytes reached");
+            session_push_back(b, s);
         } else if (b->cfg->queue_qos0) {
             session_enqueue(b, s, m, 0, retain);
         } else {
@@ -163,6 +218,8 @@ void session_deliver(struct broker *b, struct session *s, struct msg *m, uint8_t
         session_send_inflight(b, s, m, qos, retain);
     else
         session_enqueue(b, s, m, qos, retain);
+    if (c)
+        session_push_back(b, s);
 }
 
 void session_resume(struct broker *b, struct session *s)

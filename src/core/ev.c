@@ -223,34 +223,50 @@ int ev_signal_start(struct ev_loop *loop, const sigset_t *set, ev_signal_fn fn, 
 
 /* ---- the loop ----------------------------------------------------------- */
 
+/* One iteration: prepare, wait (at most max_wait_ms; -1 = until the next
+ * timer), dispatch, timers. */
+static int ev_iterate(struct ev_loop *loop, int max_wait_ms)
+{
+    bool busy = loop->prepare && loop->prepare(loop, loop->prepare_data);
+    if (!loop->running)
+        return 0;
+    int timeout = max_wait_ms;
+    if (busy) {
+        timeout = 0;
+    } else if (loop->heap_len > 0) {
+        uint64_t when = loop->heap[0]->when_ms;
+        int until = when <= loop->now_ms ? 0 : (int)(when - loop->now_ms);
+        if (timeout < 0 || until < timeout)
+            timeout = until;
+    }
+    int n = epoll_wait(loop->epfd, loop->events, EV_MAX_EVENTS, timeout);
+    if (n < 0 && errno != EINTR)
+        return -1;
+    loop->now_ms = ev_clock_ms();
+    for (int i = 0; i < n; i++) {
+        struct ev_io *io = loop->events[i].data.ptr;
+        uint32_t e = loop->events[i].events, got = 0;
+        if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            got |= EV_READ;
+        if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+            got |= EV_WRITE;
+        io->cb(loop, io, got);
+    }
+    ev_run_timers(loop);
+    return 0;
+}
+
 int ev_run(struct ev_loop *loop)
 {
     loop->running = true;
-    while (loop->running) {
-        bool busy = loop->prepare && loop->prepare(loop, loop->prepare_data);
-        if (!loop->running)
-            break;
-        int timeout = -1;
-        if (busy) {
-            timeout = 0;
-        } else if (loop->heap_len > 0) {
-            uint64_t when = loop->heap[0]->when_ms;
-            timeout = when <= loop->now_ms ? 0 : (int)(when - loop->now_ms);
-        }
-        int n = epoll_wait(loop->epfd, loop->events, EV_MAX_EVENTS, timeout);
-        if (n < 0 && errno != EINTR)
+    while (loop->running)
+        if (ev_iterate(loop, -1) < 0)
             return -1;
-        loop->now_ms = ev_clock_ms();
-        for (int i = 0; i < n; i++) {
-            struct ev_io *io = loop->events[i].data.ptr;
-            uint32_t e = loop->events[i].events, got = 0;
-            if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-                got |= EV_READ;
-            if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
-                got |= EV_WRITE;
-            io->cb(loop, io, got);
-        }
-        ev_run_timers(loop);
-    }
     return 0;
+}
+
+int ev_run_once(struct ev_loop *loop, int max_wait_ms)
+{
+    loop->running = true;
+    return ev_iterate(loop, max_wait_ms);
 }

@@ -56,6 +56,9 @@ void ev_loop_free(struct ev_loop *loop);
 /* Runs until ev_stop() is called. Returns 0, or -1 if epoll failed. */
 int ev_run(struct ev_loop *loop);
 void ev_stop(struct ev_loop *loop);
+/* Runs one iteration, waiting at most max_wait_ms (0 = poll) for events.
+ * For tests and harnesses that drive the loop step by step. */
+int ev_run_once(struct ev_loop *loop, int max_wait_ms);
 
 /* Monotonic milliseconds, read once per iteration. */
 uint64_t ev_now(const struct ev_loop *loop);
