@@ -40,7 +40,8 @@ struct msg *msg_new(const uint8_t *topic, size_t topic_len, const uint8_t *paylo
 void msg_write_publish(struct msg *m, struct outq *q, uint8_t qos, uint16_t packet_id, bool dup,
                        bool retain)
 {
-    uint8_t first = (uint8_t)(MQTT_PUBLISH << 4 | (dup ? 0x08 : 0) | qos << 1 | (retain ? 1 : 0));
+    /* DUP means nothing at QoS 0, and the spec forbids it there. */
+    uint8_t first = (uint8_t)(MQTT_PUBLISH << 4 | (dup && qos ? 0x08 : 0) | qos << 1 | (retain ? 1 : 0));
     bool share = m->payload_len >= MSG_SHARE_MIN;
     if (qos == 0) {
         /* The stored encoding is this packet but for the first byte. */

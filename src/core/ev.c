@@ -2,6 +2,7 @@
 #include "core/ev.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -23,6 +24,7 @@ struct ev_loop {
     struct ev_io signal_io;
     ev_signal_fn signal_fn;
     void *signal_data;
+    int batch_next, batch_len; /* events of the current epoll_wait not yet dispatched */
     struct epoll_event events[EV_MAX_EVENTS];
 };
 
@@ -107,6 +109,10 @@ void ev_io_stop(struct ev_loop *loop, struct ev_io *io)
 {
     epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
     io->events = 0;
+    /* A stopped watcher may be freed at once: forget its pending events. */
+    for (int i = loop->batch_next; i < loop->batch_len; i++)
+        if (loop->events[i].data.ptr == io)
+            loop->events[i].data.ptr = NULL;
 }
 
 /* ---- timers: a binary min-heap; heap_index is position + 1 --------------- */
@@ -235,7 +241,8 @@ static int ev_iterate(struct ev_loop *loop, int max_wait_ms)
         timeout = 0;
     } else if (loop->heap_len > 0) {
         uint64_t when = loop->heap[0]->when_ms;
-        int until = when <= loop->now_ms ? 0 : (int)(when - loop->now_ms);
+        uint64_t wait = when <= loop->now_ms ? 0 : when - loop->now_ms;
+        int until = wait > INT_MAX ? INT_MAX : (int)wait;
         if (timeout < 0 || until < timeout)
             timeout = until;
     }
@@ -243,8 +250,12 @@ static int ev_iterate(struct ev_loop *loop, int max_wait_ms)
     if (n < 0 && errno != EINTR)
         return -1;
     loop->now_ms = ev_clock_ms();
+    loop->batch_len = n;
     for (int i = 0; i < n; i++) {
+        loop->batch_next = i + 1;
         struct ev_io *io = loop->events[i].data.ptr;
+        if (!io)
+            continue;
         uint32_t e = loop->events[i].events, got = 0;
         if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
             got |= EV_READ;
@@ -252,6 +263,7 @@ static int ev_iterate(struct ev_loop *loop, int max_wait_ms)
             got |= EV_WRITE;
         io->cb(loop, io, got);
     }
+    loop->batch_len = 0;
     ev_run_timers(loop);
     return 0;
 }

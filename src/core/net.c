@@ -51,8 +51,11 @@ int net_listen(const char *host, int port, int backlog, char *err, size_t errlen
         fd = -1;
     }
     freeaddrinfo(res);
-    if (fd < 0)
-        snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port, strerror(saved));
+    if (fd < 0) {
+        bool v6 = strchr(host, ':') != NULL;
+        snprintf(err, errlen, "cannot listen on %s%s%s:%d: %s", v6 ? "[" : "", host, v6 ? "]" : "",
+                 port, strerror(saved));
+    }
     return fd;
 }
 

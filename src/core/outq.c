@@ -28,6 +28,9 @@ static struct outq_ent *outq_push(struct outq *q)
 
 uint8_t *outq_reserve(struct outq *q, size_t n)
 {
+    static uint8_t nothing[1];
+    if (n == 0)
+        return nothing; /* an empty piece would stall outq_flush */
     if (q->own_len + n > q->own_cap) {
         size_t cap = q->own_cap ? q->own_cap : 256;
         while (cap < q->own_len + n)
@@ -54,11 +57,14 @@ uint8_t *outq_reserve(struct outq *q, size_t n)
 
 void outq_copy(struct outq *q, const void *data, size_t n)
 {
-    memcpy(outq_reserve(q, n), data, n);
+    if (n)
+        memcpy(outq_reserve(q, n), data, n);
 }
 
 void outq_share(struct outq *q, struct outq_rc *owner, const uint8_t *ptr, size_t n)
 {
+    if (n == 0)
+        return;
     outq_rc_get(owner);
     struct outq_ent *e = outq_push(q);
     e->owner = owner;
