@@ -387,10 +387,12 @@ static long mc_parse(struct mc_conn *c, const uint8_t *data, size_t len)
     return (long)off;
 }
 
-/* Reads until EAGAIN, as the edge-triggered registration requires. Input
- * goes to the thread's buffer first and is copied to the connection only
- * when a packet is left incomplete. */
-static void mc_read(struct mc_conn *c)
+/* Reads until the socket is drained, as the edge-triggered registration
+ * requires: a short read is enough unless the broker may have closed (hup),
+ * in which case reading goes on to see the end. Input goes to the thread's
+ * buffer first and is copied to the connection only when a packet is left
+ * incomplete. */
+static void mc_read(struct mc_conn *c, bool hup)
 {
     struct mc_thread *t = c->t;
     while (c->state != MC_CLOSED) {
@@ -415,6 +417,8 @@ static void mc_read(struct mc_conn *c)
         if (used < 0)
             return;
         inbuf_consumed(&c->in, data, len, (size_t)used);
+        if ((size_t)n < cap && !hup)
+            return;
     }
 }
 
@@ -439,7 +443,7 @@ static void mc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
         mc_mark_dirty(c);
     }
     if (events & EV_READ)
-        mc_read(c);
+        mc_read(c, events & EV_HUP);
 }
 
 /* ---- the thread ---------------------------------------------------------- */

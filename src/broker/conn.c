@@ -159,7 +159,10 @@ static void conn_defer_read(struct broker *b, struct conn *c)
     b->read_list = c;
 }
 
-static void conn_read(struct broker *b, struct conn *c)
+/* Reads and handles input until the socket is drained: until EAGAIN, or
+ * until a short read unless the peer may have closed (hup), as the end of
+ * the stream then follows the data with no further edge. */
+static void conn_read(struct broker *b, struct conn *c, bool hup)
 {
     size_t budget = CONN_READ_BUDGET;
     while (c->state <= CONN_ACTIVE && !c->blocked_on) {
@@ -187,8 +190,7 @@ static void conn_read(struct broker *b, struct conn *c)
         inbuf_consumed(&c->in, data, len, (size_t)used);
         if (c->blocked_on)
             return; /* conn_resume picks up where this stopped */
-        /* A short read drained the socket: the next edge will tell. */
-        if ((size_t)n < cap)
+        if ((size_t)n < cap && !hup)
             return;
         if ((size_t)n >= budget) {
             conn_defer_read(b, c);
@@ -210,7 +212,8 @@ static void conn_read_resumed(struct broker *b, struct conn *c)
         if (used > 0)
             inbuf_consumed(&c->in, c->in.data, c->in.len, (size_t)used);
     }
-    conn_read(b, c);
+    /* Whether the peer closed meanwhile is not known here: read to EAGAIN. */
+    conn_read(b, c, true);
 }
 
 static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
@@ -224,7 +227,7 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
         conn_mark_dirty(b, c);
     }
     if (events & EV_READ)
-        conn_read(b, c);
+        conn_read(b, c, events & EV_HUP);
 }
 
 void conn_accept(struct broker *b, int fd)

@@ -261,6 +261,8 @@ static int ev_iterate(struct ev_loop *loop, int max_wait_ms)
             got |= EV_READ;
         if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR))
             got |= EV_WRITE;
+        if (e & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            got |= EV_HUP;
         io->cb(loop, io, got);
     }
     loop->batch_len = 0;

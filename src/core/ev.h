@@ -18,6 +18,11 @@
 /* Edge-triggered: report readiness once per change. The callback must then
  * read (or write) until EAGAIN, or remember that it stopped early. */
 #define EV_EDGE 0x4u
+/* Reported (with EV_READ) when the peer closed its side or the connection
+ * failed. Without it, a short read means the socket is drained, so an
+ * edge-triggered reader may stop there and save the read that would only
+ * return EAGAIN; with it, the reader must go on to see the end. */
+#define EV_HUP 0x8u
 
 struct ev_loop;
 struct ev_io;

@@ -1,5 +1,6 @@
 """Will messages (MQTT 3.1.1 section 3.1.2.5) and keep alive (3.1.2.10)."""
 
+import socket
 import time
 
 import pytest
@@ -198,3 +199,17 @@ def test_will_not_published_for_refused_connect(broker):
     assert ack.rc == 2
     c.wait_closed(5)
     assert_no_will(broker, watcher)
+
+
+def test_will_when_close_arrives_with_the_data(broker):
+    """CONNECT, a packet and the close in one burst: the broker must see the
+    end of the stream behind the data, not wait for an edge that never comes."""
+    watcher = will_watcher(broker)
+    for i in range(20):
+        s = socket.create_connection((broker.host, broker.port))
+        s.sendall(R.connect("burst-%d" % i, will_topic="will/burst", will_message=b"b%d" % i) +
+                  R.pingreq())
+        s.shutdown(socket.SHUT_WR)
+        _, p = watcher.collect_until(lambda p: p.topic == "will/burst", timeout=3)
+        assert p.payload == b"b%d" % i
+        s.close()

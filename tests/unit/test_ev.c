@@ -530,7 +530,7 @@ static void test_io_write_then_modify(void **state)
     close(sv[1]);
 }
 
-/* A hang-up is reported as EV_READ | EV_WRITE, even to a read-only watcher. */
+/* A hang-up is reported as EV_READ | EV_WRITE | EV_HUP, even to a read-only watcher. */
 static void test_io_hangup_reports_read_write(void **state)
 {
     struct ev_loop *loop = *state;
@@ -543,7 +543,7 @@ static void test_io_hangup_reports_read_write(void **state)
     close(sv[1]);
     run_guarded(loop);
     assert_int_equal(w.calls, 1);
-    assert_int_equal(w.events[0], EV_READ | EV_WRITE);
+    assert_int_equal(w.events[0], EV_READ | EV_WRITE | EV_HUP);
     ev_io_stop(loop, &w.io);
     close(sv[0]);
 }
