@@ -287,11 +287,27 @@ int bench_mqtt_exec(const struct bench_opts *o, struct mc_run *run, unsigned con
     return BENCH_EXIT_RUNTIME;
 }
 
+/* One line per run for a caller that prints its own tables. */
+static void bench_progress(const struct result_row *row, int rc)
+{
+    if (rc != BENCH_EXIT_OK) {
+        fprintf(stderr, "  %s run %u/%u FAILED: %s\n", row->name, row->repetition_index + 1,
+                row->repetitions, row->error);
+        return;
+    }
+    fprintf(stderr, "  %s run %u/%u: %.1f k msg/s", row->name, row->repetition_index + 1,
+            row->repetitions, row->throughput / 1e3);
+    if (row->server_pid)
+        fprintf(stderr, ", server %.2f us/msg", row->server_cpu_us_per_op);
+    fputc('\n', stderr);
+}
+
 int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
-                 const struct result_row *tmpl, bench_run_fn run, void *arg)
+                 const struct result_row *tmpl, bench_run_fn run, void *arg,
+                 struct result_set *out)
 {
     /* With JSON on stdout the table moves out of its way. */
-    FILE *out = o->json_path && !strcmp(o->json_path, "-") ? stderr : stdout;
+    FILE *tf = o->json_path && !strcmp(o->json_path, "-") ? stderr : stdout;
     struct result_row *rows = mem_calloc(o->runs + 3, sizeof *rows);
     unsigned n = 0;
     int rc = BENCH_EXIT_OK;
@@ -301,33 +317,46 @@ int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
         row->repetitions = o->runs;
         row->repetition_index = rep;
         rc = run(o, arg, rep, row);
-        if (rep == 0) {
-            fprintf(out, "%s: %s\n", row->name, ctx->command_line);
-            result_print_header(out, row);
+        if (o->brief) {
+            bench_progress(row, rc);
+        } else {
+            if (rep == 0) {
+                fprintf(tf, "%s: %s\n", row->name, ctx->command_line);
+                result_print_header(tf, row);
+            }
+            result_print_row(tf, row);
+            if (rc != BENCH_EXIT_OK)
+                fprintf(stderr, "shootout bench %s: run %u FAILED: %s\n", o->experiment,
+                        rep + 1, row->error);
         }
-        result_print_row(out, row);
-        if (rc != BENCH_EXIT_OK) {
-            fprintf(stderr, "shootout bench %s: run %u FAILED: %s\n", o->experiment, rep + 1,
-                    row->error);
+        if (rc != BENCH_EXIT_OK)
             break;
-        }
     }
     if (rc == BENCH_EXIT_OK && o->runs > 1) {
         result_aggregate(rows, o->runs, &rows[n]);
-        for (unsigned i = 0; i < 3; i++)
-            result_print_row(out, &rows[n + i]);
-        result_print_summary(out, &rows[n], &rows[n + 2]);
+        if (!o->brief) {
+            for (unsigned i = 0; i < 3; i++)
+                result_print_row(tf, &rows[n + i]);
+            result_print_summary(tf, &rows[n], &rows[n + 2]);
+        }
         n += 3;
     }
-    if (o->json_path) {
-        char err[256];
-        if (result_write_json(o->json_path, ctx, rows, n, err, sizeof err) < 0) {
-            fprintf(stderr, "shootout bench %s: %s\n", o->experiment, err);
-            if (rc == BENCH_EXIT_OK)
-                rc = BENCH_EXIT_RUNTIME;
-        }
-    }
+    result_set_append(out, rows, n);
     mem_free(rows);
+    return rc;
+}
+
+int bench_finish(const struct bench_opts *o, const struct result_context *ctx,
+                 struct result_set *rows, int rc)
+{
+    char err[256];
+    if (o->json_path && result_write_json(o->json_path, ctx, rows->rows, rows->n, err,
+                                          sizeof err) < 0) {
+        fprintf(stderr, "shootout bench %s: %s\n", o->experiment, err);
+        if (rc == BENCH_EXIT_OK)
+            rc = BENCH_EXIT_RUNTIME;
+    }
+    result_set_free(rows);
     return rc;
 }
 

@@ -11,6 +11,7 @@
 #define SHOOTOUT_BENCH_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "bench/mqtt_client.h"
@@ -34,6 +35,9 @@ struct bench_opts {
     int server_pid;        /* 0: no server sampling */
     const char *target_arg; /* --target as given */
     const char *label;      /* --label, or NULL */
+    /* One progress line per run on stderr instead of the table, for a
+     * caller that prints its own (shootout run). */
+    bool brief;
 };
 
 /* getopt_long entries and help lines of the shared options; experiments
@@ -121,10 +125,18 @@ typedef int (*bench_run_fn)(const struct bench_opts *o, void *arg, unsigned rep,
                             struct result_row *row);
 
 /* Runs o->runs repetitions of run, each from a copy of tmpl; prints a table
- * line per run, then the aggregate; writes the JSON. Stops at the first
- * failed run (its row still goes into the JSON). Returns the exit code. */
+ * line per run, then the aggregate; appends the iteration rows, then the
+ * aggregate rows, to out. Stops at the first failed run (its row is still
+ * appended, and no aggregate is). Returns the exit code. */
 int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
-                 const struct result_row *tmpl, bench_run_fn run, void *arg);
+                 const struct result_row *tmpl, bench_run_fn run, void *arg,
+                 struct result_set *out);
+
+/* The end of a `shootout bench` experiment: writes rows as JSON to
+ * o->json_path, if any, and frees them. Returns rc, or BENCH_EXIT_RUNTIME
+ * if rc was 0 and the JSON could not be written. */
+int bench_finish(const struct bench_opts *o, const struct result_context *ctx,
+                 struct result_set *rows, int rc);
 
 /* Sets the result's target and the parameters every MQTT experiment shares
  * (messages, qos, payload_size, threads); the experiment adds its own. */

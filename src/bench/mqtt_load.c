@@ -179,13 +179,20 @@ int mqtt_load_main(int argc, char **argv, const struct result_context *ctx)
     int rc = bench_finish_options(&o, argc, argv, (unsigned)conns);
     if (rc)
         return rc;
+    struct result_set rows = {0};
+    rc = mqtt_load_exec(&o, (unsigned)conns, ctx, &rows);
+    return bench_finish(&o, ctx, &rows, rc);
+}
 
+int mqtt_load_exec(const struct bench_opts *o, unsigned conns, const struct result_context *ctx,
+                   struct result_set *out)
+{
     struct load l = {
-        .subs = (unsigned)conns / 2,
-        .messages = o.messages,
-        .qos = (uint8_t)o.qos,
-        .payload = bench_payload(LOAD_PAYLOAD, o.payload_size),
-        .payload_len = o.payload_size,
+        .subs = conns / 2,
+        .messages = o->messages,
+        .qos = (uint8_t)o->qos,
+        .payload = bench_payload(LOAD_PAYLOAD, o->payload_size),
+        .payload_len = o->payload_size,
     };
     l.topic_names = mem_alloc(l.subs * sizeof *l.topic_names);
     l.topics = mem_alloc(l.subs * sizeof *l.topics);
@@ -203,13 +210,13 @@ int mqtt_load_main(int argc, char **argv, const struct result_context *ctx)
                                     "subscriptions established to the last message",
         .op_def = "message delivered to a subscriber",
     };
-    snprintf(tmpl.name, sizeof tmpl.name, "mqtt-load/%s/%uc", o.target, (unsigned)conns);
-    result_param(&tmpl, "conns", (double)conns);
+    snprintf(tmpl.name, sizeof tmpl.name, "mqtt-load/%s/%uc", o->target, conns);
+    result_param(&tmpl, "conns", conns);
     result_param(&tmpl, "subscribers", l.subs);
     result_param(&tmpl, "publishers", l.subs);
-    bench_common_params(&tmpl, &o);
+    bench_common_params(&tmpl, o);
 
-    rc = bench_repeat(&o, ctx, &tmpl, load_run, &l);
+    int rc = bench_repeat(o, ctx, &tmpl, load_run, &l, out);
     mem_free(l.count);
     mem_free(l.topics);
     mem_free(l.topic_names);

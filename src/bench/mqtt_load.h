@@ -12,9 +12,16 @@
 #ifndef SHOOTOUT_MQTT_LOAD_H
 #define SHOOTOUT_MQTT_LOAD_H
 
-#include "bench/result.h"
+#include "bench/bench.h"
 
 /* argv[0] is "mqtt-load". Returns the exit code (see bench.h). */
 int mqtt_load_main(int argc, char **argv, const struct result_context *ctx);
+
+/* The experiment itself, for callers that set the options up themselves
+ * (o->host numeric, o->target named, see bench_finish_options): o->runs
+ * repetitions with conns connections (even). Appends the rows to out and
+ * returns the exit code. */
+int mqtt_load_exec(const struct bench_opts *o, unsigned conns, const struct result_context *ctx,
+                   struct result_set *out);
 
 #endif

@@ -259,19 +259,26 @@ int mqtt_ping_main(int argc, char **argv, const struct result_context *ctx)
     if (o.payload_size < PING_SEQ_LEN)
         return bench_usage_error(&o, "--payload-size must be at least %zu (the sequence number)",
                                  PING_SEQ_LEN);
-    unsigned conns = (unsigned)(2 * pairs + wsubs);
-    int rc = bench_finish_options(&o, argc, argv, conns);
+    int rc = bench_finish_options(&o, argc, argv, (unsigned)(2 * pairs + wsubs));
     if (rc)
         return rc;
+    struct result_set rows = {0};
+    rc = mqtt_ping_exec(&o, (unsigned)pairs, (unsigned)wsubs, ctx, &rows);
+    return bench_finish(&o, ctx, &rows, rc);
+}
 
+int mqtt_ping_exec(const struct bench_opts *o, unsigned pairs, unsigned wsubs,
+                   const struct result_context *ctx, struct result_set *out)
+{
+    unsigned conns = 2 * pairs + wsubs;
     struct ping g = {
-        .pairs = (unsigned)pairs,
-        .wsubs = (unsigned)wsubs,
-        .messages = o.messages,
-        .qos = (uint8_t)o.qos,
-        .payload = bench_payload(PING_PAYLOAD, o.payload_size),
-        .payload_len = o.payload_size,
-        .nhists = o.threads,
+        .pairs = pairs,
+        .wsubs = wsubs,
+        .messages = o->messages,
+        .qos = (uint8_t)o->qos,
+        .payload = bench_payload(PING_PAYLOAD, o->payload_size),
+        .payload_len = o->payload_size,
+        .nhists = o->threads,
     };
     g.names = mem_alloc(g.pairs * sizeof *g.names);
     g.topics = mem_alloc(g.pairs * sizeof *g.topics);
@@ -293,13 +300,13 @@ int mqtt_ping_main(int argc, char **argv, const struct result_context *ctx)
                           "subscriptions established to the last message",
         .op_def = "message delivered to any client (pairs and wildcard subscribers)",
     };
-    snprintf(tmpl.name, sizeof tmpl.name, "mqtt-ping/%s/%up%uw", o.target, g.pairs, g.wsubs);
+    snprintf(tmpl.name, sizeof tmpl.name, "mqtt-ping/%s/%up%uw", o->target, g.pairs, g.wsubs);
     result_param(&tmpl, "pairs", g.pairs);
     result_param(&tmpl, "wsubs", g.wsubs);
     result_param(&tmpl, "conns", conns);
-    bench_common_params(&tmpl, &o);
+    bench_common_params(&tmpl, o);
 
-    rc = bench_repeat(&o, ctx, &tmpl, ping_run, &g);
+    int rc = bench_repeat(o, ctx, &tmpl, ping_run, &g, out);
     mem_free(g.hists);
     mem_free(g.sent_ns);
     mem_free(g.count);

@@ -15,8 +15,6 @@ _Static_assert(offsetof(struct result_row, err_protocol) + sizeof(double) ==
                    offsetof(struct result_row, metric) + sizeof(double) * RESULT_NMETRICS,
                "RESULT_NMETRICS must count every metric field");
 
-#define METRIC(field) \
-    ((offsetof(struct result_row, field) - offsetof(struct result_row, metric)) / sizeof(double))
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RESULT_BUILD_TYPE "asan"
@@ -80,6 +78,22 @@ void result_set_latency(struct result_row *row, const struct hist *ns)
     row->lat_p90 = (double)hist_percentile(ns, 90) / 1e3;
     row->lat_p99 = (double)hist_percentile(ns, 99) / 1e3;
     row->lat_p99_9 = (double)hist_percentile(ns, 99.9) / 1e3;
+}
+
+void result_set_append(struct result_set *set, const struct result_row *rows, unsigned n)
+{
+    if (set->n + n > set->cap) {
+        set->cap = (set->n + n) * 2;
+        set->rows = mem_realloc(set->rows, set->cap * sizeof *set->rows);
+    }
+    memcpy(&set->rows[set->n], rows, n * sizeof *rows);
+    set->n += n;
+}
+
+void result_set_free(struct result_set *set)
+{
+    mem_free(set->rows);
+    *set = (struct result_set){0};
 }
 
 /* ---- aggregates ---------------------------------------------------------- */
@@ -277,18 +291,18 @@ struct col {
 };
 
 static const struct col cols[] = {
-    {"setup s", METRIC(setup_s), 1, 3, NEED_ALWAYS},
-    {"time s", METRIC(duration_s), 1, 3, NEED_ALWAYS},
-    {"received", METRIC(received), 1, 0, NEED_ALWAYS},
-    {"lost", METRIC(lost), 1, 0, NEED_ALWAYS},
-    {"k msg/s", METRIC(throughput), 1e-3, 1, NEED_ALWAYS},
-    {"msg-phase k msg/s", METRIC(throughput_messaging), 1e-3, 1, NEED_MESSAGING},
-    {"p50 us", METRIC(lat_p50), 1, 1, NEED_LATENCY},
-    {"p99 us", METRIC(lat_p99), 1, 1, NEED_LATENCY},
-    {"max us", METRIC(lat_max), 1, 1, NEED_LATENCY},
-    {"client us/msg", METRIC(client_cpu_us_per_op), 1, 2, NEED_ALWAYS},
-    {"server us/msg", METRIC(server_cpu_us_per_op), 1, 2, NEED_SERVER},
-    {"server MB", METRIC(server_rss_max_kb), 1.0 / 1024, 1, NEED_SERVER},
+    {"setup s", RESULT_METRIC(setup_s), 1, 3, NEED_ALWAYS},
+    {"time s", RESULT_METRIC(duration_s), 1, 3, NEED_ALWAYS},
+    {"received", RESULT_METRIC(received), 1, 0, NEED_ALWAYS},
+    {"lost", RESULT_METRIC(lost), 1, 0, NEED_ALWAYS},
+    {"k msg/s", RESULT_METRIC(throughput), 1e-3, 1, NEED_ALWAYS},
+    {"msg-phase k msg/s", RESULT_METRIC(throughput_messaging), 1e-3, 1, NEED_MESSAGING},
+    {"p50 us", RESULT_METRIC(lat_p50), 1, 1, NEED_LATENCY},
+    {"p99 us", RESULT_METRIC(lat_p99), 1, 1, NEED_LATENCY},
+    {"max us", RESULT_METRIC(lat_max), 1, 1, NEED_LATENCY},
+    {"client us/msg", RESULT_METRIC(client_cpu_us_per_op), 1, 2, NEED_ALWAYS},
+    {"server us/msg", RESULT_METRIC(server_cpu_us_per_op), 1, 2, NEED_SERVER},
+    {"server MB", RESULT_METRIC(server_rss_max_kb), 1.0 / 1024, 1, NEED_SERVER},
 };
 
 #define COL_MIN_WIDTH 9

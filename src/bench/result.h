@@ -61,6 +61,11 @@ struct result_row {
     };
 };
 
+/* The index in metric[] of a named metric field, e.g.
+ * RESULT_METRIC(throughput), for code that picks a figure by table. */
+#define RESULT_METRIC(field) \
+    ((offsetof(struct result_row, field) - offsetof(struct result_row, metric)) / sizeof(double))
+
 /* Where and how the results were produced. */
 struct result_context {
     char date[32]; /* ISO 8601, UTC */
@@ -70,6 +75,16 @@ struct result_context {
     const char *version;
     const char *build_type;
 };
+
+/* Rows gathered over several experiments, for one JSON document. */
+struct result_set {
+    struct result_row *rows; /* owned */
+    unsigned n, cap;
+};
+
+/* Appends copies of rows[0..n) to set. */
+void result_set_append(struct result_set *set, const struct result_row *rows, unsigned n);
+void result_set_free(struct result_set *set);
 
 /* argv and version are copied or must outlive ctx (version: static). */
 void result_context_init(struct result_context *ctx, int argc, char **argv, const char *version);

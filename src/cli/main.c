@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bench/bench.h"
+#include "bench/shootout_run.h"
 #include "broker/broker.h"
 #include "core/log.h"
 #include "core/opt.h"
@@ -24,7 +25,8 @@ static const char usage_main[] =
     "benchmarks.\n"
     "\n"
     "commands:\n"
-    "  run        the main job (for now: starts the MQTT broker in the foreground)\n"
+    "  run        the main job: races our MQTT broker against Mosquitto with the\n"
+    "             article's loadtest and pingtest and prints the tables\n"
     "  broker     MQTT 3.1.1 broker\n"
     "  bench      load generators (mqtt-load, mqtt-ping); `shootout bench --help`\n"
     "  version    print the version\n"
@@ -76,7 +78,7 @@ static int bad_usage(const char *usage)
     return EXIT_USAGE;
 }
 
-static int cmd_broker(int argc, char **argv, const char *banner)
+static int cmd_broker(int argc, char **argv)
 {
     enum {
         OPT_MAX_CONN = 256,
@@ -148,8 +150,6 @@ static int cmd_broker(int argc, char **argv, const char *banner)
         fprintf(stderr, "shootout broker: unexpected argument '%s'\n", argv[optind]);
         return bad_usage(usage_broker);
     }
-    if (banner)
-        log_info("%s", banner);
     return broker_run(&cfg);
 }
 
@@ -159,13 +159,11 @@ int main(int argc, char **argv)
         return bad_usage(usage_main);
     const char *cmd = argv[1];
     if (!strcmp(cmd, "broker"))
-        return cmd_broker(argc - 1, argv + 1, NULL);
+        return cmd_broker(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return bench_main(argc, argv, SHOOTOUT_VERSION);
     if (!strcmp(cmd, "run"))
-        return cmd_broker(argc - 1, argv + 1,
-                          "shootout run: the benchmark experiments are not built yet; "
-                          "starting the MQTT broker (Ctrl-C stops it)");
+        return shootout_run_main(argc, argv, SHOOTOUT_VERSION);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("shootout %s\n", SHOOTOUT_VERSION);
         return 0;

@@ -1,0 +1,21 @@
+/* shootout_run.h - `shootout run`, the main job: starts our broker and,
+ * where installed, Mosquitto, each as a child process on a free loopback
+ * port; runs the source article's loadtest and pingtest grid against both,
+ * broker after broker at every grid point; prints the article's tables
+ * (thousands of msgs/s, mean +/- stddev, a row per broker and their ratio)
+ * with each broker's CPU time per message; writes every row as one JSON
+ * document; stops the brokers.
+ *
+ * Exit codes: 0 success, 1 a broker could not start, died, or (ours) did
+ * not exit 0 on SIGTERM, 2 usage error, 3 an experiment failed (messages
+ * missing, or a connection or protocol failure with the broker still up).
+ * What was measured is printed and written in every case.
+ */
+#ifndef SHOOTOUT_SHOOTOUT_RUN_H
+#define SHOOTOUT_SHOOTOUT_RUN_H
+
+/* `shootout run ...` with main()'s argc and argv (argv[1] is "run");
+ * version is static. */
+int shootout_run_main(int argc, char **argv, const char *version);
+
+#endif

@@ -1,0 +1,174 @@
+"""`shootout run`, the main job, end to end: it starts our broker and
+Mosquitto as children, runs the article's grid against both with tiny message
+counts (the hidden --scale), prints the two tables, writes one JSON document
+and leaves no broker behind, also when it is interrupted or killed. No timing
+assertions."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, shootout_available
+
+pytestmark = pytest.mark.shootout_only
+
+EXIT_USAGE = 2
+RUN_TIMEOUT = 50  # seconds; the tiny job takes a few
+TINY = ("--quick", "--runs", "1", "--scale", "0.05")
+LOAD_POINTS = ["100c", "500c", "750c", "1000c"]
+PING_POINTS = ["400p20w", "200p200w", "100p400w"]
+HAVE_MOSQUITTO = bool(shutil.which("mosquitto")) or os.access(MOSQUITTO_BIN, os.X_OK)
+
+
+def run(*args, cwd=None, timeout=RUN_TIMEOUT):
+    if not shootout_available():
+        pytest.fail("shootout binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
+    p = subprocess.run([SHOOTOUT_BIN, "run"] + [str(a) for a in args], cwd=cwd,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
+    for marker in SANITIZER_MARKERS:
+        assert marker not in p.stderr, "sanitizer report:\n" + p.stderr
+    return p
+
+
+def broker_pids(text):
+    """{name: pid} from the lines that say where each broker listens."""
+    return {m.group(1): int(m.group(2))
+            for m in re.finditer(r"^shootout run: (our broker|mosquitto) \S+, pid (\d+)", text, re.M)}
+
+
+def running(pid):
+    """True while pid is a live process (a zombie has already stopped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def assert_gone(pids, within=10.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline and any(running(p) for p in pids):
+        time.sleep(0.05)
+    assert not [p for p in pids if running(p)], "brokers left behind: %r" % pids
+
+
+def table(text, title):
+    """The lines of the table whose title starts with title, up to the blank line."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+def row_names(lines):
+    return [line.split(":")[0] for line in lines[2:]]
+
+
+@pytest.mark.skipif(not HAVE_MOSQUITTO, reason="mosquitto is not installed")
+def test_run_races_both_brokers(tmp_path):
+    p = run(*TINY, cwd=tmp_path)  # JSON to the default file in the current directory
+    assert p.returncode == 0, "exit %d\nstdout:\n%s\nstderr:\n%s" % (p.returncode, p.stdout, p.stderr)
+    out = p.stdout
+
+    # The article's two tables, each followed by the CPU table, and the latency.
+    load = table(out, "loadtest (throughput")
+    assert load[1].split() == ["connections:", "100", "500", "750", "1000"]
+    assert row_names(load) == ["shootout", "mosquitto", "shootout/mosquitto"]
+    assert "+/-" in load[2] and "+/-" in load[3] and load[4].split()[1].endswith("x")
+    ping = table(out, "pingtest (throughput")
+    assert ping[1].split(":")[1].split() == ["400p", "20w", "200p", "200w", "100p", "400w"]
+    assert row_names(ping) == ["shootout", "mosquitto", "shootout/mosquitto"]
+    for title in ("loadtest: broker CPU", "pingtest: broker CPU", "pingtest: mean round trip"):
+        assert row_names(table(out, title)) == ["shootout", "mosquitto", "shootout/mosquitto"]
+    assert "from the first connect to the last message" in out  # the definitions
+    assert "broker peak RSS: shootout" in out and "total time:" in out
+
+    # Every grid point against every broker, in the shared result model.
+    with open(tmp_path / "shootout-results.json") as f:
+        doc = json.load(f)
+    assert doc["schema_version"] == 1 and "run" in doc["context"]["command_line"]
+    iters = [b for b in doc["benchmarks"] if b["run_type"] == "iteration"]
+    expected = {"mqtt-load/%s/%s" % (t, pt) for t in ("shootout", "mosquitto") for pt in LOAD_POINTS}
+    expected |= {"mqtt-ping/%s/%s" % (t, pt) for t in ("shootout", "mosquitto") for pt in PING_POINTS}
+    assert sorted(b["name"] for b in iters) == sorted(expected)
+    pids = broker_pids(out)
+    assert set(pids) == {"our broker", "mosquitto"}
+    for b in iters:
+        assert b["messages"]["lost"] == 0 and b["messages"]["received"] > 0
+        assert b["throughput"]["value"] > 0
+        want = pids["our broker"] if b["target"] == "shootout" else pids["mosquitto"]
+        assert b["server"]["pid"] == want and b["server"]["rss_max_kb"] > 0
+        if b["experiment"] == "mqtt-ping":
+            assert b["latency"]["mean"] > 0
+    assert re.search(r"stopped shootout \(pid %d\): exit 0" % pids["our broker"], out)
+    assert_gone(pids.values())
+
+
+def test_run_no_peer_measures_ours_alone():
+    p = run(*TINY, "--no-peer", "--json", "-")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)  # nothing but JSON on stdout; the tables go to stderr
+    assert {b["target"] for b in doc["benchmarks"]} == {"shootout"}
+    assert len(doc["benchmarks"]) == len(LOAD_POINTS) + len(PING_POINTS)
+    for title in ("loadtest (throughput", "pingtest (throughput", "loadtest: broker CPU"):
+        assert row_names(table(p.stderr, title)) == ["shootout"]
+    assert "mosquitto" not in p.stderr.replace("mosquitto is not installed", "")
+    assert_gone(broker_pids(p.stderr).values())
+
+
+def test_runs_give_aggregate_rows(tmp_path):
+    out = tmp_path / "r.json"
+    p = run("--runs", "2", "--scale", "0.02", "--no-peer", "--json", out)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    rows = [b for b in doc["benchmarks"] if b["name"] == "mqtt-load/shootout/100c"]
+    assert [b["run_type"] for b in rows] == ["iteration"] * 2 + ["aggregate"] * 3
+    assert "over 2 runs" in p.stdout
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_no_broker_survives_an_interrupted_run(tmp_path, sig):
+    """SIGINT: the handler stops the brokers; SIGKILL: PR_SET_PDEATHSIG does."""
+    proc = subprocess.Popen([SHOOTOUT_BIN, "run", "--runs", "50", "--json", tmp_path / "r.json"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        seen = ""
+        # The grid starts right after this line; by then both brokers run.
+        while "per grid point" not in seen:
+            line = proc.stdout.readline()
+            assert line, "shootout run ended early:\n" + seen
+            seen += line
+        pids = list(broker_pids(seen).values())
+        assert pids and all(running(pid) for pid in pids)
+        time.sleep(0.3)  # into the first experiment
+        proc.send_signal(sig)
+        assert proc.wait(10) == -sig
+        assert_gone(pids)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+
+
+def test_help():
+    p = run("--help")
+    assert p.returncode == 0
+    assert p.stdout.startswith("usage: shootout run")
+    for opt in ("--runs", "--quick", "--json", "--threads", "--no-peer"):
+        assert opt in p.stdout
+
+
+@pytest.mark.parametrize("args", [["--bogus"], ["--runs", "0"], ["--threads", "x"],
+                                  ["--scale", "0"], ["stray"]])
+def test_usage_errors(args):
+    p = run(*args)
+    assert p.returncode == EXIT_USAGE
+    assert "shootout run --help" in p.stderr
