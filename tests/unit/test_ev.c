@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "core/ev.h"
+#include "test_rng.h"
 
 /* Same clock and truncation as the loop's, so the two can be compared. */
 static uint64_t mono_ms(void)
@@ -38,15 +39,6 @@ static void sleep_ms(long ms)
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
-}
-
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state % n);
 }
 
 static int setup(void **state)

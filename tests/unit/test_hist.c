@@ -13,16 +13,7 @@
 #include <cmocka.h>
 
 #include "bench/hist.h"
-
-/* Deterministic xorshift, so failures reproduce. */
-static uint64_t rng_state;
-static uint64_t rnd64(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
-}
+#include "test_rng.h"
 
 /* Log-uniform over [0, HIST_MAX], so every power of two gets samples. */
 static uint64_t rnd_value(void)

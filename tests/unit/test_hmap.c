@@ -13,18 +13,9 @@
 #include <cmocka.h>
 
 #include "core/hmap.h"
+#include "test_rng.h"
 
 #define NKEYS 100000
-
-/* Deterministic xorshift, so failures reproduce. */
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state % n);
-}
 
 /* Every entry must be reachable from its home slot: no empty slot may lie
  * between the two, which is what backward-shift deletion has to preserve. */

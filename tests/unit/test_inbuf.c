@@ -17,15 +17,7 @@
 #include <cmocka.h>
 
 #include "core/inbuf.h"
-
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state % n);
-}
+#include "test_rng.h"
 
 static int setup(void **state)
 {

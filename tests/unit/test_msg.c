@@ -23,17 +23,9 @@
 #include "broker/msg.h"
 #include "core/outq.h"
 #include "mqtt/mqtt_codec.h"
+#include "test_rng.h"
 
 #define SHARE_MIN 512 /* msg.c's threshold, as documented in its header */
-
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state % n);
-}
 
 static int setup(void **state)
 {

@@ -22,19 +22,10 @@
 #include <cmocka.h>
 
 #include "core/outq.h"
+#include "test_rng.h"
 
 #define SMALL_SNDBUF 4096
 #define BLOCK_LEN 8192
-
-/* Deterministic xorshift, so failures reproduce. */
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state % n);
-}
 
 static void fill_random(uint8_t *p, size_t n)
 {

@@ -15,17 +15,9 @@
 #include <cmocka.h>
 
 #include "broker/retain.c"
+#include "test_rng.h"
 
 #define S(str) (const uint8_t *)(str), strlen(str)
-
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state % n);
-}
 
 /* Values are slots of this array; release counts per slot. */
 #define NVALUES 200000

@@ -16,17 +16,9 @@
 #include <cmocka.h>
 
 #include "broker/subtree.c"
+#include "test_rng.h"
 
 #define S(str) (const uint8_t *)(str), strlen(str)
-
-static uint64_t rng_state;
-static uint32_t rnd(uint32_t n)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (uint32_t)(rng_state % n);
-}
 
 /* Checks the links below n and that no node other than the root is kept
  * unused; returns the number of nodes. */
