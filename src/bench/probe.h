@@ -1,11 +1,9 @@
 /* probe.h - CPU time and memory over a measured window: the load
  * generator's own (getrusage, so a reader can see it was not the
- * bottleneck) and, optionally, a server process's from /proc/PID/stat
- * (user + system time, and the peak of RSS and thread count sampled while
- * the window is open).
- *
- * Linux only. /proc counts CPU time in clock ticks (usually 10 ms), so
- * windows should last at least a second for a useful per-message figure.
+ * bottleneck) and, optionally, a server process's from /proc (user +
+ * system time in nanoseconds from the scheduler's per-thread schedstat, or
+ * /proc/PID/stat's 10 ms clock ticks where that is missing; and the peak of
+ * RSS and thread count sampled while the window is open). Linux only.
  */
 #ifndef SHOOTOUT_PROBE_H
 #define SHOOTOUT_PROBE_H

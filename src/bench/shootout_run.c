@@ -525,8 +525,8 @@ static void print_experiment(FILE *f, const struct run *r, int e)
         return;
     fprintf(f, "\n%s, as measured:\n", x->title);
     fprintf(f, "  msgs/s: %s\n", row->throughput_def);
-    fprintf(f, "  CPU: the broker process's user + system time (/proc/PID/stat, in clock "
-               "ticks) over the run, per %s\n", row->op_def);
+    fprintf(f, "  CPU: the broker process's user + system time (the scheduler's nanosecond "
+               "count, /proc/PID/task/*/schedstat) over the run, per %s\n", row->op_def);
     if (e == LOADTEST) {
         fprintf(f, "  messages per publisher:");
         for (unsigned p = 0; p < x->npoints; p++)
