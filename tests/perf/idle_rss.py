@@ -5,7 +5,7 @@ connection. Not a test: run by hand, results go to docs/BENCHMARKS.md.
 
     /usr/bin/python3 tests/perf/idle_rss.py [N] [path/to/shootout]
 
-N defaults to 9000 (this process and the broker each need N descriptors; the
+N defaults to 10000 (this process and the broker each need N descriptors; the
 hard open-files limit must allow it).
 """
 import os
@@ -76,7 +76,7 @@ def measure(argv, port, n):
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 9000
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
     shootout = sys.argv[2] if len(sys.argv) > 2 else "build/release/shootout"
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
