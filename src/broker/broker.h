@@ -10,6 +10,7 @@
 
 struct broker_config {
     const char *bind;          /* listen address; default 127.0.0.1 */
+    char bind_storage[256];    /* holds bind when it came from a flag or a file */
     int port;                  /* default 1883; 0 picks a free port */
     uint32_t max_connections;  /* simultaneous clients */
     uint32_t max_packet_size;  /* whole packet, bytes, in either direction */

@@ -12,8 +12,8 @@
 #include "bench/bench.h"
 #include "bench/shootout_run.h"
 #include "broker/broker.h"
+#include "broker/broker_conf.h"
 #include "core/log.h"
-#include "core/opt.h"
 
 #define SHOOTOUT_VERSION "0.1.0"
 #define EXIT_USAGE 2
@@ -39,6 +39,9 @@ static const char usage_broker[] =
     "gracefully on SIGTERM or SIGINT.\n"
     "\n"
     "options:\n"
+    "  -c, --config FILE             read settings from FILE (mosquitto.conf\n"
+    "                                keywords; see docs/broker.md); flags given\n"
+    "                                on the command line override it\n"
     "  -b, --bind ADDR               listen address (default 127.0.0.1; :: or\n"
     "                                0.0.0.0 for all interfaces)\n"
     "  -p, --port N                  TCP port (default 1883; 0 picks a free one)\n"
@@ -59,19 +62,6 @@ static const char usage_broker[] =
     "  -v, --verbose                 log every connect and disconnect\n"
     "  -h, --help                    this text\n";
 
-/* Parses an unsigned option value in [min, max]; exits on error. */
-static unsigned long long parse_uint(const char *opt, const char *s, unsigned long long min,
-                                     unsigned long long max)
-{
-    uint64_t v;
-    if (opt_parse_uint(s, min, max, &v) < 0) {
-        fprintf(stderr, "shootout: %s wants a whole number from %llu to %llu, not '%s'\n", opt, min,
-                max, s);
-        exit(EXIT_USAGE);
-    }
-    return v;
-}
-
 static int bad_usage(const char *usage)
 {
     fprintf(stderr, "%s", usage);
@@ -80,61 +70,55 @@ static int bad_usage(const char *usage)
 
 static int cmd_broker(int argc, char **argv)
 {
-    enum {
-        OPT_MAX_CONN = 256,
-        OPT_MAX_PACKET,
-        OPT_MAX_QUEUED,
-        OPT_MAX_INFLIGHT,
-        OPT_MAX_OUTPUT,
-        OPT_QUEUE_QOS0,
-        OPT_CONNECT_TIMEOUT,
-    };
+    /* Every long option but config, help and verbose is a broker setting,
+     * handed to broker_conf_set under its own name. */
     static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
         {"bind", required_argument, NULL, 'b'},
         {"port", required_argument, NULL, 'p'},
-        {"max-connections", required_argument, NULL, OPT_MAX_CONN},
-        {"max-packet-size", required_argument, NULL, OPT_MAX_PACKET},
-        {"max-queued-messages", required_argument, NULL, OPT_MAX_QUEUED},
-        {"max-inflight-messages", required_argument, NULL, OPT_MAX_INFLIGHT},
-        {"max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT},
-        {"queue-qos0", no_argument, NULL, OPT_QUEUE_QOS0},
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {"max-connections", required_argument, NULL, 0},
+        {"max-packet-size", required_argument, NULL, 0},
+        {"max-queued-messages", required_argument, NULL, 0},
+        {"max-inflight-messages", required_argument, NULL, 0},
+        {"max-output-bytes", required_argument, NULL, 0},
+        {"queue-qos0", no_argument, NULL, 0},
+        {"connect-timeout", required_argument, NULL, 0},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    static const char shortopts[] = "c:b:p:vh";
     struct broker_config cfg;
     broker_config_defaults(&cfg);
-    int c;
+    char err[512];
+    int c, index;
+
+    /* The file first, wherever -c stands, so that flags override it. */
+    opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "b:p:vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shortopts, opts, NULL)) != -1) {
+        if (c == 'c' && broker_conf_load(&cfg, optarg, err, sizeof err) < 0) {
+            fprintf(stderr, "shootout broker: %s\n", err);
+            return 1;
+        }
+    }
+    opterr = 1;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, shortopts, opts, &index)) != -1) {
+        const char *name = NULL, *value = optarg;
         switch (c) {
+        case 'c':
+            break;
         case 'b':
-            cfg.bind = optarg;
+            name = "bind";
             break;
         case 'p':
-            cfg.port = (int)parse_uint("--port", optarg, 0, 65535);
+            name = "port";
             break;
-        case OPT_MAX_CONN:
-            cfg.max_connections = (uint32_t)parse_uint("--max-connections", optarg, 1, UINT32_MAX);
-            break;
-        case OPT_MAX_PACKET:
-            cfg.max_packet_size = (uint32_t)parse_uint("--max-packet-size", optarg, 64, 268435460);
-            break;
-        case OPT_MAX_QUEUED:
-            cfg.max_queued = (uint32_t)parse_uint("--max-queued-messages", optarg, 0, UINT32_MAX);
-            break;
-        case OPT_MAX_INFLIGHT:
-            cfg.max_inflight = (uint32_t)parse_uint("--max-inflight-messages", optarg, 1, 65535);
-            break;
-        case OPT_MAX_OUTPUT:
-            cfg.max_output = (size_t)parse_uint("--max-output-bytes", optarg, 1024, SIZE_MAX);
-            break;
-        case OPT_QUEUE_QOS0:
-            cfg.queue_qos0 = true;
-            break;
-        case OPT_CONNECT_TIMEOUT:
-            cfg.connect_timeout_ms = (uint32_t)parse_uint("--connect-timeout", optarg, 1, 3600) * 1000;
+        case 0:
+            name = opts[index].name;
+            if (opts[index].has_arg == no_argument)
+                value = "true";
             break;
         case 'v':
             log_set_level(LOG_DEBUG);
@@ -144,6 +128,10 @@ static int cmd_broker(int argc, char **argv)
             return 0;
         default:
             return bad_usage(usage_broker);
+        }
+        if (name && broker_conf_set(&cfg, name, value, err, sizeof err) < 0) {
+            fprintf(stderr, "shootout broker: --%s\n", err);
+            return EXIT_USAGE;
         }
     }
     if (optind < argc) {

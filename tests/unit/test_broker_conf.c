@@ -1,0 +1,138 @@
+/* test_broker_conf.c - broker settings by name: flags and mosquitto.conf
+ * style files share one table of names, ranges and meanings. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "broker/broker_conf.h"
+
+static struct broker_config cfg;
+static char err[512];
+
+static int setup(void **state)
+{
+    broker_config_defaults(&cfg);
+    err[0] = '\0';
+    return 0;
+}
+
+static void test_flag_and_keyword_names_set_the_same_field(void **state)
+{
+    assert_int_equal(broker_conf_set(&cfg, "max-connections", "7", err, sizeof err), 0);
+    assert_int_equal(cfg.max_connections, 7);
+    assert_int_equal(broker_conf_set(&cfg, "max_connections", "9", err, sizeof err), 0);
+    assert_int_equal(cfg.max_connections, 9);
+    assert_int_equal(broker_conf_set(&cfg, "queue-qos0", "true", err, sizeof err), 0);
+    assert_true(cfg.queue_qos0);
+    assert_int_equal(broker_conf_set(&cfg, "queue_qos0_messages", "false", err, sizeof err), 0);
+    assert_false(cfg.queue_qos0);
+    assert_int_equal(broker_conf_set(&cfg, "connect_timeout", "3", err, sizeof err), 0);
+    assert_int_equal(cfg.connect_timeout_ms, 3000);
+    assert_int_equal(broker_conf_set(&cfg, "max-output-bytes", "65536", err, sizeof err), 0);
+    assert_int_equal(cfg.max_output, 65536);
+}
+
+static void test_ranges_and_bad_values_refused(void **state)
+{
+    struct broker_config before = cfg;
+    assert_int_equal(broker_conf_set(&cfg, "port", "65536", err, sizeof err), -1);
+    assert_non_null(strstr(err, "port wants a whole number from 0 to 65535, not '65536'"));
+    assert_int_equal(broker_conf_set(&cfg, "max_inflight_messages", "0", err, sizeof err), -1);
+    assert_int_equal(broker_conf_set(&cfg, "max_packet_size", "-1", err, sizeof err), -1);
+    assert_int_equal(broker_conf_set(&cfg, "queue_qos0_messages", "yes", err, sizeof err), -1);
+    assert_non_null(strstr(err, "true or false"));
+    assert_int_equal(broker_conf_set(&cfg, "no_such_thing", "1", err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown setting 'no_such_thing'"));
+    assert_memory_equal(&cfg, &before, sizeof cfg);
+}
+
+static void test_bind_is_copied(void **state)
+{
+    char value[] = "::1";
+    assert_int_equal(broker_conf_set(&cfg, "bind", value, err, sizeof err), 0);
+    value[0] = 'x';
+    assert_string_equal(cfg.bind, "::1");
+}
+
+static void test_file_with_mosquitto_keywords(void **state)
+{
+    const char *text = "# a migrated mosquitto.conf\n"
+                       "\n"
+                       "per_listener_settings false\n"
+                       "listener 18999 127.0.0.2\n"
+                       "allow_anonymous true\n"
+                       "persistence false\n"
+                       "log_dest stderr\n"
+                       "log_type all\n"
+                       "  max_connections 50\n"
+                       "max_queued_messages\t30\r\n"
+                       "max_inflight_messages 5\n"
+                       "queue_qos0_messages true\n";
+    assert_int_equal(broker_conf_parse(&cfg, text, "m.conf", err, sizeof err), 0);
+    assert_int_equal(cfg.port, 18999);
+    assert_string_equal(cfg.bind, "127.0.0.2");
+    assert_int_equal(cfg.max_connections, 50);
+    assert_int_equal(cfg.max_queued, 30);
+    assert_int_equal(cfg.max_inflight, 5);
+    assert_true(cfg.queue_qos0);
+}
+
+static void test_file_errors_name_the_line(void **state)
+{
+    assert_int_equal(broker_conf_parse(&cfg, "port 1883\nmax_connections lots\n", "b.conf", err,
+                                       sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "b.conf:2: max_connections wants a whole number"));
+    assert_int_equal(broker_conf_parse(&cfg, "allow_anonymous false\n", "c.conf", err, sizeof err), -1);
+    assert_non_null(strstr(err, "c.conf:1: 'allow_anonymous' other than true is not supported yet"));
+    assert_int_equal(broker_conf_parse(&cfg, "persistence true\n", "d.conf", err, sizeof err), -1);
+    assert_int_equal(
+        broker_conf_parse(&cfg, "listener 1\nlistener 2\n", "e.conf", err, sizeof err), -1);
+    assert_non_null(strstr(err, "e.conf:2: only one listener"));
+    assert_int_equal(broker_conf_parse(&cfg, "max_connections 1 2\n", "f.conf", err, sizeof err), -1);
+    assert_non_null(strstr(err, "f.conf:1: max_connections wants exactly one value"));
+    assert_int_equal(broker_conf_parse(&cfg, "password_file /etc/p\n", "g.conf", err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown setting 'password_file'"));
+}
+
+static void test_load_missing_file(void **state)
+{
+    assert_int_equal(broker_conf_load(&cfg, "/nonexistent/shootout.conf", err, sizeof err), -1);
+    assert_non_null(strstr(err, "cannot read /nonexistent/shootout.conf"));
+}
+
+static void test_load_file(void **state)
+{
+    char path[] = "/tmp/shootout-conf-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char text[] = "port 0\nmax_packet_size 4096";
+    assert_int_equal(write(fd, text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fd);
+    int rc = broker_conf_load(&cfg, path, err, sizeof err);
+    unlink(path);
+    assert_int_equal(rc, 0);
+    assert_int_equal(cfg.port, 0);
+    assert_int_equal(cfg.max_packet_size, 4096);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_flag_and_keyword_names_set_the_same_field, setup),
+        cmocka_unit_test_setup(test_ranges_and_bad_values_refused, setup),
+        cmocka_unit_test_setup(test_bind_is_copied, setup),
+        cmocka_unit_test_setup(test_file_with_mosquitto_keywords, setup),
+        cmocka_unit_test_setup(test_file_errors_name_the_line, setup),
+        cmocka_unit_test_setup(test_load_missing_file, setup),
+        cmocka_unit_test_setup(test_load_file, setup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
