@@ -69,6 +69,12 @@ static bool broker_prepare(struct ev_loop *loop, void *data) { return conn_prepa
 
 static void broker_on_signal(struct ev_loop *loop, int signo, void *data)
 {
+    if (signo == SIGHUP) {
+        /* Mosquitto reloads on SIGHUP; a migrated service manager may send
+         * it, and it must not stop the broker. */
+        log_info("SIGHUP received: nothing to reload (settings are read at start)");
+        return;
+    }
     log_info("%s received, shutting down", strsignal(signo));
     ev_stop(loop);
 }
@@ -157,6 +163,7 @@ int broker_run(const struct broker_config *cfg)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     ev_signal_start(loop, &set, broker_on_signal, &b);
 
     bool v6 = strchr(cfg->bind, ':') != NULL;

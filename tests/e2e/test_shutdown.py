@@ -97,3 +97,20 @@ def test_sigterm_during_publish_flood(broker):
     stop_and_time(broker, signal.SIGTERM)
     assert sub.wait_disconnected(PROMPT)
     pub.wait_closed(PROMPT)
+
+
+def test_sighup_does_not_stop_the_broker(broker):
+    """Mosquitto reloads on SIGHUP; ours has nothing to reload yet, but a
+    service manager sending it must not take the broker down."""
+    sub = broker.raw_connected("hup-sub")
+    sub.subscribe(1, [("hup/t", 0)])
+    broker.proc.send_signal(signal.SIGHUP)
+    deadline = time.monotonic() + 5
+    while "SIGHUP received" not in broker.stderr_text():
+        assert time.monotonic() < deadline, "SIGHUP not logged:\n" + broker.stderr_tail()
+        time.sleep(0.05)
+    broker.assert_alive()
+    pub = broker.raw_connected("hup-pub")
+    pub.send(R.publish("hup/t", b"after hup"))
+    assert sub.next_publish().payload == b"after hup"
+    stop_and_time(broker, signal.SIGTERM)
