@@ -60,19 +60,12 @@ int mqtt_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqtt_
     if (rc != MQTT_OK)
         return rc;
 
-    uint32_t body = 0;
-    size_t i = 1;
-    for (;;) {
-        if (i >= len)
-            return 0;
-        uint8_t b = buf[i];
-        body |= (uint32_t)(b & 0x7F) << (7 * (i - 1));
-        i++;
-        if (!(b & 0x80))
-            break;
-        if (i == MQTT_MAX_FIXED_HEADER)
-            return MQTT_E_MALFORMED; /* a fifth length byte would follow */
-    }
+    uint32_t body;
+    bool non_minimal;
+    int n = mqtt_decode_varint(buf + 1, len - 1, &body, &non_minimal);
+    if (n <= 0)
+        return n;
+    size_t i = 1 + (size_t)n;
 
     uint32_t whole = (uint32_t)i + body; /* at most 5 + MQTT_MAX_REMAINING */
     if (max_packet != 0 && whole > max_packet)
@@ -82,6 +75,23 @@ int mqtt_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqtt_
     h->header_len = (uint8_t)i;
     h->body_len = body;
     return len >= whole ? (int)whole : 0;
+}
+
+int mqtt_decode_varint(const uint8_t *buf, size_t len, uint32_t *v, bool *non_minimal)
+{
+    uint32_t x = 0;
+    for (size_t i = 0; i < 4; i++) {
+        if (i >= len)
+            return 0;
+        uint8_t b = buf[i];
+        x |= (uint32_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) {
+            *v = x;
+            *non_minimal = b == 0 && i > 0;
+            return (int)i + 1;
+        }
+    }
+    return MQTT_E_MALFORMED;
 }
 
 size_t mqtt_varint_size(uint32_t v)

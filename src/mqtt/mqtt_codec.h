@@ -105,6 +105,11 @@ int mqtt_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqtt_
  * v <= MQTT_MAX_REMAINING. mqtt_encode_varint writes that many bytes. */
 size_t mqtt_varint_size(uint32_t v);
 size_t mqtt_encode_varint(uint8_t *out, uint32_t v);
+/* Decodes one at buf[0..len). Returns the bytes it took (1..4), 0 when len
+ * ends inside it, or MQTT_E_MALFORMED when a fifth byte would follow.
+ * *non_minimal tells whether fewer bytes could have held the value (MQTT 5
+ * refuses that; MQTT 3.1.1 does not say). */
+int mqtt_decode_varint(const uint8_t *buf, size_t len, uint32_t *v, bool *non_minimal);
 
 /* ---- CONNECT ----------------------------------------------------------- */
 

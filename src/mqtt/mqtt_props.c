@@ -109,26 +109,15 @@ static const struct prop_def defs[MQTT_PROP_LAST + 1] = {
 /* A Variable Byte Integer (1.5.5). Non-minimal encodings are refused: the
  * spec says the minimum number of bytes MUST be used [MQTT-1.5.5-1], and
  * refusing them makes every valid block's encoding unique, so re-encoding a
- * decoded block gives back its exact size. mqtt_frame() has its own loop
- * because it must also report "need more bytes"; this one need not. */
+ * decoded block gives back its exact size. */
 static int get_varint(const uint8_t **pp, const uint8_t *end, uint32_t *v)
 {
-    const uint8_t *p = *pp;
-    uint32_t x = 0;
-    for (unsigned i = 0; i < 4; i++) {
-        if (p == end)
-            return MQTT_PROPS_E_MALFORMED;
-        uint8_t b = *p++;
-        x |= (uint32_t)(b & 0x7F) << (7 * i);
-        if (!(b & 0x80)) {
-            if (b == 0 && i > 0)
-                return MQTT_PROPS_E_MALFORMED;
-            *v = x;
-            *pp = p;
-            return MQTT_PROPS_OK;
-        }
-    }
-    return MQTT_PROPS_E_MALFORMED;
+    bool non_minimal;
+    int n = mqtt_decode_varint(*pp, (size_t)(end - *pp), v, &non_minimal);
+    if (n <= 0 || non_minimal)
+        return MQTT_PROPS_E_MALFORMED;
+    *pp += n;
+    return MQTT_PROPS_OK;
 }
 
 static bool get_fixed(const uint8_t **pp, const uint8_t *end, unsigned n, uint32_t *v)
