@@ -32,6 +32,7 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->max_output = 8 * 1024 * 1024;
     cfg->queue_qos0 = false;
     cfg->connect_timeout_ms = 10000;
+    cfg->sys_interval_s = 10;
 }
 
 static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
@@ -64,6 +65,8 @@ static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t ev
 }
 
 static void broker_on_sweep(struct ev_loop *loop, struct ev_timer *t) { conn_sweep(t->data); }
+
+static void broker_on_sys(struct ev_loop *loop, struct ev_timer *t) { sys_tree_publish(t->data); }
 
 static bool broker_prepare(struct ev_loop *loop, void *data) { return conn_prepare(data); }
 
@@ -100,6 +103,14 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     ev_set_prepare(loop, broker_prepare, b);
     ev_timer_init(&b->sweep, broker_on_sweep, b);
     ev_timer_start(loop, &b->sweep, BROKER_SWEEP_MS, BROKER_SWEEP_MS);
+    b->started_ms = ev_now(loop);
+    ev_timer_init(&b->sys, broker_on_sys, b);
+    if (cfg->sys_interval_s) {
+        uint64_t every = (uint64_t)cfg->sys_interval_s * 1000;
+        /* At once, so $SYS/broker/version is there for the first client. */
+        sys_tree_publish(b);
+        ev_timer_start(loop, &b->sys, every, every);
+    }
 }
 
 /* Stop accepting, give every client its pending output, close them all. */
@@ -108,6 +119,7 @@ void broker_shutdown(struct broker *b)
     if (b->listener.fd >= 0)
         close(b->listener.fd);
     ev_timer_stop(b->loop, &b->sweep);
+    ev_timer_stop(b->loop, &b->sys);
     struct conn *c;
     while ((c = b->conns)) {
         outq_flush(&c->out, c->io.fd);

@@ -19,6 +19,7 @@ struct broker_config {
     size_t max_output;         /* per connection pending output, bytes */
     bool queue_qos0;           /* queue QoS 0 for offline persistent sessions */
     uint32_t connect_timeout_ms; /* time allowed between accept and CONNECT */
+    uint32_t sys_interval_s;   /* $SYS/broker/... update period; 0 = off */
 };
 
 /* Fills in the defaults documented in docs/broker.md. */

@@ -100,6 +100,7 @@ struct session {
 
 struct broker_stats {
     uint64_t msgs_in, msgs_out;
+    uint64_t bytes_in, bytes_out;
     uint64_t dropped_queue_full, dropped_output_full, dropped_offline_qos0;
     uint64_t refused_connections, protocol_errors;
     uint64_t publisher_waits, slow_consumers;
@@ -117,6 +118,9 @@ struct broker {
     struct retain *retained;
     struct conn *conns;     /* every connection not yet freed */
     uint32_t nconns;        /* open connections */
+    uint32_t nclients;      /* connections past CONNECT, with a session */
+    struct ev_timer sys;    /* publishes the $SYS tree */
+    uint64_t started_ms;
     struct conn *dirty;     /* connections with output to flush */
     struct conn *read_list; /* connections with unread input */
     struct conn *closed;    /* closed, to be freed */
@@ -137,6 +141,9 @@ struct broker {
  * it down again, closing every connection. */
 void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_loop *loop);
 void broker_shutdown(struct broker *b);
+
+/* sys_tree.c: publishes the $SYS/broker/... figures as retained messages. */
+void sys_tree_publish(struct broker *b);
 
 /* conn.c */
 void conn_accept(struct broker *b, int fd);

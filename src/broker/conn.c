@@ -72,6 +72,7 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
     c->session = NULL;
     c->will = NULL;
     if (s) {
+        b->nclients--;
         s->conn = NULL;
         if (s->clean)
             session_destroy(b, s);
@@ -79,8 +80,10 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
             session_release_publishers(b, s, true);
     }
     if (will) {
-        if (!graceful)
+        if (!graceful) {
+            b->stats.msgs_in++;
             broker_publish(b, will);
+        }
         msg_unref(will);
     }
 }
@@ -180,6 +183,7 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
                 conn_close(b, c, strerror(errno), false);
             return;
         }
+        b->stats.bytes_in += (uint64_t)n;
         if (c->state == CONN_ACTIVE)
             c->last_rx_ms = ev_now(b->loop);
         size_t len;
@@ -254,7 +258,9 @@ void conn_accept(struct broker *b, int fd)
 
 static void conn_flush(struct broker *b, struct conn *c)
 {
+    size_t before = outq_pending(&c->out);
     int r = outq_flush(&c->out, c->io.fd);
+    b->stats.bytes_out += before - outq_pending(&c->out);
     if (r < 0) {
         conn_close(b, c, strerror(errno), false);
     } else if (c->state == CONN_CLOSING) {

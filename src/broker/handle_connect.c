@@ -67,6 +67,7 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
 
     s->conn = c;
     c->session = s;
+    b->nclients++;
     c->keepalive = ci.keepalive;
     c->state = CONN_ACTIVE;
     c->last_rx_ms = ev_now(b->loop);

@@ -65,7 +65,6 @@ static void route_retain(struct broker *b, struct msg *m)
 
 void broker_publish(struct broker *b, struct msg *m)
 {
-    b->stats.msgs_in++;
     if (m->retain)
         route_retain(b, m);
     route_collect(b, msg_topic(m), m->topic_len);
@@ -82,6 +81,7 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
         /* A retransmission: acknowledge again, deliver nothing. */
     } else if (p.retain) {
         struct msg *m = msg_new(p.topic.ptr, p.topic.len, p.payload.ptr, p.payload.len, p.qos, true);
+        b->stats.msgs_in++;
         broker_publish(b, m);
         msg_unref(m);
     } else {

@@ -14,8 +14,8 @@
 #include "broker/broker.h"
 #include "broker/broker_conf.h"
 #include "core/log.h"
+#include "core/version.h"
 
-#define SHOOTOUT_VERSION "0.1.0"
 #define EXIT_USAGE 2
 
 static const char usage_main[] =
@@ -59,6 +59,8 @@ static const char usage_broker[] =
     "                                persistent sessions\n"
     "      --connect-timeout SECS    time a new connection has to send CONNECT\n"
     "                                (default 10)\n"
+    "      --sys-interval SECS       period of the $SYS/broker/... figures\n"
+    "                                (default 10; 0 turns them off)\n"
     "  -v, --verbose                 log every connect and disconnect\n"
     "  -h, --help                    this text\n";
 
@@ -83,6 +85,7 @@ static int cmd_broker(int argc, char **argv)
         {"max-output-bytes", required_argument, NULL, 0},
         {"queue-qos0", no_argument, NULL, 0},
         {"connect-timeout", required_argument, NULL, 0},
+        {"sys-interval", required_argument, NULL, 0},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},

@@ -1,0 +1,47 @@
+/* sys_tree.c - the $SYS/broker/... topics: the broker's own figures,
+ * published as retained messages every sys_interval seconds under the names
+ * Mosquitto uses, so existing dashboards and `mosquitto_sub -t '$SYS/#'`
+ * work unchanged. Wildcard subscriptions never see them ('$' rule).
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "broker/broker_int.h"
+#include "broker/retain.h"
+#include "broker/subtree.h"
+#include "core/version.h"
+
+static void sys_put(struct broker *b, const char *topic, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void sys_put(struct broker *b, const char *topic, const char *fmt, ...)
+{
+    char payload[128];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(payload, sizeof payload, fmt, ap);
+    va_end(ap);
+    struct msg *m = msg_new((const uint8_t *)topic, strlen(topic), (const uint8_t *)payload,
+                            (size_t)n, 0, true);
+    broker_publish(b, m);
+    msg_unref(m);
+}
+
+void sys_tree_publish(struct broker *b)
+{
+    const struct broker_stats *st = &b->stats;
+    uint64_t dropped = st->dropped_queue_full + st->dropped_output_full + st->dropped_offline_qos0;
+    sys_put(b, "$SYS/broker/version", "shootout %s", SHOOTOUT_VERSION);
+    sys_put(b, "$SYS/broker/uptime", "%" PRIu64 " seconds", (ev_now(b->loop) - b->started_ms) / 1000);
+    sys_put(b, "$SYS/broker/clients/connected", "%u", b->nclients);
+    sys_put(b, "$SYS/broker/clients/total", "%u", hmap_count(&b->sessions));
+    sys_put(b, "$SYS/broker/messages/received", "%" PRIu64, st->msgs_in);
+    sys_put(b, "$SYS/broker/messages/sent", "%" PRIu64, st->msgs_out);
+    sys_put(b, "$SYS/broker/messages/dropped", "%" PRIu64, dropped);
+    sys_put(b, "$SYS/broker/bytes/received", "%" PRIu64, st->bytes_in);
+    sys_put(b, "$SYS/broker/bytes/sent", "%" PRIu64, st->bytes_out);
+    sys_put(b, "$SYS/broker/subscriptions/count", "%zu", subtree_count(b->subs));
+    /* Includes the $SYS topics themselves from the second round on. */
+    sys_put(b, "$SYS/broker/retained messages/count", "%zu", retain_count(b->retained));
+}
