@@ -7,6 +7,8 @@ set -euo pipefail
 packages=(
   # build
   build-essential clang pkg-config
+  # Car service: protoc-c generates the C message code at build time
+  protobuf-c-compiler libprotobuf-c-dev
   # unit tests and fuzzing (libFuzzer + sanitizer runtimes)
   libcmocka-dev libclang-rt-14-dev
   # end-to-end tests: real third-party MQTT clients
