@@ -1,7 +1,8 @@
 /* mqtt_codec.c - MQTT 3.1.1 packet framing, decoding and encoding.
  *
- * Decoders read through a small cursor that checks every length against the
- * bytes actually present, so no input can make them read out of bounds.
+ * Decoders read through a small cursor (mqtt_wire.h, shared with the MQTT 5
+ * codec) that checks every length against the bytes actually present, so no
+ * input can make them read out of bounds.
  * Section numbers and [MQTT-x.y.z-n] tags refer to the OASIS MQTT 3.1.1
  * standard.
  */
@@ -10,7 +11,7 @@
 #include <assert.h>
 #include <string.h>
 
-#include "mqtt/mqtt_topic.h"
+#include "mqtt/mqtt_wire.h"
 
 const char *mqtt_strerror(int err)
 {
@@ -32,49 +33,9 @@ const char *mqtt_strerror(int err)
 
 /* ---- Framing ------------------------------------------------------------ */
 
-/* Fixed-header checks on the first byte alone, so garbage is refused before
- * any length arrives (2.2.2). */
-static int check_first_byte(uint8_t b)
-{
-    uint8_t type = b >> 4, flags = b & 0x0F;
-    switch (type) {
-    case 0:
-    case 15:
-        return MQTT_E_TYPE;
-    case MQTT_PUBLISH:
-        return (flags & 0x06) == 0x06 ? MQTT_E_QOS : MQTT_OK;
-    case MQTT_PUBREL:
-    case MQTT_SUBSCRIBE:
-    case MQTT_UNSUBSCRIBE:
-        return flags == 0x02 ? MQTT_OK : MQTT_E_FLAGS;
-    default:
-        return flags == 0 ? MQTT_OK : MQTT_E_FLAGS;
-    }
-}
-
 int mqtt_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqtt_header *h)
 {
-    if (len == 0)
-        return 0;
-    int rc = check_first_byte(buf[0]);
-    if (rc != MQTT_OK)
-        return rc;
-
-    uint32_t body;
-    bool non_minimal;
-    int n = mqtt_decode_varint(buf + 1, len - 1, &body, &non_minimal);
-    if (n <= 0)
-        return n;
-    size_t i = 1 + (size_t)n;
-
-    uint32_t whole = (uint32_t)i + body; /* at most 5 + MQTT_MAX_REMAINING */
-    if (max_packet != 0 && whole > max_packet)
-        return MQTT_E_TOO_LARGE;
-    h->type = buf[0] >> 4;
-    h->flags = buf[0] & 0x0F;
-    h->header_len = (uint8_t)i;
-    h->body_len = body;
-    return len >= whole ? (int)whole : 0;
+    return wire_frame(buf, len, max_packet, false, h);
 }
 
 int mqtt_decode_varint(const uint8_t *buf, size_t len, uint32_t *v, bool *non_minimal)
@@ -112,101 +73,7 @@ size_t mqtt_encode_varint(uint8_t *out, uint32_t v)
     return n;
 }
 
-/* ---- Decoding helpers --------------------------------------------------- */
-
-struct cursor {
-    const uint8_t *p, *end;
-};
-
-static inline size_t cur_left(const struct cursor *c) { return (size_t)(c->end - c->p); }
-
-static inline bool cur_u8(struct cursor *c, uint8_t *v)
-{
-    if (c->p == c->end)
-        return false;
-    *v = *c->p++;
-    return true;
-}
-
-static inline bool cur_u16(struct cursor *c, uint16_t *v)
-{
-    if (cur_left(c) < 2)
-        return false;
-    *v = (uint16_t)(c->p[0] << 8 | c->p[1]);
-    c->p += 2;
-    return true;
-}
-
-/* A two-byte length followed by that many bytes (1.5.3; also the binary
- * Will Message and Password fields). */
-static inline bool cur_bytes(struct cursor *c, struct mqtt_bytes *b)
-{
-    uint16_t n;
-    if (!cur_u16(c, &n) || cur_left(c) < n)
-        return false;
-    b->ptr = c->p;
-    b->len = n;
-    c->p += n;
-    return true;
-}
-
-static inline int check_utf8(const struct mqtt_bytes *b)
-{
-    return mqtt_utf8_valid(b->ptr, b->len) ? MQTT_OK : MQTT_E_UTF8;
-}
-
-/* The combined validator is one pass; only a failure pays for a second pass
- * to tell bad UTF-8 from a topic-rule violation. */
-static inline int check_topic_name(const struct mqtt_bytes *b)
-{
-    if (mqtt_topic_name_valid(b->ptr, b->len))
-        return MQTT_OK;
-    return mqtt_utf8_valid(b->ptr, b->len) ? MQTT_E_TOPIC : MQTT_E_UTF8;
-}
-
-static inline int check_topic_filter(const uint8_t *f, size_t len)
-{
-    if (mqtt_topic_filter_valid(f, len))
-        return MQTT_OK;
-    return mqtt_utf8_valid(f, len) ? MQTT_E_TOPIC : MQTT_E_UTF8;
-}
-
-/* ---- Encoding helpers --------------------------------------------------- */
-
-static inline uint8_t *put_u16(uint8_t *out, uint16_t v)
-{
-    out[0] = (uint8_t)(v >> 8);
-    out[1] = (uint8_t)v;
-    return out + 2;
-}
-
-static inline uint8_t *put_bytes(uint8_t *out, const uint8_t *p, size_t n)
-{
-    assert(n <= 0xFFFF);
-    out = put_u16(out, (uint16_t)n);
-    if (n)
-        memcpy(out, p, n);
-    return out + n;
-}
-
-static inline uint8_t *put_header(uint8_t *out, uint8_t first, size_t body)
-{
-    assert(body <= MQTT_MAX_REMAINING);
-    *out++ = first;
-    return out + mqtt_encode_varint(out, (uint32_t)body);
-}
-
-static inline size_t whole_size(size_t body) { return 1 + mqtt_varint_size((uint32_t)body) + body; }
-
 /* ---- CONNECT (3.1) ------------------------------------------------------ */
-
-#define CF_USERNAME 0x80
-#define CF_PASSWORD 0x40
-#define CF_WILL_RETAIN 0x20
-#define CF_WILL_QOS 0x18
-#define CF_WILL 0x04
-#define CF_CLEAN 0x02
-#define CF_RESERVED 0x01
 
 int mqtt_decode_connect(const uint8_t *body, size_t len, struct mqtt_connect *c)
 {
@@ -218,33 +85,19 @@ int mqtt_decode_connect(const uint8_t *body, size_t len, struct mqtt_connect *c)
     memset(c, 0, sizeof *c);
     if (!cur_bytes(&cur, &name) || !cur_u8(&cur, &c->protocol_level))
         return MQTT_E_MALFORMED;
-    /* "MQIsdp" is MQTT 3.1: a protocol we recognise but do not speak, which
-     * deserves CONNACK 1 rather than a silent close. */
-    if (name.len == 4 && memcmp(name.ptr, "MQTT", 4) == 0) {
-        if (c->protocol_level != 4)
-            return MQTT_E_VERSION;
-    } else if (name.len == 6 && memcmp(name.ptr, "MQIsdp", 6) == 0) {
-        return MQTT_E_VERSION;
-    } else {
-        return MQTT_E_PROTOCOL;
-    }
+    if ((rc = wire_check_protocol(&name, c->protocol_level, 4)) != MQTT_OK)
+        return rc;
 
     if (!cur_u8(&cur, &flags) || !cur_u16(&cur, &c->keepalive))
         return MQTT_E_MALFORMED;
-    if (flags & CF_RESERVED)
-        return MQTT_E_FLAGS; /* [MQTT-3.1.2-3] */
+    if ((rc = wire_check_connect_flags(flags)) != MQTT_OK)
+        return rc;
     c->clean_session = flags & CF_CLEAN;
     c->has_will = flags & CF_WILL;
     c->will_qos = (flags & CF_WILL_QOS) >> 3;
     c->will_retain = flags & CF_WILL_RETAIN;
     c->has_username = flags & CF_USERNAME;
     c->has_password = flags & CF_PASSWORD;
-    if (c->will_qos == 3)
-        return MQTT_E_QOS; /* [MQTT-3.1.2-14] */
-    if (!c->has_will && c->will_qos != 0)
-        return MQTT_E_QOS; /* [MQTT-3.1.2-13] */
-    if (!c->has_will && c->will_retain)
-        return MQTT_E_FLAGS; /* [MQTT-3.1.2-15] */
     if (c->has_password && !c->has_username)
         return MQTT_E_FLAGS; /* [MQTT-3.1.2-22] */
 
@@ -287,16 +140,8 @@ size_t mqtt_connect_size(const struct mqtt_connect *c) { return whole_size(conne
 
 size_t mqtt_encode_connect(uint8_t *out, const struct mqtt_connect *c)
 {
-    uint8_t flags = 0;
-    if (c->clean_session)
-        flags |= CF_CLEAN;
-    /* Will QoS and retain mean nothing without a will and must then be 0. */
-    if (c->has_will)
-        flags |= CF_WILL | (uint8_t)((c->will_qos & 3) << 3) | (c->will_retain ? CF_WILL_RETAIN : 0);
-    if (c->has_username)
-        flags |= CF_USERNAME;
-    if (c->has_password)
-        flags |= CF_PASSWORD;
+    uint8_t flags = wire_connect_flags(c->clean_session, c->has_will, c->will_qos, c->will_retain,
+                                       c->has_username, c->has_password);
 
     uint8_t *p = put_header(out, MQTT_CONNECT << 4, connect_body_size(c));
     p = put_bytes(p, (const uint8_t *)"MQTT", 4);

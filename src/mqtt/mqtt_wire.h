@@ -1,0 +1,221 @@
+/* mqtt_wire.h - internal helpers shared by the MQTT 3.1.1 and MQTT 5.0
+ * packet codecs (mqtt_codec.c, mqtt5.c): fixed-header framing, a bounds-
+ * checked read cursor, string and topic checks, and big-endian writers.
+ *
+ * Not a public interface: everything is static inline so each codec gets
+ * its own copy and the shared rules live in one place.
+ */
+#ifndef SHOOTOUT_MQTT_WIRE_H
+#define SHOOTOUT_MQTT_WIRE_H
+
+#include <assert.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mqtt/mqtt_codec.h"
+#include "mqtt/mqtt_topic.h"
+
+/* The packet type MQTT 5 gives to AUTH; reserved in MQTT 3.1.1. */
+#define WIRE_TYPE_AUTH 15
+
+/* ---- Framing ------------------------------------------------------------ */
+
+/* Fixed-header checks on the first byte alone, so garbage is refused before
+ * any length arrives (2.2.2). v5 admits AUTH, whose flags are 0. */
+static inline int wire_check_first_byte(uint8_t b, bool v5)
+{
+    uint8_t type = b >> 4, flags = b & 0x0F;
+    switch (type) {
+    case 0:
+        return MQTT_E_TYPE;
+    case WIRE_TYPE_AUTH:
+        if (!v5)
+            return MQTT_E_TYPE;
+        return flags == 0 ? MQTT_OK : MQTT_E_FLAGS;
+    case MQTT_PUBLISH:
+        return (flags & 0x06) == 0x06 ? MQTT_E_QOS : MQTT_OK;
+    case MQTT_PUBREL:
+    case MQTT_SUBSCRIBE:
+    case MQTT_UNSUBSCRIBE:
+        return flags == 0x02 ? MQTT_OK : MQTT_E_FLAGS;
+    default:
+        return flags == 0 ? MQTT_OK : MQTT_E_FLAGS;
+    }
+}
+
+/* mqtt_frame() for either protocol. MQTT 5 also refuses a Remaining Length
+ * that is not minimally encoded [MQTT-1.5.5-1]; MQTT 3.1.1 does not say, so
+ * the 3.1.1 codec keeps accepting it. */
+static inline int wire_frame(const uint8_t *buf, size_t len, uint32_t max_packet, bool v5,
+                             struct mqtt_header *h)
+{
+    if (len == 0)
+        return 0;
+    int rc = wire_check_first_byte(buf[0], v5);
+    if (rc != MQTT_OK)
+        return rc;
+
+    uint32_t body;
+    bool non_minimal;
+    int n = mqtt_decode_varint(buf + 1, len - 1, &body, &non_minimal);
+    if (n <= 0)
+        return n;
+    if (v5 && non_minimal)
+        return MQTT_E_MALFORMED;
+    size_t i = 1 + (size_t)n;
+
+    uint32_t whole = (uint32_t)i + body; /* at most 5 + MQTT_MAX_REMAINING */
+    if (max_packet != 0 && whole > max_packet)
+        return MQTT_E_TOO_LARGE;
+    h->type = buf[0] >> 4;
+    h->flags = buf[0] & 0x0F;
+    h->header_len = (uint8_t)i;
+    h->body_len = body;
+    return len >= whole ? (int)whole : 0;
+}
+
+/* ---- Decoding ----------------------------------------------------------- */
+
+struct cursor {
+    const uint8_t *p, *end;
+};
+
+static inline size_t cur_left(const struct cursor *c) { return (size_t)(c->end - c->p); }
+
+static inline bool cur_u8(struct cursor *c, uint8_t *v)
+{
+    if (c->p == c->end)
+        return false;
+    *v = *c->p++;
+    return true;
+}
+
+static inline bool cur_u16(struct cursor *c, uint16_t *v)
+{
+    if (cur_left(c) < 2)
+        return false;
+    *v = (uint16_t)(c->p[0] << 8 | c->p[1]);
+    c->p += 2;
+    return true;
+}
+
+/* A two-byte length followed by that many bytes (1.5.3; also the binary
+ * Will Message and Password fields). */
+static inline bool cur_bytes(struct cursor *c, struct mqtt_bytes *b)
+{
+    uint16_t n;
+    if (!cur_u16(c, &n) || cur_left(c) < n)
+        return false;
+    b->ptr = c->p;
+    b->len = n;
+    c->p += n;
+    return true;
+}
+
+static inline int check_utf8(const struct mqtt_bytes *b)
+{
+    return mqtt_utf8_valid(b->ptr, b->len) ? MQTT_OK : MQTT_E_UTF8;
+}
+
+/* The combined validator is one pass; only a failure pays for a second pass
+ * to tell bad UTF-8 from a topic-rule violation. */
+static inline int check_topic_name(const struct mqtt_bytes *b)
+{
+    if (mqtt_topic_name_valid(b->ptr, b->len))
+        return MQTT_OK;
+    return mqtt_utf8_valid(b->ptr, b->len) ? MQTT_E_TOPIC : MQTT_E_UTF8;
+}
+
+static inline int check_topic_filter(const uint8_t *f, size_t len)
+{
+    if (mqtt_topic_filter_valid(f, len))
+        return MQTT_OK;
+    return mqtt_utf8_valid(f, len) ? MQTT_E_TOPIC : MQTT_E_UTF8;
+}
+
+/* ---- Encoding ----------------------------------------------------------- */
+
+static inline uint8_t *put_u16(uint8_t *out, uint16_t v)
+{
+    out[0] = (uint8_t)(v >> 8);
+    out[1] = (uint8_t)v;
+    return out + 2;
+}
+
+static inline uint8_t *put_bytes(uint8_t *out, const uint8_t *p, size_t n)
+{
+    assert(n <= 0xFFFF);
+    out = put_u16(out, (uint16_t)n);
+    if (n)
+        memcpy(out, p, n);
+    return out + n;
+}
+
+static inline uint8_t *put_header(uint8_t *out, uint8_t first, size_t body)
+{
+    assert(body <= MQTT_MAX_REMAINING);
+    *out++ = first;
+    return out + mqtt_encode_varint(out, (uint32_t)body);
+}
+
+static inline size_t whole_size(size_t body) { return 1 + mqtt_varint_size((uint32_t)body) + body; }
+
+/* ---- CONNECT (3.1.2 in both versions) ----------------------------------- */
+
+#define CF_USERNAME 0x80
+#define CF_PASSWORD 0x40
+#define CF_WILL_RETAIN 0x20
+#define CF_WILL_QOS 0x18
+#define CF_WILL 0x04
+#define CF_CLEAN 0x02 /* Clean Session in 3.1.1, Clean Start in 5.0 */
+#define CF_RESERVED 0x01
+
+/* The Protocol Name and Level: level `want` of "MQTT" is ours, any other
+ * level is MQTT_E_VERSION, and so is "MQIsdp" (MQTT 3.1), a protocol we
+ * recognise but do not speak, which deserves a refusing CONNACK rather than
+ * a silent close. */
+static inline int wire_check_protocol(const struct mqtt_bytes *name, uint8_t level, uint8_t want)
+{
+    if (name->len == 4 && memcmp(name->ptr, "MQTT", 4) == 0)
+        return level == want ? MQTT_OK : MQTT_E_VERSION;
+    if (name->len == 6 && memcmp(name->ptr, "MQIsdp", 6) == 0)
+        return MQTT_E_VERSION;
+    return MQTT_E_PROTOCOL;
+}
+
+/* Connect Flags rules common to both versions (3.1.1 [MQTT-3.1.2-3, -13,
+ * -14, -15]; 5.0 [MQTT-3.1.2-3, -11, -12, -13]). */
+static inline int wire_check_connect_flags(uint8_t flags)
+{
+    bool will = flags & CF_WILL;
+    uint8_t qos = (flags & CF_WILL_QOS) >> 3;
+    if (flags & CF_RESERVED)
+        return MQTT_E_FLAGS;
+    if (qos == 3)
+        return MQTT_E_QOS;
+    if (!will && qos != 0)
+        return MQTT_E_QOS;
+    if (!will && (flags & CF_WILL_RETAIN))
+        return MQTT_E_FLAGS;
+    return MQTT_OK;
+}
+
+static inline uint8_t wire_connect_flags(bool clean, bool will, uint8_t will_qos, bool will_retain,
+                                         bool username, bool password)
+{
+    uint8_t flags = 0;
+    if (clean)
+        flags |= CF_CLEAN;
+    /* Will QoS and retain mean nothing without a will and must then be 0. */
+    if (will)
+        flags |= CF_WILL | (uint8_t)((will_qos & 3) << 3) | (will_retain ? CF_WILL_RETAIN : 0);
+    if (username)
+        flags |= CF_USERNAME;
+    if (password)
+        flags |= CF_PASSWORD;
+    return flags;
+}
+
+#endif
