@@ -287,22 +287,9 @@ int mqtt5_decode_publish(const uint8_t *body, size_t len, uint8_t flags, struct 
     struct cursor cur = {body, body + len};
     int rc;
 
-    p->dup = flags & 0x08;
-    p->qos = (flags >> 1) & 3;
-    p->retain = flags & 0x01;
-    p->packet_id = 0;
-    if (p->qos == 3)
-        return MQTT_E_QOS; /* [MQTT-3.3.1-4] */
-    if (p->dup && p->qos == 0)
-        return MQTT_E_FLAGS; /* [MQTT-3.3.1-2] */
-    if (!cur_bytes(&cur, &p->topic))
-        return MQTT_E_MALFORMED;
-    if (p->qos > 0) {
-        if (!cur_u16(&cur, &p->packet_id))
-            return MQTT_E_MALFORMED;
-        if (p->packet_id == 0)
-            return MQTT_E_PACKET_ID; /* [MQTT-2.2.1-3] */
-    }
+    if ((rc = wire_publish_head(&cur, flags, &p->topic, &p->packet_id, &p->qos, &p->retain, &p->dup)) !=
+        MQTT_OK)
+        return rc;
     if ((rc = cur_props(&cur, MQTT_PUBLISH, &p->props)) != MQTT_OK)
         return rc;
     /* An empty topic stands for the one its Topic Alias maps to (3.3.2.3.4);

@@ -137,6 +137,31 @@ static inline int check_topic_filter(const uint8_t *f, size_t len)
 
 /* ---- Encoding ----------------------------------------------------------- */
 
+/* PUBLISH (3.3) up to what follows the packet id, the same in MQTT 3.1.1 and
+ * 5.0: flags, topic name (not yet checked: 5.0 allows an empty one with a
+ * Topic Alias) and packet id. */
+static inline int wire_publish_head(struct cursor *cur, uint8_t flags, struct mqtt_bytes *topic,
+                                    uint16_t *packet_id, uint8_t *qos, bool *retain, bool *dup)
+{
+    *dup = flags & 0x08;
+    *qos = (flags >> 1) & 3;
+    *retain = flags & 0x01;
+    *packet_id = 0;
+    if (*qos == 3)
+        return MQTT_E_QOS; /* [MQTT-3.3.1-4] */
+    if (*dup && *qos == 0)
+        return MQTT_E_FLAGS; /* [MQTT-3.3.1-2] */
+    if (!cur_bytes(cur, topic))
+        return MQTT_E_MALFORMED;
+    if (*qos > 0) {
+        if (!cur_u16(cur, packet_id))
+            return MQTT_E_MALFORMED;
+        if (*packet_id == 0)
+            return MQTT_E_PACKET_ID; /* 3.1.1 [MQTT-2.3.1-1], 5.0 [MQTT-2.2.1-3] */
+    }
+    return MQTT_OK;
+}
+
 static inline uint8_t *put_u16(uint8_t *out, uint16_t v)
 {
     out[0] = (uint8_t)(v >> 8);
