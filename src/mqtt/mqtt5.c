@@ -441,7 +441,6 @@ static int decode_filters(uint8_t type, const uint8_t *body, size_t len, struct 
 {
     struct cursor cur = {body, body + len};
     struct mqtt_filters *f = &s->filters;
-    bool with_options = type == MQTT_SUBSCRIBE;
     int rc;
 
     if (!cur_u16(&cur, &f->packet_id))
@@ -450,25 +449,8 @@ static int decode_filters(uint8_t type, const uint8_t *body, size_t len, struct 
         return MQTT_E_PACKET_ID;
     if ((rc = cur_props(&cur, type, &s->props)) != MQTT_OK)
         return rc;
-    f->with_qos = with_options;
-    f->list = cur.p;
-    f->list_len = cur_left(&cur);
-    f->count = 0;
-    while (cur.p < cur.end) {
-        struct mqtt_bytes filter;
-        if (!cur_bytes(&cur, &filter))
-            return MQTT_E_MALFORMED;
-        if ((rc = check_topic_filter(filter.ptr, filter.len)) != MQTT_OK)
-            return rc;
-        if (with_options) {
-            uint8_t o;
-            if (!cur_u8(&cur, &o))
-                return MQTT_E_MALFORMED;
-            if ((rc = check_options(o)) != MQTT_OK)
-                return rc;
-        }
-        f->count++;
-    }
+    if ((rc = wire_filter_list(&cur, type == MQTT_SUBSCRIBE ? check_options : NULL, f)) != MQTT_OK)
+        return rc;
     /* [MQTT-3.8.3-2], [MQTT-3.10.3-2]: at least one entry. */
     return f->count ? MQTT_OK : MQTT5_E_PROTOCOL_ERROR;
 }

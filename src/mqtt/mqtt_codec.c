@@ -253,6 +253,14 @@ size_t mqtt_encode_empty(uint8_t *out, enum mqtt_type type)
 
 /* ---- SUBSCRIBE (3.8), UNSUBSCRIBE (3.10) --------------------------------- */
 
+/* MQTT 3.1.1's byte after a SUBSCRIBE filter: a requested QoS. */
+static int check_requested_qos(uint8_t q)
+{
+    if (q & 0xFC)
+        return MQTT_E_MALFORMED; /* [MQTT-3-8.3-4]: reserved bits */
+    return q == 3 ? MQTT_E_QOS : MQTT_OK;
+}
+
 static int decode_filters(const uint8_t *body, size_t len, bool with_qos, struct mqtt_filters *f)
 {
     struct cursor cur = {body, body + len};
@@ -262,27 +270,8 @@ static int decode_filters(const uint8_t *body, size_t len, bool with_qos, struct
         return MQTT_E_MALFORMED;
     if (f->packet_id == 0)
         return MQTT_E_PACKET_ID; /* [MQTT-2.3.1-1] */
-    f->with_qos = with_qos;
-    f->list = cur.p;
-    f->list_len = cur_left(&cur);
-    f->count = 0;
-    while (cur.p < cur.end) {
-        struct mqtt_bytes filter;
-        if (!cur_bytes(&cur, &filter))
-            return MQTT_E_MALFORMED;
-        if ((rc = check_topic_filter(filter.ptr, filter.len)) != MQTT_OK)
-            return rc;
-        if (with_qos) {
-            uint8_t q;
-            if (!cur_u8(&cur, &q))
-                return MQTT_E_MALFORMED;
-            if (q & 0xFC)
-                return MQTT_E_MALFORMED; /* [MQTT-3-8.3-4]: reserved bits */
-            if (q == 3)
-                return MQTT_E_QOS;
-        }
-        f->count++;
-    }
+    if ((rc = wire_filter_list(&cur, with_qos ? check_requested_qos : NULL, f)) != MQTT_OK)
+        return rc;
     /* [MQTT-3.8.3-3], [MQTT-3.10.3-2]: at least one entry. */
     return f->count ? MQTT_OK : MQTT_E_MALFORMED;
 }

@@ -162,6 +162,37 @@ static inline int wire_publish_head(struct cursor *cur, uint8_t flags, struct mq
     return MQTT_OK;
 }
 
+/* The entries of a SUBSCRIBE or UNSUBSCRIBE (3.8.3, 3.10.3) from the cursor
+ * to its end, the same in both versions but for what the byte after each
+ * SUBSCRIBE filter may hold, which check_option judges (NULL: no such byte).
+ * Sets f->list, list_len and count; "at least one entry" is the caller's,
+ * as the two versions answer it differently. */
+static inline int wire_filter_list(struct cursor *cur, int (*check_option)(uint8_t),
+                                   struct mqtt_filters *f)
+{
+    int rc;
+    f->with_qos = check_option != NULL;
+    f->list = cur->p;
+    f->list_len = cur_left(cur);
+    f->count = 0;
+    while (cur->p < cur->end) {
+        struct mqtt_bytes filter;
+        if (!cur_bytes(cur, &filter))
+            return MQTT_E_MALFORMED;
+        if ((rc = check_topic_filter(filter.ptr, filter.len)) != MQTT_OK)
+            return rc;
+        if (check_option) {
+            uint8_t o;
+            if (!cur_u8(cur, &o))
+                return MQTT_E_MALFORMED;
+            if ((rc = check_option(o)) != MQTT_OK)
+                return rc;
+        }
+        f->count++;
+    }
+    return MQTT_OK;
+}
+
 static inline uint8_t *put_u16(uint8_t *out, uint16_t v)
 {
     out[0] = (uint8_t)(v >> 8);
