@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench/mqtt_load.h"
 #include "bench/mqtt_ping.h"
@@ -367,6 +368,21 @@ void bench_common_params(struct result_row *tmpl, const struct bench_opts *o)
     result_param(tmpl, "qos", o->qos);
     result_param(tmpl, "payload_size", o->payload_size);
     result_param(tmpl, "threads", o->threads);
+}
+
+struct mc_config bench_mc_config(const struct bench_opts *o, const char *tag, unsigned rep,
+                                 unsigned conns, uint64_t work, char prefix[32])
+{
+    snprintf(prefix, 32, "%s%d.%u", tag, (int)getpid(), rep);
+    return (struct mc_config){
+        .host = o->host,
+        .port = o->port,
+        .conns = conns,
+        .threads = o->threads,
+        .client_id_prefix = prefix,
+        .max_packet = o->payload_size + 64 * 1024,
+        .work = work,
+    };
 }
 
 uint8_t *bench_payload(const char *text, size_t len)

@@ -142,6 +142,12 @@ int bench_finish(const struct bench_opts *o, const struct result_context *ctx,
  * (messages, qos, payload_size, threads); the experiment adds its own. */
 void bench_common_params(struct result_row *tmpl, const struct bench_opts *o);
 
+/* The client engine's settings for run rep of an experiment against o's
+ * target. Client ids start with tag, this process's pid and rep, written
+ * into prefix (the caller's, as long as the run). */
+struct mc_config bench_mc_config(const struct bench_opts *o, const char *tag, unsigned rep,
+                                 unsigned conns, uint64_t work, char prefix[32]);
+
 /* A payload of len bytes repeating text (the article's "loadtest payload"
  * style); the caller frees it with mem_free. */
 uint8_t *bench_payload(const char *text, size_t len);

@@ -3,7 +3,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench/bench.h"
 #include "bench/mqtt_client.h"
@@ -123,16 +122,7 @@ static int load_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     unsigned conns = 2 * l->subs;
     memset(l->count, 0, conns * sizeof *l->count);
     char prefix[32];
-    snprintf(prefix, sizeof prefix, "ld%d.%u", (int)getpid(), rep);
-    struct mc_config cfg = {
-        .host = o->host,
-        .port = o->port,
-        .conns = conns,
-        .threads = o->threads,
-        .client_id_prefix = prefix,
-        .max_packet = o->payload_size + 64 * 1024,
-        .work = l->subs,
-    };
+    struct mc_config cfg = bench_mc_config(o, "ld", rep, conns, l->subs, prefix);
     struct mc_run *run = mc_run_new(&cfg, &load_ops, l);
     for (unsigned i = 0; i < l->subs; i++)
         mc_set_filter(run, i, l->topic_names[i], l->qos);

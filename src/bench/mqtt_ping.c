@@ -3,7 +3,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "bench/bench.h"
 #include "bench/hist.h"
@@ -191,16 +190,7 @@ static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     for (unsigned i = 0; i < g->nhists; i++)
         hist_reset(&g->hists[i]);
     char prefix[32];
-    snprintf(prefix, sizeof prefix, "pg%d.%u", (int)getpid(), rep);
-    struct mc_config cfg = {
-        .host = o->host,
-        .port = o->port,
-        .conns = conns,
-        .threads = o->threads,
-        .client_id_prefix = prefix,
-        .max_packet = o->payload_size + 64 * 1024,
-        .work = g->pairs + g->wsubs,
-    };
+    struct mc_config cfg = bench_mc_config(o, "pg", rep, conns, g->pairs + g->wsubs, prefix);
     struct mc_run *run = mc_run_new(&cfg, &ping_ops, g);
     for (unsigned i = 0; i < g->pairs; i++) {
         mc_set_filter(run, i, g->names[i][PING_REQUEST], g->qos);
