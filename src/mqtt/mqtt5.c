@@ -190,20 +190,10 @@ int mqtt5_decode_connect(const uint8_t *body, size_t len, struct mqtt5_connect *
     if (c->has_will) {
         if ((rc = cur_props(&cur, MQTT_PROPS_WILL, &c->will_props)) != MQTT_OK)
             return rc;
-        if (!cur_bytes(&cur, &c->will_topic) || !cur_bytes(&cur, &c->will_payload))
-            return MQTT_E_MALFORMED;
-        if ((rc = check_topic_name(&c->will_topic)) != MQTT_OK)
+        if ((rc = wire_connect_will(&cur, &c->will_topic, &c->will_payload)) != MQTT_OK)
             return rc;
     }
-    if (c->has_username) {
-        if (!cur_bytes(&cur, &c->username))
-            return MQTT_E_MALFORMED;
-        if ((rc = check_utf8(&c->username)) != MQTT_OK)
-            return rc;
-    }
-    if (c->has_password && !cur_bytes(&cur, &c->password))
-        return MQTT_E_MALFORMED;
-    return done(&cur);
+    return wire_connect_login(&cur, c->has_username, &c->username, c->has_password, &c->password);
 }
 
 static size_t connect_body_size(const struct mqtt5_connect *c)

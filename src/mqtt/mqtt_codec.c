@@ -107,21 +107,9 @@ int mqtt_decode_connect(const uint8_t *body, size_t len, struct mqtt_connect *c)
         return MQTT_E_MALFORMED;
     if ((rc = check_utf8(&c->client_id)) != MQTT_OK)
         return rc;
-    if (c->has_will) {
-        if (!cur_bytes(&cur, &c->will_topic) || !cur_bytes(&cur, &c->will_payload))
-            return MQTT_E_MALFORMED;
-        if ((rc = check_topic_name(&c->will_topic)) != MQTT_OK)
-            return rc;
-    }
-    if (c->has_username) {
-        if (!cur_bytes(&cur, &c->username))
-            return MQTT_E_MALFORMED;
-        if ((rc = check_utf8(&c->username)) != MQTT_OK)
-            return rc;
-    }
-    if (c->has_password && !cur_bytes(&cur, &c->password))
-        return MQTT_E_MALFORMED;
-    return cur.p == cur.end ? MQTT_OK : MQTT_E_MALFORMED;
+    if (c->has_will && (rc = wire_connect_will(&cur, &c->will_topic, &c->will_payload)) != MQTT_OK)
+        return rc;
+    return wire_connect_login(&cur, c->has_username, &c->username, c->has_password, &c->password);
 }
 
 static size_t connect_body_size(const struct mqtt_connect *c)

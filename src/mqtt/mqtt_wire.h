@@ -193,6 +193,33 @@ static inline int wire_filter_list(struct cursor *cur, int (*check_option)(uint8
     return MQTT_OK;
 }
 
+/* The will topic and message of a CONNECT payload (3.1.3.2-3), the same in
+ * both versions once MQTT 5's will properties are read. */
+static inline int wire_connect_will(struct cursor *cur, struct mqtt_bytes *topic,
+                                    struct mqtt_bytes *payload)
+{
+    if (!cur_bytes(cur, topic) || !cur_bytes(cur, payload))
+        return MQTT_E_MALFORMED;
+    return check_topic_name(topic);
+}
+
+/* The rest of a CONNECT payload, the same in both versions: the flagged
+ * user name (UTF-8) and password (binary), and then nothing more. */
+static inline int wire_connect_login(struct cursor *cur, bool has_username, struct mqtt_bytes *username,
+                                     bool has_password, struct mqtt_bytes *password)
+{
+    int rc;
+    if (has_username) {
+        if (!cur_bytes(cur, username))
+            return MQTT_E_MALFORMED;
+        if ((rc = check_utf8(username)) != MQTT_OK)
+            return rc;
+    }
+    if (has_password && !cur_bytes(cur, password))
+        return MQTT_E_MALFORMED;
+    return cur->p == cur->end ? MQTT_OK : MQTT_E_MALFORMED;
+}
+
 static inline uint8_t *put_u16(uint8_t *out, uint16_t v)
 {
     out[0] = (uint8_t)(v >> 8);
