@@ -157,14 +157,17 @@ int broker_run(const struct broker_config *cfg)
         log_error("cannot create the event loop: %s", strerror(errno));
         return 1;
     }
+    /* Signals are routed to the loop before the port opens: whoever sees
+     * the port accept may send SIGTERM at once and must get a clean stop. */
+    struct broker b;
+    broker_init(&b, cfg, loop);
     int lfd = net_listen(cfg->bind, cfg->port, 1024, err, sizeof err);
     if (lfd < 0) {
         log_error("%s", err);
+        broker_shutdown(&b);
         ev_loop_free(loop);
         return 1;
     }
-    struct broker b;
-    broker_init(&b, cfg, loop);
     b.listener.fd = lfd;
     b.listener.cb = broker_on_accept;
     b.listener.data = &b;
