@@ -7,14 +7,18 @@ set -euo pipefail
 packages=(
   # build
   build-essential clang pkg-config
-  # Car service: protoc-c generates the C message code at build time
-  protobuf-c-compiler libprotobuf-c-dev
+  # Car service: protoc-c generates the C message code at build time;
+  # nghttp2 carries gRPC, zlib compresses its messages; OpenSSL for TLS and
+  # password hashing
+  protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev zlib1g-dev libssl-dev
   # unit tests and fuzzing (libFuzzer + sanitizer runtimes)
   libcmocka-dev libclang-rt-14-dev
-  # end-to-end tests: real third-party MQTT clients
+  # end-to-end tests: real third-party MQTT, gRPC and HTTP clients
   python3 python3-pytest python3-paho-mqtt mosquitto-clients
-  # the peer broker the benchmarks race against
-  mosquitto
+  python3-grpcio python3-protobuf protobuf-compiler curl
+  # the peers the benchmarks race against (Mosquitto; the gRPC C++ server,
+  # built from peers/), and the load tools our client is checked against
+  mosquitto libgrpc++-dev protobuf-compiler-grpc g++ nghttp2-client wrk
 )
 
 missing=()

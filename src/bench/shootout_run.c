@@ -137,7 +137,7 @@ static void sleep_ms(long ms)
  * take it before the broker binds it; broker_start retries then. */
 static int free_port(char *err, size_t len)
 {
-    int fd = net_listen(RUN_HOST, 0, 1, err, len);
+    int fd = net_listen(RUN_HOST, 0, 1, 0, err, len);
     if (fd < 0)
         return -1;
     int port = net_local_port(fd);

@@ -39,7 +39,7 @@ static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t ev
 {
     struct broker *b = io->data;
     for (int i = 0; i < BROKER_ACCEPTS_PER_WAKE; i++) {
-        int fd = net_accept(io->fd, NULL);
+        int fd = net_accept_guarded(io->fd, &b->spare_fd, NULL);
         if (fd >= 0) {
             conn_accept(b, fd);
             continue;
@@ -47,18 +47,8 @@ static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t ev
         if (errno == EINTR || errno == ECONNABORTED)
             continue;
         if (errno == EMFILE || errno == ENFILE) {
-            /* Out of descriptors: the pending connection would keep the
-             * listener readable forever. Free the spare descriptor, accept
-             * and drop the connection, and take the spare back. */
             b->stats.refused_connections++;
-            log_warn("out of file descriptors at %u connections: dropping a new one", b->nconns);
-            if (b->spare_fd >= 0) {
-                close(b->spare_fd);
-                int dropped = accept(io->fd, NULL, NULL);
-                if (dropped >= 0)
-                    close(dropped);
-                b->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            }
+            log_warn("out of file descriptors at %u connections: dropped a new one", b->nconns);
         }
         break;
     }
@@ -161,7 +151,7 @@ int broker_run(const struct broker_config *cfg)
      * the port accept may send SIGTERM at once and must get a clean stop. */
     struct broker b;
     broker_init(&b, cfg, loop);
-    int lfd = net_listen(cfg->bind, cfg->port, 1024, err, sizeof err);
+    int lfd = net_listen(cfg->bind, cfg->port, 1024, 0, err, sizeof err);
     if (lfd < 0) {
         log_error("%s", err);
         broker_shutdown(&b);

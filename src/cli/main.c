@@ -13,7 +13,9 @@
 #include "bench/shootout_run.h"
 #include "broker/broker.h"
 #include "broker/broker_conf.h"
+#include "car/car_server.h"
 #include "core/log.h"
+#include "core/opt.h"
 #include "core/version.h"
 
 #define EXIT_USAGE 2
@@ -28,6 +30,7 @@ static const char usage_main[] =
     "  run        the main job: races our MQTT broker against Mosquitto with the\n"
     "             article's loadtest and pingtest and prints the tables\n"
     "  broker     MQTT 3.1.1 broker\n"
+    "  car-server the Car service of the gRPC-vs-REST article over REST and gRPC\n"
     "  bench      load generators (mqtt-load, mqtt-ping); `shootout bench --help`\n"
     "  version    print the version\n"
     "  help       this text; `shootout <command> --help` for a command's options\n";
@@ -63,6 +66,34 @@ static const char usage_broker[] =
     "                                (default 10; 0 turns them off)\n"
     "  -v, --verbose                 log every connect and disconnect\n"
     "  -h, --help                    this text\n";
+
+static const char usage_car_server[] =
+    "usage: shootout car-server [options]\n"
+    "\n"
+    "The Car service of the gRPC-vs-REST article: POST /v1/create over REST\n"
+    "(HTTP/1.1 + JSON) and /com.stevenpg.rvg.MessageService/send over gRPC\n"
+    "(HTTP/2 cleartext + protobuf), plus grpc.health.v1.Health/Check. Runs in\n"
+    "the foreground, logs to stderr, drains gracefully on SIGTERM or SIGINT.\n"
+    "\n"
+    "options:\n"
+    "  -b, --bind ADDR            listen address (default 127.0.0.1)\n"
+    "      --rest-port N|off      REST port (default 8080; 0 picks a free one)\n"
+    "      --grpc-port N|off      gRPC port (default 50051; 0 picks a free one)\n"
+    "  -t, --threads N            worker threads, each with its own event loop\n"
+    "                             and SO_REUSEPORT listeners (default 1)\n"
+    "      --max-connections N    simultaneous connections, both protocols\n"
+    "                             (default 10000); more are closed at once\n"
+    "      --max-header-size B    HTTP/1.1 request head (default 8192; 431 over)\n"
+    "      --max-body-size B      REST request body (default 1048576; 413 over)\n"
+    "      --max-message-size B   gRPC message (default 4194304;\n"
+    "                             RESOURCE_EXHAUSTED over)\n"
+    "      --idle-timeout SECS    keep-alive connection without a request\n"
+    "                             (default 60)\n"
+    "      --request-timeout SECS time to send a whole request once begun\n"
+    "                             (default 10; slow clients are answered 408)\n"
+    "      --drain-timeout SECS   graceful shutdown bound (default 5)\n"
+    "  -v, --verbose              log every connection and request\n"
+    "  -h, --help                 this text\n";
 
 static int bad_usage(const char *usage)
 {
@@ -144,6 +175,115 @@ static int cmd_broker(int argc, char **argv)
     return broker_run(&cfg);
 }
 
+/* "off" disables a listener (-1); otherwise a port number, 0 = any. */
+static int parse_port_or_off(const char *arg, int *out)
+{
+    uint64_t v;
+    if (!strcmp(arg, "off")) {
+        *out = -1;
+        return 0;
+    }
+    if (opt_parse_uint(arg, 0, 65535, &v) < 0)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int cmd_car_server(int argc, char **argv)
+{
+    enum { O_REST = 256, O_GRPC, O_MAXCONN, O_HEADER, O_BODY, O_MESSAGE, O_IDLE, O_REQUEST, O_DRAIN };
+    static const struct option opts[] = {
+        {"bind", required_argument, NULL, 'b'},
+        {"rest-port", required_argument, NULL, O_REST},
+        {"grpc-port", required_argument, NULL, O_GRPC},
+        {"threads", required_argument, NULL, 't'},
+        {"max-connections", required_argument, NULL, O_MAXCONN},
+        {"max-header-size", required_argument, NULL, O_HEADER},
+        {"max-body-size", required_argument, NULL, O_BODY},
+        {"max-message-size", required_argument, NULL, O_MESSAGE},
+        {"idle-timeout", required_argument, NULL, O_IDLE},
+        {"request-timeout", required_argument, NULL, O_REQUEST},
+        {"drain-timeout", required_argument, NULL, O_DRAIN},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct car_server_config cfg;
+    car_server_config_defaults(&cfg);
+    int c, index = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "b:t:vh", opts, &index)) != -1) {
+        uint64_t v = 0;
+        bool ok = true;
+        switch (c) {
+        case 'b':
+            cfg.bind = optarg;
+            break;
+        case O_REST:
+            ok = parse_port_or_off(optarg, &cfg.rest_port) == 0;
+            break;
+        case O_GRPC:
+            ok = parse_port_or_off(optarg, &cfg.grpc_port) == 0;
+            break;
+        case 't':
+            ok = opt_parse_uint(optarg, 1, 1024, &v) == 0;
+            cfg.threads = (unsigned)v;
+            break;
+        case O_MAXCONN:
+            ok = opt_parse_uint(optarg, 1, 10000000, &v) == 0;
+            cfg.max_connections = (unsigned)v;
+            break;
+        case O_HEADER:
+            ok = opt_parse_uint(optarg, 256, 1024 * 1024, &v) == 0;
+            cfg.max_header = (size_t)v;
+            break;
+        case O_BODY:
+            ok = opt_parse_uint(optarg, 0, 1024 * 1024 * 1024, &v) == 0;
+            cfg.max_body = (size_t)v;
+            break;
+        case O_MESSAGE:
+            ok = opt_parse_uint(optarg, 0, 1024 * 1024 * 1024, &v) == 0;
+            cfg.max_message = (size_t)v;
+            break;
+        case O_IDLE:
+            ok = opt_parse_uint(optarg, 1, 86400, &v) == 0;
+            cfg.idle_timeout_ms = (uint32_t)v * 1000;
+            break;
+        case O_REQUEST:
+            ok = opt_parse_uint(optarg, 1, 86400, &v) == 0;
+            cfg.request_timeout_ms = (uint32_t)v * 1000;
+            break;
+        case O_DRAIN:
+            ok = opt_parse_uint(optarg, 1, 86400, &v) == 0;
+            cfg.drain_timeout_ms = (uint32_t)v * 1000;
+            break;
+        case 'v':
+            log_set_level(LOG_DEBUG);
+            cfg.log_requests = true;
+            break;
+        case 'h':
+            fputs(usage_car_server, stdout);
+            return 0;
+        default:
+            return bad_usage(usage_car_server);
+        }
+        if (!ok) {
+            fprintf(stderr, "shootout car-server: invalid value '%s' for --%s\n", optarg,
+                    c == 'b' ? "bind" : c == 't' ? "threads" : opts[index].name);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "shootout car-server: unexpected argument '%s'\n", argv[optind]);
+        return bad_usage(usage_car_server);
+    }
+    if (cfg.rest_port < 0 && cfg.grpc_port < 0) {
+        fprintf(stderr, "shootout car-server: both listeners are off; nothing to serve\n");
+        return EXIT_USAGE;
+    }
+    return car_server_run(&cfg);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -151,6 +291,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "broker"))
         return cmd_broker(argc - 1, argv + 1);
+    if (!strcmp(cmd, "car-server"))
+        return cmd_car_server(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return bench_main(argc, argv, SHOOTOUT_VERSION);
     if (!strcmp(cmd, "run"))

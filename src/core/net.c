@@ -28,7 +28,7 @@ static int net_resolve(const char *host, int port, bool passive, struct addrinfo
     return 0;
 }
 
-int net_listen(const char *host, int port, int backlog, char *err, size_t errlen)
+int net_listen(const char *host, int port, int backlog, int flags, char *err, size_t errlen)
 {
     struct addrinfo *res;
     if (net_resolve(host, port, true, &res, err, errlen) < 0)
@@ -42,6 +42,8 @@ int net_listen(const char *host, int port, int backlog, char *err, size_t errlen
         }
         int one = 1;
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (flags & NET_REUSEPORT)
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
         if (ai->ai_family == AF_INET6)
             setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
         if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog) == 0)
@@ -72,6 +74,21 @@ int net_accept(int listen_fd, struct sockaddr_storage *addr)
     if (fd >= 0)
         net_set_nodelay(fd);
     return fd;
+}
+
+int net_accept_guarded(int listen_fd, int *spare_fd, struct sockaddr_storage *addr)
+{
+    int fd = net_accept(listen_fd, addr);
+    if (fd >= 0 || (errno != EMFILE && errno != ENFILE) || *spare_fd < 0)
+        return fd;
+    int saved = errno;
+    close(*spare_fd);
+    int dropped = accept(listen_fd, NULL, NULL);
+    if (dropped >= 0)
+        close(dropped);
+    *spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    errno = saved;
+    return -1;
 }
 
 int net_connect(const char *host, int port, char *err, size_t errlen)

@@ -7,6 +7,7 @@ Mosquitto instead, which validates the tests themselves; tests marked
 """
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -305,3 +306,104 @@ def broker_factory(request, tmp_path):
 def broker(broker_factory):
     """A broker with default settings."""
     return broker_factory()
+
+
+# ---- the Car service (shootout car-server) ---------------------------------
+
+class CarServer:
+    """A running `shootout car-server` on free ports (port 0), which it names
+    in its start-up log line."""
+
+    LISTENING = re.compile(r"REST \(HTTP/1\.1\) on (\S+?|off), gRPC \(h2c\) on (\S+?|off), ")
+
+    def __init__(self, workdir, extra_args):
+        self.host = HOST
+        self.stderr_path = os.path.join(workdir, "car-server-%d.stderr" % len(os.listdir(workdir)))
+        self.argv = [SHOOTOUT_BIN, "car-server", "--bind", HOST, "--rest-port", "0",
+                     "--grpc-port", "0"] + list(extra_args)
+        self._err = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self._err, cwd=workdir)
+        self.rest_port = self.grpc_port = None
+
+    def stderr_text(self):
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stderr_tail(self, limit=20000):
+        text = self.stderr_text()
+        return ("...\n" + text[-limit:] if len(text) > limit else text) or "(empty)"
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def wait_ready(self, timeout=START_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = self.LISTENING.search(self.stderr_text())
+            if m:
+                ports = [None if a == "off" else int(a.rsplit(":", 1)[1]) for a in m.groups()]
+                self.rest_port, self.grpc_port = ports
+                return
+            if self.proc.poll() is not None:
+                raise AssertionError("car-server exited with %r during startup:\n%s" % (
+                    self.proc.returncode, self.stderr_tail()))
+            time.sleep(0.02)
+        raise AssertionError("car-server did not start within %.0fs:\n%s" % (timeout, self.stderr_tail()))
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+                raise AssertionError("car-server did not exit within %.0fs of signal %d:\n%s" % (
+                    timeout, sig, self.stderr_tail()))
+        return self.proc.returncode
+
+    def assert_no_sanitizer_reports(self):
+        text = self.stderr_text()
+        for marker in SANITIZER_MARKERS:
+            assert marker not in text, "sanitizer report in car-server stderr:\n%s" % self.stderr_tail()
+
+
+@pytest.fixture
+def car_server_factory(request, tmp_path):
+    """car_server_factory(*extra_args) starts `shootout car-server` on free
+    ports and returns a CarServer (rest_port, grpc_port). Each is stopped with
+    SIGTERM at teardown and must exit 0 without a sanitizer report. Not run
+    against the Mosquitto peer."""
+    if IS_PEER:
+        pytest.skip("the Car service has no Mosquitto peer")
+    if not shootout_available():
+        pytest.fail("binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
+    started = []
+
+    def start(*extra_args):
+        s = CarServer(str(tmp_path), extra_args)
+        started.append(s)
+        s.wait_ready()
+        return s
+
+    yield start
+
+    errors = []
+    for s in started:
+        try:
+            rc = s.stop()
+            if rc != 0:
+                errors.append("car-server exit code %r on SIGTERM (expected 0):\n%s" % (rc, s.stderr_tail()))
+            s.assert_no_sanitizer_reports()
+        except AssertionError as e:
+            errors.append(str(e))
+        s._err.close()
+    if errors:
+        pytest.fail("\n\n".join(errors))
+
+
+@pytest.fixture
+def car_server(car_server_factory):
+    """A car-server with default settings."""
+    return car_server_factory()

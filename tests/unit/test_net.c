@@ -58,7 +58,7 @@ static short wait_for(int fd, short events)
 static int listen_any(const char *host, int *port)
 {
     char err[NET_ERR_LEN] = "";
-    int fd = net_listen(host, 0, 16, err, sizeof err);
+    int fd = net_listen(host, 0, 16, 0, err, sizeof err);
     if (fd < 0)
         return -1;
     assert_string_equal(err, "");
@@ -190,7 +190,7 @@ static void test_listen_port_in_use(void **state)
     int lfd = listen_any("127.0.0.1", &port);
     assert_true(lfd >= 0);
     char err[NET_ERR_LEN] = "";
-    assert_int_equal(net_listen("127.0.0.1", port, 16, err, sizeof err), -1);
+    assert_int_equal(net_listen("127.0.0.1", port, 16, 0, err, sizeof err), -1);
     char want[32];
     snprintf(want, sizeof want, "127.0.0.1:%d", port);
     if (!strstr(err, want))
@@ -208,7 +208,7 @@ static void test_listen_port_in_use_ipv6(void **state)
     int lfd = listen_any("::1", &port);
     assert_true(lfd >= 0);
     char err[NET_ERR_LEN] = "";
-    assert_int_equal(net_listen("::1", port, 16, err, sizeof err), -1);
+    assert_int_equal(net_listen("::1", port, 16, 0, err, sizeof err), -1);
     char want[16];
     snprintf(want, sizeof want, "%d", port);
     if (!strstr(err, want))
@@ -303,7 +303,7 @@ static void test_addr_str(void **state)
 static void test_unresolvable_host(void **state)
 {
     char err[NET_ERR_LEN] = "";
-    assert_int_equal(net_listen(BAD_HOST, 0, 16, err, sizeof err), -1);
+    assert_int_equal(net_listen(BAD_HOST, 0, 16, 0, err, sizeof err), -1);
     if (!strstr(err, BAD_HOST))
         fail_msg("listen error \"%s\" does not name the host", err);
     memset(err, 0, sizeof err);
@@ -334,6 +334,61 @@ static void test_raise_fd_limit(void **state)
     assert_true(after.rlim_cur == after.rlim_max || after.rlim_cur == before.rlim_cur);
 }
 
+static void test_listen_reuseport_shares_port(void **state)
+{
+    char err[NET_ERR_LEN];
+    int a = net_listen("127.0.0.1", 0, 16, NET_REUSEPORT, err, sizeof err);
+    assert_true(a >= 0);
+    int port = net_local_port(a);
+    int b = net_listen("127.0.0.1", port, 16, NET_REUSEPORT, err, sizeof err);
+    if (b < 0)
+        fail_msg("second SO_REUSEPORT listener refused: %s", err);
+    assert_int_equal(get_int_opt(b, SOL_SOCKET, SO_REUSEPORT), 1);
+    /* Without the flag the port stays exclusive. */
+    assert_int_equal(net_listen("127.0.0.1", port, 16, 0, err, sizeof err), -1);
+    close(a);
+    close(b);
+}
+
+/* Out of descriptors, the guarded accept drops the pending connection
+ * (the client sees it closed) instead of leaving the listener readable. */
+static void test_accept_guarded_sheds_when_out_of_fds(void **state)
+{
+    int port;
+    int lfd = listen_any("127.0.0.1", &port);
+    assert_true(lfd >= 0);
+    char err[NET_ERR_LEN];
+    int cfd = net_connect("127.0.0.1", port, err, sizeof err);
+    assert_true(cfd >= 0);
+    int spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(spare >= 0);
+
+    struct rlimit saved, tight;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+    tight = saved;
+    tight.rlim_cur = (rlim_t)spare + 1; /* every descriptor up to the spare is in use */
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &tight), 0);
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    assert_int_equal(poll(&p, 1, 2000), 1);
+    errno = 0;
+    int got = net_accept_guarded(lfd, &spare, NULL);
+    int e = errno;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+    assert_int_equal(got, -1);
+    assert_true(e == EMFILE || e == ENFILE);
+    assert_true(spare >= 0); /* the spare was taken back */
+    /* Nothing is left pending, and the client's connection was closed. */
+    assert_int_equal(net_accept(lfd, NULL), -1);
+    assert_int_equal(errno, EAGAIN);
+    struct pollfd c = {.fd = cfd, .events = POLLIN};
+    assert_int_equal(poll(&c, 1, 2000), 1);
+    char byte;
+    assert_true(read(cfd, &byte, 1) <= 0);
+    close(spare);
+    close(cfd);
+    close(lfd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +405,8 @@ int main(void)
         cmocka_unit_test(test_unresolvable_host),
         cmocka_unit_test(test_error_truncated_to_errlen),
         cmocka_unit_test(test_raise_fd_limit),
+        cmocka_unit_test(test_listen_reuseport_shares_port),
+        cmocka_unit_test(test_accept_guarded_sheds_when_out_of_fds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

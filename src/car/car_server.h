@@ -1,0 +1,84 @@
+/* car_server.h - `shootout car-server`: the Car service of the gRPC-vs-REST
+ * article over REST (HTTP/1.1 + JSON, car_rest.c) and gRPC (HTTP/2 +
+ * protobuf, car_grpc.c) from one process.
+ *
+ * Threading: --threads N runs N workers, each with its own event loop and
+ * its own SO_REUSEPORT listeners, sharing nothing but the configuration and
+ * the connection count. Worker 0 runs on the calling thread and owns the
+ * signals; SIGTERM/SIGINT make every worker drain (stop accepting, finish
+ * the calls in progress, GOAWAY on HTTP/2) and close within the drain
+ * timeout.
+ */
+#ifndef SHOOTOUT_CAR_SERVER_H
+#define SHOOTOUT_CAR_SERVER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/ev.h"
+
+struct car_server_config {
+    const char *bind;        /* default 127.0.0.1 */
+    int rest_port;           /* default 8080; -1 = no REST listener */
+    int grpc_port;           /* default 50051; -1 = no gRPC listener */
+    unsigned threads;        /* workers, default 1 */
+    unsigned max_connections;/* both protocols together, default 10000 */
+    size_t max_header;       /* HTTP/1.1 request head, default 8 KiB (431 over) */
+    size_t max_body;         /* REST body, default 1 MiB (413 over) */
+    size_t max_message;      /* gRPC message, default 4 MiB (RESOURCE_EXHAUSTED over) */
+    uint32_t idle_timeout_ms;   /* keep-alive connection without a request, default 60 s */
+    uint32_t request_timeout_ms;/* a started request must be complete, default 10 s */
+    uint32_t drain_timeout_ms;  /* graceful shutdown bound, default 5 s */
+    bool log_requests;       /* -v: one line per request */
+};
+
+/* What a worker counts; summed over workers and logged at shutdown. */
+struct car_stats {
+    uint64_t rest_requests;   /* answered, any status */
+    uint64_t rest_errors;     /* answered 4xx/5xx */
+    uint64_t grpc_calls;      /* finished, any grpc-status */
+    uint64_t grpc_errors;     /* finished with grpc-status != 0 */
+    uint64_t refused_connections;
+};
+
+struct car_rest_conn;
+struct car_grpc_conn;
+
+struct car_server;
+
+/* One event loop and everything it owns. The protocol modules keep their
+ * connections on the lists below and call car_worker_conn_closed when one
+ * goes away. */
+struct car_worker {
+    struct car_server *srv;
+    const struct car_server_config *cfg;
+    struct ev_loop *loop;
+    unsigned index;
+    struct ev_io rest_listener;
+    struct ev_io grpc_listener;
+    struct ev_io wake;            /* eventfd: another thread asks us to drain */
+    struct ev_timer drain_timer;
+    int spare_fd;                 /* reserve for running out of descriptors */
+    bool draining;
+    unsigned nconns;
+    struct car_rest_conn *rest_conns;
+    struct car_grpc_conn *grpc_conns;
+    struct car_stats stats;
+};
+
+void car_server_config_defaults(struct car_server_config *cfg);
+
+/* Runs until SIGTERM/SIGINT. Returns 0 after a clean stop, 1 if a listener
+ * or worker could not be set up (logged). */
+int car_server_run(const struct car_server_config *cfg);
+
+/* Takes one connection slot; false (connection to be refused) at
+ * max_connections. Released by car_worker_conn_closed. */
+bool car_worker_conn_opened(struct car_worker *w);
+/* A protocol module closed a connection; when draining and none is left,
+ * the worker stops. */
+void car_worker_conn_closed(struct car_worker *w);
+
+#endif
