@@ -1,0 +1,410 @@
+/* report_html.c - the self-contained HTML report: rows grouped by
+ * experiment, grid point and target, drawn as inline SVG bar charts. */
+#include "bench/report_html.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#define REPORT_MAX_POINTS 32
+#define REPORT_MAX_SERIES 8
+#define REPORT_MAX_EXPERIMENTS 16
+
+/* Chart geometry, in SVG user units. */
+#define CHART_W 760.0
+#define CHART_H 280.0
+#define CHART_LEFT 72.0
+#define CHART_RIGHT 16.0
+#define CHART_TOP 16.0
+#define CHART_BOTTOM 44.0
+
+static const char *const series_colors[REPORT_MAX_SERIES] = {
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+};
+
+/* A figure worth a chart, and when a row has it. */
+enum metric_need { NEED_ALWAYS, NEED_LATENCY, NEED_SERVER, NEED_CLIENT };
+
+static const struct report_metric {
+    size_t index;
+    const char *title, *unit;
+    enum metric_need need;
+} report_metrics[] = {
+    {RESULT_METRIC(throughput), "Throughput", "per second", NEED_ALWAYS},
+    {RESULT_METRIC(lat_p50), "Latency p50", "µs", NEED_LATENCY},
+    {RESULT_METRIC(lat_p99), "Latency p99", "µs", NEED_LATENCY},
+    {RESULT_METRIC(server_cpu_us_per_op), "Server CPU per operation", "µs", NEED_SERVER},
+    {RESULT_METRIC(client_cpu_us_per_op), "Client CPU per operation", "µs", NEED_CLIENT},
+};
+
+/* One experiment's rows arranged as points x series. */
+struct report_group {
+    const char *experiment;
+    bool aggregated; /* mean/stddev rows, or plain iterations */
+    unsigned npoints, nseries;
+    const struct result_row *point_row[REPORT_MAX_POINTS]; /* carries the point's config */
+    const char *series[REPORT_MAX_SERIES];                 /* target names */
+    const struct result_row *value[REPORT_MAX_POINTS][REPORT_MAX_SERIES];
+    const struct result_row *spread[REPORT_MAX_POINTS][REPORT_MAX_SERIES]; /* stddev rows */
+};
+
+static void put_escaped(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
+        }
+    }
+}
+
+/* Enough digits to tell figures apart at a glance, no more. */
+static void put_number(FILE *f, double v)
+{
+    double a = fabs(v);
+    fprintf(f, a >= 100 || a == 0 ? "%.0f" : a >= 10 ? "%.1f" : a >= 1 ? "%.2f" : "%.3g", v);
+}
+
+static bool same_config(const struct result_row *a, const struct result_row *b)
+{
+    if (a->nconfig != b->nconfig)
+        return false;
+    for (unsigned i = 0; i < a->nconfig; i++)
+        if (strcmp(a->config[i].key, b->config[i].key) || a->config[i].value != b->config[i].value)
+            return false;
+    return true;
+}
+
+static const struct result_row *find_stddev(const struct result_row *rows, unsigned n,
+                                            const struct result_row *mean)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (rows[i].aggregate_name && !strcmp(rows[i].aggregate_name, "stddev") &&
+            !strcmp(rows[i].name, mean->name))
+            return &rows[i];
+    return NULL;
+}
+
+static unsigned group_point(struct report_group *g, const struct result_row *r)
+{
+    for (unsigned p = 0; p < g->npoints; p++)
+        if (same_config(g->point_row[p], r))
+            return p;
+    if (g->npoints == REPORT_MAX_POINTS)
+        return REPORT_MAX_POINTS;
+    g->point_row[g->npoints] = r;
+    return g->npoints++;
+}
+
+static unsigned group_series(struct report_group *g, const char *target)
+{
+    for (unsigned s = 0; s < g->nseries; s++)
+        if (!strcmp(g->series[s], target))
+            return s;
+    if (g->nseries == REPORT_MAX_SERIES)
+        return REPORT_MAX_SERIES;
+    g->series[g->nseries] = target;
+    return g->nseries++;
+}
+
+static void group_build(struct report_group *g, const char *experiment, const struct result_row *rows,
+                        unsigned n)
+{
+    memset(g, 0, sizeof *g);
+    g->experiment = experiment;
+    for (unsigned i = 0; i < n; i++)
+        if (!strcmp(rows[i].experiment, experiment) && rows[i].aggregate_name &&
+            !strcmp(rows[i].aggregate_name, "mean"))
+            g->aggregated = true;
+    for (unsigned i = 0; i < n; i++) {
+        const struct result_row *r = &rows[i];
+        if (strcmp(r->experiment, experiment))
+            continue;
+        if (g->aggregated ? !r->aggregate_name || strcmp(r->aggregate_name, "mean") : r->aggregate_name != NULL)
+            continue;
+        unsigned p = group_point(g, r), s = group_series(g, r->target);
+        if (p == REPORT_MAX_POINTS || s == REPORT_MAX_SERIES)
+            continue;
+        g->value[p][s] = r;
+        g->spread[p][s] = g->aggregated ? find_stddev(rows, n, r) : NULL;
+    }
+}
+
+/* "conns=1000", naming only the settings that differ between the points
+ * (all of them when there is a single point). */
+static void put_point_label(FILE *f, const struct report_group *g, unsigned p)
+{
+    const struct result_row *r = g->point_row[p];
+    bool first = true;
+    for (unsigned k = 0; k < r->nconfig; k++) {
+        bool varies = g->npoints == 1;
+        for (unsigned q = 0; q < g->npoints && !varies; q++) {
+            const struct result_row *o = g->point_row[q];
+            varies = k >= o->nconfig || strcmp(o->config[k].key, r->config[k].key) ||
+                     o->config[k].value != r->config[k].value;
+        }
+        if (!varies)
+            continue;
+        fprintf(f, "%s%s=", first ? "" : " ", r->config[k].key);
+        put_number(f, r->config[k].value);
+        first = false;
+    }
+}
+
+static bool row_has(const struct result_row *r, enum metric_need need)
+{
+    switch (need) {
+    case NEED_LATENCY:
+        return r->has_latency;
+    case NEED_SERVER:
+        return r->server_pid != 0;
+    case NEED_CLIENT:
+        return r->client_cpu_s > 0;
+    default:
+        return true;
+    }
+}
+
+static bool group_has(const struct report_group *g, enum metric_need need)
+{
+    for (unsigned p = 0; p < g->npoints; p++)
+        for (unsigned s = 0; s < g->nseries; s++)
+            if (g->value[p][s] && row_has(g->value[p][s], need))
+                return true;
+    return false;
+}
+
+/* A round axis maximum: 1, 2, 2.5 or 5 times a power of ten per tick. */
+static double nice_step(double max, unsigned ticks)
+{
+    double raw = max / ticks, mag = pow(10, floor(log10(raw))), steps[] = {1, 2, 2.5, 5, 10};
+    for (unsigned i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        if (steps[i] * mag >= raw)
+            return steps[i] * mag;
+    return 10 * mag;
+}
+
+static void put_chart(FILE *f, const struct report_group *g, const struct report_metric *m)
+{
+    double top = 0;
+    for (unsigned p = 0; p < g->npoints; p++)
+        for (unsigned s = 0; s < g->nseries; s++) {
+            const struct result_row *v = g->value[p][s], *sd = g->spread[p][s];
+            if (!v || !row_has(v, m->need))
+                continue;
+            double hi = v->metric[m->index] + (sd ? sd->metric[m->index] : 0);
+            if (hi > top)
+                top = hi;
+        }
+    if (!(top > 0))
+        top = 1;
+    double step = nice_step(top, 5), ymax = step * ceil(top / step);
+    double pw = CHART_W - CHART_LEFT - CHART_RIGHT, ph = CHART_H - CHART_TOP - CHART_BOTTOM;
+    double gw = pw / g->npoints, bw = gw * 0.8 / g->nseries;
+#define Y(v) (CHART_TOP + ph - (v) / ymax * ph)
+
+    fprintf(f, "<figure><figcaption>%s (%s)</figcaption>\n", m->title, m->unit);
+    fprintf(f, "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\">\n", CHART_W,
+            CHART_H, CHART_W, CHART_H);
+    for (double t = 0; t <= ymax * 1.0001; t += step) {
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", CHART_LEFT,
+                CHART_W - CHART_RIGHT, Y(t), Y(t));
+        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT - 6, Y(t) + 4);
+        put_number(f, t);
+        fputs("</text>\n", f);
+    }
+    for (unsigned p = 0; p < g->npoints; p++) {
+        double gx = CHART_LEFT + p * gw + gw * 0.1;
+        for (unsigned s = 0; s < g->nseries; s++) {
+            const struct result_row *v = g->value[p][s], *sd = g->spread[p][s];
+            if (!v || !row_has(v, m->need))
+                continue;
+            double val = v->metric[m->index], dev = sd ? sd->metric[m->index] : 0;
+            double x = gx + s * bw;
+            fprintf(f, "<rect class=\"bar\" fill=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">",
+                    series_colors[s], x, Y(val), bw * 0.92, Y(0) - Y(val));
+            fputs("<title>", f);
+            put_escaped(f, g->series[s]);
+            fputs(", ", f);
+            put_point_label(f, g, p);
+            fputs(": ", f);
+            put_number(f, val);
+            if (sd) {
+                fputs(" ± ", f);
+                put_number(f, dev);
+            }
+            fprintf(f, " %s</title></rect>\n", m->unit);
+            if (dev > 0) {
+                double cx = x + bw * 0.46;
+                double lo = val - dev > 0 ? val - dev : 0;
+                fprintf(f, "<path class=\"err\" d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\"/>\n", cx,
+                        Y(lo), Y(val + dev), cx - 3, Y(lo), cx + 3, cx - 3, Y(val + dev), cx + 3);
+            }
+        }
+        fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT + p * gw + gw / 2,
+                CHART_H - CHART_BOTTOM + 18);
+        put_point_label(f, g, p);
+        fputs("</text>\n", f);
+    }
+    fprintf(f, "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", CHART_LEFT,
+            CHART_W - CHART_RIGHT, Y(0), Y(0));
+    fputs("</svg></figure>\n", f);
+#undef Y
+}
+
+static void put_cell(FILE *f, const struct result_row *v, const struct result_row *sd, size_t index,
+                     bool shown)
+{
+    fputs("<td>", f);
+    if (shown) {
+        put_number(f, v->metric[index]);
+        if (sd) {
+            fputs(" ± ", f);
+            put_number(f, sd->metric[index]);
+        }
+    } else {
+        fputs("–", f);
+    }
+    fputs("</td>", f);
+}
+
+static void put_table(FILE *f, const struct report_group *g)
+{
+    fputs("<table><thead><tr><th>point</th><th>target</th>", f);
+    for (size_t i = 0; i < sizeof report_metrics / sizeof report_metrics[0]; i++)
+        if (group_has(g, report_metrics[i].need))
+            fprintf(f, "<th>%s (%s)</th>", report_metrics[i].title, report_metrics[i].unit);
+    fputs("</tr></thead><tbody>\n", f);
+    for (unsigned p = 0; p < g->npoints; p++)
+        for (unsigned s = 0; s < g->nseries; s++) {
+            const struct result_row *v = g->value[p][s];
+            if (!v)
+                continue;
+            fputs("<tr><td>", f);
+            put_point_label(f, g, p);
+            fprintf(f, "</td><td><span class=\"swatch\" style=\"background:%s\"></span>", series_colors[s]);
+            put_escaped(f, g->series[s]);
+            fputs("</td>", f);
+            for (size_t i = 0; i < sizeof report_metrics / sizeof report_metrics[0]; i++)
+                if (group_has(g, report_metrics[i].need))
+                    put_cell(f, v, g->spread[p][s], report_metrics[i].index, row_has(v, report_metrics[i].need));
+            fputs("</tr>\n", f);
+        }
+    fputs("</tbody></table>\n", f);
+}
+
+static void put_group(FILE *f, const struct report_group *g)
+{
+    fputs("<section><h2>", f);
+    put_escaped(f, g->experiment);
+    fputs("</h2>\n", f);
+    const struct result_row *any = g->point_row[0];
+    if (any->throughput_def) {
+        fputs("<p class=\"def\">Throughput: ", f);
+        put_escaped(f, any->throughput_def);
+        fputs(".", f);
+        if (any->op_def) {
+            fputs(" One operation: ", f);
+            put_escaped(f, any->op_def);
+            fputs(".", f);
+        }
+        fputs("</p>\n", f);
+    }
+    fprintf(f, "<p class=\"def\">%s</p>\n",
+            g->aggregated ? "Bars: mean over the runs; whiskers: one standard deviation."
+                          : "Bars: single runs (no repetitions).");
+    fputs("<ul class=\"legend\">", f);
+    for (unsigned s = 0; s < g->nseries; s++) {
+        fprintf(f, "<li><span class=\"swatch\" style=\"background:%s\"></span>", series_colors[s]);
+        put_escaped(f, g->series[s]);
+        fputs("</li>", f);
+    }
+    fputs("</ul>\n", f);
+    for (size_t i = 0; i < sizeof report_metrics / sizeof report_metrics[0]; i++)
+        if (group_has(g, report_metrics[i].need))
+            put_chart(f, g, &report_metrics[i]);
+    put_table(f, g);
+    fputs("</section>\n", f);
+}
+
+static const char report_style[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:800px;color:#222}"
+    "h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}"
+    ".def{color:#555;margin:.3em 0}figure{margin:1em 0}figcaption{font-weight:600}"
+    "svg{max-width:100%;height:auto}.grid{stroke:#e4e4e4}.axis{stroke:#444}"
+    ".err{stroke:#222;fill:none}.tick{font-size:11px;text-anchor:end;fill:#555}"
+    ".point{font-size:11px;text-anchor:middle;fill:#333}"
+    ".legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:1.2em}"
+    ".swatch{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-1px}"
+    "table{border-collapse:collapse;font-size:12px;margin-top:1em}"
+    "th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}"
+    "th:nth-child(-n+2),td:nth-child(-n+2){text-align:left}"
+    "dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em;color:#444}dd{margin:0}";
+
+int report_html_print(FILE *f, const struct result_context *ctx, const struct result_row *rows, unsigned n)
+{
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+               "<title>shootout results %s</title>\n<style>%s</style></head><body>\n",
+            ctx->date, report_style);
+    fputs("<h1>shootout results</h1>\n<dl>", f);
+    fputs("<dt>date</dt><dd>", f);
+    put_escaped(f, ctx->date);
+    fputs("</dd><dt>host</dt><dd>", f);
+    put_escaped(f, ctx->host_name);
+    fprintf(f, " (%ld CPUs)</dd><dt>version</dt><dd>", ctx->num_cpus);
+    put_escaped(f, ctx->version ? ctx->version : "?");
+    fputs(" (", f);
+    put_escaped(f, ctx->build_type ? ctx->build_type : "?");
+    fputs(" build)</dd><dt>command</dt><dd><code>", f);
+    put_escaped(f, ctx->command_line ? ctx->command_line : "");
+    fputs("</code></dd></dl>\n", f);
+
+    const char *seen[REPORT_MAX_EXPERIMENTS];
+    unsigned nseen = 0;
+    struct report_group g;
+    for (unsigned i = 0; i < n && nseen < REPORT_MAX_EXPERIMENTS; i++) {
+        bool known = false;
+        for (unsigned k = 0; k < nseen && !known; k++)
+            known = !strcmp(seen[k], rows[i].experiment);
+        if (known)
+            continue;
+        seen[nseen++] = rows[i].experiment;
+        group_build(&g, rows[i].experiment, rows, n);
+        if (g.npoints)
+            put_group(f, &g);
+    }
+    if (!n)
+        fputs("<p>No results.</p>\n", f);
+    fputs("</body></html>\n", f);
+    return ferror(f) ? -1 : 0;
+}
+
+int report_html_write(const char *path, const struct result_context *ctx,
+                      const struct result_row *rows, unsigned n, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int failed = report_html_print(f, ctx, rows, n);
+    if (fclose(f) != 0)
+        failed = -1;
+    if (failed) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,149 @@
+/* test_report_html.c - the HTML report: grouping of rows into charts and
+ * tables, escaping, and which charts appear for which figures. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bench/report_html.h"
+
+static struct result_row make_row(const char *experiment, const char *target, const char *agg,
+                                  double conns, double throughput)
+{
+    struct result_row r;
+    memset(&r, 0, sizeof r);
+    r.experiment = experiment;
+    snprintf(r.target, sizeof r.target, "%s", target);
+    snprintf(r.name, sizeof r.name, "%s/%s/%.0fc", experiment, target, conns);
+    r.aggregate_name = agg;
+    r.throughput_def = "messages delivered per second";
+    result_param(&r, "conns", conns);
+    result_param(&r, "qos", 0);
+    r.throughput = throughput;
+    return r;
+}
+
+static char *render(const struct result_row *rows, unsigned n)
+{
+    struct result_context ctx = {.date = "2026-11-30T00:00:00Z", .host_name = "h<ost>", .num_cpus = 2,
+                                 .command_line = "shootout run --quick", .version = "0.1.0",
+                                 .build_type = "release"};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    assert_int_equal(report_html_print(f, &ctx, rows, n), 0);
+    fclose(f);
+    return text;
+}
+
+static unsigned count(const char *hay, const char *needle)
+{
+    unsigned c = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        c++;
+    return c;
+}
+
+static void test_aggregates_become_bars_with_whiskers(void **state)
+{
+    struct result_row rows[] = {
+        make_row("mqtt-load", "shootout", NULL, 100, 1000),  /* iterations are not drawn */
+        make_row("mqtt-load", "shootout", "mean", 100, 2000),
+        make_row("mqtt-load", "shootout", "stddev", 100, 100),
+        make_row("mqtt-load", "shootout", "mean", 500, 3000),
+        make_row("mqtt-load", "shootout", "stddev", 500, 0),
+        make_row("mqtt-load", "mos<quitto>", "mean", 100, 500),
+        make_row("mqtt-load", "mos<quitto>", "stddev", 100, 50),
+        make_row("mqtt-load", "mos<quitto>", "mean", 500, 600),
+        make_row("mqtt-load", "mos<quitto>", "stddev", 500, 60),
+    };
+    char *html = render(rows, sizeof rows / sizeof rows[0]);
+    assert_int_equal(count(html, "<svg"), 1); /* throughput only: no latency, no CPU sampled */
+    assert_int_equal(count(html, "class=\"bar\""), 4);
+    assert_int_equal(count(html, "class=\"err\""), 3); /* a zero stddev draws no whisker */
+    assert_non_null(strstr(html, "shootout, conns=100: 2000 ± 100 per second"));
+    /* Only the setting that varies names the point. */
+    assert_non_null(strstr(html, ">conns=500<"));
+    assert_null(strstr(html, "qos=0"));
+    /* Text from rows and context is escaped. */
+    assert_non_null(strstr(html, "mos&lt;quitto&gt;"));
+    assert_null(strstr(html, "<quitto>"));
+    assert_null(strstr(html, "h<ost>"));
+    assert_int_equal(count(html, "<tr><td>"), 4);
+    assert_non_null(strstr(html, "mean over the runs"));
+    free(html);
+}
+
+static void test_iterations_alone_are_drawn_and_latency_charts_appear(void **state)
+{
+    struct result_row rows[2] = {
+        make_row("mqtt-ping", "shootout", NULL, 400, 9000),
+        make_row("mqtt-ping", "mosquitto", NULL, 400, 4000),
+    };
+    rows[0].has_latency = rows[1].has_latency = true;
+    rows[0].lat_p50 = 11;
+    rows[0].lat_p99 = 42;
+    rows[0].server_pid = 123; /* server CPU sampled for one target only */
+    rows[0].server_cpu_us_per_op = 3.5;
+    char *html = render(rows, 2);
+    assert_int_equal(count(html, "<svg"), 4); /* throughput, p50, p99, server CPU */
+    assert_int_equal(count(html, "class=\"err\""), 0);
+    assert_non_null(strstr(html, "single runs"));
+    assert_non_null(strstr(html, "Server CPU per operation"));
+    assert_null(strstr(html, "Client CPU per operation"));
+    /* One point: its whole configuration labels it. */
+    assert_non_null(strstr(html, "conns=400 qos=0"));
+    /* The target without a server sample shows a dash, not a zero. */
+    assert_non_null(strstr(html, "<td>–</td>"));
+    free(html);
+}
+
+static void test_experiments_get_their_own_sections(void **state)
+{
+    struct result_row rows[] = {
+        make_row("mqtt-load", "shootout", NULL, 100, 1),
+        make_row("rpc-seq", "shootout-grpc", NULL, 1000, 2),
+        make_row("mqtt-load", "shootout", NULL, 500, 3),
+    };
+    char *html = render(rows, 3);
+    assert_int_equal(count(html, "<section>"), 2);
+    char *load = strstr(html, "<h2>mqtt-load</h2>"), *rpc = strstr(html, "<h2>rpc-seq</h2>");
+    assert_non_null(load);
+    assert_non_null(rpc);
+    assert_true(load < rpc);
+    free(html);
+}
+
+static void test_no_rows(void **state)
+{
+    char *html = render(NULL, 0);
+    assert_non_null(strstr(html, "No results."));
+    assert_non_null(strstr(html, "</html>"));
+    free(html);
+}
+
+static void test_write_to_unwritable_path_reports(void **state)
+{
+    struct result_context ctx = {.date = "d", .host_name = "h"};
+    char err[256] = "";
+    assert_int_equal(report_html_write("/nonexistent-dir/report.html", &ctx, NULL, 0, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent-dir/report.html"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_aggregates_become_bars_with_whiskers),
+        cmocka_unit_test(test_iterations_alone_are_drawn_and_latency_charts_appear),
+        cmocka_unit_test(test_experiments_get_their_own_sections),
+        cmocka_unit_test(test_no_rows),
+        cmocka_unit_test(test_write_to_unwritable_path_reports),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
