@@ -634,7 +634,8 @@ static int item_cmp(const void *a, const void *b)
 /* Referenced objects first, and within a kind, log order. */
 static void items_sort(struct item *items, size_t n)
 {
-    qsort(items, n, sizeof *items, item_cmp);
+    if (n)
+        qsort(items, n, sizeof *items, item_cmp);
 }
 
 /* ---- files --------------------------------------------------------------- */
@@ -1131,7 +1132,8 @@ static uint32_t *list_files(int dirfd, size_t *n, uint32_t *max_seen)
         }
     }
     closedir(d);
-    qsort(numbers, *n, sizeof *numbers, number_cmp);
+    if (*n)
+        qsort(numbers, *n, sizeof *numbers, number_cmp);
     return numbers;
 }
 
