@@ -1177,7 +1177,9 @@ static int save_aside(int dirfd, const struct mapped *m, uint64_t off, char *asi
             continue;
         if (fd < 0)
             return -1;
-        int rc = write_all(fd, m->p + off, m->size - off) < 0 || fsync(fd) < 0 ? -1 : 0;
+        int rc = (m->size > off && write_all(fd, m->p + off, m->size - off) < 0) || fsync(fd) < 0
+                     ? -1
+                     : 0;
         close(fd);
         return rc;
     }
@@ -1229,6 +1231,11 @@ static void repair(struct plog *l, const struct mapped *maps, size_t nmaps,
     }
     if (fsync(l->dirfd) < 0)
         log_error("persistence: cannot sync the data directory: %s", strerror(errno));
+    log_warn("persistence: %s in %s at byte %llu: recovered the log before it; %llu bytes%s%s, "
+             "%u later files moved aside",
+             rep->reason, name, (unsigned long long)dmg->off,
+             (unsigned long long)rep->dropped_bytes, dmg->torn ? " cut off" : " saved as ",
+             dmg->torn ? "" : aside, rep->dropped_files);
 }
 
 static void deliver(struct plog *l, const struct mapped *maps, size_t nmaps, plog_apply_fn apply,
