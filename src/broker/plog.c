@@ -868,6 +868,9 @@ struct plog {
     bool unsynced;
     uint64_t last_sync_ms;
     struct compaction *compaction;
+    /* After a failed compaction, the next waits until the log has grown
+     * this large, so that a full disk is not hit once a second. */
+    uint64_t compact_retry_bytes;
 };
 
 static uint64_t mono_ms(void)
@@ -1041,6 +1044,8 @@ static int compact_finish(struct plog *l)
     mem_free(c->old);
     mem_free(c);
     l->compaction = NULL;
+    if (status != COMPACT_DONE)
+        l->compact_retry_bytes = plog_disk_bytes(l) + l->opt.compact_min_bytes;
     return status == COMPACT_DONE ? 0 : -1;
 }
 
@@ -1057,9 +1062,10 @@ void plog_maintain(struct plog *l)
         return;
     }
     uint64_t disk = plog_disk_bytes(l);
-    if (disk >= l->opt.compact_min_bytes &&
-        l->x.live_bytes * 100 < disk * l->opt.compact_live_percent)
-        plog_compact_start(l);
+    if (disk >= l->opt.compact_min_bytes && disk >= l->compact_retry_bytes &&
+        l->x.live_bytes * 100 < disk * l->opt.compact_live_percent &&
+        plog_compact_start(l) < 0)
+        l->compact_retry_bytes = disk + l->opt.compact_min_bytes;
 }
 
 void plog_close(struct plog *l)

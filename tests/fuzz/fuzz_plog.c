@@ -11,7 +11,6 @@
  *   bit 2: split the contents into log.1 and log.2 at the split point
  *   bit 3: log.2's header (bit 0) marks it a snapshot that replaces log.1
  */
-#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +21,7 @@
 
 #include "broker/plog.h"
 #include "core/log.h"
+#include "../unit/test_dir.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
@@ -33,20 +33,6 @@
 #define REC_HDR 9
 
 static char dir[64];
-
-static void empty_dir(void)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[128];
-    CHECK(d);
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-    closedir(d);
-}
 
 static void le32(uint8_t *p, uint32_t v)
 {
@@ -162,7 +148,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t split = (size_t)(data[1] | data[2] << 8);
     data += 3;
     size -= 3;
-    empty_dir();
+    CHECK(empty_dir(dir) == 0);
     if ((flags & 4) && split < size) {
         write_file(1, data, split, flags, false);
         write_file(2, data + split, size - split, flags, flags & 8);

@@ -29,6 +29,7 @@
 
 #include "broker/plog.h"
 #include "core/log.h"
+#include "test_dir.h"
 #include "test_rng.h"
 
 #define MAXOBJ 4096
@@ -154,23 +155,9 @@ static char *fast_dir(void)
     return make_dir(stat("/dev/shm", &st) == 0 ? "/dev/shm" : "/tmp");
 }
 
-static void empty_dir(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    char path[512];
-    assert_non_null(d);
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.') {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-    closedir(d);
-}
-
 static void remove_dir(char *dir)
 {
-    empty_dir(dir);
+    assert_int_equal(empty_dir(dir), 0);
     rmdir(dir);
     free(dir);
 }
@@ -622,7 +609,7 @@ static void test_torn_tail_every_offset(void **state)
     assert_int_equal(len, s1);
 
     for (off_t t = s0; t <= s1; t++) {
-        empty_dir(dir);
+        assert_int_equal(empty_dir(dir), 0);
         write_path(path, bytes, (size_t)t);
         l = open_log(dir);
         assert_lines_equal(&got, t == s1 ? &after : &before);
@@ -639,7 +626,7 @@ static void test_torn_tail_every_offset(void **state)
         assert_int_equal(file_size(path), t == s1 ? s1 : s0);
     }
     for (size_t t = 0; t < 24; t++) { /* killed while creating the file */
-        empty_dir(dir);
+        assert_int_equal(empty_dir(dir), 0);
         write_path(path, bytes, t);
         l = open_log(dir);
         assert_int_equal(got.n, 0);
@@ -872,7 +859,7 @@ static void test_directory_is_locked(void **state)
 
 static void crash_child(const char *dir, int out)
 {
-    struct plog_options opt = {.dir = dir, .compact_min_bytes = 16384};
+    struct plog_options opt = {.dir = dir, .compact_min_bytes = 2048};
     struct plog_report rep;
     char err[256];
     struct plog *l = plog_open(&opt, collect, NULL, &rep, err, sizeof err);
