@@ -126,6 +126,12 @@ static void on_record(void *ctx, const struct plog_rec *r)
     }
 }
 
+static void remove_dir(void)
+{
+    empty_dir(dir);
+    rmdir(dir);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -140,6 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             snprintf(dir, sizeof dir, "/tmp/fuzz_plog-XXXXXX");
             CHECK(mkdtemp(dir));
         }
+        atexit(remove_dir);
         log_set_level(LOG_ERROR); /* damage is expected here, not news */
     }
     if (size < 3)
