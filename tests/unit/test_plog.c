@@ -1,0 +1,969 @@
+/* test_plog.c - unit tests for the broker's state log (plog.c): every record
+ * type round trip, recovery of a random history against a model, a torn
+ * tail cut at every byte of the last record, a flipped bit in the middle,
+ * compaction (concurrent with appends, automatic, and stopped at each of its
+ * steps as if killed there), group-commit semantics, the directory lock, and
+ * a child process killed with SIGKILL while it commits and compacts.
+ *
+ * Recovered state is compared as text: one line per live object, in the
+ * same format for what the test appended (its model) and what plog_open()
+ * delivers.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "broker/plog.h"
+#include "core/log.h"
+#include "test_dir.h"
+#include "test_rng.h"
+
+#define MAXOBJ 4096
+#define LINE 512
+
+static struct plog_bytes B(const char *s) { return (struct plog_bytes){(const uint8_t *)s, (uint32_t)strlen(s)}; }
+
+/* ---- state as text --------------------------------------------------------- */
+
+static void put_hex(char **o, char *end, struct plog_bytes b)
+{
+    for (uint32_t i = 0; i < b.len && *o + 3 < end; i++)
+        *o += sprintf(*o, "%02x", b.p[i]);
+    *o += snprintf(*o, (size_t)(end - *o), "|");
+}
+
+static char *rec_line(const struct plog_rec *r)
+{
+    char buf[LINE], *o = buf, *end = buf + sizeof buf;
+    o += sprintf(o, "%u|", r->type);
+    switch (r->type) {
+    case PLOG_SESSION: {
+        const struct plog_session *s = &r->session;
+        put_hex(&o, end, s->client_id);
+        o += sprintf(o, "%u|%u|%d|%d|%u|%u|", s->expiry, s->protocol, s->has_will, s->will_retain,
+                     s->will_qos, s->will_delay);
+        put_hex(&o, end, s->will_topic);
+        put_hex(&o, end, s->will_payload);
+        put_hex(&o, end, s->will_props);
+        break;
+    }
+    case PLOG_SUB:
+        put_hex(&o, end, r->sub.client_id);
+        put_hex(&o, end, r->sub.filter);
+        sprintf(o, "%u|%u", r->sub.options, r->sub.sub_id);
+        break;
+    case PLOG_MSG:
+        o += sprintf(o, "%llu|%u|%d|%llu|", (unsigned long long)r->msg.id, r->msg.qos,
+                     r->msg.retain, (unsigned long long)r->msg.expiry_ms);
+        put_hex(&o, end, r->msg.topic);
+        put_hex(&o, end, r->msg.payload);
+        put_hex(&o, end, r->msg.props);
+        break;
+    case PLOG_RETAIN:
+        put_hex(&o, end, r->retain.topic);
+        sprintf(o, "%llu", (unsigned long long)r->retain.msg_id);
+        break;
+    case PLOG_ENTRY:
+        o += sprintf(o, "%llu|", (unsigned long long)r->entry.id);
+        put_hex(&o, end, r->entry.client_id);
+        sprintf(o, "%llu|%u|%u|%u|%d|%u", (unsigned long long)r->entry.msg_id, r->entry.dir,
+                r->entry.state, r->entry.qos, r->entry.dup, r->entry.packet_id);
+        break;
+    default:
+        fail_msg("delivered record of type %u", r->type);
+    }
+    return strdup(buf);
+}
+
+struct lines {
+    char *v[MAXOBJ];
+    size_t n;
+};
+
+static void lines_clear(struct lines *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    l->n = 0;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void lines_sort(struct lines *l) { qsort(l->v, l->n, sizeof l->v[0], str_cmp); }
+
+static void assert_lines_equal(struct lines *a, struct lines *b)
+{
+    lines_sort(a);
+    lines_sort(b);
+    for (size_t i = 0; i < a->n && i < b->n; i++)
+        assert_string_equal(a->v[i], b->v[i]);
+    assert_int_equal(a->n, b->n);
+}
+
+/* What plog_open() delivered, checking the promised order. */
+static struct lines got;
+static int got_last_type;
+
+static int type_rank(int type)
+{
+    static const int rank[] = {[PLOG_SESSION] = 0, [PLOG_MSG] = 1, [PLOG_RETAIN] = 2,
+                               [PLOG_SUB] = 3, [PLOG_ENTRY] = 4};
+    return rank[type];
+}
+
+static void collect(void *ctx, const struct plog_rec *r)
+{
+    assert_true(got.n < MAXOBJ);
+    assert_true(got_last_type == 0 || type_rank(got_last_type) <= type_rank(r->type));
+    got_last_type = r->type;
+    got.v[got.n++] = rec_line(r);
+}
+
+/* ---- directories ----------------------------------------------------------- */
+
+static char *make_dir(const char *base)
+{
+    char tmpl[256];
+    snprintf(tmpl, sizeof tmpl, "%s/plog-test-XXXXXX", base);
+    char *d = mkdtemp(tmpl);
+    assert_non_null(d);
+    return strdup(d);
+}
+
+/* A memory-backed directory where it exists: fsync there is free, so the
+ * tests that reopen a log hundreds of times stay fast. */
+static char *fast_dir(void)
+{
+    struct stat st;
+    return make_dir(stat("/dev/shm", &st) == 0 ? "/dev/shm" : "/tmp");
+}
+
+static void remove_dir(char *dir)
+{
+    assert_int_equal(empty_dir(dir), 0);
+    rmdir(dir);
+    free(dir);
+}
+
+/* Files in dir whose names contain part. */
+static int count_files(const char *dir, const char *part)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    assert_non_null(d);
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.' && strstr(e->d_name, part) != NULL;
+    closedir(d);
+    return n;
+}
+
+static uint8_t *read_path(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = malloc(*len ? *len : 1);
+    assert_int_equal(fread(p, 1, *len, f), *len);
+    fclose(f);
+    return p;
+}
+
+static void write_path(const char *path, const uint8_t *p, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, len, f), len);
+    fclose(f);
+}
+
+static void log_path(char *out, const char *dir, unsigned number)
+{
+    snprintf(out, 512, "%s/log.%010u", dir, number);
+}
+
+static off_t file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static struct plog_report report;
+
+static struct plog *open_opts(const struct plog_options *opt)
+{
+    char err[256] = "";
+    lines_clear(&got);
+    got_last_type = 0;
+    struct plog *l = plog_open(opt, collect, NULL, &report, err, sizeof err);
+    if (!l)
+        fail_msg("plog_open: %s", err);
+    return l;
+}
+
+static struct plog *open_log(const char *dir)
+{
+    return open_opts(&(struct plog_options){.dir = dir});
+}
+
+/* ---- the model: what the live state must be -------------------------------- */
+
+struct mobj {
+    char key[160];
+    char *line;
+    char cid[32];
+    uint64_t msg_id;     /* message an entry or retained topic references */
+    uint32_t refs;       /* of a message */
+    struct plog_rec rec; /* of an entry, to rebuild its line */
+};
+
+static struct mobj model[MAXOBJ];
+static size_t nmodel;
+
+static struct mobj *model_find(const char *key)
+{
+    for (size_t i = 0; i < nmodel; i++)
+        if (strcmp(model[i].key, key) == 0)
+            return &model[i];
+    return NULL;
+}
+
+static struct mobj *model_put(const char *key, const struct plog_rec *r)
+{
+    struct mobj *o = model_find(key);
+    if (!o) {
+        assert_true(nmodel < MAXOBJ);
+        o = &model[nmodel++];
+        memset(o, 0, sizeof *o);
+        snprintf(o->key, sizeof o->key, "%s", key);
+    }
+    free(o->line);
+    o->line = rec_line(r);
+    return o;
+}
+
+static void model_msg_unref(uint64_t id);
+
+static void model_del(struct mobj *o)
+{
+    uint64_t msg = o->msg_id;
+    free(o->line);
+    *o = model[--nmodel];
+    if (msg)
+        model_msg_unref(msg);
+}
+
+static void model_msg_unref(uint64_t id)
+{
+    char key[40];
+    snprintf(key, sizeof key, "M|%llu", (unsigned long long)id);
+    struct mobj *m = model_find(key);
+    assert_non_null(m);
+    if (--m->refs == 0)
+        model_del(m);
+}
+
+static void model_msg_ref(uint64_t id)
+{
+    char key[40];
+    snprintf(key, sizeof key, "M|%llu", (unsigned long long)id);
+    struct mobj *m = model_find(key);
+    assert_non_null(m);
+    m->refs++;
+}
+
+static void model_reset(void)
+{
+    for (size_t i = 0; i < nmodel; i++)
+        free(model[i].line);
+    nmodel = 0;
+}
+
+/* A message nothing references is dropped at commit. */
+static void model_commit(void)
+{
+    for (size_t i = nmodel; i-- > 0;)
+        if (model[i].key[0] == 'M' && model[i].refs == 0)
+            model_del(&model[i]);
+}
+
+static void model_lines(struct lines *out)
+{
+    lines_clear(out);
+    for (size_t i = 0; i < nmodel; i++)
+        out->v[out->n++] = strdup(model[i].line);
+}
+
+static void assert_got_model(void)
+{
+    static struct lines want;
+    model_lines(&want);
+    assert_lines_equal(&got, &want);
+    lines_clear(&want);
+}
+
+/* ---- writing through plog and the model at once --------------------------- */
+
+static char wbuf[8][64]; /* strings the records point to, per call site */
+
+static void w_session(struct plog *l, const char *cid, uint32_t expiry, bool will)
+{
+    struct plog_rec r = {.type = PLOG_SESSION};
+    r.session = (struct plog_session){.client_id = B(cid), .expiry = expiry, .protocol = 5};
+    if (will) {
+        r.session.has_will = true;
+        r.session.will_retain = expiry & 1;
+        r.session.will_qos = 1;
+        r.session.will_delay = 7;
+        r.session.will_topic = B("will/topic");
+        r.session.will_payload = B(cid);
+        r.session.will_props = B("\x01\x01");
+    }
+    plog_append(l, &r);
+    char key[64];
+    snprintf(key, sizeof key, "S|%s", cid);
+    snprintf(model_put(key, &r)->cid, 32, "%s", cid);
+}
+
+static void w_session_del(struct plog *l, const char *cid)
+{
+    struct plog_rec r = {.type = PLOG_SESSION_DEL, .session = {.client_id = B(cid)}};
+    plog_append(l, &r);
+    for (size_t i = nmodel; i-- > 0;)
+        if (strcmp(model[i].cid, cid) == 0 && model[i].key[0] != 'M')
+            model_del(&model[i]);
+}
+
+static bool model_has_session(const char *cid)
+{
+    char key[64];
+    snprintf(key, sizeof key, "S|%s", cid);
+    return model_find(key) != NULL;
+}
+
+static void w_sub(struct plog *l, const char *cid, const char *filter, uint8_t opts, bool del)
+{
+    struct plog_rec r = {.type = del ? PLOG_SUB_DEL : PLOG_SUB};
+    r.sub = (struct plog_sub){.client_id = B(cid), .filter = B(filter), .options = opts,
+                              .sub_id = opts * 3u};
+    plog_append(l, &r);
+    char key[160];
+    snprintf(key, sizeof key, "B|%s|%s", cid, filter);
+    if (del) {
+        struct mobj *o = model_find(key);
+        if (o)
+            model_del(o);
+    } else if (model_has_session(cid)) {
+        snprintf(model_put(key, &r)->cid, 32, "%s", cid);
+    }
+}
+
+static uint64_t w_msg(struct plog *l, const char *topic, const char *payload)
+{
+    struct plog_rec r = {.type = PLOG_MSG};
+    r.msg = (struct plog_msg){.qos = 1, .retain = topic[0] == 'r', .expiry_ms = 12345,
+                              .topic = B(topic), .payload = B(payload), .props = B("\x23\x00\x05")};
+    r.msg.id = plog_append(l, &r);
+    assert_true(r.msg.id != 0);
+    char key[40];
+    snprintf(key, sizeof key, "M|%llu", (unsigned long long)r.msg.id);
+    model_put(key, &r);
+    return r.msg.id;
+}
+
+static void w_retain(struct plog *l, const char *topic, uint64_t msg)
+{
+    struct plog_rec r = {.type = msg ? PLOG_RETAIN : PLOG_RETAIN_CLEAR};
+    r.retain = (struct plog_retain){.topic = B(topic), .msg_id = msg};
+    plog_append(l, &r);
+    char key[160];
+    snprintf(key, sizeof key, "R|%s", topic);
+    if (msg)
+        model_msg_ref(msg); /* first: the old value may hold the same message */
+    struct mobj *o = model_find(key);
+    if (o)
+        model_del(o);
+    if (msg)
+        model_put(key, &r)->msg_id = msg;
+}
+
+static uint64_t w_entry(struct plog *l, const char *cid, uint64_t msg, uint8_t dir, uint8_t state)
+{
+    struct plog_rec r = {.type = PLOG_ENTRY};
+    r.entry = (struct plog_entry){.client_id = B(cid), .msg_id = msg, .dir = dir,
+                                  .state = state, .qos = 2, .packet_id = (uint16_t)(msg * 7)};
+    r.entry.id = plog_append(l, &r);
+    assert_true(r.entry.id != 0);
+    if (!model_has_session(cid))
+        return r.entry.id;
+    char key[40];
+    snprintf(key, sizeof key, "E|%llu", (unsigned long long)r.entry.id);
+    if (msg)
+        model_msg_ref(msg);
+    struct mobj *o = model_put(key, &r);
+    snprintf(o->cid, 32, "%s", cid);
+    o->msg_id = msg;
+    o->rec = r;
+    return r.entry.id;
+}
+
+static void w_entry_state(struct plog *l, struct mobj *e, uint8_t state, bool dup, uint16_t pid)
+{
+    struct plog_rec r = {.type = PLOG_ENTRY_STATE};
+    r.entry = (struct plog_entry){.id = e->rec.entry.id, .state = state, .dup = dup,
+                                  .packet_id = pid};
+    plog_append(l, &r);
+    e->rec.entry.state = state;
+    e->rec.entry.dup = dup;
+    e->rec.entry.packet_id = pid;
+    e->rec.entry.client_id = B(e->cid); /* model objects move when others go */
+    free(e->line);
+    e->line = rec_line(&e->rec);
+}
+
+static void w_entry_del(struct plog *l, struct mobj *e)
+{
+    struct plog_rec r = {.type = PLOG_ENTRY_DEL, .entry = {.id = e->rec.entry.id}};
+    plog_append(l, &r);
+    model_del(e);
+}
+
+static void commit(struct plog *l)
+{
+    assert_int_equal(plog_commit(l), 0);
+    model_commit();
+}
+
+static struct mobj *random_entry(void)
+{
+    size_t start = rnd((uint32_t)(nmodel ? nmodel : 1));
+    for (size_t i = 0; i < nmodel; i++) {
+        struct mobj *o = &model[(start + i) % nmodel];
+        if (o->key[0] == 'E')
+            return o;
+    }
+    return NULL;
+}
+
+/* One random change, as a broker would make them. */
+static void random_op(struct plog *l)
+{
+    char *cid = wbuf[0], *topic = wbuf[1], *payload = wbuf[2];
+    snprintf(cid, 64, "client-%u", rnd(12));
+    snprintf(topic, 64, "%s/%u", rnd(4) ? "t" : "r", rnd(6));
+    snprintf(payload, 64, "payload %llu", (unsigned long long)rnd64());
+    uint32_t op = rnd(64);
+    struct mobj *e;
+
+    if (op < 8) {
+        w_session(l, cid, rnd(100), rnd(2));
+    } else if (op < 10) {
+        w_session_del(l, cid);
+    } else if (op < 20) {
+        w_sub(l, cid, topic, (uint8_t)rnd(40), op >= 17);
+    } else if (op < 38) {
+        uint64_t m = w_msg(l, topic, payload);
+        for (uint32_t n = rnd(4); n > 0; n--) {
+            snprintf(cid, 64, "client-%u", rnd(12));
+            w_entry(l, cid, m, PLOG_OUT, PLOG_QUEUED);
+        }
+        if (topic[0] == 'r')
+            w_retain(l, topic, rnd(5) ? m : 0);
+    } else if (op < 42) {
+        w_entry(l, cid, 0, PLOG_IN, PLOG_PUBREC_SENT);
+    } else if (op < 52) {
+        if ((e = random_entry()))
+            w_entry_state(l, e, (uint8_t)rnd(4), rnd(2), (uint16_t)rnd(65536));
+    } else if ((e = random_entry())) {
+        w_entry_del(l, e);
+    }
+}
+
+static void random_ops(struct plog *l, int n, int commit_every)
+{
+    for (int i = 1; i <= n; i++) {
+        random_op(l);
+        if (i % commit_every == 0)
+            commit(l);
+    }
+    commit(l);
+}
+
+static int teardown(void **state)
+{
+    model_reset();
+    lines_clear(&got);
+    return 0;
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void test_round_trip_every_type(void **state)
+{
+    char *dir = fast_dir();
+    struct plog *l = open_log(dir);
+    assert_int_equal(got.n, 0);
+    assert_int_equal(report.dropped_bytes, 0);
+
+    w_session(l, "alice", 60, true);
+    w_session(l, "bob", 0, false);
+    w_session(l, "bob", 3600, false); /* replaces */
+    w_session(l, "carol", 1, false);
+    w_sub(l, "alice", "a/#", 0x2d, false);
+    w_sub(l, "alice", "a/+", 1, false);
+    w_sub(l, "alice", "a/+", 2, true);
+    w_sub(l, "bob", "b", 1, false);
+    w_sub(l, "carol", "c", 1, false);
+    uint64_t m1 = w_msg(l, "r/1", "hello");
+    uint64_t m2 = w_msg(l, "t/2", "");
+    uint64_t m3 = w_msg(l, "t/3", "gone");
+    w_retain(l, "r/1", m1);
+    w_retain(l, "r/2", m1);
+    w_retain(l, "r/2", 0);
+    uint64_t e1 = w_entry(l, "alice", m1, PLOG_OUT, PLOG_QUEUED);
+    uint64_t e2 = w_entry(l, "bob", m2, PLOG_OUT, PLOG_PUBLISH_SENT);
+    w_entry(l, "bob", 0, PLOG_IN, PLOG_PUBREC_SENT);
+    w_entry(l, "carol", m3, PLOG_OUT, PLOG_QUEUED);
+    w_entry(l, "nobody", m1, PLOG_OUT, PLOG_QUEUED); /* no such session: ignored */
+    assert_true(e2 == e1 + 1);
+    char key[40];
+    snprintf(key, sizeof key, "E|%llu", (unsigned long long)e2);
+    w_entry_state(l, model_find(key), PLOG_PUBREL_SENT, true, 77);
+    w_session_del(l, "carol"); /* takes its sub, its entry and so message m3 */
+    commit(l);
+    plog_close(l);
+
+    l = open_log(dir);
+    assert_got_model();
+    assert_int_equal(report.sessions, 2);
+    assert_int_equal(report.subs, 2);
+    assert_int_equal(report.msgs, 2);
+    assert_int_equal(report.retained, 1);
+    assert_int_equal(report.entries, 3);
+    assert_int_equal(report.dropped_bytes, 0);
+    /* Ids go on from where the log left them. */
+    assert_true(w_msg(l, "t/4", "x") > m3);
+    plog_close(l);
+    remove_dir(dir);
+}
+
+static void test_recovery_of_many_records(void **state)
+{
+    char *dir = fast_dir();
+    rng_state = 1234567;
+    for (int round = 0; round < 3; round++) {
+        struct plog *l = open_log(dir);
+        if (round > 0)
+            assert_got_model();
+        random_ops(l, 1500, 1 + round * 10);
+        plog_close(l);
+    }
+    struct plog *l = open_log(dir);
+    assert_got_model();
+    assert_true(report.records > 4000);
+    assert_int_equal(report.files, 3);
+    plog_close(l);
+    remove_dir(dir);
+}
+
+/* The log's first file cut at every byte of its last record, and inside
+ * its header: each recovers exactly the state before that record. */
+static void test_torn_tail_every_offset(void **state)
+{
+    char *dir = fast_dir(), path[512];
+    static struct lines before, after;
+    rng_state = 42;
+    struct plog *l = open_log(dir);
+    log_path(path, dir, 1);
+    random_ops(l, 60, 5);
+    w_session(l, "client-1", 9, true); /* so that the last record matters */
+    commit(l);
+    model_lines(&before);
+    off_t s0 = file_size(path);
+    w_sub(l, "client-1", "the/last/record", 1, false);
+    commit(l);
+    model_lines(&after);
+    off_t s1 = file_size(path);
+    plog_close(l);
+    size_t len;
+    uint8_t *bytes = read_path(path, &len);
+    assert_int_equal(len, s1);
+
+    for (off_t t = s0; t <= s1; t++) {
+        assert_int_equal(empty_dir(dir), 0);
+        write_path(path, bytes, (size_t)t);
+        l = open_log(dir);
+        assert_lines_equal(&got, t == s1 ? &after : &before);
+        if (t > s0 && t < s1) {
+            assert_true(report.torn);
+            assert_int_equal(report.dropped_bytes, t - s0);
+            assert_int_equal(report.damaged_offset, s0);
+            assert_int_equal(report.damaged_file, 1);
+            assert_string_equal(report.aside, "");
+        } else {
+            assert_int_equal(report.dropped_bytes, 0);
+        }
+        plog_close(l);
+        assert_int_equal(file_size(path), t == s1 ? s1 : s0);
+    }
+    for (size_t t = 0; t < 24; t++) { /* killed while creating the file */
+        assert_int_equal(empty_dir(dir), 0);
+        write_path(path, bytes, t);
+        l = open_log(dir);
+        assert_int_equal(got.n, 0);
+        assert_int_equal(report.dropped_bytes, t);
+        plog_close(l);
+        assert_int_equal(file_size(path), -1);
+    }
+    free(bytes);
+    lines_clear(&before);
+    lines_clear(&after);
+    remove_dir(dir);
+}
+
+/* A bit flipped inside the first record of a commit in the middle of the
+ * first file: the state before that commit is recovered, the damaged rest
+ * of the file is saved aside byte for byte, and the later file is moved
+ * aside whole. */
+static void test_flipped_bit_in_the_middle(void **state)
+{
+    enum { COMMITS = 40 };
+    char *dir = fast_dir(), path[512];
+    static struct lines states[COMMITS + 1];
+    off_t sizes[COMMITS + 1];
+    rng_state = 777;
+    struct plog *l = open_log(dir);
+    log_path(path, dir, 1);
+    sizes[0] = file_size(path);
+    for (int i = 1; i <= COMMITS; i++) {
+        while (file_size(path) == sizes[i - 1]) {
+            random_op(l);
+            commit(l);
+        }
+        sizes[i] = file_size(path);
+        model_lines(&states[i]);
+    }
+    plog_close(l);
+    l = open_log(dir); /* a second file, log.2 */
+    random_ops(l, 20, 5);
+    plog_close(l);
+
+    size_t len;
+    uint8_t *bytes = read_path(path, &len);
+    int k = COMMITS / 2;
+    bytes[sizes[k - 1] + 10] ^= 0x10;
+    write_path(path, bytes, len);
+    l = open_log(dir);
+    assert_lines_equal(&got, &states[k - 1]);
+    assert_false(report.torn);
+    assert_string_equal(report.reason, "checksum mismatch");
+    assert_int_equal(report.damaged_offset, sizes[k - 1]);
+    assert_int_equal(report.dropped_files, 1);
+    assert_int_equal(file_size(path), sizes[k - 1]);
+    char aside[600];
+    snprintf(aside, sizeof aside, "%s/%s", dir, report.aside);
+    size_t alen;
+    uint8_t *saved = read_path(aside, &alen);
+    assert_int_equal(alen, len - (size_t)sizes[k - 1]);
+    assert_memory_equal(saved, bytes + sizes[k - 1], alen);
+    assert_int_equal(count_files(dir, "log.0000000002.corrupt-"), 1);
+    plog_close(l);
+    /* Repaired: the next start finds nothing wrong. */
+    l = open_log(dir);
+    assert_lines_equal(&got, &states[k - 1]);
+    assert_int_equal(report.dropped_bytes, 0);
+    plog_close(l);
+    free(saved);
+    free(bytes);
+    for (int i = 0; i <= COMMITS; i++)
+        lines_clear(&states[i]);
+    remove_dir(dir);
+}
+
+static void test_compaction_keeps_state(void **state)
+{
+    char *dir = fast_dir();
+    rng_state = 99;
+    struct plog *l = open_log(dir);
+    random_ops(l, 3000, 7);
+    uint64_t before = plog_disk_bytes(l);
+    assert_true(plog_live_bytes(l) < before / 2);
+    assert_int_equal(plog_compact_start(l), 0);
+    assert_int_equal(plog_compact_start(l), -1); /* one at a time */
+    random_ops(l, 300, 3);                       /* while it runs */
+    assert_int_equal(plog_compact_wait(l), 0);
+    assert_true(plog_disk_bytes(l) < before / 2);
+    assert_int_equal(count_files(dir, "log."), 2); /* the snapshot and the current file */
+    plog_close(l);
+
+    l = open_log(dir);
+    assert_got_model();
+    assert_int_equal(report.files, 2);
+    /* Compacting a log that starts with a snapshot, and a second time in
+     * one run, keeps it too. */
+    random_ops(l, 500, 5);
+    assert_int_equal(plog_compact_start(l), 0);
+    assert_int_equal(plog_compact_wait(l), 0);
+    random_ops(l, 500, 5);
+    assert_int_equal(plog_compact_start(l), 0);
+    random_ops(l, 100, 5);
+    assert_int_equal(plog_compact_wait(l), 0);
+    plog_close(l);
+    l = open_log(dir);
+    assert_got_model();
+    assert_int_equal(count_files(dir, "log."), 3);
+    plog_close(l);
+    remove_dir(dir);
+}
+
+static void test_maintain_compacts_by_live_fraction(void **state)
+{
+    char *dir = fast_dir();
+    rng_state = 5;
+    struct plog_options opt = {.dir = dir, .compact_live_percent = 60, .compact_min_bytes = 8192};
+    struct plog *l = open_opts(&opt);
+    int compactions = 0;
+    for (int i = 0; i < 200; i++) {
+        random_ops(l, 20, 4);
+        uint64_t disk = plog_disk_bytes(l);
+        plog_maintain(l);
+        assert_int_equal(plog_compact_wait(l), 0);
+        compactions += plog_disk_bytes(l) < disk;
+    }
+    assert_true(compactions > 3);
+    plog_close(l);
+    l = open_log(dir);
+    assert_got_model();
+    plog_close(l);
+    remove_dir(dir);
+}
+
+/* A compaction stopped after each of its steps, as if the process died
+ * there, then the log reopened: the state is whole every time. */
+static void test_compaction_killed_at_each_step(void **state)
+{
+    for (uint8_t step = PLOG_STEP_PARTIAL_SNAPSHOT; step <= PLOG_STEP_ONE_DELETED; step++) {
+        char *dir = fast_dir();
+        rng_state = 1000 + step;
+        struct plog *l = open_log(dir);
+        random_ops(l, 400, 5);
+        plog_close(l); /* two files to compact, so one can be deleted alone */
+        struct plog_options opt = {.dir = dir, .test_compact_stop = step};
+        l = open_opts(&opt);
+        random_ops(l, 400, 5);
+        assert_int_equal(plog_compact_start(l), 0);
+        random_ops(l, 50, 5);
+        assert_int_equal(plog_compact_wait(l), -1);
+        plog_close(l);
+
+        l = open_log(dir);
+        assert_got_model();
+        assert_int_equal(report.dropped_bytes, 0);
+        assert_int_equal(count_files(dir, ".tmp"), 0);
+        /* log.1 and log.2 compacted into log.3 while log.4 took the new
+         * records; this start made log.5. Once log.3 exists, it replaces
+         * the files before it, and recovery deletes what is left of them. */
+        assert_int_equal(count_files(dir, "log."), step >= PLOG_STEP_RENAMED ? 3 : 4);
+        assert_int_equal(report.files, step >= PLOG_STEP_RENAMED ? 2 : 3);
+        assert_int_equal(plog_compact_start(l), 0);
+        assert_int_equal(plog_compact_wait(l), 0);
+        plog_close(l);
+        l = open_log(dir);
+        assert_got_model();
+        plog_close(l);
+        model_reset();
+        remove_dir(dir);
+    }
+}
+
+static void test_group_commit(void **state)
+{
+    char *dir = fast_dir(), path[512];
+    struct plog *l = open_log(dir);
+    log_path(path, dir, 1);
+    off_t s0 = file_size(path);
+    assert_int_equal(plog_batch(l), 1);
+    assert_int_equal(plog_committed(l), 0);
+    w_session(l, "a", 1, false);
+    uint64_t m = w_msg(l, "t", "p");
+    w_entry(l, "a", m, PLOG_OUT, PLOG_QUEUED);
+    assert_int_equal(file_size(path), s0); /* nothing written before commit */
+    commit(l);
+    off_t s1 = file_size(path);
+    assert_true(s1 > s0);
+    assert_int_equal(plog_batch(l), 2);
+    assert_int_equal(plog_committed(l), 1);
+    commit(l); /* nothing pending: no new batch, no bytes */
+    assert_int_equal(plog_batch(l), 2);
+    assert_int_equal(file_size(path), s1);
+
+    /* A message nothing references is dropped at commit. */
+    uint64_t live = plog_live_bytes(l);
+    w_msg(l, "t", "orphan");
+    assert_true(plog_live_bytes(l) > live);
+    commit(l);
+    assert_int_equal(plog_live_bytes(l), live);
+    plog_close(l);
+
+    /* Periodic sync: a batch counts as committed once written. */
+    struct plog_options opt = {.dir = dir, .sync_interval_ms = 60000};
+    l = open_opts(&opt);
+    assert_got_model();
+    w_session(l, "b", 2, false);
+    commit(l);
+    assert_int_equal(plog_committed(l), 1);
+    plog_close(l);
+    l = open_log(dir);
+    assert_got_model();
+    plog_close(l);
+    remove_dir(dir);
+}
+
+static void test_directory_is_locked(void **state)
+{
+    char *dir = fast_dir(), err[256] = "";
+    struct plog *l = open_log(dir);
+    struct plog_report rep;
+    struct plog_options opt = {.dir = dir};
+    assert_null(plog_open(&opt, collect, NULL, &rep, err, sizeof err));
+    assert_non_null(strstr(err, "another process"));
+    plog_close(l);
+    opt.dir = "/proc/no/such/dir";
+    assert_null(plog_open(&opt, collect, NULL, &rep, err, sizeof err));
+    assert_non_null(strstr(err, "cannot create"));
+    remove_dir(dir);
+}
+
+/* ---- a real process killed with SIGKILL ----------------------------------- */
+
+#define CRASH_KEEP 16 /* the child keeps the latest entries, deletes older */
+
+static void crash_child(const char *dir, int out)
+{
+    struct plog_options opt = {.dir = dir, .compact_min_bytes = 2048};
+    struct plog_report rep;
+    char err[256];
+    struct plog *l = plog_open(&opt, collect, NULL, &rep, err, sizeof err);
+    uint64_t entries[CRASH_KEEP + 1] = {0};
+    if (!l)
+        _exit(2);
+    struct plog_rec r = {.type = PLOG_SESSION, .session = {.client_id = B("crash")}};
+    plog_append(l, &r);
+    for (uint64_t seq = 1; seq <= 100000; seq++) {
+        r = (struct plog_rec){.type = PLOG_MSG};
+        r.msg.topic = B("crash/test");
+        r.msg.payload = (struct plog_bytes){(const uint8_t *)&seq, sizeof seq};
+        uint64_t m = plog_append(l, &r);
+        r = (struct plog_rec){.type = PLOG_ENTRY};
+        r.entry = (struct plog_entry){.client_id = B("crash"), .msg_id = m, .qos = 1};
+        entries[seq % (CRASH_KEEP + 1)] = plog_append(l, &r);
+        if (seq > CRASH_KEEP) {
+            r = (struct plog_rec){.type = PLOG_ENTRY_DEL};
+            r.entry.id = entries[(seq + 1) % (CRASH_KEEP + 1)];
+            plog_append(l, &r);
+        }
+        if (plog_commit(l) < 0 || write(out, &seq, sizeof seq) != sizeof seq)
+            _exit(3);
+        plog_maintain(l);
+    }
+    _exit(0);
+}
+
+static uint64_t crash_seen[100001];
+
+static void crash_collect(void *ctx, const struct plog_rec *r)
+{
+    uint64_t seq;
+    if (r->type != PLOG_MSG)
+        return;
+    assert_int_equal(r->msg.payload.len, sizeof seq);
+    memcpy(&seq, r->msg.payload.p, sizeof seq);
+    assert_true(seq >= 1 && seq <= 100000);
+    crash_seen[seq]++;
+}
+
+static void test_sigkill_keeps_every_committed_record(void **state)
+{
+    rng_state = (uint64_t)time(NULL) | 1;
+    for (int round = 0; round < 3; round++) {
+        char *dir = make_dir("/tmp");
+        int fds[2];
+        assert_int_equal(pipe(fds), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(fds[0]);
+            crash_child(dir, fds[1]);
+        }
+        close(fds[1]);
+        struct timespec ts = {0, (long)(50 + rnd(400)) * 1000000L};
+        nanosleep(&ts, NULL);
+        kill(pid, SIGKILL);
+        uint64_t seq, last = 0;
+        struct pollfd pfd = {fds[0], POLLIN, 0};
+        while (poll(&pfd, 1, 5000) == 1 && read(fds[0], &seq, sizeof seq) == sizeof seq) {
+            assert_int_equal(seq, last + 1);
+            last = seq;
+        }
+        close(fds[0]);
+        int status;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        assert_true(last > 0);
+
+        memset(crash_seen, 0, sizeof crash_seen);
+        struct plog_options opt = {.dir = dir};
+        char err[256];
+        struct plog *l = plog_open(&opt, crash_collect, NULL, &report, err, sizeof err);
+        assert_non_null(l);
+        assert_true(report.dropped_bytes == 0 || report.torn);
+        /* Every reported commit is there: the latest CRASH_KEEP entries and
+         * none of those deleted; one more commit may have made it unreported. */
+        bool extra = crash_seen[last + 1] == 1;
+        for (uint64_t s = 1; s <= last + 1; s++) {
+            bool live = s + CRASH_KEEP > last + extra && s <= last + extra;
+            if (crash_seen[s] != live)
+                fail_msg("round %d: seq %llu of %llu: seen %llu", round, (unsigned long long)s,
+                         (unsigned long long)last, (unsigned long long)crash_seen[s]);
+        }
+        plog_close(l);
+        remove_dir(dir);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_round_trip_every_type, teardown),
+        cmocka_unit_test_teardown(test_recovery_of_many_records, teardown),
+        cmocka_unit_test_teardown(test_torn_tail_every_offset, teardown),
+        cmocka_unit_test_teardown(test_flipped_bit_in_the_middle, teardown),
+        cmocka_unit_test_teardown(test_compaction_keeps_state, teardown),
+        cmocka_unit_test_teardown(test_maintain_compacts_by_live_fraction, teardown),
+        cmocka_unit_test_teardown(test_compaction_killed_at_each_step, teardown),
+        cmocka_unit_test_teardown(test_group_commit, teardown),
+        cmocka_unit_test_teardown(test_directory_is_locked, teardown),
+        cmocka_unit_test_teardown(test_sigkill_keeps_every_committed_record, teardown),
+    };
+    log_set_level(LOG_WARN); /* compactions log at info */
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
