@@ -29,8 +29,9 @@ endif
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Isrc $(WARN)
-# nghttp2 (HTTP/2 for gRPC), zlib (gRPC gzip), OpenSSL (TLS, PBKDF2).
-PKGS := libnghttp2 zlib libssl libcrypto
+# nghttp2 (HTTP/2 for gRPC), zlib (gRPC gzip), OpenSSL (TLS, PBKDF2),
+# SQLite and libpq (the a2b service).
+PKGS := libnghttp2 zlib libssl libcrypto sqlite3 libpq
 LIBS := $(shell pkg-config --libs $(PKGS)) -lprotobuf-c -lm
 
 # clang builds go to their own tree so both compilers can be checked side by side.

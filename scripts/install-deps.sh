@@ -11,6 +11,9 @@ packages=(
   # nghttp2 carries gRPC, zlib compresses its messages; OpenSSL for TLS and
   # password hashing
   protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev zlib1g-dev libssl-dev
+  # a2b service: SQLite embedded, PostgreSQL through libpq (the server is
+  # started by the tests themselves)
+  libsqlite3-dev libpq-dev postgresql
   # unit tests and fuzzing (libFuzzer + sanitizer runtimes)
   libcmocka-dev libclang-rt-14-dev
   # end-to-end tests: real third-party MQTT, gRPC and HTTP clients
