@@ -27,11 +27,11 @@ MODE_CFLAGS := -O2 -g
 MODE_LDFLAGS :=
 endif
 
-WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Isrc $(WARN)
 # nghttp2 (HTTP/2 for gRPC), zlib (gRPC gzip), OpenSSL (TLS, PBKDF2),
 # SQLite and libpq (the a2b service).
 PKGS := libnghttp2 zlib libssl libcrypto sqlite3 libpq
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS)) $(WARN)
 LIBS := $(shell pkg-config --libs $(PKGS)) -lprotobuf-c -lm
 
 # clang builds go to their own tree so both compilers can be checked side by side.
