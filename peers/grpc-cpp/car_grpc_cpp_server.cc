@@ -12,12 +12,10 @@
 
 #include <signal.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -42,7 +40,7 @@ constexpr int kMaxThreads = 256;
 // How long in-flight calls get to finish on SIGTERM before being cancelled.
 constexpr auto kShutdownGrace = std::chrono::seconds(2);
 
-// What a completion-queue tag is: one server call, moved on by each event.
+// Every completion-queue tag is a server call, moved on by each event.
 class Tag {
   public:
     virtual ~Tag() = default;
@@ -50,7 +48,7 @@ class Tag {
 };
 
 // One unary call of any method: asks the server for the next call of that
-// method, answers it with Handle(request, &reply), and on the first event
+// method, answers it with the method's handler, and on the first event
 // also puts a fresh request in its place so that the method stays served.
 template <class Service, class Request, class Reply>
 class UnaryCall final : public Tag {
@@ -113,7 +111,7 @@ void Usage(FILE *out) {
             "usage: car-grpc-cpp-server [--port N] [--bind ADDR] [--threads T]\n"
             "  --port N     TCP port, 0 (default) picks a free one\n"
             "  --bind ADDR  IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
-            "  --threads T  completion-queue threads that poll and serve (default: online CPUs)\n");
+            "  --threads T  completion-queue threads that poll and serve (default 1)\n");
 }
 
 // Parses a decimal in [lo, hi] or returns false.
@@ -130,7 +128,7 @@ bool ParseInt(const char *s, long lo, long hi, int *out) {
 struct Options {
     int port = 0;
     std::string bind = "127.0.0.1";
-    int threads = 0;
+    int threads = 1;  // as shootout car-server's --threads
 };
 
 // Returns -1 to go on, else the exit code.
@@ -165,10 +163,6 @@ int ParseArgs(int argc, char **argv, Options *opt) {
             return 2;
         }
     }
-    if (opt->threads == 0) {
-        unsigned cpus = std::thread::hardware_concurrency();
-        opt->threads = cpus == 0 ? 1 : static_cast<int>(std::min<unsigned>(cpus, kMaxThreads));
-    }
     return -1;
 }
 
@@ -199,7 +193,9 @@ int main(int argc, char **argv) {
     sigaddset(&stop_signals, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-    std::string host = opt.bind.find(':') != std::string::npos && opt.bind[0] != '[' ? "[" + opt.bind + "]" : opt.bind;
+    // An IPv6 address goes in brackets, in gRPC's address and in our line.
+    bool ipv6 = opt.bind.find(':') != std::string::npos && opt.bind[0] != '[';
+    std::string host = ipv6 ? "[" + opt.bind + "]" : opt.bind;
     MessageService::AsyncService car;
     Health::AsyncService health;
     grpc::ServerBuilder builder;

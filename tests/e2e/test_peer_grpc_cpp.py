@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -130,6 +131,18 @@ def test_send_replies_successful_sequentially_and_concurrently(peer_factory, pb,
         # get its own answer.
         futures = [send.future(msg, timeout=CALL_TIMEOUT) for _ in range(64)]
         assert [f.result().status for f in futures] == ["successful"] * 64
+
+
+def test_ipv6_bind(peer_factory, pb):
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 on this machine")
+    p = peer_factory("--bind", "::1")
+    assert p.target == "[::1]:%d" % p.port
+    with grpc.insecure_channel(p.target) as ch:
+        assert send_stub(ch, pb)(article_message(pb), timeout=CALL_TIMEOUT).status == "successful"
 
 
 def test_health_check(channel, pb):
