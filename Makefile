@@ -126,3 +126,39 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# ---- benchmark peers: `make peers` (not part of `make`, `make test`, `make check`)
+# The official gRPC C++ server serving the Car service, which the benchmarks
+# race ours against (peers/grpc-cpp/README.md). protoc + grpc_cpp_plugin
+# generate its C++ code into the build tree, as protoc-c does for ours; the
+# output of protoc 3.21 compiles cleanly under the same warning flags.
+PEER_B := build/peers
+PEER_GEN := $(PEER_B)/gen
+PEER_PROTO_NAMES := car health
+PEER_GEN_CC := $(foreach n,$(PEER_PROTO_NAMES),$(PEER_GEN)/$(n).pb.cc $(PEER_GEN)/$(n).grpc.pb.cc)
+PEER_OBJ := $(PEER_B)/obj/car_grpc_cpp_server.o $(PEER_GEN_CC:$(PEER_GEN)/%.cc=$(PEER_B)/obj/gen/%.o)
+# Deferred (=) so that pkg-config runs only when a peer is built.
+PEER_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(PEER_GEN) $(shell pkg-config --cflags grpc++ protobuf) $(CXXFLAGS)
+PEER_LIBS = $(shell pkg-config --libs grpc++ protobuf)
+
+.PHONY: peers
+peers: $(PEER_B)/car-grpc-cpp-server
+
+# $(1) = the proto's name in src/car; one protoc run writes all four files.
+define peer_protoc_rule
+$(PEER_GEN)/$(1).pb.cc $(PEER_GEN)/$(1).pb.h $(PEER_GEN)/$(1).grpc.pb.cc $(PEER_GEN)/$(1).grpc.pb.h &: src/car/$(1).proto
+	@mkdir -p $(PEER_GEN)
+	protoc -Isrc/car --cpp_out=$(PEER_GEN) --grpc_out=$(PEER_GEN) --plugin=protoc-gen-grpc=$$$$(command -v grpc_cpp_plugin) $$<
+endef
+$(foreach n,$(PEER_PROTO_NAMES),$(eval $(call peer_protoc_rule,$(n))))
+
+$(PEER_B)/obj/gen/%.o: $(PEER_GEN)/%.cc
+	@mkdir -p $(dir $@)
+	$(CXX) $(PEER_CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(PEER_B)/obj/%.o: peers/grpc-cpp/%.cc | $(PEER_GEN_CC)
+	@mkdir -p $(dir $@)
+	$(CXX) $(PEER_CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(PEER_B)/car-grpc-cpp-server: $(PEER_OBJ)
+	$(CXX) -o $@ $^ $(PEER_LIBS)
