@@ -4,10 +4,12 @@
 #   make SANITIZE=1      ASan + UBSan build in build/asan/
 #   make test            unit tests (cmocka) then end-to-end tests (pytest)
 #   make check           `make test` with gcc and with ASan + UBSan, plus the
-#                        unit tests built with clang
+#                        unit tests built with clang (builds the peers first)
+#   make peers           the benchmark peers (the gRPC C++ server) in build/peers/
 #   make fuzz            libFuzzer targets (clang) in build/fuzz/
 #   make fuzz-run        runs each fuzz target for FUZZ_SECONDS (default 60)
-#   make run             builds and runs the main job (`shootout run`)
+#   make run             builds everything, peers included, and runs the main
+#                        job (`shootout run`)
 #
 # Warnings are errors everywhere, as in CI.
 
@@ -101,7 +103,9 @@ e2e: $(B)/shootout
 
 test: unit e2e
 
+# The gRPC C++ peer is built first so that its end-to-end tests run too.
 check:
+	$(MAKE) peers
 	$(MAKE) test
 	$(MAKE) CC=clang all unit
 	$(MAKE) test SANITIZE=1
@@ -119,7 +123,7 @@ fuzz-run: fuzz
 	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; \
 	done
 
-run: $(B)/shootout
+run: $(B)/shootout peers
 	$(B)/shootout run $(RUN_ARGS)
 
 clean:
@@ -127,7 +131,7 @@ clean:
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-# ---- benchmark peers: `make peers` (not part of `make`, `make test`, `make check`)
+# ---- benchmark peers: `make peers` (built by `make run` and `make check`, not by `make`)
 # The official gRPC C++ server serving the Car service, which the benchmarks
 # race ours against (peers/grpc-cpp/README.md). protoc + grpc_cpp_plugin
 # generate its C++ code into the build tree, as protoc-c does for ours; the
