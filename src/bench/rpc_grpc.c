@@ -54,11 +54,11 @@ struct rpc_grpc_call {
     uint8_t *req;
     size_t req_len, req_sent, req_cap;
     /* The answer so far. */
-    int http_status;  /* 0: none yet */
-    int grpc_status;  /* -1: none yet */
-    bool reply_gzip;  /* grpc-encoding: gzip */
-    bool reply_ok;    /* a Result{status: "successful"} arrived */
-    bool malformed;   /* bad framing, or a reply that does not decode */
+    int http_status; /* 0: none yet */
+    int grpc_status; /* -1: none yet */
+    bool reply_gzip; /* grpc-encoding: gzip */
+    bool reply_ok;   /* a Result{status: "successful"} arrived */
+    bool malformed;  /* bad framing, or a reply that does not decode */
     unsigned nmsgs;
     struct grpc_reader rd;
 };
@@ -74,22 +74,22 @@ struct rpc_conn {
     size_t nhdrs;
     struct rpc_grpc_call *calls, *free_calls;
     unsigned ncalls;
-    unsigned depth;     /* our callbacks running; the driver's may call back in */
+    unsigned depth; /* our callbacks running; the driver's may call back in */
     bool connected;
-    bool dead;          /* failed or finished: calls are refused */
-    bool close_asked;   /* close() from inside a callback: free when it returns */
+    bool dead;        /* failed or finished: calls are refused */
+    bool close_asked; /* close() from inside a callback: free when it returns */
     bool write_blocked;
-    bool goaway;        /* the server will take no new streams */
+    bool goaway; /* the server will take no new streams */
     int32_t goaway_last_id;
     bool gzip;
     struct grpc_gzip gz;
 };
 
-#define RPC_NV(n, v)                                                                              \
-    (nghttp2_nv)                                                                                  \
-    {                                                                                             \
-        (uint8_t *)(n), (uint8_t *)(v), strlen(n), strlen(v),                                     \
-            NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE                          \
+#define RPC_NV(n, v)                                                                               \
+    (nghttp2_nv)                                                                                   \
+    {                                                                                              \
+        (uint8_t *)(n), (uint8_t *)(v), strlen(n), strlen(v),                                      \
+            NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE                           \
     }
 
 /* ---- Finishing calls --------------------------------------------------- */
@@ -275,7 +275,8 @@ static int rpc_grpc_on_frame_recv(nghttp2_session *h2, const nghttp2_frame *fram
     return 0;
 }
 
-static int rpc_grpc_on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user)
+static int rpc_grpc_on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code,
+                                    void *user)
 {
     struct rpc_grpc_call *k = rpc_grpc_call_of(h2, id);
     if (!k)

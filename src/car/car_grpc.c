@@ -74,12 +74,12 @@ struct car_grpc_conn {
     struct car_grpc_conn *prev, *next;
     nghttp2_session *h2;
     struct outq out;
-    struct ev_timer timer;        /* stream deadlines and the idle timeout */
+    struct ev_timer timer; /* stream deadlines and the idle timeout */
     uint64_t last_read_ms;
-    uint64_t blocked_since_ms;    /* while write_blocked */
+    uint64_t blocked_since_ms; /* while write_blocked */
     struct car_grpc_stream *streams;
-    unsigned fails_pending;       /* streams with fail_pending set */
-    bool reading;                 /* inside h2_io_read */
+    unsigned fails_pending; /* streams with fail_pending set */
+    bool reading;           /* inside h2_io_read */
     bool write_blocked;
     struct grpc_gzip gz;
 };
@@ -89,9 +89,9 @@ struct car_grpc_stream {
     struct car_grpc_stream *prev, *next;
     int32_t id;
     /* From the request headers. */
-    const struct car_grpc_route *route; /* NULL: not a method we serve */
+    const struct car_grpc_route *route;      /* NULL: not a method we serve */
     const ProtobufCMethodDescriptor *method; /* the route's, from the .proto */
-    char path[CAR_GRPC_PATH_LOG];       /* for messages and logs; may be cut */
+    char path[CAR_GRPC_PATH_LOG];            /* for messages and logs; may be cut */
     size_t header_bytes;
     bool headers_too_large, post, content_type_ok, bad_timeout, accept_gzip;
     bool known_service;
@@ -133,10 +133,10 @@ static const struct car_grpc_route car_grpc_routes[] = {
 
 /* ---- Header arrays (static: nghttp2 references them without copying) ---- */
 
-#define CAR_NV(n, v)                                                                              \
-    {                                                                                             \
-        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1,                             \
-            NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE                          \
+#define CAR_NV(n, v)                                                                               \
+    {                                                                                              \
+        (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, sizeof(v) - 1,                              \
+            NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE                           \
     }
 
 /* What we accept, announced on every response (PROTOCOL-HTTP2.md lists it
@@ -145,8 +145,7 @@ static const struct car_grpc_route car_grpc_routes[] = {
 #define CAR_GRPC_ACCEPT "identity,gzip"
 
 static const nghttp2_nv car_grpc_reply_headers[] = {
-    CAR_NV(":status", "200"),
-    CAR_NV("content-type", "application/grpc"),
+    CAR_NV(":status", "200"), CAR_NV("content-type", "application/grpc"),
     CAR_NV("grpc-accept-encoding", CAR_GRPC_ACCEPT),
     CAR_NV("grpc-encoding", "gzip"), /* only with a compressed reply */
 };
@@ -191,7 +190,8 @@ static void car_grpc_submit_fail(struct car_grpc_stream *s)
         {(uint8_t *)":status", (uint8_t *)http_text, 7, strlen(http_text), NGHTTP2_NV_FLAG_NONE},
         car_grpc_reply_headers[1], /* content-type */
         car_grpc_reply_headers[2], /* grpc-accept-encoding */
-        {(uint8_t *)"grpc-status", (uint8_t *)status_text, 11, strlen(status_text), NGHTTP2_NV_FLAG_NONE},
+        {(uint8_t *)"grpc-status", (uint8_t *)status_text, 11, strlen(status_text),
+         NGHTTP2_NV_FLAG_NONE},
         {(uint8_t *)"grpc-message", (uint8_t *)s->fail_text, 12, strlen(s->fail_text),
          NGHTTP2_NV_FLAG_NONE},
     };
@@ -201,7 +201,8 @@ static void car_grpc_submit_fail(struct car_grpc_stream *s)
         s->rst_after = s->fail_status == GRPC_DEADLINE_EXCEEDED ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR;
     int rv = nghttp2_submit_response(s->c->h2, s->id, nv, sizeof nv / sizeof nv[0], NULL);
     if (rv != 0)
-        log_warn("grpc fd %d stream %d: cannot answer: %s", s->c->io.fd, s->id, nghttp2_strerror(rv));
+        log_warn("grpc fd %d stream %d: cannot answer: %s", s->c->io.fd, s->id,
+                 nghttp2_strerror(rv));
 }
 
 /* Ends the call with an error status and no message (HTTP `http`: 200
@@ -272,7 +273,8 @@ static void car_grpc_answer(struct car_grpc_stream *s)
     size_t nv = s->reply_gzip ? 4 : 3;
     int rv = nghttp2_submit_response(s->c->h2, s->id, car_grpc_reply_headers, nv, &prd);
     if (rv != 0)
-        log_warn("grpc fd %d stream %d: cannot answer: %s", s->c->io.fd, s->id, nghttp2_strerror(rv));
+        log_warn("grpc fd %d stream %d: cannot answer: %s", s->c->io.fd, s->id,
+                 nghttp2_strerror(rv));
     car_grpc_count(s, GRPC_OK, NULL);
 }
 
@@ -286,7 +288,8 @@ static int car_grpc_send(struct car_grpc_stream *s, const ProtobufCMessage *req,
 
 static int car_grpc_check(struct car_grpc_stream *s, const ProtobufCMessage *req, const char **msg)
 {
-    const Grpc__Health__V1__HealthCheckRequest *q = (const Grpc__Health__V1__HealthCheckRequest *)req;
+    const Grpc__Health__V1__HealthCheckRequest *q =
+        (const Grpc__Health__V1__HealthCheckRequest *)req;
     if (q->service[0] && strcmp(q->service, com__stevenpg__rvg__message_service__descriptor.name)) {
         *msg = "unknown service";
         return GRPC_NOT_FOUND;
@@ -370,12 +373,14 @@ static void car_grpc_request_headers(struct car_grpc_stream *s)
     } else if (!s->post) {
         car_grpc_fail(s, 405, GRPC_INTERNAL, "method must be POST");
     } else if (!s->route) {
-        snprintf(msg, sizeof msg, "unknown %s %s", s->known_service ? "method" : "service", s->path);
+        snprintf(msg, sizeof msg, "unknown %s %s", s->known_service ? "method" : "service",
+                 s->path);
         car_grpc_fail(s, 200, GRPC_UNIMPLEMENTED, msg);
     } else if (s->bad_timeout) {
         car_grpc_fail(s, 200, GRPC_INTERNAL, "malformed grpc-timeout");
     } else if (s->encoding == GRPC_ENC_OTHER) {
-        car_grpc_fail(s, 200, GRPC_UNIMPLEMENTED, "grpc-encoding not supported (only " CAR_GRPC_ACCEPT ")");
+        car_grpc_fail(s, 200, GRPC_UNIMPLEMENTED,
+                      "grpc-encoding not supported (only " CAR_GRPC_ACCEPT ")");
     } else {
         const struct car_server_config *cfg = s->c->w->cfg;
         uint64_t wait = cfg->request_timeout_ms;
@@ -508,7 +513,8 @@ static int car_grpc_on_data_chunk(nghttp2_session *h2, uint8_t flags, int32_t id
         data += used;
         len -= used;
         if (r == GRPC_READ_TOO_LARGE)
-            car_grpc_fail(s, 200, GRPC_RESOURCE_EXHAUSTED, "request message larger than the server's limit");
+            car_grpc_fail(s, 200, GRPC_RESOURCE_EXHAUSTED,
+                          "request message larger than the server's limit");
         else if (r == GRPC_READ_MSG)
             car_grpc_message(s, &m);
     }
@@ -545,7 +551,8 @@ static void car_grpc_stream_free(struct car_grpc_stream *s)
     mem_free(s);
 }
 
-static int car_grpc_on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code, void *user)
+static int car_grpc_on_stream_close(nghttp2_session *h2, int32_t id, uint32_t error_code,
+                                    void *user)
 {
     struct car_grpc_stream *s = car_grpc_stream_of(h2, id);
     if (!s)
@@ -675,33 +682,41 @@ static void car_grpc_goaway(struct car_grpc_conn *c)
 }
 
 /* Deadlines of calls still receiving their request, and the idle timeout:
- * a connection with no call that sent nothing for idle_timeout, or whose
- * client took none of our output for as long, is closed (with a GOAWAY
- * when the socket takes it). */
+ * a connection that sent nothing for idle_timeout while no call was
+ * receiving its request, or whose client took none of our output for as
+ * long (answers stuck behind a full socket or a closed flow-control
+ * window count as nothing), is closed with a GOAWAY, if the socket takes
+ * it. Calls still receiving need no exception: their deadline ends them
+ * within the request timeout. */
 static void car_grpc_on_timer(struct ev_loop *loop, struct ev_timer *t)
 {
     struct car_grpc_conn *c = t->data;
     uint64_t now = ev_now(loop), idle = c->w->cfg->idle_timeout_ms;
     uint64_t next = (c->write_blocked ? c->blocked_since_ms : c->last_read_ms) + idle;
+    bool receiving = false;
     for (struct car_grpc_stream *s = c->streams; s; s = s->next) {
         if (s->answered || !s->deadline_ms)
             continue;
-        if (s->deadline_ms <= now)
+        if (s->deadline_ms <= now) {
             car_grpc_fail(s, 200, GRPC_DEADLINE_EXCEEDED,
-                          s->deadline_is_client ? "deadline exceeded before the request was complete"
-                                                : "request not complete within the server's request timeout");
-        else if (s->deadline_ms < next)
-            next = s->deadline_ms;
+                          s->deadline_is_client
+                              ? "deadline exceeded before the request was complete"
+                              : "request not complete within the server's request timeout");
+        } else {
+            receiving = true;
+            if (s->deadline_ms < next)
+                next = s->deadline_ms;
+        }
     }
     bool idle_now = c->write_blocked ? now - c->blocked_since_ms >= idle
-                                     : !c->streams && now - c->last_read_ms >= idle;
+                                     : !receiving && now - c->last_read_ms >= idle;
     if (idle_now) {
         car_grpc_goaway(c);
         if (car_grpc_flush(c))
             car_grpc_close(c, c->write_blocked ? "client stopped reading" : "idle");
         return;
     }
-    if (next <= now) /* idle time passed while a call was open: look again later */
+    if (next <= now) /* idle time passed while a call was receiving: look again later */
         next = now + idle;
     ev_timer_start(loop, t, next - now, 0);
     car_grpc_flush(c);

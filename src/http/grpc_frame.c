@@ -195,8 +195,8 @@ void grpc_gzip_deflate(struct grpc_gzip *z, const uint8_t *in, size_t len, size_
     *out_len = headroom + (size_t)(bound - z->def.avail_out);
 }
 
-int grpc_gzip_inflate(struct grpc_gzip *z, const uint8_t *in, size_t len, size_t max,
-                      uint8_t **out, size_t *out_len)
+int grpc_gzip_inflate(struct grpc_gzip *z, const uint8_t *in, size_t len, size_t max, uint8_t **out,
+                      size_t *out_len)
 {
     *out = NULL;
     *out_len = 0;

@@ -79,14 +79,15 @@ struct grpc_msg {
 };
 
 /* Resumable reader. Initialise with grpc_reader_init; holds memory only
- * while a message is split across calls. */
+ * for a message split across calls (until the call after the one that
+ * delivers it). */
 struct grpc_reader {
-    size_t max;                        /* longest message accepted */
+    size_t max; /* longest message accepted */
     uint8_t prefix[GRPC_PREFIX_LEN];
     uint8_t prefix_have;
     bool compressed;
-    uint32_t len;                      /* of the message being read */
-    uint8_t *buf;                      /* its bytes so far (owned) */
+    uint32_t len; /* of the message being read */
+    uint8_t *buf; /* its bytes so far (owned) */
     size_t have, cap;
 };
 
@@ -133,8 +134,8 @@ void grpc_gzip_deflate(struct grpc_gzip *z, const uint8_t *in, size_t len, size_
  * the caller frees; NULL on error). Returns GRPC_OK, GRPC_RESOURCE_EXHAUSTED
  * if the result would exceed max bytes (found out after producing at most
  * max + 1), or GRPC_INTERNAL if in is not exactly one valid gzip member. */
-int grpc_gzip_inflate(struct grpc_gzip *z, const uint8_t *in, size_t len, size_t max,
-                      uint8_t **out, size_t *out_len);
+int grpc_gzip_inflate(struct grpc_gzip *z, const uint8_t *in, size_t len, size_t max, uint8_t **out,
+                      size_t *out_len);
 void grpc_gzip_free(struct grpc_gzip *z);
 
 /* ---- Header values ------------------------------------------------------ */

@@ -82,7 +82,8 @@ struct got {
 
 /* Feeds data[0..len) in one call sequence, collecting messages. Returns the
  * last result (MORE or TOO_LARGE). */
-static enum grpc_read feed_all(struct grpc_reader *r, const uint8_t *data, size_t len, struct got *g)
+static enum grpc_read feed_all(struct grpc_reader *r, const uint8_t *data, size_t len,
+                               struct got *g)
 {
     while (len > 0) {
         struct grpc_msg m;
@@ -271,8 +272,8 @@ static void test_gzip_round_trip_and_reuse(void **state)
         assert_true(plen > GRPC_PREFIX_LEN + 10);
         assert_int_equal(packed[GRPC_PREFIX_LEN], 0x1f); /* gzip magic */
         assert_int_equal(packed[GRPC_PREFIX_LEN + 1], 0x8b);
-        assert_int_equal(grpc_gzip_inflate(&z, packed + GRPC_PREFIX_LEN, plen - GRPC_PREFIX_LEN, len,
-                                           &plain, &n),
+        assert_int_equal(grpc_gzip_inflate(&z, packed + GRPC_PREFIX_LEN, plen - GRPC_PREFIX_LEN,
+                                           len, &plain, &n),
                          GRPC_OK);
         assert_int_equal(n, len);
         if (len)
@@ -306,7 +307,8 @@ static void test_gzip_bomb_is_bounded(void **state)
     grpc_gzip_deflate(&z, zeros, big, 0, &packed, &plen);
     free(zeros);
     assert_true(plen < big / 100);
-    assert_int_equal(grpc_gzip_inflate(&z, packed, plen, 1u << 20, &plain, &n), GRPC_RESOURCE_EXHAUSTED);
+    assert_int_equal(grpc_gzip_inflate(&z, packed, plen, 1u << 20, &plain, &n),
+                     GRPC_RESOURCE_EXHAUSTED);
     assert_null(plain);
     assert_int_equal(n, 0);
     assert_true(z.inf.total_out <= (1u << 20) + 1);
@@ -334,8 +336,8 @@ static void test_gzip_rejects_broken_input(void **state)
     longer[plen - 6] ^= 0x55;
     assert_int_equal(grpc_gzip_inflate(&z, longer, plen, 1000, &plain, &n), GRPC_INTERNAL);
     /* Not gzip at all (a zlib stream, plain text). */
-    assert_int_equal(grpc_gzip_inflate(&z, (const uint8_t *)"\x78\x9c\x03\x00\x00\x00\x00\x01", 8, 1000,
-                                       &plain, &n),
+    assert_int_equal(grpc_gzip_inflate(&z, (const uint8_t *)"\x78\x9c\x03\x00\x00\x00\x00\x01", 8,
+                                       1000, &plain, &n),
                      GRPC_INTERNAL);
     assert_int_equal(grpc_gzip_inflate(&z, (const uint8_t *)text, sizeof text, 1000, &plain, &n),
                      GRPC_INTERNAL);

@@ -42,10 +42,10 @@ struct drv {
     struct ev_loop *loop;
     struct rpc_conn *conn;
     const Com__Stevenpg__Rvg__Message *msg;
-    int connected;   /* 0 not yet, 1 ok, -1 failed */
+    int connected; /* 0 not yet, 1 ok, -1 failed */
     int connect_err;
     unsigned done, ok, in_flight, max_in_flight;
-    unsigned to_send;  /* calls still to start from the done callback */
+    unsigned to_send; /* calls still to start from the done callback */
     enum rpc_outcome last_outcome;
     int last_code;
     unsigned outcomes[4];
@@ -59,7 +59,8 @@ static void drv_connected(void *ctx, struct rpc_conn *c, int err)
     d->connect_err = err;
 }
 
-static void drv_done(void *ctx, struct rpc_conn *c, void *call_ctx, enum rpc_outcome outcome, int code)
+static void drv_done(void *ctx, struct rpc_conn *c, void *call_ctx, enum rpc_outcome outcome,
+                     int code)
 {
     struct drv *d = ctx;
     assert_ptr_equal(call_ctx, d);
@@ -120,7 +121,8 @@ static void drv_open(struct drv *d, int port, unsigned max_in_flight, bool gzip)
     d->loop = ev_loop_new();
     d->msg = article_message();
     d->max_in_flight = max_in_flight;
-    struct rpc_conn_opts opts = {.host = "127.0.0.1", .port = port, .max_in_flight = max_in_flight, .gzip = gzip};
+    struct rpc_conn_opts opts = {
+        .host = "127.0.0.1", .port = port, .max_in_flight = max_in_flight, .gzip = gzip};
     struct rpc_events ev = {.connected = drv_connected, .done = drv_done, .ctx = d};
     int err = 0;
     d->conn = rpc_grpc_protocol.connect(d->loop, &opts, &ev, &err);
@@ -309,10 +311,12 @@ static int peer_accept_request(struct drv *d, int lfd)
     return fd;
 }
 
-static void put_frame(int fd, uint8_t type, uint8_t flags, uint32_t sid, const void *payload, size_t len)
+static void put_frame(int fd, uint8_t type, uint8_t flags, uint32_t sid, const void *payload,
+                      size_t len)
 {
-    uint8_t h[9] = {(uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len, type, flags,
-                    (uint8_t)(sid >> 24), (uint8_t)(sid >> 16), (uint8_t)(sid >> 8), (uint8_t)sid};
+    uint8_t h[9] = {
+        (uint8_t)(len >> 16), (uint8_t)(len >> 8),  (uint8_t)len,        type,        flags,
+        (uint8_t)(sid >> 24), (uint8_t)(sid >> 16), (uint8_t)(sid >> 8), (uint8_t)sid};
     assert_int_equal(write(fd, h, 9), 9);
     if (len)
         assert_int_equal(write(fd, payload, len), (ssize_t)len);
