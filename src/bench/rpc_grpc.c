@@ -34,7 +34,6 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
-#include "core/outq.h"
 #include "core/version.h"
 #include "http/grpc_frame.h"
 #include "http/h2_io.h"
@@ -52,7 +51,8 @@ struct rpc_grpc_call {
     /* The request message with its prefix; the buffer is kept for the
      * slot's next call. */
     uint8_t *req;
-    size_t req_len, req_sent, req_cap;
+    size_t req_cap;
+    struct h2_io_body body; /* over req */
     /* The answer so far. */
     int http_status; /* 0: none yet */
     int grpc_status; /* -1: none yet */
@@ -64,11 +64,9 @@ struct rpc_grpc_call {
 };
 
 struct rpc_conn {
-    struct ev_io io; /* first: the io callback gets it */
+    struct h2_io x; /* socket, session (NULL until connected), pending output */
     struct ev_loop *loop;
     struct rpc_events ev;
-    nghttp2_session *h2; /* NULL until connected */
-    struct outq out;
     char authority[NET_ERR_LEN];
     nghttp2_nv hdrs[9];
     size_t nhdrs;
@@ -78,8 +76,7 @@ struct rpc_conn {
     bool connected;
     bool dead;        /* failed or finished: calls are refused */
     bool close_asked; /* close() from inside a callback: free when it returns */
-    bool write_blocked;
-    bool goaway; /* the server will take no new streams */
+    bool goaway;      /* the server will take no new streams */
     int32_t goaway_last_id;
     bool gzip;
     struct grpc_gzip gz;
@@ -174,7 +171,7 @@ static void rpc_grpc_die(struct rpc_conn *c, int err, const char *why)
         return;
     log_debug("grpc client %s: connection over (%s)", c->authority, why);
     c->dead = true;
-    ev_io_stop(c->loop, &c->io);
+    ev_io_stop(c->loop, &c->x.io);
     for (unsigned i = 0; i < c->ncalls; i++)
         if (c->calls[i].id)
             rpc_grpc_report(c, &c->calls[i], RPC_E_CLOSED, err);
@@ -182,16 +179,12 @@ static void rpc_grpc_die(struct rpc_conn *c, int err, const char *why)
 
 static void rpc_grpc_destroy(struct rpc_conn *c)
 {
-    if (c->h2)
-        nghttp2_session_del(c->h2);
-    if (c->io.fd >= 0)
-        close(c->io.fd);
+    h2_io_close(&c->x, c->loop);
     for (unsigned i = 0; i < c->ncalls; i++) {
         grpc_reader_free(&c->calls[i].rd);
         mem_free(c->calls[i].req);
     }
     mem_free(c->calls);
-    outq_clear(&c->out);
     grpc_gzip_free(&c->gz);
     mem_free(c);
 }
@@ -293,36 +286,28 @@ static ssize_t rpc_grpc_read_request(nghttp2_session *h2, int32_t id, uint8_t *b
                                      uint32_t *data_flags, nghttp2_data_source *source, void *user)
 {
     struct rpc_grpc_call *k = source->ptr;
-    size_t n = k->req_len - k->req_sent;
-    if (n > length)
-        n = length;
-    memcpy(buf, k->req + k->req_sent, n);
-    k->req_sent += n;
-    if (k->req_sent == k->req_len)
-        *data_flags |= NGHTTP2_DATA_FLAG_EOF; /* with END_STREAM */
-    return (ssize_t)n;
+    return h2_io_body_read(&k->body, buf, length, data_flags); /* EOF: END_STREAM */
 }
 
 /* Packs msg behind its prefix into the slot's buffer. */
 static void rpc_grpc_pack(struct rpc_conn *c, struct rpc_grpc_call *k,
                           const Com__Stevenpg__Rvg__Message *msg)
 {
-    size_t n = com__stevenpg__rvg__message__get_packed_size(msg);
-    if (GRPC_PREFIX_LEN + n > k->req_cap) {
-        k->req_cap = GRPC_PREFIX_LEN + n;
+    size_t n = com__stevenpg__rvg__message__get_packed_size(msg), len = GRPC_PREFIX_LEN + n;
+    if (len > k->req_cap) {
+        k->req_cap = len;
         k->req = mem_realloc(k->req, k->req_cap);
     }
     com__stevenpg__rvg__message__pack(msg, k->req + GRPC_PREFIX_LEN);
-    k->req_len = GRPC_PREFIX_LEN + n;
     if (c->gzip) {
         uint8_t *z;
-        size_t zlen;
-        grpc_gzip_deflate(&c->gz, k->req + GRPC_PREFIX_LEN, n, GRPC_PREFIX_LEN, &z, &zlen);
+        grpc_gzip_deflate(&c->gz, k->req + GRPC_PREFIX_LEN, n, GRPC_PREFIX_LEN, &z, &len);
         mem_free(k->req);
         k->req = z;
-        k->req_len = k->req_cap = zlen;
+        k->req_cap = len;
     }
-    grpc_prefix_write(k->req, c->gzip, (uint32_t)(k->req_len - GRPC_PREFIX_LEN));
+    grpc_prefix_write(k->req, c->gzip, (uint32_t)(len - GRPC_PREFIX_LEN));
+    k->body = (struct h2_io_body){.data = k->req, .len = len};
 }
 
 /* ---- I/O ----------------------------------------------------------------- */
@@ -332,64 +317,41 @@ static void rpc_grpc_flush(struct rpc_conn *c)
     if (c->dead)
         return;
     const char *why = NULL;
-    int r = h2_io_flush(c->h2, c->io.fd, &c->out, &why);
-    if (r < 0) {
+    enum h2_io_flushed r = h2_io_flush(&c->x, c->loop, &why);
+    if (r == H2_IO_ERROR)
         rpc_grpc_die(c, errno, why);
-        return;
-    }
-    if (r == 1 && !c->write_blocked) {
-        c->write_blocked = true;
-        ev_io_modify(c->loop, &c->io, EV_WRITE);
-    } else if (r == 0 && c->write_blocked) {
-        c->write_blocked = false;
-        ev_io_modify(c->loop, &c->io, EV_READ);
-    }
-    if (r == 0 && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2))
+    else if (r == H2_IO_FINISHED)
         rpc_grpc_die(c, 0, "session finished (GOAWAY)");
 }
 
-static nghttp2_session *rpc_grpc_session_new(struct rpc_conn *c)
+static void rpc_grpc_session_new(struct rpc_conn *c)
 {
-    nghttp2_session_callbacks *cb;
-    nghttp2_option *opt;
-    nghttp2_session *h2;
-    if (nghttp2_session_callbacks_new(&cb) != 0 || nghttp2_option_new(&opt) != 0) {
-        log_error("out of memory (nghttp2)");
-        abort();
-    }
-    nghttp2_session_callbacks_set_on_header_callback(cb, rpc_grpc_on_header);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, rpc_grpc_on_data_chunk);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, rpc_grpc_on_frame_recv);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, rpc_grpc_on_stream_close);
-    nghttp2_option_set_no_closed_streams(opt, 1);
-    int rv = nghttp2_session_client_new2(&h2, cb, c, opt);
-    nghttp2_session_callbacks_del(cb);
-    nghttp2_option_del(opt);
-    if (rv != 0) {
-        log_error("out of memory (nghttp2_session_client_new2)");
-        abort();
-    }
-    const nghttp2_settings_entry settings[] = {
+    static const struct h2_io_callbacks cb = {
+        .on_header = rpc_grpc_on_header,
+        .on_frame_recv = rpc_grpc_on_frame_recv,
+        .on_data_chunk_recv = rpc_grpc_on_data_chunk,
+        .on_stream_close = rpc_grpc_on_stream_close,
+    };
+    static const nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, RPC_GRPC_WINDOW},
     };
-    nghttp2_submit_settings(h2, NGHTTP2_FLAG_NONE, settings, sizeof settings / sizeof settings[0]);
-    nghttp2_session_set_local_window_size(h2, NGHTTP2_FLAG_NONE, 0, RPC_GRPC_WINDOW);
-    return h2;
+    h2_io_session(&c->x, false, &cb, c, settings, sizeof settings / sizeof settings[0],
+                  RPC_GRPC_WINDOW);
 }
 
 static void rpc_grpc_connected(struct rpc_conn *c)
 {
-    int err = net_connect_result(c->io.fd);
+    int err = net_connect_result(c->x.io.fd);
     if (err) {
         c->dead = true;
-        ev_io_stop(c->loop, &c->io);
+        ev_io_stop(c->loop, &c->x.io);
         c->ev.connected(c->ev.ctx, c, err);
         return;
     }
-    c->h2 = rpc_grpc_session_new(c);
+    rpc_grpc_session_new(c);
     c->connected = true;
-    ev_io_modify(c->loop, &c->io, EV_READ);
+    ev_io_modify(c->loop, &c->x.io, EV_READ);
     c->ev.connected(c->ev.ctx, c, 0);
 }
 
@@ -399,9 +361,9 @@ static void rpc_grpc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t even
     c->depth++;
     if (!c->connected) {
         rpc_grpc_connected(c);
-    } else if ((events & EV_READ) && !c->write_blocked) {
+    } else if ((events & EV_READ) && !c->x.write_blocked) {
         const char *why = NULL;
-        if (h2_io_read(c->h2, io->fd, RPC_GRPC_READ_BUDGET, &why) < 0)
+        if (h2_io_read(&c->x, RPC_GRPC_READ_BUDGET, &why) < 0)
             rpc_grpc_die(c, errno, why);
     }
     if (!c->close_asked)
@@ -427,10 +389,10 @@ static struct rpc_conn *rpc_grpc_connect(struct ev_loop *loop, const struct rpc_
     c->loop = loop;
     c->ev = *events;
     c->gzip = opts->gzip;
-    c->io.fd = fd;
-    c->io.cb = rpc_grpc_on_io;
-    c->io.data = c;
-    if (ev_io_start(loop, &c->io, EV_WRITE) < 0) {
+    c->x.io.fd = fd;
+    c->x.io.cb = rpc_grpc_on_io;
+    c->x.io.data = c;
+    if (ev_io_start(loop, &c->x.io, EV_WRITE) < 0) {
         *err = errno;
         close(fd);
         mem_free(c);
@@ -468,18 +430,17 @@ static int rpc_grpc_call(struct rpc_conn *c, const Com__Stevenpg__Rvg__Message *
      * stream while writing it, which would report the call from inside
      * this function; refusing here keeps that promise. */
     if (!c->connected || c->dead || c->close_asked || !c->free_calls || c->goaway ||
-        !nghttp2_session_check_request_allowed(c->h2))
+        !nghttp2_session_check_request_allowed(c->x.h2))
         return -1;
     struct rpc_grpc_call *k = c->free_calls;
     rpc_grpc_pack(c, k, msg);
-    k->req_sent = 0;
     k->http_status = 0;
     k->grpc_status = -1;
     k->reply_gzip = k->reply_ok = k->malformed = false;
     k->nmsgs = 0;
     grpc_reader_init(&k->rd, RPC_GRPC_MAX_REPLY);
     nghttp2_data_provider prd = {.source.ptr = k, .read_callback = rpc_grpc_read_request};
-    int32_t id = nghttp2_submit_request(c->h2, NULL, c->hdrs, c->nhdrs, &prd, k);
+    int32_t id = nghttp2_submit_request(c->x.h2, NULL, c->hdrs, c->nhdrs, &prd, k);
     if (id < 0)
         return -1;
     c->free_calls = k->next_free;
@@ -489,10 +450,7 @@ static int rpc_grpc_call(struct rpc_conn *c, const Com__Stevenpg__Rvg__Message *
         /* A write error is left for the read side to report, not from in
          * here: the socket stays readable with its error. */
         const char *why;
-        if (h2_io_flush(c->h2, c->io.fd, &c->out, &why) == 1 && !c->write_blocked) {
-            c->write_blocked = true;
-            ev_io_modify(c->loop, &c->io, EV_WRITE);
-        }
+        h2_io_flush(&c->x, c->loop, &why);
     }
     return 0;
 }

@@ -1,10 +1,10 @@
 /* car_grpc.c - the Car service over gRPC: one nghttp2 server session per
  * connection (HTTP/2 cleartext with prior knowledge) on the worker's loop.
  *
- * I/O: the socket is watched level-triggered for reading only; a wake-up
- * reads what the socket has (up to a budget; the rest is reported again)
- * and hands it to nghttp2, whose callbacks run the calls, and then writes
- * everything nghttp2 produced with one write (h2_io.c). So a sequential
+ * I/O (h2_io.h): the socket is watched level-triggered for reading; a
+ * wake-up reads what the socket has (up to a budget; the rest is reported
+ * again) and hands it to nghttp2, whose callbacks run the calls, and then
+ * writes everything nghttp2 produced with one write. So a sequential
  * client's call is answered within the wake-up that brought it, and a
  * pipelining one gets one write per wake-up, not one per call; the loop's
  * prepare step has nothing left to do. While the socket is full the
@@ -29,7 +29,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -39,7 +38,6 @@
 #include "car/car_server.h"
 #include "core/log.h"
 #include "core/mem.h"
-#include "core/outq.h"
 #include "health.pb-c.h"
 #include "http/grpc_frame.h"
 #include "http/h2_io.h"
@@ -49,8 +47,8 @@
 #define CAR_GRPC_READ_BUDGET (256 * 1024)
 #define CAR_GRPC_MAX_STREAMS 100
 /* Request header list limit, counted as SETTINGS_MAX_HEADER_LIST_SIZE
- * counts (name + value + 32 per field); twice what PROTOCOL-HTTP2.md
- * suggests as a minimum. */
+ * counts (name + value + 32 per field); twice the 8 KiB default that
+ * PROTOCOL-HTTP2.md suggests. */
 #define CAR_GRPC_MAX_HEADER_LIST (16 * 1024)
 /* Flow-control window per stream and per connection: a message of a few
  * MiB flows without waiting for WINDOW_UPDATE round trips. */
@@ -69,18 +67,15 @@ struct car_grpc_route {
 };
 
 struct car_grpc_conn {
-    struct ev_io io; /* first: the io callback gets it */
+    struct h2_io x; /* socket, session, pending output */
     struct car_worker *w;
     struct car_grpc_conn *prev, *next;
-    nghttp2_session *h2;
-    struct outq out;
     struct ev_timer timer; /* stream deadlines and the idle timeout */
     uint64_t last_read_ms;
-    uint64_t blocked_since_ms; /* while write_blocked */
+    uint64_t blocked_since_ms; /* while x.write_blocked */
     struct car_grpc_stream *streams;
     unsigned fails_pending; /* streams with fail_pending set */
     bool reading;           /* inside h2_io_read */
-    bool write_blocked;
     struct grpc_gzip gz;
 };
 
@@ -110,8 +105,8 @@ struct car_grpc_stream {
     char *fail_text; /* grpc-message, percent-encoded */
     int rst_after;   /* RST_STREAM code to send after the answer, or -1 */
     /* The reply message with its prefix, once the request was handled. */
-    uint8_t *reply;
-    size_t reply_len, reply_sent;
+    struct h2_io_body reply;
+    uint8_t *reply_heap; /* the reply's bytes when not in reply_inline */
     bool reply_gzip;
     uint8_t reply_inline[32];
 };
@@ -172,7 +167,7 @@ static void car_grpc_count(struct car_grpc_stream *s, int status, const char *ms
     if (status != GRPC_OK)
         w->stats.grpc_errors++;
     if (w->cfg->log_requests)
-        log_debug("grpc fd %d stream %d %s: %s%s%s", s->c->io.fd, s->id, s->path,
+        log_debug("grpc fd %d stream %d %s: %s%s%s", s->c->x.io.fd, s->id, s->path,
                   grpc_status_name(status), msg ? ": " : "", msg ? msg : "");
 }
 
@@ -199,9 +194,9 @@ static void car_grpc_submit_fail(struct car_grpc_stream *s)
      * submitted now, it would make nghttp2 drop the queued answer. */
     if (!s->remote_done)
         s->rst_after = s->fail_status == GRPC_DEADLINE_EXCEEDED ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR;
-    int rv = nghttp2_submit_response(s->c->h2, s->id, nv, sizeof nv / sizeof nv[0], NULL);
+    int rv = nghttp2_submit_response(s->c->x.h2, s->id, nv, sizeof nv / sizeof nv[0], NULL);
     if (rv != 0)
-        log_warn("grpc fd %d stream %d: cannot answer: %s", s->c->io.fd, s->id,
+        log_warn("grpc fd %d stream %d: cannot answer: %s", s->c->x.io.fd, s->id,
                  nghttp2_strerror(rv));
 }
 
@@ -233,36 +228,35 @@ static void car_grpc_fail(struct car_grpc_stream *s, int http, int status, const
  * gzip-compressed if the client sent gzip (as grpc-go answers). */
 static void car_grpc_set_reply(struct car_grpc_stream *s, const ProtobufCMessage *m)
 {
-    size_t n = protobuf_c_message_get_packed_size(m);
+    size_t n = protobuf_c_message_get_packed_size(m), len;
+    uint8_t *out;
     if (s->reply_gzip) {
         uint8_t *plain = mem_alloc(n ? n : 1);
         protobuf_c_message_pack(m, plain);
-        grpc_gzip_deflate(&s->c->gz, plain, n, GRPC_PREFIX_LEN, &s->reply, &s->reply_len);
+        grpc_gzip_deflate(&s->c->gz, plain, n, GRPC_PREFIX_LEN, &out, &len);
         mem_free(plain);
-        grpc_prefix_write(s->reply, true, (uint32_t)(s->reply_len - GRPC_PREFIX_LEN));
-        return;
+        grpc_prefix_write(out, true, (uint32_t)(len - GRPC_PREFIX_LEN));
+        s->reply_heap = out;
+    } else {
+        len = GRPC_PREFIX_LEN + n;
+        out = len <= sizeof s->reply_inline ? s->reply_inline : (s->reply_heap = mem_alloc(len));
+        grpc_prefix_write(out, false, (uint32_t)n);
+        protobuf_c_message_pack(m, out + GRPC_PREFIX_LEN);
     }
-    s->reply_len = GRPC_PREFIX_LEN + n;
-    s->reply = s->reply_len <= sizeof s->reply_inline ? s->reply_inline : mem_alloc(s->reply_len);
-    grpc_prefix_write(s->reply, false, (uint32_t)n);
-    protobuf_c_message_pack(m, s->reply + GRPC_PREFIX_LEN);
+    s->reply = (struct h2_io_body){.data = out, .len = len};
 }
 
 static ssize_t car_grpc_read_reply(nghttp2_session *h2, int32_t id, uint8_t *buf, size_t length,
                                    uint32_t *data_flags, nghttp2_data_source *source, void *user)
 {
     struct car_grpc_stream *s = source->ptr;
-    size_t n = s->reply_len - s->reply_sent;
-    if (n > length)
-        n = length;
-    memcpy(buf, s->reply + s->reply_sent, n);
-    s->reply_sent += n;
-    if (s->reply_sent == s->reply_len) {
-        *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    ssize_t n = h2_io_body_read(&s->reply, buf, length, data_flags);
+    if (*data_flags & NGHTTP2_DATA_FLAG_EOF) {
+        *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM; /* the trailers end it */
         if (nghttp2_submit_trailer(h2, id, car_grpc_ok_trailers, 1) != 0)
             return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
-    return (ssize_t)n;
+    return n;
 }
 
 /* Answers with the reply set by the handler: HEADERS, DATA, trailers. */
@@ -271,9 +265,9 @@ static void car_grpc_answer(struct car_grpc_stream *s)
     s->answered = true;
     nghttp2_data_provider prd = {.source.ptr = s, .read_callback = car_grpc_read_reply};
     size_t nv = s->reply_gzip ? 4 : 3;
-    int rv = nghttp2_submit_response(s->c->h2, s->id, car_grpc_reply_headers, nv, &prd);
+    int rv = nghttp2_submit_response(s->c->x.h2, s->id, car_grpc_reply_headers, nv, &prd);
     if (rv != 0)
-        log_warn("grpc fd %d stream %d: cannot answer: %s", s->c->io.fd, s->id,
+        log_warn("grpc fd %d stream %d: cannot answer: %s", s->c->x.io.fd, s->id,
                  nghttp2_strerror(rv));
     car_grpc_count(s, GRPC_OK, NULL);
 }
@@ -543,8 +537,7 @@ static void car_grpc_stream_free(struct car_grpc_stream *s)
     if (s->next)
         s->next->prev = s->prev;
     grpc_reader_free(&s->rd);
-    if (s->reply != s->reply_inline)
-        mem_free(s->reply);
+    mem_free(s->reply_heap);
     if (s->fail_pending)
         c->fails_pending--;
     mem_free(s->fail_text);
@@ -567,38 +560,23 @@ static int car_grpc_on_stream_close(nghttp2_session *h2, int32_t id, uint32_t er
     return 0;
 }
 
-static nghttp2_session *car_grpc_session_new(struct car_grpc_conn *c)
+static void car_grpc_session_new(struct car_grpc_conn *c)
 {
-    nghttp2_session_callbacks *cb;
-    nghttp2_option *opt;
-    nghttp2_session *h2;
-    if (nghttp2_session_callbacks_new(&cb) != 0 || nghttp2_option_new(&opt) != 0) {
-        log_error("out of memory (nghttp2)");
-        abort();
-    }
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, car_grpc_on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cb, car_grpc_on_header);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, car_grpc_on_frame_recv);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, car_grpc_on_data_chunk);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cb, car_grpc_on_stream_close);
-    nghttp2_session_callbacks_set_on_frame_send_callback(cb, car_grpc_on_frame_send);
-    /* Closed streams are kept only for priority bookkeeping we do not use. */
-    nghttp2_option_set_no_closed_streams(opt, 1);
-    int rv = nghttp2_session_server_new2(&h2, cb, c, opt);
-    nghttp2_session_callbacks_del(cb);
-    nghttp2_option_del(opt);
-    if (rv != 0) {
-        log_error("out of memory (nghttp2_session_server_new2)");
-        abort();
-    }
-    const nghttp2_settings_entry settings[] = {
+    static const struct h2_io_callbacks cb = {
+        .on_begin_headers = car_grpc_on_begin_headers,
+        .on_header = car_grpc_on_header,
+        .on_frame_recv = car_grpc_on_frame_recv,
+        .on_data_chunk_recv = car_grpc_on_data_chunk,
+        .on_frame_send = car_grpc_on_frame_send,
+        .on_stream_close = car_grpc_on_stream_close,
+    };
+    static const nghttp2_settings_entry settings[] = {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, CAR_GRPC_MAX_STREAMS},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, CAR_GRPC_MAX_HEADER_LIST},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, CAR_GRPC_WINDOW},
     };
-    nghttp2_submit_settings(h2, NGHTTP2_FLAG_NONE, settings, sizeof settings / sizeof settings[0]);
-    nghttp2_session_set_local_window_size(h2, NGHTTP2_FLAG_NONE, 0, CAR_GRPC_WINDOW);
-    return h2;
+    h2_io_session(&c->x, true, &cb, c, settings, sizeof settings / sizeof settings[0],
+                  CAR_GRPC_WINDOW);
 }
 
 /* ---- Connections ----------------------------------------------------------- */
@@ -607,17 +585,15 @@ static void car_grpc_close(struct car_grpc_conn *c, const char *why)
 {
     struct car_worker *w = c->w;
     if (w->cfg->log_requests)
-        log_debug("grpc fd %d: connection closed (%s)", c->io.fd, why);
+        log_debug("grpc fd %d: connection closed (%s)", c->x.io.fd, why);
     while (c->streams) {
         struct car_grpc_stream *s = c->streams;
         if (!s->answered)
             car_grpc_count(s, GRPC_CANCELLED, "connection closed");
         car_grpc_stream_free(s);
     }
-    nghttp2_session_del(c->h2);
+    h2_io_close(&c->x, w->loop);
     ev_timer_stop(w->loop, &c->timer);
-    close(c->io.fd);
-    outq_clear(&c->out);
     grpc_gzip_free(&c->gz);
     if (c->prev)
         c->prev->next = c->next;
@@ -635,33 +611,24 @@ static void car_grpc_close(struct car_grpc_conn *c, const char *why)
 static bool car_grpc_flush(struct car_grpc_conn *c)
 {
     const char *why = NULL;
-    int r = h2_io_flush(c->h2, c->io.fd, &c->out, &why);
-    if (r < 0) {
-        car_grpc_close(c, why);
+    bool was_blocked = c->x.write_blocked;
+    enum h2_io_flushed r = h2_io_flush(&c->x, c->w->loop, &why);
+    if (r != H2_IO_OPEN) {
+        car_grpc_close(c, r == H2_IO_ERROR ? why : "session finished");
         return false;
     }
-    if (r == 1 && !c->write_blocked) {
-        c->write_blocked = true;
+    if (c->x.write_blocked && !was_blocked)
         c->blocked_since_ms = ev_now(c->w->loop);
-        ev_io_modify(c->w->loop, &c->io, EV_WRITE);
-    } else if (r == 0 && c->write_blocked) {
-        c->write_blocked = false;
-        ev_io_modify(c->w->loop, &c->io, EV_READ);
-    }
-    if (r == 0 && !nghttp2_session_want_read(c->h2) && !nghttp2_session_want_write(c->h2)) {
-        car_grpc_close(c, "session finished");
-        return false;
-    }
     return true;
 }
 
 static void car_grpc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
     struct car_grpc_conn *c = io->data;
-    if ((events & EV_READ) && !c->write_blocked) {
+    if ((events & EV_READ) && !c->x.write_blocked) {
         const char *why = NULL;
         c->reading = true;
-        int r = h2_io_read(c->h2, io->fd, CAR_GRPC_READ_BUDGET, &why);
+        int r = h2_io_read(&c->x, CAR_GRPC_READ_BUDGET, &why);
         c->reading = false;
         if (r < 0) {
             car_grpc_close(c, why);
@@ -677,8 +644,9 @@ static void car_grpc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t even
 
 static void car_grpc_goaway(struct car_grpc_conn *c)
 {
-    nghttp2_submit_goaway(c->h2, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->h2),
-                          NGHTTP2_NO_ERROR, NULL, 0);
+    nghttp2_submit_goaway(c->x.h2, NGHTTP2_FLAG_NONE,
+                          nghttp2_session_get_last_proc_stream_id(c->x.h2), NGHTTP2_NO_ERROR, NULL,
+                          0);
 }
 
 /* Deadlines of calls still receiving their request, and the idle timeout:
@@ -692,7 +660,7 @@ static void car_grpc_on_timer(struct ev_loop *loop, struct ev_timer *t)
 {
     struct car_grpc_conn *c = t->data;
     uint64_t now = ev_now(loop), idle = c->w->cfg->idle_timeout_ms;
-    uint64_t next = (c->write_blocked ? c->blocked_since_ms : c->last_read_ms) + idle;
+    uint64_t next = (c->x.write_blocked ? c->blocked_since_ms : c->last_read_ms) + idle;
     bool receiving = false;
     for (struct car_grpc_stream *s = c->streams; s; s = s->next) {
         if (s->answered || !s->deadline_ms)
@@ -708,12 +676,12 @@ static void car_grpc_on_timer(struct ev_loop *loop, struct ev_timer *t)
                 next = s->deadline_ms;
         }
     }
-    bool idle_now = c->write_blocked ? now - c->blocked_since_ms >= idle
-                                     : !receiving && now - c->last_read_ms >= idle;
+    bool idle_now = c->x.write_blocked ? now - c->blocked_since_ms >= idle
+                                       : !receiving && now - c->last_read_ms >= idle;
     if (idle_now) {
         car_grpc_goaway(c);
         if (car_grpc_flush(c))
-            car_grpc_close(c, c->write_blocked ? "client stopped reading" : "idle");
+            car_grpc_close(c, c->x.write_blocked ? "client stopped reading" : "idle");
         return;
     }
     if (next <= now) /* idle time passed while a call was receiving: look again later */
@@ -726,17 +694,17 @@ void car_grpc_accept(struct car_worker *w, int fd)
 {
     struct car_grpc_conn *c = mem_calloc(1, sizeof *c);
     c->w = w;
-    c->io.fd = fd;
-    c->io.cb = car_grpc_on_io;
-    c->io.data = c;
-    if (ev_io_start(w->loop, &c->io, EV_READ) < 0) {
+    c->x.io.fd = fd;
+    c->x.io.cb = car_grpc_on_io;
+    c->x.io.data = c;
+    if (ev_io_start(w->loop, &c->x.io, EV_READ) < 0) {
         log_warn("cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
         mem_free(c);
         car_worker_conn_closed(w);
         return;
     }
-    c->h2 = car_grpc_session_new(c);
+    car_grpc_session_new(c);
     c->last_read_ms = ev_now(w->loop);
     ev_timer_init(&c->timer, car_grpc_on_timer, c);
     ev_timer_start(w->loop, &c->timer, w->cfg->idle_timeout_ms, 0);
