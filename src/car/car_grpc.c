@@ -717,11 +717,7 @@ void car_grpc_accept(struct car_worker *w, int fd)
     car_grpc_flush(c); /* our SETTINGS, the server connection preface */
 }
 
-bool car_grpc_prepare(struct car_worker *w)
-{
-    /* Every wake-up writes what it produced (see the top of this file). */
-    return false;
-}
+bool car_grpc_prepare(struct car_worker *w) { return false; }
 
 void car_grpc_drain(struct car_worker *w)
 {
