@@ -12,8 +12,10 @@ struct car_worker;
 
 /* Serves the accepted, non-blocking socket fd (ownership passes). */
 void car_grpc_accept(struct car_worker *w, int fd);
-/* Once per loop iteration before waiting: flushes nghttp2 output. Returns
- * true if work is left over for the next iteration. */
+/* Once per loop iteration before waiting. Each wake-up of a connection
+ * writes what it produced itself (one write), so nothing is ever left for
+ * this step: returns false. Kept so that the worker drives both protocol
+ * modules the same way. */
 bool car_grpc_prepare(struct car_worker *w);
 /* Graceful shutdown: GOAWAY on every connection; each closes when its
  * streams in progress are done. */

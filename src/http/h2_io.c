@@ -1,0 +1,179 @@
+/* h2_io.c - socket <-> nghttp2 session; see h2_io.h. */
+#include "http/h2_io.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+#define H2_IO_CHUNK (64 * 1024)
+
+static _Thread_local uint8_t h2_io_rbuf[H2_IO_CHUNK];
+static _Thread_local uint8_t h2_io_wbuf[H2_IO_CHUNK];
+
+void h2_io_session(struct h2_io *x, bool server, const struct h2_io_callbacks *cb, void *user,
+                   const nghttp2_settings_entry *settings, size_t n, int32_t window)
+{
+    nghttp2_session_callbacks *callbacks;
+    nghttp2_option *opt;
+    if (nghttp2_session_callbacks_new(&callbacks) != 0 || nghttp2_option_new(&opt) != 0) {
+        log_error("out of memory (nghttp2)");
+        abort();
+    }
+    nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, cb->on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(callbacks, cb->on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, cb->on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, cb->on_data_chunk_recv);
+    nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, cb->on_frame_send);
+    nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, cb->on_stream_close);
+    /* Closed streams are kept only for priority bookkeeping gRPC does not
+     * use. */
+    nghttp2_option_set_no_closed_streams(opt, 1);
+    int rv = server ? nghttp2_session_server_new2(&x->h2, callbacks, user, opt)
+                    : nghttp2_session_client_new2(&x->h2, callbacks, user, opt);
+    nghttp2_session_callbacks_del(callbacks);
+    nghttp2_option_del(opt);
+    if (rv != 0) {
+        log_error("out of memory (nghttp2 session)");
+        abort();
+    }
+    nghttp2_submit_settings(x->h2, NGHTTP2_FLAG_NONE, settings, n);
+    nghttp2_session_set_local_window_size(x->h2, NGHTTP2_FLAG_NONE, 0, window);
+}
+
+int h2_io_read(struct h2_io *x, size_t budget, const char **why)
+{
+    size_t done = 0;
+    while (done < budget) {
+        ssize_t n = read(x->io.fd, h2_io_rbuf, sizeof h2_io_rbuf);
+        if (n == 0) {
+            errno = 0;
+            *why = "closed by peer";
+            return -1;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            *why = strerror(errno);
+            return -1;
+        }
+        ssize_t rv = nghttp2_session_mem_recv(x->h2, h2_io_rbuf, (size_t)n);
+        if (rv < 0) {
+            errno = 0;
+            *why = nghttp2_strerror((int)rv);
+            return -1;
+        }
+        done += (size_t)n;
+        if ((size_t)n < sizeof h2_io_rbuf)
+            return 0;
+    }
+    return 0;
+}
+
+/* Writes p[0..len) with out empty; what the socket does not take goes
+ * into out. 0, 1 (socket full) or -1. */
+static int h2_io_write(struct h2_io *x, const uint8_t *p, size_t len, const char **why)
+{
+    while (len > 0) {
+        ssize_t w = write(x->io.fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                outq_copy(&x->out, p, len);
+                return 1;
+            }
+            *why = strerror(errno);
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Writes what out kept, then what the session has: 0 (all written), 1
+ * (socket full) or -1. */
+static int h2_io_send(struct h2_io *x, const char **why)
+{
+    if (outq_pending(&x->out) > 0) {
+        int r = outq_flush(&x->out, x->io.fd);
+        if (r < 0)
+            *why = strerror(errno);
+        if (r != 0)
+            return r;
+    }
+    size_t fill = 0;
+    for (;;) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(x->h2, &p);
+        if (n < 0) {
+            errno = 0;
+            *why = nghttp2_strerror((int)n);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        if (fill + (size_t)n > sizeof h2_io_wbuf && fill > 0) {
+            int r = h2_io_write(x, h2_io_wbuf, fill, why);
+            fill = 0;
+            if (r > 0)
+                outq_copy(&x->out, p, (size_t)n); /* p is gone at the next mem_send */
+            if (r != 0)
+                return r;
+        }
+        if ((size_t)n > sizeof h2_io_wbuf) {
+            int r = h2_io_write(x, p, (size_t)n, why);
+            if (r != 0)
+                return r;
+            continue;
+        }
+        memcpy(h2_io_wbuf + fill, p, (size_t)n);
+        fill += (size_t)n;
+    }
+    return fill > 0 ? h2_io_write(x, h2_io_wbuf, fill, why) : 0;
+}
+
+enum h2_io_flushed h2_io_flush(struct h2_io *x, struct ev_loop *loop, const char **why)
+{
+    int r = h2_io_send(x, why);
+    if (r < 0)
+        return H2_IO_ERROR;
+    if (r == 1 && !x->write_blocked) {
+        x->write_blocked = true;
+        ev_io_modify(loop, &x->io, EV_WRITE);
+    } else if (r == 0 && x->write_blocked) {
+        x->write_blocked = false;
+        ev_io_modify(loop, &x->io, EV_READ);
+    }
+    if (r == 0 && !nghttp2_session_want_read(x->h2) && !nghttp2_session_want_write(x->h2))
+        return H2_IO_FINISHED;
+    return H2_IO_OPEN;
+}
+
+void h2_io_close(struct h2_io *x, struct ev_loop *loop)
+{
+    if (x->h2)
+        nghttp2_session_del(x->h2);
+    x->h2 = NULL;
+    ev_io_stop(loop, &x->io);
+    close(x->io.fd);
+    x->io.fd = -1;
+    outq_clear(&x->out);
+}
+
+ssize_t h2_io_body_read(struct h2_io_body *b, uint8_t *buf, size_t length, uint32_t *data_flags)
+{
+    size_t n = b->len - b->sent;
+    if (n > length)
+        n = length;
+    memcpy(buf, b->data + b->sent, n);
+    b->sent += n;
+    if (b->sent == b->len)
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
