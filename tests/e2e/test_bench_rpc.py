@@ -401,3 +401,87 @@ def test_car_server_grpc(car_server, tmp_path, extra):
     [b] = doc["benchmarks"]
     assert b["config"]["grpc"] == 1
     assert b["messages"] == {"sent": 300, "received": 300, "lost": 0}
+
+
+# ---------------------------------------------------------------- the RPC part of `shootout run`
+
+SWEEP = [50, 100, 150, 200, 250]  # 1000..5000 at --scale 0.05
+
+
+def run_rpc_part(tmp_path, *extra):
+    out = tmp_path / "run.json"
+    p = shootout("run", "--only", "rpc", "--runs", "1", "--scale", "0.05", "--json", out, *extra,
+                 timeout=120)
+    with open(out) as f:
+        return p, json.load(f)
+
+
+def table(text, title):
+    """The lines of the table whose title starts with title, up to the blank line."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(title))
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+def running(pid):
+    """True while pid is a live process (a zombie has already stopped)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def server_pids(text):
+    return [int(m.group(1)) for m in re.finditer(r"^shootout run: (?:our car-server|grpc-c\+\+) \S+, pid (\d+)",
+                                                 text, re.M)]
+
+
+def test_run_rpc_part_shape(tmp_path):
+    """Whatever state the servers are in: every cell is tried and written,
+    the tables are printed, our car-server exits 0 and nothing is left."""
+    p, doc = run_rpc_part(tmp_path)
+    assert p.returncode in (0, EXIT_MISSED), p.stderr  # 3 while a protocol is a placeholder
+    out = p.stdout
+    assert "mqtt" not in {b["experiment"][:4] for b in doc["benchmarks"]}
+    names = {b["name"] for b in doc["benchmarks"]}
+    for proto in ("rest", "grpc"):
+        for n in SWEEP:
+            assert "rpc-seq/shootout/%s/%dn1c" % (proto, n) in names
+        for c in (10, 50):
+            assert "rpc-seq/shootout/%s/250n%dc" % (proto, c) in names
+    sweep = table(out, "gRPC vs REST: total time of N sequential calls")
+    assert sweep[1].split() == ["requests:"] + [str(n) for n in SWEEP]
+    assert [line.split(":")[0] for line in sweep[2:4]] == ["shootout REST", "shootout gRPC"]
+    growth = table(out, "Growth of the total time per step")
+    assert growth[-1].split(":")[1].split() == ["0", "100%", "more", "50%", "more", "33%", "more",
+                                                "25%", "more"]
+    for title in ("Per call at 250 sequential calls", "Throughput with calls in flight",
+                  "Server CPU time per call"):
+        assert len(table(out, title)) >= 4
+    assert re.search(r"stopped shootout \(pid \d+\): exit 0", out)
+    assert "grpc-c++" in out or "peer is not built" in out
+    pids = server_pids(out)
+    assert pids
+    assert not [pid for pid in pids if running(pid)], "servers left behind"
+
+
+def test_run_rpc_part_measures(car_server, tmp_path):
+    """With real REST and gRPC sides and clients: every cell measured."""
+    need_rest(car_server)
+    need_grpc(car_server)
+    p, doc = run_rpc_part(tmp_path, "--no-peer")
+    assert p.returncode == 0, p.stderr
+    for b in iterations(doc):
+        assert b["messages"]["lost"] == 0 and b["messages"]["received"] > 0
+        assert b["server"]["cpu_us_per_op"] > 0
+    slower = table(p.stdout, "How much slower the slower protocol is")
+    assert re.search(r"(REST|gRPC) \d+\.\d% slower", slower[2])
+    assert "failed" not in p.stdout
+
+
+def test_run_only_usage():
+    p = shootout("run", "--only", "http")
+    assert p.returncode == EXIT_USAGE
+    assert "--only wants mqtt or rpc" in p.stderr
