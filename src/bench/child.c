@@ -191,6 +191,66 @@ int child_stop(struct child *c)
     return status;
 }
 
+int child_give_up(struct child *c, char *err, size_t len)
+{
+    child_stop(c);
+    c->lost = true;
+    char tail[256];
+    child_log_tail(c, tail, sizeof tail);
+    if (tail[0]) {
+        size_t n = strlen(err);
+        snprintf(err + n, len - n, " (its last words: %s)", tail);
+    }
+    return -1;
+}
+
+int child_start_on_free_port(struct child *c, child_launch_fn launch, void *arg, char *err,
+                             size_t len)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int port = child_free_port(err, len);
+        if (port < 0)
+            return -1;
+        if (launch(c, port, arg, err, len) == 0) {
+            c->started = true;
+            return 0;
+        }
+        if (c->pid) /* it runs but is not ready: no point in retrying */
+            break;
+    }
+    return child_give_up(c, err, len);
+}
+
+static int child_finish(struct child *c, bool must_exit_0, FILE *out)
+{
+    if (!c->started)
+        return 0;
+    int pid = (int)c->pid;
+    int status = child_stop(c);
+    if (status < 0) /* it died earlier, as child_alive said */
+        return -1;
+    char how[64];
+    child_describe_status(status, how, sizeof how);
+    fprintf(out, "shootout run: stopped %s (pid %d): %s\n", c->name, pid, how);
+    if (must_exit_0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+        char tail[256];
+        child_log_tail(c, tail, sizeof tail);
+        fprintf(stderr, "shootout run: %s should exit 0 on SIGTERM; its last words: %s\n", c->name,
+                tail);
+        return -1;
+    }
+    return 0;
+}
+
+int child_finish_all(struct child *cs, int n, FILE *out)
+{
+    int rc = 0;
+    for (int i = 0; i < n; i++)
+        if (child_finish(&cs[i], i == 0, out) < 0)
+            rc = -1;
+    return rc;
+}
+
 int child_wait_port(struct child *c, int port, char *err, size_t len)
 {
     struct sockaddr_in a = {

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Children that may run at once (the signal handler's table). */
@@ -54,6 +55,25 @@ int child_wait_port(struct child *c, int port, char *err, size_t len);
  * that line to line[0..len). 0, or -1 with a message in err. */
 int child_wait_line(struct child *c, const char *needle, char *line, size_t len, char *err,
                     size_t errlen);
+
+/* A child that did not become ready: stops it, marks it lost and adds
+ * its last words to the message in err. Returns -1. */
+int child_give_up(struct child *c, char *err, size_t len);
+
+/* Spawns c for port and waits until it is ready: 0, or -1 with err. */
+typedef int (*child_launch_fn)(struct child *c, int port, void *arg, char *err, size_t len);
+
+/* Starts c on a free port (child_free_port), trying three ports in case
+ * one is taken meanwhile; a child that runs but is not ready is not tried
+ * again. 0 with c started, or -1 with err (c given up). */
+int child_start_on_free_port(struct child *c, child_launch_fn launch, void *arg, char *err,
+                             size_t len);
+
+/* Stops the started children of cs[0..n) and says how each ended on out.
+ * cs[0] is ours and must exit 0; if it did not, its last words go to
+ * stderr. 0, or -1 if one died earlier (child_alive said so) or ours did
+ * not exit 0. */
+int child_finish_all(struct child *cs, int n, FILE *out);
 
 /* The last line c wrote to stderr ("" if none), for messages about it. */
 void child_log_tail(const struct child *c, char *out, size_t len);

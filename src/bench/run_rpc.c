@@ -3,11 +3,9 @@
  * the tables. */
 #include "bench/run_rpc.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
@@ -30,7 +28,7 @@ static const unsigned tp_conc[] = {1, 10, 50};
 #define RPC_TP_WARMUP 200.0
 #define PEER_PATH "../peers/car-grpc-cpp-server" /* from our binary's directory */
 
-enum { OURS, PEER, NSERVERS };
+enum { OURS, PEER, NSERVERS }; /* ours first, as child_finish_all wants */
 enum { OURS_REST, OURS_GRPC, PEER_GRPC, NTARGETS };
 
 /* What a table row measures: a protocol against a server. */
@@ -85,17 +83,6 @@ static int port_after(const char *line, const char *key)
     return end > colon + 1 && port > 0 && port < 65536 ? (int)port : -1;
 }
 
-/* Adds the last words of a server that could not start to err. */
-static void add_tail(const struct child *c, char *err, size_t len)
-{
-    char tail[256];
-    child_log_tail(c, tail, sizeof tail);
-    if (tail[0]) {
-        size_t n = strlen(err);
-        snprintf(err + n, len - n, " (its last words: %s)", tail);
-    }
-}
-
 /* Our car-server on ports it picks itself and names in its start-up line.
  * 0, or -1 with err. */
 static int start_ours(struct rpc_job *j, char *err, size_t len)
@@ -106,50 +93,38 @@ static int start_ours(struct rpc_job *j, char *err, size_t len)
     char line[512];
     if (child_spawn(c, argv, -1, err, len) < 0)
         return -1;
-    if (child_wait_line(c, "REST (HTTP/1.1) on ", line, sizeof line, err, len) == 0) {
-        j->rest_port = port_after(line, "REST (HTTP/1.1) on ");
-        j->grpc_port[OURS] = port_after(line, "gRPC (h2c) on ");
-        if (j->rest_port > 0 && j->grpc_port[OURS] > 0) {
-            c->started = true;
-            return 0;
-        }
+    if (child_wait_line(c, "REST (HTTP/1.1) on ", line, sizeof line, err, len) < 0)
+        return child_give_up(c, err, len);
+    j->rest_port = port_after(line, "REST (HTTP/1.1) on ");
+    j->grpc_port[OURS] = port_after(line, "gRPC (h2c) on ");
+    if (j->rest_port < 0 || j->grpc_port[OURS] < 0) {
         snprintf(err, len, "no REST and gRPC ports in \"%.200s\"", line);
+        return child_give_up(c, err, len);
     }
-    child_stop(c);
-    c->lost = true;
-    add_tail(c, err, len);
-    return -1;
+    c->started = true;
+    return 0;
 }
 
-/* The gRPC C++ peer on a free port, trying a few in case one is taken
- * meanwhile. It says "listening" with its address when it is ready. 0, or
- * -1 with err. */
-static int start_peer(struct rpc_job *j, const char *path, char *err, size_t len)
+struct peer_launch {
+    struct rpc_job *j;
+    const char *path;
+};
+
+/* Spawns the gRPC C++ peer on port; it is ready when it says "listening",
+ * with its address (the port after the line's last ':', if it names one). */
+static int peer_launch(struct child *c, int port, void *arg, char *err, size_t len)
 {
-    struct child *c = &j->servers[PEER];
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int port = child_free_port(err, len);
-        if (port < 0)
-            return -1;
-        char port_s[16], line[512];
-        snprintf(port_s, sizeof port_s, "%d", port);
-        char *argv[] = {(char *)path, "--port", port_s, "--threads", "1", NULL};
-        if (child_spawn(c, argv, -1, err, len) < 0)
-            return -1;
-        if (child_wait_line(c, "listening", line, sizeof line, err, len) == 0) {
-            const char *colon = strrchr(line, ':');
-            int said = colon ? atoi(colon + 1) : 0;
-            j->grpc_port[PEER] = said > 0 && said < 65536 ? said : port;
-            c->started = true;
-            return 0;
-        }
-        if (c->pid) /* it runs but is not ready: no point in retrying */
-            break;
-    }
-    child_stop(c);
-    c->lost = true;
-    add_tail(c, err, len);
-    return -1;
+    const struct peer_launch *l = arg;
+    char port_s[16], line[512];
+    snprintf(port_s, sizeof port_s, "%d", port);
+    char *argv[] = {(char *)l->path, "--port", port_s, "--threads", "1", NULL};
+    if (child_spawn(c, argv, -1, err, len) < 0 ||
+        child_wait_line(c, "listening", line, sizeof line, err, len) < 0)
+        return -1;
+    const char *colon = strrchr(line, ':');
+    int said = colon ? atoi(colon + 1) : 0;
+    l->j->grpc_port[PEER] = said > 0 && said < 65536 ? said : port;
+    return 0;
 }
 
 /* Starts the servers and says where they listen. 0, or the exit code. */
@@ -177,7 +152,8 @@ static int servers_start(struct rpc_job *j, FILE *out)
                      "car-server alone\n", path);
         return 0;
     }
-    if (start_peer(j, path, err, sizeof err) < 0) {
+    struct peer_launch l = {j, path};
+    if (child_start_on_free_port(&j->servers[PEER], peer_launch, &l, err, sizeof err) < 0) {
         fprintf(stderr, "shootout run: cannot start %s: %s; measuring our car-server alone\n",
                 path, err);
         return BENCH_EXIT_RUNTIME;
@@ -185,34 +161,6 @@ static int servers_start(struct rpc_job *j, FILE *out)
     fprintf(out, "shootout run: grpc-c++ %s, pid %d, gRPC on %s:%d\n", path,
             (int)j->servers[PEER].pid, RPC_HOST, j->grpc_port[PEER]);
     return 0;
-}
-
-/* Stops the servers; ours must exit 0. Returns 0 or BENCH_EXIT_RUNTIME. */
-static int servers_stop(struct rpc_job *j, FILE *out)
-{
-    int rc = 0;
-    for (int i = 0; i < NSERVERS; i++) {
-        struct child *c = &j->servers[i];
-        if (!c->started)
-            continue;
-        int pid = (int)c->pid;
-        int status = child_stop(c);
-        if (status < 0) { /* it died earlier, as child_alive said */
-            rc = BENCH_EXIT_RUNTIME;
-            continue;
-        }
-        char how[64];
-        child_describe_status(status, how, sizeof how);
-        fprintf(out, "shootout run: stopped %s (pid %d): %s\n", c->name, pid, how);
-        if (i == OURS && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-            char tail[256];
-            child_log_tail(c, tail, sizeof tail);
-            fprintf(stderr, "shootout run: our car-server should exit 0 on SIGTERM; its last "
-                            "words: %s\n", tail);
-            rc = BENCH_EXIT_RUNTIME;
-        }
-    }
-    return rc;
 }
 
 /* ---- the cells ----------------------------------------------------------- */
@@ -506,7 +454,7 @@ int run_rpc(const struct run_rpc_opts *o)
             for (int t = 0; t < NTARGETS && tp_conc[c] > 1; t++)
                 failed |= !measure(j, &j->tp[c][t], t, j->sweep_calls[NPOINTS - 1], j->tp_warmup,
                                    tp_conc[c]);
-        int stop_rc = servers_stop(j, o->out);
+        int stop_rc = child_finish_all(j->servers, NSERVERS, o->out);
         if (j->servers[OURS].lost || j->servers[PEER].lost || stop_rc)
             rc = BENCH_EXIT_RUNTIME;
         else if (!rc && failed)

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
@@ -77,7 +76,7 @@ static const char usage[] =
     "3 an experiment failed (messages missing, a call failed).\n";
 
 enum { LOADTEST, PINGTEST, NEXPERIMENTS };
-enum { OURS, PEER, NBROKERS };
+enum { OURS, PEER, NBROKERS }; /* ours first, as child_finish_all wants */
 enum { PART_MQTT = 1, PART_RPC = 2 };
 #define MAX_POINTS 4
 
@@ -136,48 +135,42 @@ static int mosquitto_conf(int port, char *err, size_t len)
     return fd;
 }
 
+struct broker_launch {
+    struct run *r;
+    int i;
+    const char *exe;
+};
+
+/* Spawns broker i from exe on port and waits until it accepts. */
+static int broker_launch(struct child *b, int port, void *arg, char *err, size_t len)
+{
+    const struct broker_launch *l = arg;
+    char port_s[16], conf_path[64];
+    snprintf(port_s, sizeof port_s, "%d", port);
+    int conf_fd = -1;
+    if (l->i == PEER) {
+        conf_fd = mosquitto_conf(port, err, len);
+        if (conf_fd < 0)
+            return -1;
+        snprintf(conf_path, sizeof conf_path, "/proc/self/fd/%d", conf_fd);
+    }
+    char *ours[] = {(char *)l->exe, "broker", "--bind", RUN_HOST, "--port", port_s, NULL};
+    char *peer[] = {(char *)l->exe, "-c", conf_path, NULL};
+    int rc = child_spawn(b, l->i == PEER ? peer : ours, conf_fd, err, len);
+    if (conf_fd >= 0)
+        close(conf_fd);
+    if (rc < 0)
+        return -1;
+    l->r->ports[l->i] = port;
+    return child_wait_port(b, port, err, len);
+}
+
 /* Starts broker i from exe on a free port and waits until it accepts
- * connections, trying a few ports in case one is taken meanwhile. 0, or -1
- * with err. */
+ * connections. 0, or -1 with err. */
 static int broker_start(struct run *r, int i, const char *exe, char *err, size_t len)
 {
-    struct child *b = &r->brokers[i];
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int port = r->ports[i] = child_free_port(err, len);
-        if (port < 0)
-            return -1;
-        char port_s[16], conf_path[64];
-        snprintf(port_s, sizeof port_s, "%d", port);
-        int conf_fd = -1;
-        if (i == PEER) {
-            conf_fd = mosquitto_conf(port, err, len);
-            if (conf_fd < 0)
-                return -1;
-            snprintf(conf_path, sizeof conf_path, "/proc/self/fd/%d", conf_fd);
-        }
-        char *ours[] = {(char *)exe, "broker", "--bind", RUN_HOST, "--port", port_s, NULL};
-        char *peer[] = {(char *)exe, "-c", conf_path, NULL};
-        int rc = child_spawn(b, i == PEER ? peer : ours, conf_fd, err, len);
-        if (conf_fd >= 0)
-            close(conf_fd);
-        if (rc < 0)
-            return -1;
-        if (child_wait_port(b, port, err, len) == 0) {
-            b->started = true;
-            return 0;
-        }
-        if (b->pid) /* it runs but does not accept: no point in retrying */
-            break;
-    }
-    child_stop(b);
-    b->lost = true;
-    char tail[256];
-    child_log_tail(b, tail, sizeof tail);
-    if (tail[0]) {
-        size_t n = strlen(err);
-        snprintf(err + n, len - n, " (its last words: %s)", tail);
-    }
-    return -1;
+    struct broker_launch l = {r, i, exe};
+    return child_start_on_free_port(&r->brokers[i], broker_launch, &l, err, len);
 }
 
 /* Mosquitto on PATH, else Debian's /usr/sbin/mosquitto (sbin is often not
@@ -225,34 +218,6 @@ static int brokers_start(struct run *r, FILE *out)
     fprintf(out, "shootout run: mosquitto %s, pid %d, on %s:%d\n", mosq,
             (int)r->brokers[PEER].pid, RUN_HOST, r->ports[PEER]);
     return 0;
-}
-
-/* Stops the brokers; ours must exit 0. Returns 0 or BENCH_EXIT_RUNTIME. */
-static int brokers_stop(struct run *r, FILE *out)
-{
-    int rc = 0;
-    for (int i = 0; i < NBROKERS; i++) {
-        struct child *b = &r->brokers[i];
-        if (!b->started)
-            continue;
-        int pid = (int)b->pid;
-        int status = child_stop(b);
-        if (status < 0) { /* it died earlier, as child_alive said */
-            rc = BENCH_EXIT_RUNTIME;
-            continue;
-        }
-        char how[64];
-        child_describe_status(status, how, sizeof how);
-        fprintf(out, "shootout run: stopped %s (pid %d): %s\n", b->name, pid, how);
-        if (i == OURS && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-            char tail[256];
-            child_log_tail(b, tail, sizeof tail);
-            fprintf(stderr, "shootout run: our broker should exit 0 on SIGTERM; its last words: %s\n",
-                    tail);
-            rc = BENCH_EXIT_RUNTIME;
-        }
-    }
-    return rc;
 }
 
 /* ---- the MQTT experiments ------------------------------------------------ */
@@ -405,7 +370,7 @@ static int run_mqtt(struct run *r, FILE *out)
                 if (r->cells[e][p][i].measured && r->cells[e][p][i].rc != BENCH_EXIT_OK)
                     failed = true;
             }
-    int stop_rc = brokers_stop(r, out);
+    int stop_rc = child_finish_all(r->brokers, NBROKERS, out);
     if (r->brokers[OURS].lost || r->brokers[PEER].lost || stop_rc)
         rc = BENCH_EXIT_RUNTIME;
     else if (!rc && failed)

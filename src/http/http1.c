@@ -415,6 +415,36 @@ static int parse_fields(const struct head *hd, size_t *pos, struct http1_header 
     return 1;
 }
 
+/* The rest of a head after its start line's version and before its CRLF,
+ * *pos: the CRLF (bad is the error for anything else there), the major
+ * version, then the fields into headers[0..*num) and f. Returns 1 with
+ * *minor_version set and *pos after the head, 0 for need more, or an
+ * error. */
+static int parse_head_rest(const struct head *hd, size_t *pos, int bad, const unsigned char v[3],
+                           int *minor_version, struct http1_header *headers, size_t max_headers,
+                           size_t *num, struct framing *f)
+{
+    const unsigned char *p = hd->p;
+    size_t i = *pos;
+    NEED(i);
+    if (p[i] == '\n')
+        return HTTP1_E_BARE_LF;
+    if (p[i] != '\r')
+        return bad;
+    NEED(i + 1);
+    if (p[i + 1] != '\n')
+        return bad;
+    i += 2;
+    if (v[0] != '1')
+        return HTTP1_E_VERSION;
+    /* RFC 9110 section 6.2: a higher minor version is read as ours. */
+    *minor_version = v[2] == '0' ? 0 : 1;
+    int rc = parse_fields(hd, &i, headers, max_headers, num, f);
+    if (rc > 0)
+        *pos = i;
+    return rc;
+}
+
 int http1_parse_request(const char *buf, size_t len, struct http1_request *req,
                         struct http1_header *headers, size_t max_headers, size_t max_head)
 {
@@ -475,22 +505,9 @@ int http1_parse_request(const char *buf, size_t len, struct http1_request *req,
     int rc = parse_version(hd, &i, HTTP1_E_REQUEST_LINE, v);
     if (rc <= 0)
         return rc;
-    NEED(i);
-    if (p[i] == '\n')
-        return HTTP1_E_BARE_LF;
-    if (p[i] != '\r')
-        return HTTP1_E_REQUEST_LINE;
-    NEED(i + 1);
-    if (p[i + 1] != '\n')
-        return HTTP1_E_REQUEST_LINE;
-    i += 2;
-    if (v[0] != '1')
-        return HTTP1_E_VERSION;
-    /* RFC 9110 section 6.2: a higher minor version is read as ours. */
-    req->minor_version = v[2] == '0' ? 0 : 1;
-
     struct framing f = {.request = true};
-    rc = parse_fields(hd, &i, headers, max_headers, &req->num_headers, &f);
+    rc = parse_head_rest(hd, &i, HTTP1_E_REQUEST_LINE, v, &req->minor_version, headers,
+                         max_headers, &req->num_headers, &f);
     if (rc <= 0)
         return rc;
     rc = settle_framing(&f, req);
@@ -544,21 +561,10 @@ int http1_parse_response(const char *buf, size_t len, struct http1_response *res
         }
         resp->reason = (struct http1_str){buf + start, i - start};
     }
-    if (p[i] == '\n')
-        return HTTP1_E_BARE_LF;
-    if (p[i] != '\r')
-        return HTTP1_E_STATUS_LINE;
-    NEED(i + 1);
-    if (p[i + 1] != '\n')
-        return HTTP1_E_STATUS_LINE;
-    i += 2;
-    if (v[0] != '1')
-        return HTTP1_E_VERSION;
-    resp->minor_version = v[2] == '0' ? 0 : 1;
     resp->status = status;
-
     struct framing f = {0};
-    rc = parse_fields(hd, &i, headers, max_headers, &resp->num_headers, &f);
+    rc = parse_head_rest(hd, &i, HTTP1_E_STATUS_LINE, v, &resp->minor_version, headers,
+                         max_headers, &resp->num_headers, &f);
     if (rc <= 0)
         return rc;
     rc = settle_response_framing(&f, resp);

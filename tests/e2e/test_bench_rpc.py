@@ -12,42 +12,29 @@ import os
 import re
 import socket
 import socketserver
-import subprocess
 import threading
 
 import pytest
 
-from conftest import HOST, SANITIZER_MARKERS, SHOOTOUT_BIN, free_port, shootout_available
+import test_bench
+from conftest import HOST, free_port
+from test_bench import iterations
+from test_run import run, running, table
 
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
 EXIT_MISSED = 3
-RUN_TIMEOUT = 50  # seconds; far above what these small runs need
 CREATED = b'{"status":"created"}'
 FIELDS = {"car": ["make", "model", "trim", "color", "year", "mileage"],
           "driver": ["firstname", "lastname", "driverId"]}
 
 
-def shootout(*args, timeout=RUN_TIMEOUT):
-    if not shootout_available():
-        pytest.fail("shootout binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
-    p = subprocess.run([SHOOTOUT_BIN] + [str(a) for a in args], stdin=subprocess.DEVNULL,
-                       capture_output=True, text=True, timeout=timeout)
-    for marker in SANITIZER_MARKERS:
-        assert marker not in p.stderr, "sanitizer report:\n" + p.stderr
-    return p
-
-
-def bench(*args, **kw):
-    return shootout("bench", "rpc-seq", *args, **kw)
+def bench(*args):
+    return test_bench.bench("rpc-seq", *args)
 
 
 def bench_json(tmp_path, *args):
-    out = tmp_path / "result.json"
-    p = bench(*args, "--json", out)
-    assert p.returncode == 0, "exit %d\nstdout:\n%s\nstderr:\n%s" % (p.returncode, p.stdout, p.stderr)
-    with open(out) as f:
-        return json.load(f), p
+    return test_bench.bench_json(tmp_path, "rpc-seq", *args)
 
 
 def failing_json(tmp_path, *args):
@@ -57,10 +44,6 @@ def failing_json(tmp_path, *args):
     with open(out) as f:
         doc = json.load(f)
     return p.returncode, p.stderr, doc["benchmarks"][-1]
-
-
-def iterations(doc):
-    return [b for b in doc["benchmarks"] if b["run_type"] == "iteration"]
 
 
 # ---------------------------------------------------------------- the fixture server
@@ -339,27 +322,27 @@ def test_help():
 
 # ---------------------------------------------------------------- against car-server
 
-def answers_rest(port):
-    """Whether something on port answers an HTTP/1.1 request (the car-server
-    placeholder closes every connection at once)."""
+def answers(port, hello, good):
+    """Whether what listens on port answers hello with bytes good() accepts
+    (the car-server placeholders close every connection at once)."""
     with socket.create_connection((HOST, port), timeout=2) as s:
-        s.sendall(b"POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        s.sendall(hello)
         try:
-            return s.recv(16).startswith(b"HTTP/1.")
+            return good(s.recv(16))
         except OSError:
             return False
+
+
+def answers_rest(port):
+    return answers(port, b"POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+                   lambda got: got.startswith(b"HTTP/1."))
 
 
 def answers_h2c(port):
-    """Whether something on port speaks HTTP/2: the client preface and an
-    empty SETTINGS frame must be answered with a SETTINGS frame."""
-    with socket.create_connection((HOST, port), timeout=2) as s:
-        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
-        try:
-            head = s.recv(9)
-        except OSError:
-            return False
-        return len(head) == 9 and head[3] == 0x04
+    """The client preface and an empty SETTINGS frame must be answered with
+    a SETTINGS frame."""
+    return answers(port, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00",
+                   lambda got: len(got) >= 9 and got[3] == 0x04)
 
 
 def grpc_client_ready():
@@ -410,27 +393,9 @@ SWEEP = [50, 100, 150, 200, 250]  # 1000..5000 at --scale 0.05
 
 def run_rpc_part(tmp_path, *extra):
     out = tmp_path / "run.json"
-    p = shootout("run", "--only", "rpc", "--runs", "1", "--scale", "0.05", "--json", out, *extra,
-                 timeout=120)
+    p = run("--only", "rpc", "--runs", "1", "--scale", "0.05", "--json", out, *extra, timeout=120)
     with open(out) as f:
         return p, json.load(f)
-
-
-def table(text, title):
-    """The lines of the table whose title starts with title, up to the blank line."""
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(title))
-    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
-    return lines[start:end]
-
-
-def running(pid):
-    """True while pid is a live process (a zombie has already stopped)."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
 
 
 def server_pids(text):
@@ -482,6 +447,6 @@ def test_run_rpc_part_measures(car_server, tmp_path):
 
 
 def test_run_only_usage():
-    p = shootout("run", "--only", "http")
+    p = run("--only", "http")
     assert p.returncode == EXIT_USAGE
     assert "--only wants mqtt or rpc" in p.stderr

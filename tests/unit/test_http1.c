@@ -33,22 +33,24 @@ static void assert_str(struct http1_str s, const char *want)
     assert_memory_equal(s.ptr, want, s.len);
 }
 
+/* Fails, saying what was parsed and both answers, unless rc is want. */
+static void expect_rc(const char *s, int rc, int want)
+{
+    if (rc != want)
+        fail_msg("%s: got %d (%s), want %d (%s)", s, rc, rc < 0 ? http1_strerror(rc) : "length",
+                 want, want < 0 ? http1_strerror(want) : "length");
+}
+
 /* Parses a complete request and checks it is all consumed. */
 static void parse_ok(const char *s, struct http1_request *req)
 {
-    int rc = parse(s, req);
-    if (rc < 0)
-        fail_msg("%s: %s", s, http1_strerror(rc));
-    assert_int_equal(rc, (int)strlen(s));
+    expect_rc(s, parse(s, req), (int)strlen(s));
 }
 
 static void parse_err(const char *s, int err)
 {
     struct http1_request req;
-    int rc = parse(s, &req);
-    if (rc != err)
-        fail_msg("%s: got %d (%s), want %d (%s)", s, rc, http1_strerror(rc), err,
-                 http1_strerror(err));
+    expect_rc(s, parse(s, &req), err);
 }
 
 /* ---- Request heads ------------------------------------------------------- */
@@ -104,16 +106,31 @@ static const char *const valid[] = {
     "GET / HTTP/1.0\r\n\r\n",
 };
 
+/* A head parser reduced to its answer, for checks that treat requests
+ * and responses alike. */
+typedef int (*head_parser)(const char *s, size_t n);
+
+static int request_rc(const char *s, size_t n)
+{
+    struct http1_request req;
+    return parse_n(s, n, &req);
+}
+
+/* Every proper prefix of each message needs more; the whole parses. */
+static void every_prefix_needs_more(const char *const *msgs, size_t count, head_parser parse_rc)
+{
+    for (size_t k = 0; k < count; k++) {
+        size_t n = strlen(msgs[k]);
+        for (size_t i = 0; i < n; i++)
+            if (parse_rc(msgs[k], i) != 0)
+                fail_msg("message %zu prefix %zu did not need more", k, i);
+        assert_int_equal(parse_rc(msgs[k], n), (int)n);
+    }
+}
+
 static void test_every_prefix_needs_more(void **state)
 {
-    for (size_t k = 0; k < sizeof valid / sizeof valid[0]; k++) {
-        struct http1_request req;
-        size_t n = strlen(valid[k]);
-        for (size_t i = 0; i < n; i++)
-            if (parse_n(valid[k], i, &req) != 0)
-                fail_msg("request %zu prefix %zu did not need more", k, i);
-        assert_int_equal(parse_n(valid[k], n, &req), (int)n);
-    }
+    every_prefix_needs_more(valid, sizeof valid / sizeof valid[0], request_rc);
 }
 
 static void test_pipelined(void **state)
@@ -643,22 +660,18 @@ static int parse_resp_n(const char *s, size_t n, struct http1_response *resp)
     return http1_parse_response(s, n, resp, hdrs, NHDR, MAX_HEAD);
 }
 
-static void resp_ok(const char *s, struct http1_response *resp)
-{
-    int rc = parse_resp_n(s, strlen(s), resp);
-    if (rc < 0)
-        fail_msg("%s: %s", s, http1_strerror(rc));
-    assert_int_equal(rc, (int)strlen(s));
-}
-
-static void resp_err(const char *s, int err)
+static int response_rc(const char *s, size_t n)
 {
     struct http1_response resp;
-    int rc = parse_resp_n(s, strlen(s), &resp);
-    if (rc != err)
-        fail_msg("%s: got %d (%s), want %d (%s)", s, rc, http1_strerror(rc), err,
-                 http1_strerror(err));
+    return parse_resp_n(s, n, &resp);
 }
+
+static void resp_ok(const char *s, struct http1_response *resp)
+{
+    expect_rc(s, parse_resp_n(s, strlen(s), resp), (int)strlen(s));
+}
+
+static void resp_err(const char *s, int err) { expect_rc(s, response_rc(s, strlen(s)), err); }
 
 static void test_response_basic(void **state)
 {
@@ -699,14 +712,8 @@ static const char *const valid_responses[] = {
 
 static void test_response_every_prefix_needs_more(void **state)
 {
-    for (size_t k = 0; k < sizeof valid_responses / sizeof valid_responses[0]; k++) {
-        struct http1_response resp;
-        size_t n = strlen(valid_responses[k]);
-        for (size_t i = 0; i < n; i++)
-            if (parse_resp_n(valid_responses[k], i, &resp) != 0)
-                fail_msg("response %zu prefix %zu did not need more", k, i);
-        assert_int_equal(parse_resp_n(valid_responses[k], n, &resp), (int)n);
-    }
+    every_prefix_needs_more(valid_responses, sizeof valid_responses / sizeof valid_responses[0],
+                            response_rc);
 }
 
 static void test_response_status_line_errors(void **state)
