@@ -245,46 +245,30 @@ def test_rest_json_on_stdout(fake_rest):
 
 # ---------------------------------------------------------------- failures
 
-def test_error_status_fails_the_run(fake_rest, tmp_path):
-    srv = fake_rest("status500")
-    rc, err, b = failing_json(tmp_path, "--target", srv.target, "--requests", 10)
-    assert rc == EXIT_RUNTIME
-    assert "call 1: the server answered HTTP status 500" in err
-    assert b["errors"]["status"] == 1 and "500" in b["errors"]["message"]
-    assert len(srv.requests) == 1  # nothing sent after the failure
-
-
-def test_unexpected_body_fails_the_run(fake_rest, tmp_path):
-    srv = fake_rest("wrong_body")
-    rc, err, b = failing_json(tmp_path, "--target", srv.target, "--requests", 10, "--warmup", 2)
-    assert rc == EXIT_RUNTIME
-    assert "warm-up call 1: malformed or unexpected answer" in err
-    assert b["errors"]["protocol"] == 1
-
-
-def test_server_closing_the_connection_fails_the_run(fake_rest, tmp_path):
-    srv = fake_rest("close_after", after=3)
-    rc, err, b = failing_json(tmp_path, "--target", srv.target, "--requests", 10)
-    assert rc == EXIT_RUNTIME
-    assert "call 4: connection 0 is closed" in err
-    assert b["errors"]["closed"] == 1
-    assert b["messages"]["received"] == 3
-
-
-def test_server_dropping_a_call_fails_the_run(fake_rest, tmp_path):
-    srv = fake_rest("drop", after=2)
-    rc, err, b = failing_json(tmp_path, "--target", srv.target, "--requests", 10)
-    assert rc == EXIT_RUNTIME
-    assert "call 2: connection 0 closed before the answer" in err
-    assert b["errors"]["closed"] == 1
-
-
-def test_unanswered_calls_time_out(fake_rest, tmp_path):
-    srv = fake_rest("silent")
-    rc, err, b = failing_json(tmp_path, "--target", srv.target, "--requests", 10, "--timeout", 1)
-    assert rc == EXIT_MISSED
-    assert "1 of 10 calls unanswered after no answer for 1 s" in err
-    assert b["errors"]["timeout"] == 1 and b["messages"]["lost"] == 1
+# mode, after, extra options, exit code, message, error counter, calls
+# answered, requests the server saw (the failed call's, if it got there).
+@pytest.mark.parametrize("mode, after, extra, exit_code, words, counter, answered, seen", [
+    ("status500", 1, [], EXIT_RUNTIME, "call 1: the server answered HTTP status 500", "status",
+     0, 1),
+    ("wrong_body", 1, ["--warmup", 2], EXIT_RUNTIME,
+     "warm-up call 1: malformed or unexpected answer", "protocol", 0, 1),
+    ("close_after", 3, [], EXIT_RUNTIME, "call 4: connection 0 is closed", "closed", 3, 3),
+    ("drop", 2, [], EXIT_RUNTIME, "call 2: connection 0 closed before the answer", "closed", 1, 2),
+    ("silent", 1, ["--timeout", 1], EXIT_MISSED, "1 of 10 calls unanswered after no answer for 1 s",
+     "timeout", 0, 1),
+])
+def test_a_failed_call_fails_the_run(fake_rest, tmp_path, mode, after, extra, exit_code, words,
+                                     counter, answered, seen):
+    srv = fake_rest(mode, after)
+    rc, err, b = failing_json(tmp_path, "--target", srv.target, "--requests", 10, *extra)
+    assert rc == exit_code
+    assert words in err and words in b["errors"]["message"]
+    assert b["errors"][counter] == 1
+    assert sum(v for k, v in b["errors"].items() if k != "message") == 1
+    if "--warmup" not in extra:
+        assert b["messages"]["received"] == answered
+        assert b["messages"]["lost"] == b["messages"]["sent"] - answered
+    assert len(srv.requests) == seen  # nothing is sent after the failed call
 
 
 def test_connection_refused(tmp_path):
