@@ -14,6 +14,7 @@
 #include "bench/mqtt_load.h"
 #include "bench/mqtt_ping.h"
 #include "bench/probe.h"
+#include "bench/rpc_seq.h"
 #include "core/mem.h"
 #include "core/net.h"
 #include "core/opt.h"
@@ -31,6 +32,8 @@ static const struct {
      "the article's loadtest: publishers flood as many subscribers (throughput)"},
     {"mqtt-ping", mqtt_ping_main,
      "the article's pingtest: request/reply pairs and wildcard subscribers (latency)"},
+    {"rpc-seq", rpc_seq_main,
+     "the gRPC-vs-REST article's test: N calls, one at a time, REST or gRPC (total time)"},
 };
 
 #define NEXPERIMENTS (sizeof experiments / sizeof experiments[0])
@@ -296,10 +299,11 @@ static void bench_progress(const struct result_row *row, int rc)
                 row->repetitions, row->error);
         return;
     }
-    fprintf(stderr, "  %s run %u/%u: %.1f k msg/s", row->name, row->repetition_index + 1,
-            row->repetitions, row->throughput / 1e3);
+    const char *unit = result_unit(row);
+    fprintf(stderr, "  %s run %u/%u: %.1f k %s/s", row->name, row->repetition_index + 1,
+            row->repetitions, row->throughput / 1e3, unit);
     if (row->server_pid)
-        fprintf(stderr, ", server %.2f us/msg", row->server_cpu_us_per_op);
+        fprintf(stderr, ", server %.2f us/%s", row->server_cpu_us_per_op, unit);
     fputc('\n', stderr);
 }
 

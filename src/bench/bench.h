@@ -1,11 +1,13 @@
 /* bench.h - `shootout bench <experiment>`: the dispatch to the experiments,
- * the options they all share (target, runs, threads, JSON, timeout, server
- * sampling), and the driver that repeats a measurement, prints each run and
- * the aggregate, and writes the JSON result.
+ * the options they share (target, runs, JSON, timeout, server sampling; and
+ * for the MQTT ones messages, QoS, payload and threads), and the driver
+ * that repeats a measurement, prints each run and the aggregate, and writes
+ * the JSON result.
  *
  * Exit codes of every experiment: 0 success, 1 runtime failure (cannot
- * resolve or connect, the broker refused or broke the protocol), 2 usage
- * error, 3 messages went missing (or arrived where they should not).
+ * resolve or connect, the server refused or broke the protocol, or answered
+ * a call with an error), 2 usage error, 3 messages went missing (or arrived
+ * where they should not; for RPC: calls unanswered within the timeout).
  */
 #ifndef SHOOTOUT_BENCH_H
 #define SHOOTOUT_BENCH_H
@@ -23,7 +25,7 @@
 #define BENCH_EXIT_MISSED 3
 
 struct bench_opts {
-    const char *experiment; /* "mqtt-load" */
+    const char *experiment; /* "mqtt-load", "rpc-seq" */
     const char *usage;      /* the experiment's --help text */
     char host[64];          /* numeric address the target resolved to */
     int port;
@@ -55,34 +57,48 @@ enum {
     BENCH_OPT_LABEL,
 };
 
-#define BENCH_LONGOPTS                                               \
+/* The options of every experiment. */
+#define BENCH_LONGOPTS_COMMON                                        \
     {"target", required_argument, NULL, BENCH_OPT_TARGET},           \
-    {"messages", required_argument, NULL, BENCH_OPT_MESSAGES},       \
-    {"qos", required_argument, NULL, BENCH_OPT_QOS},                 \
-    {"payload-size", required_argument, NULL, BENCH_OPT_PAYLOAD},    \
     {"runs", required_argument, NULL, BENCH_OPT_RUNS},               \
-    {"threads", required_argument, NULL, BENCH_OPT_THREADS},         \
     {"json", required_argument, NULL, BENCH_OPT_JSON},               \
     {"timeout", required_argument, NULL, BENCH_OPT_TIMEOUT},         \
     {"server-pid", required_argument, NULL, BENCH_OPT_SERVER_PID},   \
     {"label", required_argument, NULL, BENCH_OPT_LABEL},             \
     {"help", no_argument, NULL, 'h'}
 
+/* Those of the MQTT experiments. */
+#define BENCH_LONGOPTS                                               \
+    {"messages", required_argument, NULL, BENCH_OPT_MESSAGES},       \
+    {"qos", required_argument, NULL, BENCH_OPT_QOS},                 \
+    {"payload-size", required_argument, NULL, BENCH_OPT_PAYLOAD},    \
+    {"threads", required_argument, NULL, BENCH_OPT_THREADS},         \
+    BENCH_LONGOPTS_COMMON
+
+/* Help lines of the common options, for each experiment's usage. */
+#define BENCH_HELP_RUNS                                                                  \
+    "  --runs R              repetitions; with R > 1 the mean, median and stddev\n"      \
+    "                        are reported too (default 1)\n"
+#define BENCH_HELP_JSON                                                                  \
+    "  --json FILE           write the results as JSON to FILE ('-': stdout, and\n"      \
+    "                        the table goes to stderr)\n"
+#define BENCH_HELP_SERVER                                                                \
+    "  --server-pid PID      sample the server process's CPU time, RSS and threads\n"    \
+    "                        from /proc/PID over each run\n"                             \
+    "  --label NAME          what to call the target in results (default: the\n"        \
+    "                        --server-pid process's name, else HOST:PORT)\n"             \
+    "  -h, --help            this text\n"
+
+/* The MQTT experiments' option help. */
 #define BENCH_HELP                                                                       \
     "  --target HOST:PORT    broker to measure (default 127.0.0.1:1883)\n"               \
     "  --qos 0|1|2           QoS of every publish and subscription (default 0)\n"        \
     "  --payload-size BYTES  message payload size (default 16)\n"                        \
-    "  --runs R              repetitions; with R > 1 the mean, median and stddev\n"      \
-    "                        are reported too (default 1)\n"                             \
+    BENCH_HELP_RUNS                                                                      \
     "  --threads T           client threads, one event loop each (default 1)\n"          \
-    "  --json FILE           write the results as JSON to FILE ('-': stdout, and\n"      \
-    "                        the table goes to stderr)\n"                                \
+    BENCH_HELP_JSON                                                                      \
     "  --timeout SECS        fail when nothing arrives for SECS (default 10)\n"          \
-    "  --server-pid PID      sample the broker process's CPU time, RSS and threads\n"    \
-    "                        from /proc/PID over each run\n"                             \
-    "  --label NAME          what to call the target in results (default: the\n"        \
-    "                        --server-pid process's name, else HOST:PORT)\n"             \
-    "  -h, --help            this text\n"                                                \
+    BENCH_HELP_SERVER                                                                    \
     "\n"                                                                                 \
     "Exit codes: 0 ok, 1 connection or protocol failure, 2 usage error,\n"               \
     "3 messages missing (or unexpected).\n"

@@ -11,7 +11,7 @@
 #include "bench/json.h"
 #include "core/mem.h"
 
-_Static_assert(offsetof(struct result_row, err_protocol) + sizeof(double) ==
+_Static_assert(offsetof(struct result_row, err_closed) + sizeof(double) ==
                    offsetof(struct result_row, metric) + sizeof(double) * RESULT_NMETRICS,
                "RESULT_NMETRICS must count every metric field");
 
@@ -59,6 +59,11 @@ void result_context_free(struct result_context *ctx)
 {
     mem_free(ctx->command_line);
     ctx->command_line = NULL;
+}
+
+const char *result_unit(const struct result_row *row)
+{
+    return row->op_unit ? row->op_unit : "msg";
 }
 
 void result_param(struct result_row *row, const char *key, double value)
@@ -145,12 +150,15 @@ static void json_kstr(struct json *j, const char *key, const char *s)
     json_string(j, s);
 }
 
-static void json_throughput(struct json *j, const char *key, double v, const char *def)
+static void json_throughput(struct json *j, const char *key, double v, const char *def,
+                            const char *unit)
 {
+    char per_s[32];
+    snprintf(per_s, sizeof per_s, "%s/s", unit);
     json_key(j, key);
     json_object_begin(j);
     json_kv(j, "value", v);
-    json_kstr(j, "unit", "msg/s");
+    json_kstr(j, "unit", per_s);
     json_kstr(j, "definition", def);
     json_object_end(j);
 }
@@ -182,10 +190,10 @@ static void json_row(struct json *j, const struct result_row *r)
     json_kv(j, "received", r->received);
     json_kv(j, "lost", r->lost);
     json_object_end(j);
-    json_throughput(j, "throughput", r->throughput, r->throughput_def);
+    json_throughput(j, "throughput", r->throughput, r->throughput_def, result_unit(r));
     if (r->throughput_messaging_def)
         json_throughput(j, "throughput_messaging", r->throughput_messaging,
-                        r->throughput_messaging_def);
+                        r->throughput_messaging_def, result_unit(r));
 
     json_key(j, "latency");
     if (r->has_latency) {
@@ -230,6 +238,8 @@ static void json_row(struct json *j, const struct result_row *r)
     json_kv(j, "connect", r->err_connect);
     json_kv(j, "timeout", r->err_timeout);
     json_kv(j, "protocol", r->err_protocol);
+    json_kv(j, "status", r->err_status);
+    json_kv(j, "closed", r->err_closed);
     if (r->error[0])
         json_kstr(j, "message", r->error);
     json_object_end(j);
@@ -283,7 +293,7 @@ int result_write_json(const char *path, const struct result_context *ctx,
 enum col_need { NEED_ALWAYS, NEED_MESSAGING, NEED_LATENCY, NEED_SERVER };
 
 struct col {
-    const char *title;
+    const char *title; /* %s: the op's unit */
     unsigned metric;
     double scale;
     int precision;
@@ -295,13 +305,13 @@ static const struct col cols[] = {
     {"time s", RESULT_METRIC(duration_s), 1, 3, NEED_ALWAYS},
     {"received", RESULT_METRIC(received), 1, 0, NEED_ALWAYS},
     {"lost", RESULT_METRIC(lost), 1, 0, NEED_ALWAYS},
-    {"k msg/s", RESULT_METRIC(throughput), 1e-3, 1, NEED_ALWAYS},
-    {"msg-phase k msg/s", RESULT_METRIC(throughput_messaging), 1e-3, 1, NEED_MESSAGING},
+    {"k %s/s", RESULT_METRIC(throughput), 1e-3, 1, NEED_ALWAYS},
+    {"msg-phase k %s/s", RESULT_METRIC(throughput_messaging), 1e-3, 1, NEED_MESSAGING},
     {"p50 us", RESULT_METRIC(lat_p50), 1, 1, NEED_LATENCY},
     {"p99 us", RESULT_METRIC(lat_p99), 1, 1, NEED_LATENCY},
     {"max us", RESULT_METRIC(lat_max), 1, 1, NEED_LATENCY},
-    {"client us/msg", RESULT_METRIC(client_cpu_us_per_op), 1, 2, NEED_ALWAYS},
-    {"server us/msg", RESULT_METRIC(server_cpu_us_per_op), 1, 2, NEED_SERVER},
+    {"client us/%s", RESULT_METRIC(client_cpu_us_per_op), 1, 2, NEED_ALWAYS},
+    {"server us/%s", RESULT_METRIC(server_cpu_us_per_op), 1, 2, NEED_SERVER},
     {"server MB", RESULT_METRIC(server_rss_max_kb), 1.0 / 1024, 1, NEED_SERVER},
 };
 
@@ -321,22 +331,28 @@ static bool col_shown(const struct col *c, const struct result_row *r)
     }
 }
 
-static int col_width(const struct col *c)
+/* The column's title for rows shaped like r, and its width. */
+static int col_title(const struct col *c, const struct result_row *r, char *buf, size_t len)
 {
-    int w = (int)strlen(c->title);
+    int w = snprintf(buf, len, c->title, result_unit(r));
     return w > COL_MIN_WIDTH ? w : COL_MIN_WIDTH;
 }
 
 void result_print_header(FILE *f, const struct result_row *r)
 {
-    fprintf(f, "k msg/s: %s\n", r->throughput_def);
+    const char *unit = result_unit(r);
+    fprintf(f, "k %s/s: %s\n", unit, r->throughput_def);
     if (r->throughput_messaging_def)
-        fprintf(f, "msg-phase k msg/s: %s\n", r->throughput_messaging_def);
-    fprintf(f, "us/msg: CPU time (user + system) per %s\n", r->op_def);
+        fprintf(f, "msg-phase k %s/s: %s\n", unit, r->throughput_messaging_def);
+    fprintf(f, "us/%s: CPU time (user + system) per %s\n", unit, r->op_def);
     fprintf(f, "%-6s", "run");
-    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
-        if (col_shown(&cols[i], r))
-            fprintf(f, "  %*s", col_width(&cols[i]), cols[i].title);
+    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+        char title[32];
+        if (col_shown(&cols[i], r)) {
+            int w = col_title(&cols[i], r, title, sizeof title);
+            fprintf(f, "  %*s", w, title);
+        }
+    }
     fputc('\n', f);
 }
 
@@ -348,8 +364,10 @@ void result_print_row(FILE *f, const struct result_row *r)
         fprintf(f, "%-6u", r->repetition_index + 1);
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
         const struct col *c = &cols[i];
+        char title[32];
         if (col_shown(c, r))
-            fprintf(f, "  %*.*f", col_width(c), c->precision, r->metric[c->metric] * c->scale);
+            fprintf(f, "  %*.*f", col_title(c, r, title, sizeof title), c->precision,
+                    r->metric[c->metric] * c->scale);
     }
     fputc('\n', f);
     fflush(f);
@@ -357,12 +375,15 @@ void result_print_row(FILE *f, const struct result_row *r)
 
 void result_print_summary(FILE *f, const struct result_row *mean, const struct result_row *stddev)
 {
+    const char *unit = result_unit(mean);
     fprintf(f, "%s over %u runs (mean +/- stddev):\n", mean->name, mean->repetitions);
-    fprintf(f, "  throughput           %.1f +/- %.1f thousand msg/s\n", mean->throughput / 1e3,
-            stddev->throughput / 1e3);
+    fprintf(f, "  throughput           %.1f +/- %.1f thousand %s/s\n", mean->throughput / 1e3,
+            stddev->throughput / 1e3, unit);
     if (mean->throughput_messaging_def)
-        fprintf(f, "  msg-phase throughput %.1f +/- %.1f thousand msg/s\n",
-                mean->throughput_messaging / 1e3, stddev->throughput_messaging / 1e3);
+        fprintf(f, "  msg-phase throughput %.1f +/- %.1f thousand %s/s\n",
+                mean->throughput_messaging / 1e3, stddev->throughput_messaging / 1e3, unit);
+    fprintf(f, "  wall time            %.1f +/- %.1f ms\n", mean->duration_s * 1e3,
+            stddev->duration_s * 1e3);
     if (mean->has_latency)
         fprintf(f, "  round trip           mean %.1f +/- %.1f us, p99 %.1f +/- %.1f us\n",
                 mean->lat_mean, stddev->lat_mean, mean->lat_p99, stddev->lat_p99);

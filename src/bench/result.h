@@ -16,7 +16,7 @@
 #include "bench/hist.h"
 
 #define RESULT_MAX_CONFIG 12
-#define RESULT_NMETRICS 24
+#define RESULT_NMETRICS 26
 
 /* One configuration value of an experiment, e.g. {"conns", 1000}. */
 struct result_param {
@@ -39,6 +39,7 @@ struct result_row {
     const char *throughput_def;
     const char *throughput_messaging_def; /* NULL: no second throughput */
     const char *op_def;                   /* one "op" of the cpu_us_per_op fields */
+    const char *op_unit; /* an op's short name in units ("msg" when NULL, "call"): k msg/s */
     bool has_latency;
     int server_pid;  /* 0: the server was not sampled */
     char error[256]; /* empty, or why this iteration failed */
@@ -56,6 +57,7 @@ struct result_row {
             double server_cpu_s, server_cpu_us_per_op, server_rss_max_kb, server_threads_max;
             double client_cpu_s, client_cpu_us_per_op;
             double err_connect, err_timeout, err_protocol;
+            double err_status, err_closed; /* RPC: error answers, connections lost */
         };
         double metric[RESULT_NMETRICS];
     };
@@ -90,6 +92,9 @@ void result_set_free(struct result_set *set);
 void result_context_init(struct result_context *ctx, int argc, char **argv, const char *version);
 void result_context_free(struct result_context *ctx);
 
+/* row->op_unit, or "msg" when it is not set. */
+const char *result_unit(const struct result_row *row);
+
 /* Appends a configuration value to row (at most RESULT_MAX_CONFIG). */
 void result_param(struct result_row *row, const char *key, double value);
 
@@ -110,8 +115,9 @@ int result_write_json(const char *path, const struct result_context *ctx,
  * per row; "run" shows the repetition number or the aggregate's name. */
 void result_print_header(FILE *f, const struct result_row *r);
 void result_print_row(FILE *f, const struct result_row *r);
-/* The article's form, "123.4 +/- 1.2" thousand msgs/s, for the throughput
- * and the CPU per message, from mean and stddev aggregate rows. */
+/* The article's form, "123.4 +/- 1.2" thousand msgs/s, for the throughput,
+ * the measured window's wall time and the CPU per message, from mean and
+ * stddev aggregate rows. */
 void result_print_summary(FILE *f, const struct result_row *mean, const struct result_row *stddev);
 
 #endif

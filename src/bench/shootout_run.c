@@ -1,41 +1,37 @@
-/* shootout_run.c - `shootout run`: the brokers as child processes, the
- * article's grid against each, the comparison tables and one JSON file. */
+/* shootout_run.c - `shootout run`: the options, the MQTT part (the brokers
+ * as child processes, the article's grid against each, its tables), then
+ * the RPC part (run_rpc.c), and one JSON file with every row. */
 #include "bench/shootout_run.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
-#include <netinet/in.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/child.h"
 #include "bench/mqtt_load.h"
 #include "bench/mqtt_ping.h"
+#include "bench/run_rpc.h"
+#include "bench/run_table.h"
 #include "core/net.h"
 #include "core/opt.h"
 
-/* Message counts, the same for every broker. The default job (3 runs of 7
+/* Message counts, the same for every broker. The MQTT part (3 runs of 7
  * grid points against 2 brokers) then takes two to three minutes on 2
  * cores; Mosquitto's loadtest (30 to 60 k msg/s there) is most of it. */
 #define RUN_LOAD_TOTAL 200000.0 /* messages per loadtest run, over all publishers */
 #define RUN_PING_MESSAGES 200.0 /* requests per pair */
 #define RUN_QUICK_SCALE 0.5
-#define RUN_DEFAULT_RUNS 3
-#define RUN_START_TIMEOUT_NS 10000000000ull
-#define RUN_STOP_TIMEOUT_NS 10000000000ull
+#define RUN_MQTT_RUNS 3
+#define RUN_RPC_RUNS 10 /* as the article */
+#define RUN_RPC_QUICK_RUNS 2
 #define RUN_HOST "127.0.0.1"
 /* Descriptors the largest grid point needs in this process: connections
  * plus stdio, epoll and eventfds. */
@@ -44,30 +40,44 @@
 static const char usage[] =
     "usage: shootout run [options]\n"
     "\n"
-    "The main job: starts our MQTT broker and, if it is installed, Mosquitto, each\n"
-    "on a free 127.0.0.1 port, and races them with the source article's two\n"
+    "The main job, in two parts.\n"
+    "\n"
+    "MQTT: starts our MQTT broker and, if it is installed, Mosquitto, each on a\n"
+    "free 127.0.0.1 port, and races them with the MQTT shootout article's two\n"
     "experiments, broker after broker at every grid point:\n"
     "  loadtest  100, 500, 750 and 1000 connections, QoS 0, 16-byte payloads\n"
     "  pingtest  400 pairs / 20 wildcard subscribers, 200 / 200, 100 / 400\n"
     "Prints the article's tables (thousands of msgs/s, mean +/- stddev) with a\n"
     "row per broker and their ratio, each broker's CPU time per message and the\n"
-    "pingtest round-trip latency, and writes every run as JSON. The brokers are\n"
-    "stopped at the end, and when this command is interrupted.\n"
+    "pingtest round-trip latency.\n"
+    "\n"
+    "RPC: starts our car-server and, if it is built, the gRPC C++ peer\n"
+    "(build/peers/car-grpc-cpp-server), and runs the gRPC-vs-REST article's test:\n"
+    "1000 to 5000 sequential calls over REST and gRPC to ours and over gRPC to the\n"
+    "peer. Prints the article's three tables (total time per N, how much slower\n"
+    "the slower protocol is, growth per step), latency and CPU per call, and the\n"
+    "throughput at 10 and 50 calls in flight.\n"
+    "\n"
+    "Every run goes into one JSON file. The servers are stopped at the end, and\n"
+    "when this command is interrupted.\n"
     "\n"
     "options:\n"
-    "  --runs R         runs per grid point and broker (default 3; 1 with --quick)\n"
-    "  --quick          one run each and half the messages: about half a minute\n"
+    "  --runs R         runs per grid point and server (default 3 for MQTT and 10\n"
+    "                   for RPC, as the articles; 1 and 2 with --quick)\n"
+    "  --quick          fewer runs and half the messages and calls: about a minute\n"
+    "  --only mqtt|rpc  run one part\n"
     "  --json FILE      where to write the results (default shootout-results.json;\n"
     "                   '-': stdout, and the tables go to stderr)\n"
-    "  --threads T      client threads, one event loop each (default 1)\n"
-    "  --no-peer        measure our broker alone, even if Mosquitto is installed\n"
+    "  --threads T      MQTT client threads, one event loop each (default 1)\n"
+    "  --no-peer        measure our servers alone, even if the peers are there\n"
     "  -h, --help       this text\n"
     "\n"
-    "Exit codes: 0 ok, 1 a broker could not start or died, 2 usage error,\n"
-    "3 an experiment failed (messages missing).\n";
+    "Exit codes: 0 ok, 1 a server could not start or died, 2 usage error,\n"
+    "3 an experiment failed (messages missing, a call failed).\n";
 
 enum { LOADTEST, PINGTEST, NEXPERIMENTS };
-enum { OURS, PEER, NBROKERS };
+enum { OURS, PEER, NBROKERS }; /* ours first, as child_finish_all wants */
+enum { PART_MQTT = 1, PART_RPC = 2 };
 #define MAX_POINTS 4
 
 /* The article's grid. For the loadtest a is the connection count; for the
@@ -84,205 +94,21 @@ static const struct experiment {
     {"pingtest", "parameters", 3, {{400, 20, "400p 20w"}, {200, 200, "200p 200w"}, {100, 400, "100p 400w"}}},
 };
 
-struct broker_proc {
-    const char *name; /* the results' target: "shootout", "mosquitto" */
-    pid_t pid;        /* 0: not running */
-    int port;
-    int log_fd;   /* memfd holding the child's stderr, -1: none */
-    bool started; /* it ran, so it has rows in the tables */
-    bool lost;    /* could not start, or died during the job */
-};
-
-/* A grid point measured against one broker. */
-struct cell {
-    bool measured;
-    int rc;            /* the experiment's exit code */
-    unsigned first, n; /* its rows in run.rows: iterations, then any aggregates */
-};
-
 struct run {
-    unsigned runs, threads;
+    unsigned runs, rpc_runs, threads;
     double scale;
     const char *json_path;
     bool no_peer;
-    struct broker_proc brokers[NBROKERS];
+    int parts; /* PART_* */
+    char exe[4096];
+    struct child brokers[NBROKERS];
+    int ports[NBROKERS];
     struct result_context ctx;
     struct result_set rows;
-    struct cell cells[NEXPERIMENTS][MAX_POINTS][NBROKERS];
+    struct run_cell cells[NEXPERIMENTS][MAX_POINTS][NBROKERS];
 };
 
-/* ---- child processes ----------------------------------------------------- */
-
-/* The brokers' pids, for the signal handler. */
-_Static_assert(sizeof(pid_t) <= sizeof(sig_atomic_t), "a pid must fit a sig_atomic_t");
-static volatile sig_atomic_t child_pids[NBROKERS];
-
-/* SIGINT or SIGTERM: stop the brokers, then die of the signal as usual. */
-static void run_on_signal(int sig)
-{
-    for (int i = 0; i < NBROKERS; i++)
-        if (child_pids[i] > 0)
-            kill((pid_t)child_pids[i], SIGTERM);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
-/* A free loopback port: bind port 0, read it, close. Another process may
- * take it before the broker binds it; broker_start retries then. */
-static int free_port(char *err, size_t len)
-{
-    int fd = net_listen(RUN_HOST, 0, 1, 0, err, len);
-    if (fd < 0)
-        return -1;
-    int port = net_local_port(fd);
-    close(fd);
-    return port;
-}
-
-/* Forks and executes argv with stdin and stdout on /dev/null and stderr
- * into log_fd; keep_fd (or -1) stays open across the exec. Returns the
- * child's pid or -1. */
-static pid_t spawn(char *const argv[], int log_fd, int keep_fd)
-{
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    /* The child dies with us however we end, SIGKILL included; the check
-     * covers a parent that died before the prctl. */
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
-        _exit(127);
-    /* The mask and ignored signals survive exec: give the broker a clean
-     * slate (the client engine ignores SIGPIPE). */
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(log_fd, 2) < 0)
-        _exit(127);
-    if (keep_fd >= 0)
-        fcntl(keep_fd, F_SETFD, 0);
-    execv(argv[0], argv);
-    dprintf(2, "cannot execute %s: %s\n", argv[0], strerror(errno));
-    _exit(127);
-}
-
-/* The last line the child wrote to stderr, for messages about it. */
-static void log_tail(const struct broker_proc *b, char *out, size_t len)
-{
-    char buf[4096];
-    struct stat st;
-    out[0] = '\0';
-    if (b->log_fd < 0 || fstat(b->log_fd, &st) < 0)
-        return;
-    off_t off = st.st_size > (off_t)sizeof buf - 1 ? st.st_size - ((off_t)sizeof buf - 1) : 0;
-    ssize_t n = pread(b->log_fd, buf, sizeof buf - 1, off);
-    if (n <= 0)
-        return;
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-        n--;
-    buf[n] = '\0';
-    const char *nl = strrchr(buf, '\n'), *last = nl ? nl + 1 : buf;
-    size_t m = strlen(last) < len ? strlen(last) : len - 1;
-    memcpy(out, last, m);
-    out[m] = '\0';
-}
-
-static void describe_status(int status, char *out, size_t len)
-{
-    if (WIFEXITED(status))
-        snprintf(out, len, "exit %d", WEXITSTATUS(status));
-    else if (WIFSIGNALED(status))
-        snprintf(out, len, "killed by %s", strsignal(WTERMSIG(status)));
-    else
-        snprintf(out, len, "status %d", status);
-}
-
-/* Reaps broker i if it has exited, saying so. Returns whether it runs. */
-static bool broker_alive(struct run *r, int i)
-{
-    struct broker_proc *b = &r->brokers[i];
-    int status;
-    if (!b->pid)
-        return false;
-    if (waitpid(b->pid, &status, WNOHANG) != b->pid)
-        return true;
-    if (b->started) { /* broker_start reports failures to start */
-        char how[64], tail[256];
-        describe_status(status, how, sizeof how);
-        log_tail(b, tail, sizeof tail);
-        fprintf(stderr, "shootout run: %s (pid %d) died during the job (%s)%s%s\n", b->name,
-                (int)b->pid, how, tail[0] ? ": " : "", tail);
-        b->lost = true;
-    }
-    b->pid = 0;
-    child_pids[i] = 0;
-    return false;
-}
-
-/* SIGTERM, up to RUN_STOP_TIMEOUT_NS for the exit, then SIGKILL. Returns
- * the wait status, or -1 if broker i was not running. */
-static int broker_stop(struct run *r, int i)
-{
-    struct broker_proc *b = &r->brokers[i];
-    if (!broker_alive(r, i))
-        return -1;
-    kill(b->pid, SIGTERM);
-    uint64_t deadline = mc_now_ns() + RUN_STOP_TIMEOUT_NS;
-    int status = 0;
-    pid_t w;
-    while ((w = waitpid(b->pid, &status, WNOHANG)) == 0 && mc_now_ns() < deadline)
-        sleep_ms(10);
-    if (w == 0) {
-        fprintf(stderr, "shootout run: %s (pid %d) did not stop within %llu s of SIGTERM: killing it\n",
-                b->name, (int)b->pid, RUN_STOP_TIMEOUT_NS / 1000000000ull);
-        kill(b->pid, SIGKILL);
-        waitpid(b->pid, &status, 0);
-    }
-    b->pid = 0;
-    child_pids[i] = 0;
-    return status;
-}
-
-/* Waits until broker i accepts TCP connections. 0, or -1 with err. */
-static int broker_wait_ready(struct run *r, int i, char *err, size_t len)
-{
-    struct broker_proc *b = &r->brokers[i];
-    struct sockaddr_in a = {
-        .sin_family = AF_INET,
-        .sin_port = htons((uint16_t)b->port),
-        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-    };
-    uint64_t deadline = mc_now_ns() + RUN_START_TIMEOUT_NS;
-    for (;;) {
-        if (!broker_alive(r, i)) {
-            snprintf(err, len, "exited during startup");
-            return -1;
-        }
-        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        if (fd < 0) {
-            snprintf(err, len, "socket: %s", strerror(errno));
-            return -1;
-        }
-        int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
-        close(fd);
-        if (rc == 0)
-            return 0;
-        if (mc_now_ns() > deadline) {
-            snprintf(err, len, "did not accept connections on port %d within %llu s", b->port,
-                     RUN_START_TIMEOUT_NS / 1000000000ull);
-            return -1;
-        }
-        sleep_ms(20);
-    }
-}
+/* ---- the brokers --------------------------------------------------------- */
 
 /* Mosquitto's configuration, in a memfd it reads through /proc/self/fd, so
  * that nothing is left on disk whatever happens to us. */
@@ -309,57 +135,42 @@ static int mosquitto_conf(int port, char *err, size_t len)
     return fd;
 }
 
+struct broker_launch {
+    struct run *r;
+    int i;
+    const char *exe;
+};
+
+/* Spawns broker i from exe on port and waits until it accepts. */
+static int broker_launch(struct child *b, int port, void *arg, char *err, size_t len)
+{
+    const struct broker_launch *l = arg;
+    char port_s[16], conf_path[64];
+    snprintf(port_s, sizeof port_s, "%d", port);
+    int conf_fd = -1;
+    if (l->i == PEER) {
+        conf_fd = mosquitto_conf(port, err, len);
+        if (conf_fd < 0)
+            return -1;
+        snprintf(conf_path, sizeof conf_path, "/proc/self/fd/%d", conf_fd);
+    }
+    char *ours[] = {(char *)l->exe, "broker", "--bind", RUN_HOST, "--port", port_s, NULL};
+    char *peer[] = {(char *)l->exe, "-c", conf_path, NULL};
+    int rc = child_spawn(b, l->i == PEER ? peer : ours, conf_fd, err, len);
+    if (conf_fd >= 0)
+        close(conf_fd);
+    if (rc < 0)
+        return -1;
+    l->r->ports[l->i] = port;
+    return child_wait_port(b, port, err, len);
+}
+
 /* Starts broker i from exe on a free port and waits until it accepts
- * connections, trying a few ports in case one is taken meanwhile. 0, or -1
- * with err. */
+ * connections. 0, or -1 with err. */
 static int broker_start(struct run *r, int i, const char *exe, char *err, size_t len)
 {
-    struct broker_proc *b = &r->brokers[i];
-    b->log_fd = memfd_create(b->name, MFD_CLOEXEC);
-    if (b->log_fd < 0) {
-        snprintf(err, len, "memfd_create: %s", strerror(errno));
-        return -1;
-    }
-    for (int attempt = 0; attempt < 3; attempt++) {
-        b->port = free_port(err, len);
-        if (b->port < 0)
-            return -1;
-        char port[16], conf_path[64];
-        snprintf(port, sizeof port, "%d", b->port);
-        int conf_fd = -1;
-        if (i == PEER) {
-            conf_fd = mosquitto_conf(b->port, err, len);
-            if (conf_fd < 0)
-                return -1;
-            snprintf(conf_path, sizeof conf_path, "/proc/self/fd/%d", conf_fd);
-        }
-        char *ours[] = {(char *)exe, "broker", "--bind", RUN_HOST, "--port", port, NULL};
-        char *peer[] = {(char *)exe, "-c", conf_path, NULL};
-        b->pid = spawn(i == PEER ? peer : ours, b->log_fd, conf_fd);
-        if (conf_fd >= 0)
-            close(conf_fd);
-        if (b->pid < 0) {
-            b->pid = 0;
-            snprintf(err, len, "fork: %s", strerror(errno));
-            return -1;
-        }
-        child_pids[i] = b->pid;
-        if (broker_wait_ready(r, i, err, len) == 0) {
-            b->started = true;
-            return 0;
-        }
-        if (b->pid) /* it runs but does not accept: no point in retrying */
-            break;
-    }
-    broker_stop(r, i);
-    b->lost = true;
-    char tail[256];
-    log_tail(b, tail, sizeof tail);
-    if (tail[0]) {
-        size_t n = strlen(err);
-        snprintf(err + n, len - n, " (its last words: %s)", tail);
-    }
-    return -1;
+    struct broker_launch l = {r, i, exe};
+    return child_start_on_free_port(&r->brokers[i], broker_launch, &l, err, len);
 }
 
 /* Mosquitto on PATH, else Debian's /usr/sbin/mosquitto (sbin is often not
@@ -379,7 +190,37 @@ static bool find_mosquitto(char *path, size_t len)
     return access(path, X_OK) == 0;
 }
 
-/* ---- the experiments ----------------------------------------------------- */
+/* Starts the brokers and says where they listen. 0, or the exit code. */
+static int brokers_start(struct run *r, FILE *out)
+{
+    char err[512];
+    if (broker_start(r, OURS, r->exe, err, sizeof err) < 0) {
+        fprintf(stderr, "shootout run: cannot start our broker (%s broker): %s\n", r->exe, err);
+        return BENCH_EXIT_RUNTIME;
+    }
+    fprintf(out, "shootout run: our broker %s, pid %d, on %s:%d\n", r->exe,
+            (int)r->brokers[OURS].pid, RUN_HOST, r->ports[OURS]);
+    if (r->no_peer) {
+        fprintf(out, "shootout run: --no-peer: measuring our broker alone\n");
+        return 0;
+    }
+    char mosq[4096];
+    if (!find_mosquitto(mosq, sizeof mosq)) {
+        fprintf(out, "shootout run: mosquitto is not installed (Debian package mosquitto): "
+                     "measuring our broker alone\n");
+        return 0;
+    }
+    if (broker_start(r, PEER, mosq, err, sizeof err) < 0) {
+        fprintf(stderr, "shootout run: cannot start %s: %s; measuring our broker alone\n", mosq,
+                err);
+        return BENCH_EXIT_RUNTIME;
+    }
+    fprintf(out, "shootout run: mosquitto %s, pid %d, on %s:%d\n", mosq,
+            (int)r->brokers[PEER].pid, RUN_HOST, r->ports[PEER]);
+    return 0;
+}
+
+/* ---- the MQTT experiments ------------------------------------------------ */
 
 static uint64_t point_messages(const struct run *r, int e, const struct point *p)
 {
@@ -391,21 +232,21 @@ static uint64_t point_messages(const struct run *r, int e, const struct point *p
 /* Runs grid point p of experiment e against broker i. */
 static void measure(struct run *r, int e, unsigned p, int i)
 {
-    struct broker_proc *b = &r->brokers[i];
-    struct cell *cell = &r->cells[e][p][i];
+    struct child *b = &r->brokers[i];
+    struct run_cell *cell = &r->cells[e][p][i];
     const struct point *pt = &experiments[e].points[p];
     if (!b->started)
         return;
     cell->measured = true;
     cell->first = r->rows.n;
-    if (!broker_alive(r, i)) {
+    if (!child_alive(b)) {
         cell->rc = BENCH_EXIT_RUNTIME;
         return;
     }
     struct bench_opts o;
     bench_opts_init(&o, e == LOADTEST ? "mqtt-load" : "mqtt-ping", NULL);
     snprintf(o.host, sizeof o.host, "%s", RUN_HOST);
-    o.port = b->port;
+    o.port = r->ports[i];
     snprintf(o.target, sizeof o.target, "%s", b->name);
     o.server_pid = b->pid;
     o.runs = r->runs;
@@ -418,35 +259,7 @@ static void measure(struct run *r, int e, unsigned p, int i)
         cell->rc = mqtt_ping_exec(&o, pt->a, pt->b, &r->ctx, &r->rows);
     cell->n = r->rows.n - cell->first;
     if (cell->rc != BENCH_EXIT_OK)
-        broker_alive(r, i); /* a failure may be the broker dying: say so */
-}
-
-/* ---- the tables ---------------------------------------------------------- */
-
-/* Mean and stddev of one metric over a cell's iterations; false if the
- * cell has none to offer. */
-static bool cell_stats(const struct run *r, const struct cell *c, unsigned metric, double *mean,
-                       double *sd)
-{
-    if (!c->measured || c->rc != BENCH_EXIT_OK)
-        return false;
-    struct result_row agg[3];
-    result_aggregate(&r->rows.rows[c->first], r->runs, agg);
-    *mean = agg[0].metric[metric];
-    *sd = agg[2].metric[metric];
-    return true;
-}
-
-#define COL0 20
-#define COLW 18
-
-/* A table cell, padded unless it ends the line. */
-static void put_cell(FILE *f, int width, const char *text, bool last)
-{
-    if (last)
-        fprintf(f, "%s\n", text);
-    else
-        fprintf(f, "%-*s", width, text);
+        child_alive(b); /* a failure may be the broker dying: say so */
 }
 
 /* One of the article's tables: a row per broker that ran, then the ratio
@@ -455,41 +268,25 @@ static void print_table(FILE *f, const struct run *r, int e, const char *title, 
                         double scale, int prec)
 {
     const struct experiment *x = &experiments[e];
-    char buf[64];
-    fprintf(f, "\n%s\n", title);
-    snprintf(buf, sizeof buf, "%s:", x->corner);
-    put_cell(f, COL0, buf, false);
+    struct run_table t = {.title = title, .corner = x->corner, .ncols = x->npoints};
     for (unsigned p = 0; p < x->npoints; p++)
-        put_cell(f, COLW, x->points[p].label, p + 1 == x->npoints);
-    double mean[NBROKERS][MAX_POINTS];
-    bool ok[NBROKERS][MAX_POINTS] = {{false}};
+        t.col[p] = x->points[p].label;
     for (int i = 0; i < NBROKERS; i++) {
         if (!r->brokers[i].started)
             continue;
-        snprintf(buf, sizeof buf, "%s:", r->brokers[i].name);
-        put_cell(f, COL0, buf, false);
-        for (unsigned p = 0; p < x->npoints; p++) {
-            double sd;
-            ok[i][p] = cell_stats(r, &r->cells[e][p][i], metric, &mean[i][p], &sd);
-            if (ok[i][p])
-                snprintf(buf, sizeof buf, "%.*f +/- %.*f", prec, mean[i][p] * scale, prec,
-                         sd * scale);
-            else
-                snprintf(buf, sizeof buf, "failed");
-            put_cell(f, COLW, buf, p + 1 == x->npoints);
-        }
+        t.row[t.nrows] = r->brokers[i].name;
+        for (unsigned p = 0; p < x->npoints; p++)
+            t.cell[t.nrows][p] = &r->cells[e][p][i];
+        t.nrows++;
     }
-    if (!r->brokers[OURS].started || !r->brokers[PEER].started)
-        return;
-    snprintf(buf, sizeof buf, "%s/%s:", r->brokers[OURS].name, r->brokers[PEER].name);
-    put_cell(f, COL0, buf, false);
-    for (unsigned p = 0; p < x->npoints; p++) {
-        if (ok[OURS][p] && ok[PEER][p] && mean[PEER][p] > 0)
-            snprintf(buf, sizeof buf, "%.2fx", mean[OURS][p] / mean[PEER][p]);
-        else
-            snprintf(buf, sizeof buf, "-");
-        put_cell(f, COLW, buf, p + 1 == x->npoints);
+    char ratio[64];
+    if (t.nrows == NBROKERS) {
+        snprintf(ratio, sizeof ratio, "%s/%s", r->brokers[OURS].name, r->brokers[PEER].name);
+        t.ratio = ratio;
+        t.ratio_num = OURS;
+        t.ratio_den = PEER;
     }
+    run_table_print(f, &r->rows, &t, metric, scale, prec);
 }
 
 /* A measured row of experiment e, for the definitions it carries. */
@@ -497,7 +294,7 @@ static const struct result_row *some_row(const struct run *r, int e)
 {
     for (unsigned p = 0; p < experiments[e].npoints; p++)
         for (int i = 0; i < NBROKERS; i++) {
-            const struct cell *c = &r->cells[e][p][i];
+            const struct run_cell *c = &r->cells[e][p][i];
             if (c->measured && c->n > 0)
                 return &r->rows.rows[c->first];
         }
@@ -548,17 +345,41 @@ static void print_memory(FILE *f, const struct run *r)
     for (int i = 0; i < NBROKERS; i++) {
         if (!r->brokers[i].started)
             continue;
-        double kb = 0;
-        for (unsigned k = 0; k < r->rows.n; k++) {
-            const struct result_row *row = &r->rows.rows[k];
-            if (!row->aggregate_name && !strcmp(row->target, r->brokers[i].name) &&
-                row->server_rss_max_kb > kb)
-                kb = row->server_rss_max_kb;
-        }
+        double kb = run_peak_rss_kb(&r->rows, r->brokers[i].name, "mqtt-");
         fprintf(f, "%s %s %.1f MB", sep, r->brokers[i].name, kb / 1024);
         sep = ",";
     }
     fputc('\n', f);
+}
+
+/* The MQTT part: brokers, grid, tables. Returns the exit code. */
+static int run_mqtt(struct run *r, FILE *out)
+{
+    int rc = brokers_start(r, out);
+    if (!r->brokers[OURS].started)
+        return rc;
+    fprintf(out, "shootout run: %u run%s per grid point and broker, %u client thread%s; "
+                 "progress on stderr\n",
+            r->runs, r->runs > 1 ? "s" : "", r->threads, r->threads > 1 ? "s" : "");
+    fflush(out);
+    bool failed = false;
+    for (int e = 0; e < NEXPERIMENTS; e++)
+        for (unsigned p = 0; p < experiments[e].npoints; p++)
+            for (int i = 0; i < NBROKERS; i++) {
+                measure(r, e, p, i);
+                if (r->cells[e][p][i].measured && r->cells[e][p][i].rc != BENCH_EXIT_OK)
+                    failed = true;
+            }
+    int stop_rc = child_finish_all(r->brokers, NBROKERS, out);
+    if (r->brokers[OURS].lost || r->brokers[PEER].lost || stop_rc)
+        rc = BENCH_EXIT_RUNTIME;
+    else if (!rc && failed)
+        rc = BENCH_EXIT_MISSED;
+    for (int e = 0; e < NEXPERIMENTS; e++)
+        print_experiment(out, r, e);
+    print_memory(out, r);
+    fflush(out);
+    return rc;
 }
 
 /* ---- the job ------------------------------------------------------------- */
@@ -577,10 +398,11 @@ __attribute__((format(printf, 1, 2))) static int run_usage_error(const char *fmt
 /* 0 to go on, or the exit code to return at once. */
 static int run_parse(struct run *r, int argc, char **argv)
 {
-    enum { OPT_RUNS = 1, OPT_QUICK, OPT_JSON, OPT_THREADS, OPT_NO_PEER, OPT_SCALE };
+    enum { OPT_RUNS = 1, OPT_QUICK, OPT_ONLY, OPT_JSON, OPT_THREADS, OPT_NO_PEER, OPT_SCALE };
     static const struct option opts[] = {
         {"runs", required_argument, NULL, OPT_RUNS},
         {"quick", no_argument, NULL, OPT_QUICK},
+        {"only", required_argument, NULL, OPT_ONLY},
         {"json", required_argument, NULL, OPT_JSON},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"no-peer", no_argument, NULL, OPT_NO_PEER},
@@ -603,6 +425,14 @@ static int run_parse(struct run *r, int argc, char **argv)
             break;
         case OPT_QUICK:
             quick = true;
+            break;
+        case OPT_ONLY:
+            if (!strcmp(optarg, "mqtt"))
+                r->parts = PART_MQTT;
+            else if (!strcmp(optarg, "rpc"))
+                r->parts = PART_RPC;
+            else
+                return run_usage_error("--only wants mqtt or rpc, not '%s'", optarg);
             break;
         case OPT_JSON:
             r->json_path = optarg;
@@ -633,73 +463,20 @@ static int run_parse(struct run *r, int argc, char **argv)
     }
     if (optind < argc)
         return run_usage_error("unexpected argument '%s'", argv[optind]);
-    r->runs = runs ? (unsigned)runs : quick ? 1 : RUN_DEFAULT_RUNS;
+    r->runs = runs ? (unsigned)runs : quick ? 1 : RUN_MQTT_RUNS;
+    r->rpc_runs = runs ? (unsigned)runs : quick ? RUN_RPC_QUICK_RUNS : RUN_RPC_RUNS;
     if (quick)
         r->scale *= RUN_QUICK_SCALE;
     return -1;
 }
 
-/* Starts the brokers and says where they listen. 0, or the exit code. */
-static int run_start(struct run *r, FILE *out)
+/* Of two parts' exit codes, the one to return: a server lost (1) before
+ * an experiment failed (3). */
+static int run_worse(int a, int b)
 {
-    char exe[4096], err[512];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0)
-        snprintf(exe, sizeof exe, "/proc/self/exe");
-    else
-        exe[n] = '\0';
-    if (broker_start(r, OURS, exe, err, sizeof err) < 0) {
-        fprintf(stderr, "shootout run: cannot start our broker (%s broker): %s\n", exe, err);
+    if (a == BENCH_EXIT_RUNTIME || b == BENCH_EXIT_RUNTIME)
         return BENCH_EXIT_RUNTIME;
-    }
-    fprintf(out, "shootout run: our broker %s, pid %d, on %s:%d\n", exe, (int)r->brokers[OURS].pid,
-            RUN_HOST, r->brokers[OURS].port);
-    if (r->no_peer) {
-        fprintf(out, "shootout run: --no-peer: measuring our broker alone\n");
-        return 0;
-    }
-    char mosq[4096];
-    if (!find_mosquitto(mosq, sizeof mosq)) {
-        fprintf(out, "shootout run: mosquitto is not installed (Debian package mosquitto): "
-                     "measuring our broker alone\n");
-        return 0;
-    }
-    if (broker_start(r, PEER, mosq, err, sizeof err) < 0) {
-        fprintf(stderr, "shootout run: cannot start %s: %s; measuring our broker alone\n", mosq,
-                err);
-        return BENCH_EXIT_RUNTIME;
-    }
-    fprintf(out, "shootout run: mosquitto %s, pid %d, on %s:%d\n", mosq, (int)r->brokers[PEER].pid,
-            RUN_HOST, r->brokers[PEER].port);
-    return 0;
-}
-
-/* Stops the brokers; ours must exit 0. Returns 0 or BENCH_EXIT_RUNTIME. */
-static int run_stop(struct run *r, FILE *out)
-{
-    int rc = 0;
-    for (int i = 0; i < NBROKERS; i++) {
-        struct broker_proc *b = &r->brokers[i];
-        if (!b->started)
-            continue;
-        int pid = (int)b->pid;
-        int status = broker_stop(r, i);
-        if (status < 0) { /* it died earlier, as broker_alive said */
-            rc = BENCH_EXIT_RUNTIME;
-            continue;
-        }
-        char how[64];
-        describe_status(status, how, sizeof how);
-        fprintf(out, "shootout run: stopped %s (pid %d): %s\n", b->name, pid, how);
-        if (i == OURS && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-            char tail[256];
-            log_tail(b, tail, sizeof tail);
-            fprintf(stderr, "shootout run: our broker should exit 0 on SIGTERM; its last words: %s\n",
-                    tail);
-            rc = BENCH_EXIT_RUNTIME;
-        }
-    }
-    return rc;
+    return a ? a : b;
 }
 
 int shootout_run_main(int argc, char **argv, const char *version)
@@ -708,8 +485,10 @@ int shootout_run_main(int argc, char **argv, const char *version)
         .threads = 1,
         .scale = 1,
         .json_path = "shootout-results.json",
-        .brokers = {{.name = "shootout", .log_fd = -1}, {.name = "mosquitto", .log_fd = -1}},
+        .parts = PART_MQTT | PART_RPC,
     };
+    child_init(&r.brokers[OURS], "shootout");
+    child_init(&r.brokers[PEER], "mosquitto");
     int rc = run_parse(&r, argc - 1, argv + 1);
     if (rc >= 0)
         return rc;
@@ -717,57 +496,49 @@ int shootout_run_main(int argc, char **argv, const char *version)
     uint64_t t0 = mc_now_ns();
     /* With JSON on stdout the tables move out of its way. */
     FILE *out = strcmp(r.json_path, "-") ? stdout : stderr;
-    /* Raised before the brokers start, so that they inherit it too. */
+    /* Raised before the servers start, so that they inherit it too. */
     long fds = net_raise_fd_limit();
     if (fds >= 0 && fds < RUN_FDS_NEEDED) {
         fprintf(stderr, "shootout run: 1000 connections need about %d open files, but the limit "
                         "is %ld (raise it with ulimit -n)\n", RUN_FDS_NEEDED, fds);
         return BENCH_EXIT_RUNTIME;
     }
-    struct sigaction sa = {.sa_handler = run_on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
+    child_trap_signals();
+    ssize_t n = readlink("/proc/self/exe", r.exe, sizeof r.exe - 1);
+    if (n <= 0)
+        snprintf(r.exe, sizeof r.exe, "/proc/self/exe");
+    else
+        r.exe[n] = '\0';
+    result_context_init(&r.ctx, argc, argv, version);
 
-    rc = run_start(&r, out);
-    if (r.brokers[OURS].started) {
-        result_context_init(&r.ctx, argc, argv, version);
-        fprintf(out, "shootout run: %u run%s per grid point and broker, %u client thread%s; "
-                     "progress on stderr\n",
-                r.runs, r.runs > 1 ? "s" : "", r.threads, r.threads > 1 ? "s" : "");
-        fflush(out);
-        int failed = 0;
-        for (int e = 0; e < NEXPERIMENTS; e++)
-            for (unsigned p = 0; p < experiments[e].npoints; p++)
-                for (int i = 0; i < NBROKERS; i++) {
-                    measure(&r, e, p, i);
-                    if (r.cells[e][p][i].measured && r.cells[e][p][i].rc != BENCH_EXIT_OK)
-                        failed = 1;
-                }
-        int stop_rc = run_stop(&r, out);
-        if (r.brokers[OURS].lost || r.brokers[PEER].lost || stop_rc)
-            rc = BENCH_EXIT_RUNTIME;
-        else if (!rc && failed)
-            rc = BENCH_EXIT_MISSED;
-
-        for (int e = 0; e < NEXPERIMENTS; e++)
-            print_experiment(out, &r, e);
-        print_memory(out, &r);
-        char err[256];
-        if (result_write_json(r.json_path, &r.ctx, r.rows.rows, r.rows.n, err, sizeof err) < 0) {
-            fprintf(stderr, "shootout run: %s\n", err);
-            if (!rc)
-                rc = BENCH_EXIT_RUNTIME;
-        } else if (strcmp(r.json_path, "-")) {
-            fprintf(out, "results: %s (%u rows)\n", r.json_path, r.rows.n);
-        }
-        result_set_free(&r.rows);
-        result_context_free(&r.ctx);
+    rc = 0;
+    if (r.parts & PART_MQTT)
+        rc = run_mqtt(&r, out);
+    if (r.parts & PART_RPC) {
+        struct run_rpc_opts ro = {
+            .runs = r.rpc_runs,
+            .scale = r.scale,
+            .exe = r.exe,
+            .no_peer = r.no_peer,
+            .out = out,
+            .ctx = &r.ctx,
+            .rows = &r.rows,
+        };
+        rc = run_worse(rc, run_rpc(&ro));
     }
+
+    char err[256];
+    if (result_write_json(r.json_path, &r.ctx, r.rows.rows, r.rows.n, err, sizeof err) < 0) {
+        fprintf(stderr, "shootout run: %s\n", err);
+        if (!rc)
+            rc = BENCH_EXIT_RUNTIME;
+    } else if (strcmp(r.json_path, "-")) {
+        fprintf(out, "results: %s (%u rows)\n", r.json_path, r.rows.n);
+    }
+    result_set_free(&r.rows);
+    result_context_free(&r.ctx);
     for (int i = 0; i < NBROKERS; i++)
-        if (r.brokers[i].log_fd >= 0)
-            close(r.brokers[i].log_fd);
+        child_free(&r.brokers[i]);
     fprintf(out, "total time: %.1f s\n", (double)(mc_now_ns() - t0) / 1e9);
     return rc;
 }

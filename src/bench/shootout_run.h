@@ -1,15 +1,22 @@
-/* shootout_run.h - `shootout run`, the main job: starts our broker and,
- * where installed, Mosquitto, each as a child process on a free loopback
- * port; runs the source article's loadtest and pingtest grid against both,
- * broker after broker at every grid point; prints the article's tables
- * (thousands of msgs/s, mean +/- stddev, a row per broker and their ratio)
- * with each broker's CPU time per message; writes every row as one JSON
- * document; stops the brokers.
+/* shootout_run.h - `shootout run`, the main job, in two parts.
  *
- * Exit codes: 0 success, 1 a broker could not start, died, or (ours) did
+ * MQTT: starts our broker and, where installed, Mosquitto, each as a child
+ * process on a free loopback port; runs the MQTT article's loadtest and
+ * pingtest grid against both, broker after broker at every grid point;
+ * prints the article's tables (thousands of msgs/s, mean +/- stddev, a row
+ * per broker and their ratio) with each broker's CPU time per message.
+ *
+ * RPC (run_rpc.h): our car-server and, where built, the gRPC C++ peer; the
+ * gRPC-vs-REST article's sweep of sequential calls and its three tables,
+ * latency and CPU per call, and throughput with calls in flight.
+ *
+ * `--only mqtt|rpc` runs one part. Every row goes into one JSON document;
+ * the servers are stopped at the end of their part.
+ *
+ * Exit codes: 0 success, 1 a server could not start, died, or (ours) did
  * not exit 0 on SIGTERM, 2 usage error, 3 an experiment failed (messages
- * missing, or a connection or protocol failure with the broker still up).
- * What was measured is printed and written in every case.
+ * missing, a call failed, or a connection or protocol failure with the
+ * server still up). What was measured is printed and written in every case.
  */
 #ifndef SHOOTOUT_SHOOTOUT_RUN_H
 #define SHOOTOUT_SHOOTOUT_RUN_H

@@ -1,6 +1,6 @@
-/* http1.c - HTTP/1.1 request-head parser and chunked-body decoder
- * (RFC 9112), strict where leniency would let two parsers disagree about
- * where a request ends. */
+/* http1.c - HTTP/1.1 request- and response-head parsers and chunked-body
+ * decoder (RFC 9112), strict where leniency would let two parsers disagree
+ * about where a message ends. */
 #include "http/http1.h"
 
 #include <limits.h>
@@ -29,6 +29,7 @@ const char *http1_strerror(int err)
     case HTTP1_E_CHUNK_DATA: return "chunk data not followed by CRLF";
     case HTTP1_E_TRAILER: return "bad or oversized trailer section";
     case HTTP1_E_BODY_TOO_LARGE: return "body too large";
+    case HTTP1_E_STATUS_LINE: return "malformed status line";
     default: return "unknown error";
     }
 }
@@ -41,6 +42,7 @@ int http1_status(int err)
     case HTTP1_E_HEAD_TOO_LARGE: return 431;
     case HTTP1_E_TE_UNSUPPORTED: return 501;
     case HTTP1_E_BODY_TOO_LARGE: return 413;
+    case HTTP1_E_STATUS_LINE: return 502; /* a gateway's answer to a broken upstream */
     default: return 400;
     }
 }
@@ -139,7 +141,9 @@ struct framing {
     bool conn_close;
     bool conn_keep_alive;
     bool expect_continue;
+    bool request; /* Host is only counted in requests */
     int hosts;
+    struct http1_str content_type;
 };
 
 static void te_element(struct http1_str e, void *arg)
@@ -183,7 +187,7 @@ static int parse_content_length(struct http1_str v, uint64_t *out)
     return 0;
 }
 
-static int note_header(const struct http1_header *h, struct framing *f, struct http1_request *req)
+static int note_header(const struct http1_header *h, struct framing *f)
 {
     if (http1_str_eq(h->name, "content-length")) {
         uint64_t n;
@@ -203,15 +207,43 @@ static int note_header(const struct http1_header *h, struct framing *f, struct h
     } else if (http1_str_eq(h->name, "expect")) {
         if (http1_str_eq(h->value, "100-continue"))
             f->expect_continue = true;
-    } else if (http1_str_eq(h->name, "host")) {
+    } else if (f->request && http1_str_eq(h->name, "host")) {
         if (++f->hosts > 1)
             return HTTP1_E_HOST;
     } else if (http1_str_eq(h->name, "content-type")) {
-        if (req->content_type.ptr != NULL)
+        if (f->content_type.ptr != NULL)
             return HTTP1_E_CONTENT_TYPE;
-        req->content_type = h->value;
+        f->content_type = h->value;
     }
     return 0;
+}
+
+/* A Transfer-Encoding field, in a request or a response: chunked, once and
+ * last, is the only coding taken. */
+static int check_transfer_encoding(const struct framing *f, bool v11)
+{
+    /* RFC 9112 section 6.1: TE in HTTP/1.0 means faulty framing. */
+    if (!v11)
+        return HTTP1_E_TRANSFER_ENCODING;
+    /* Section 6.3: TE with CL "ought to be handled as an error"; we do, as
+     * the pair is the classic request-smuggling and response-splitting
+     * vector. */
+    if (f->cl_seen)
+        return HTTP1_E_TE_AND_CL;
+    /* Section 6.3: without chunked last the length is unknowable (a
+     * response would run to the close, but in a coding we cannot decode). */
+    if (!f->te_chunked || f->te_after_chunked)
+        return HTTP1_E_TRANSFER_ENCODING;
+    if (f->te_other)
+        return HTTP1_E_TE_UNSUPPORTED;
+    return 0;
+}
+
+/* Section 9.3: HTTP/1.1 stays open unless told to close; HTTP/1.0 closes
+ * unless told to stay. */
+static bool persistent(const struct framing *f, bool v11)
+{
+    return v11 ? !f->conn_close : f->conn_keep_alive && !f->conn_close;
 }
 
 static int settle_framing(const struct framing *f, struct http1_request *req)
@@ -220,47 +252,204 @@ static int settle_framing(const struct framing *f, struct http1_request *req)
     if (v11 && f->hosts == 0)
         return HTTP1_E_HOST;
     if (f->te_seen) {
-        /* RFC 9112 section 6.1: TE in HTTP/1.0 means faulty framing. */
-        if (!v11)
-            return HTTP1_E_TRANSFER_ENCODING;
-        /* Section 6.3 lets a server reject TE with CL; we do, as the pair
-         * is the classic request-smuggling vector. */
-        if (f->cl_seen)
-            return HTTP1_E_TE_AND_CL;
-        /* Section 6.3: without chunked last the length is unknowable. */
-        if (!f->te_chunked || f->te_after_chunked)
-            return HTTP1_E_TRANSFER_ENCODING;
-        if (f->te_other)
-            return HTTP1_E_TE_UNSUPPORTED;
+        int rc = check_transfer_encoding(f, v11);
+        if (rc < 0)
+            return rc;
         req->body = HTTP1_BODY_CHUNKED;
     } else if (f->cl_seen) {
         req->body = HTTP1_BODY_LENGTH;
         req->content_length = f->cl;
     }
-    req->keep_alive = v11 ? !f->conn_close : f->conn_keep_alive && !f->conn_close;
+    req->keep_alive = persistent(f, v11);
     /* RFC 9110 section 10.1.1: ignore 100-continue from HTTP/1.0. */
     req->expect_continue = v11 && f->expect_continue;
+    req->content_type = f->content_type;
     return 0;
 }
 
-/* ---- Request head --------------------------------------------------------- */
+/* RFC 9112 section 6.3 for responses (to anything but HEAD and CONNECT,
+ * which we never send). */
+static int settle_response_framing(const struct framing *f, struct http1_response *resp)
+{
+    bool v11 = resp->minor_version == 1;
+    int s = resp->status;
+    if (s < 200 || s == 204 || s == 304) {
+        resp->body = HTTP1_BODY_NONE; /* whatever the fields say (item 1) */
+    } else if (f->te_seen) {
+        int rc = check_transfer_encoding(f, v11);
+        if (rc < 0)
+            return rc;
+        resp->body = HTTP1_BODY_CHUNKED;
+    } else if (f->cl_seen) {
+        resp->body = HTTP1_BODY_LENGTH;
+        resp->content_length = f->cl;
+    } else {
+        resp->body = HTTP1_BODY_UNTIL_CLOSE; /* item 8 */
+    }
+    resp->keep_alive = persistent(f, v11) && resp->body != HTTP1_BODY_UNTIL_CLOSE;
+    resp->content_type = f->content_type;
+    return 0;
+}
 
-/* Every read of buf[i] goes through NEED(i). Running out of the buffer is
- * "need more" unless the head limit is what ran out. end is min(len, max),
- * so a prefix and the whole input see the same bytes up to the prefix's
- * end, which keeps their answers consistent. */
+/* ---- Heads --------------------------------------------------------------- */
+
+/* The input of one head parse. end is min(len, max), so a prefix and the
+ * whole input see the same bytes up to the prefix's end, which keeps their
+ * answers consistent. */
+struct head {
+    const char *buf;
+    const unsigned char *p; /* buf, as bytes */
+    size_t len, max, end;
+};
+
+static struct head head_init(const char *buf, size_t len, size_t max_head)
+{
+    size_t max = max_head < INT_MAX ? max_head : INT_MAX;
+    return (struct head){buf, (const unsigned char *)buf, len, max, len < max ? len : max};
+}
+
+/* Every read of p[i] goes through NEED(i). Running out of the buffer is
+ * "need more" (0) unless the head limit is what ran out. */
 #define NEED(i)                                                                                   \
     do {                                                                                          \
-        if ((i) >= end)                                                                           \
-            return len >= max ? HTTP1_E_HEAD_TOO_LARGE : 0;                                       \
+        if ((i) >= hd->end)                                                                       \
+            return hd->len >= hd->max ? HTTP1_E_HEAD_TOO_LARGE : 0;                               \
     } while (0)
+
+/* "HTTP/" DIGIT "." DIGIT, case-sensitive (RFC 9112 section 2.3), at *pos;
+ * bad is the error for anything else. Returns 1 with the digits in v[0]
+ * and v[2] and *pos after them, 0 for need more, or an error. */
+static int parse_version(const struct head *hd, size_t *pos, int bad, unsigned char v[3])
+{
+    static const char proto[] = "HTTP/";
+    const unsigned char *p = hd->p;
+    size_t i = *pos;
+    for (size_t k = 0; k < sizeof proto - 1; k++, i++) {
+        NEED(i);
+        if (p[i] != (unsigned char)proto[k])
+            return bad;
+    }
+    for (size_t k = 0; k < 3; k++, i++) {
+        NEED(i);
+        v[k] = p[i];
+    }
+    if (v[0] < '0' || v[0] > '9' || v[1] != '.' || v[2] < '0' || v[2] > '9')
+        return bad;
+    *pos = i;
+    return 1;
+}
+
+/* The field lines from *pos and the empty line that ends them (RFC 9112
+ * section 5) into headers[0..*num) and f. Returns 1 with *pos after the
+ * empty line, 0 for need more, or an error. */
+static int parse_fields(const struct head *hd, size_t *pos, struct http1_header *headers,
+                        size_t max_headers, size_t *num, struct framing *f)
+{
+    const unsigned char *p = hd->p;
+    size_t i = *pos, n = 0;
+    for (;;) {
+        NEED(i);
+        if (p[i] == '\r') {
+            NEED(i + 1);
+            if (p[i + 1] != '\n')
+                return HTTP1_E_HEADER_NAME;
+            i += 2;
+            break;
+        }
+        if (p[i] == '\n')
+            return HTTP1_E_BARE_LF;
+        /* RFC 9112 section 5.2: a server may reject obs-fold with 400; we do,
+         * because unfolding changes values that others would read unfolded. */
+        if (is_ows(p[i]))
+            return HTTP1_E_OBS_FOLD;
+
+        size_t start = i;
+        for (;;) {
+            NEED(i);
+            if (!is_tchar(p[i]))
+                break;
+            i++;
+        }
+        /* Whitespace before the colon must be refused (section 5.1). */
+        if (p[i] != ':' || i == start)
+            return HTTP1_E_HEADER_NAME;
+        if (n == max_headers)
+            return HTTP1_E_TOO_MANY_HEADERS;
+        struct http1_header h = {.name = {hd->buf + start, i - start}};
+        i++;
+
+        for (;;) {
+            NEED(i);
+            if (!is_ows(p[i]))
+                break;
+            i++;
+        }
+        start = i;
+        size_t vend = i;
+        for (;;) {
+            NEED(i);
+            unsigned char c = p[i];
+            if (c == '\r') {
+                NEED(i + 1);
+                if (p[i + 1] != '\n')
+                    return HTTP1_E_HEADER_VALUE;
+                break;
+            }
+            if (c == '\n')
+                return HTTP1_E_BARE_LF;
+            if (is_bad_ctl(c))
+                return HTTP1_E_HEADER_VALUE;
+            i++;
+            if (!is_ows(c))
+                vend = i;
+        }
+        i += 2;
+        h.value = (struct http1_str){hd->buf + start, vend - start};
+        headers[n++] = h;
+        *num = n;
+        int rc = note_header(&h, f);
+        if (rc < 0)
+            return rc;
+    }
+    *pos = i;
+    return 1;
+}
+
+/* The rest of a head after its start line's version and before its CRLF,
+ * *pos: the CRLF (bad is the error for anything else there), the major
+ * version, then the fields into headers[0..*num) and f. Returns 1 with
+ * *minor_version set and *pos after the head, 0 for need more, or an
+ * error. */
+static int parse_head_rest(const struct head *hd, size_t *pos, int bad, const unsigned char v[3],
+                           int *minor_version, struct http1_header *headers, size_t max_headers,
+                           size_t *num, struct framing *f)
+{
+    const unsigned char *p = hd->p;
+    size_t i = *pos;
+    NEED(i);
+    if (p[i] == '\n')
+        return HTTP1_E_BARE_LF;
+    if (p[i] != '\r')
+        return bad;
+    NEED(i + 1);
+    if (p[i + 1] != '\n')
+        return bad;
+    i += 2;
+    if (v[0] != '1')
+        return HTTP1_E_VERSION;
+    /* RFC 9110 section 6.2: a higher minor version is read as ours. */
+    *minor_version = v[2] == '0' ? 0 : 1;
+    int rc = parse_fields(hd, &i, headers, max_headers, num, f);
+    if (rc > 0)
+        *pos = i;
+    return rc;
+}
 
 int http1_parse_request(const char *buf, size_t len, struct http1_request *req,
                         struct http1_header *headers, size_t max_headers, size_t max_head)
 {
-    const unsigned char *p = (const unsigned char *)buf;
-    size_t max = max_head < INT_MAX ? max_head : INT_MAX;
-    size_t end = len < max ? len : max;
+    const struct head h0 = head_init(buf, len, max_head), *hd = &h0;
+    const unsigned char *p = hd->p;
     size_t i = 0;
 
     memset(req, 0, sizeof *req);
@@ -312,101 +501,73 @@ int http1_parse_request(const char *buf, size_t len, struct http1_request *req,
     }
     i++;
 
-    /* "HTTP/" DIGIT "." DIGIT, case-sensitive (RFC 9112 section 2.3). */
-    static const char proto[] = "HTTP/";
-    for (size_t k = 0; k < sizeof proto - 1; k++, i++) {
-        NEED(i);
-        if (p[i] != (unsigned char)proto[k])
-            return HTTP1_E_REQUEST_LINE;
-    }
     unsigned char v[3];
-    for (size_t k = 0; k < 3; k++, i++) {
-        NEED(i);
-        v[k] = p[i];
-    }
-    if (v[0] < '0' || v[0] > '9' || v[1] != '.' || v[2] < '0' || v[2] > '9')
-        return HTTP1_E_REQUEST_LINE;
+    int rc = parse_version(hd, &i, HTTP1_E_REQUEST_LINE, v);
+    if (rc <= 0)
+        return rc;
+    struct framing f = {.request = true};
+    rc = parse_head_rest(hd, &i, HTTP1_E_REQUEST_LINE, v, &req->minor_version, headers,
+                         max_headers, &req->num_headers, &f);
+    if (rc <= 0)
+        return rc;
+    rc = settle_framing(&f, req);
+    if (rc < 0)
+        return rc;
+    return (int)i;
+}
+
+int http1_parse_response(const char *buf, size_t len, struct http1_response *resp,
+                         struct http1_header *headers, size_t max_headers, size_t max_head)
+{
+    const struct head h0 = head_init(buf, len, max_head), *hd = &h0;
+    const unsigned char *p = hd->p;
+    size_t i = 0;
+
+    memset(resp, 0, sizeof *resp);
+
+    /* status-line = HTTP-version SP status-code SP [ reason-phrase ]
+     * (RFC 9112 section 4); no empty lines may come first. */
+    unsigned char v[3];
+    int rc = parse_version(hd, &i, HTTP1_E_STATUS_LINE, v);
+    if (rc <= 0)
+        return rc;
     NEED(i);
-    if (p[i] == '\n')
-        return HTTP1_E_BARE_LF;
-    if (p[i] != '\r')
-        return HTTP1_E_REQUEST_LINE;
-    NEED(i + 1);
-    if (p[i + 1] != '\n')
-        return HTTP1_E_REQUEST_LINE;
-    i += 2;
-    if (v[0] != '1')
-        return HTTP1_E_VERSION;
-    /* RFC 9110 section 6.2: a higher minor version is read as ours. */
-    req->minor_version = v[2] == '0' ? 0 : 1;
-
-    struct framing f = {0};
-    size_t n = 0;
-    for (;;) {
+    if (p[i] != ' ')
+        return HTTP1_E_STATUS_LINE;
+    i++;
+    int status = 0;
+    for (int k = 0; k < 3; k++, i++) {
         NEED(i);
-        if (p[i] == '\r') {
-            NEED(i + 1);
-            if (p[i + 1] != '\n')
-                return HTTP1_E_HEADER_NAME;
-            i += 2;
-            break;
-        }
-        if (p[i] == '\n')
-            return HTTP1_E_BARE_LF;
-        /* RFC 9112 section 5.2: a server may reject obs-fold with 400; we do,
-         * because unfolding changes values that others would read unfolded. */
-        if (is_ows(p[i]))
-            return HTTP1_E_OBS_FOLD;
-
-        start = i;
-        for (;;) {
-            NEED(i);
-            if (!is_tchar(p[i]))
-                break;
-            i++;
-        }
-        /* Whitespace before the colon must be refused (section 5.1). */
-        if (p[i] != ':' || i == start)
-            return HTTP1_E_HEADER_NAME;
-        if (n == max_headers)
-            return HTTP1_E_TOO_MANY_HEADERS;
-        struct http1_header h = {.name = {buf + start, i - start}};
-        i++;
-
-        for (;;) {
-            NEED(i);
-            if (!is_ows(p[i]))
-                break;
-            i++;
-        }
-        start = i;
-        size_t vend = i;
+        if (p[i] < '0' || p[i] > '9')
+            return HTTP1_E_STATUS_LINE;
+        status = status * 10 + (p[i] - '0');
+    }
+    /* RFC 9110 section 15: codes outside 100..599 are invalid. */
+    if (status < 100 || status > 599)
+        return HTTP1_E_STATUS_LINE;
+    NEED(i);
+    /* The SP before an empty reason is often left out; nothing is lost by
+     * taking the line without it. */
+    if (p[i] == ' ') {
+        size_t start = ++i;
         for (;;) {
             NEED(i);
             unsigned char c = p[i];
-            if (c == '\r') {
-                NEED(i + 1);
-                if (p[i + 1] != '\n')
-                    return HTTP1_E_HEADER_VALUE;
+            if (c == '\r' || c == '\n')
                 break;
-            }
-            if (c == '\n')
-                return HTTP1_E_BARE_LF;
             if (is_bad_ctl(c))
-                return HTTP1_E_HEADER_VALUE;
+                return HTTP1_E_STATUS_LINE;
             i++;
-            if (!is_ows(c))
-                vend = i;
         }
-        i += 2;
-        h.value = (struct http1_str){buf + start, vend - start};
-        headers[n++] = h;
-        int rc = note_header(&h, &f, req);
-        if (rc < 0)
-            return rc;
+        resp->reason = (struct http1_str){buf + start, i - start};
     }
-    req->num_headers = n;
-    int rc = settle_framing(&f, req);
+    resp->status = status;
+    struct framing f = {0};
+    rc = parse_head_rest(hd, &i, HTTP1_E_STATUS_LINE, v, &resp->minor_version, headers,
+                         max_headers, &resp->num_headers, &f);
+    if (rc <= 0)
+        return rc;
+    rc = settle_response_framing(&f, resp);
     if (rc < 0)
         return rc;
     return (int)i;

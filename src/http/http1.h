@@ -1,14 +1,16 @@
-/* http1.h - HTTP/1.1 request codec for the REST side of the Car service:
- * a request-head parser and a chunked-body decoder, both pure and
- * non-allocating, in the spirit of picohttpparser.
+/* http1.h - HTTP/1.1 codec for the Car service's REST side: a request-head
+ * parser (the server), a response-head parser (the load generator's
+ * client) and a chunked-body decoder (both), all pure and non-allocating,
+ * in the spirit of picohttpparser.
  *
- * http1_parse_request() keeps no state between calls: the caller offers
- * everything received so far and calls again with more bytes after a
- * "need more" answer. Parsed slices point into the caller's buffer, which
- * must outlive them. The parser also settles message framing (RFC 9112
- * section 6), so the caller learns whether a body follows, how long it is
- * and whether the connection stays open, from one place that refuses every
- * ambiguous combination a request smuggler could exploit.
+ * http1_parse_request() and http1_parse_response() keep no state between
+ * calls: the caller offers everything received so far and calls again with
+ * more bytes after a "need more" answer. Parsed slices point into the
+ * caller's buffer, which must outlive them. The parsers also settle message
+ * framing (RFC 9112 section 6), so the caller learns whether a body
+ * follows, how long it is and whether the connection stays open, from one
+ * place that refuses every ambiguous combination a request smuggler (or a
+ * response splitter) could exploit.
  *
  * http1_chunked_decode() does keep state (struct http1_chunked), because a
  * chunked body may be far larger than any buffer; it consumes every byte it
@@ -34,7 +36,7 @@ enum http1_err {
     HTTP1_E_HEADER_VALUE = -7,       /* 400: control character (or bare CR) in a field value */
     HTTP1_E_OBS_FOLD = -8,           /* 400: field line continued by leading whitespace */
     HTTP1_E_TOO_MANY_HEADERS = -9,   /* 431: more fields than the caller's array holds */
-    HTTP1_E_HEAD_TOO_LARGE = -10,    /* 431: request head longer than the caller's limit */
+    HTTP1_E_HEAD_TOO_LARGE = -10,    /* 431: head longer than the caller's limit */
     HTTP1_E_HOST = -11,              /* 400: HTTP/1.1 without Host, or Host twice */
     HTTP1_E_CONTENT_LENGTH = -12,    /* 400: Content-Length not digits, conflicting, or overflowing */
     HTTP1_E_TRANSFER_ENCODING = -13, /* 400: chunked not last, repeated, or TE in HTTP/1.0 */
@@ -45,6 +47,7 @@ enum http1_err {
     HTTP1_E_CHUNK_DATA = -18,        /* 400: chunk data not followed by CRLF */
     HTTP1_E_TRAILER = -19,           /* 400: trailer section malformed or too long */
     HTTP1_E_BODY_TOO_LARGE = -20,    /* 413: chunked body over the caller's limit */
+    HTTP1_E_STATUS_LINE = -21,       /* 502: response status line malformed, or code outside 100..599 */
 };
 
 /* Short English description of an http1_err, for logs. Never NULL. */
@@ -68,6 +71,7 @@ enum http1_body {
     HTTP1_BODY_NONE,    /* no body: neither Content-Length nor Transfer-Encoding */
     HTTP1_BODY_LENGTH,  /* content_length bytes follow (possibly 0) */
     HTTP1_BODY_CHUNKED, /* feed what follows to http1_chunked_decode() */
+    HTTP1_BODY_UNTIL_CLOSE, /* responses only: the body is everything up to the close */
 };
 
 struct http1_request {
@@ -98,6 +102,32 @@ struct http1_request {
  * offered, so a prefix never returns an error that the whole would not. */
 int http1_parse_request(const char *buf, size_t len, struct http1_request *req,
                         struct http1_header *headers, size_t max_headers, size_t max_head);
+
+struct http1_response {
+    int minor_version;         /* 0 or 1, as for requests */
+    int status;                /* 100..599 */
+    struct http1_str reason;   /* ptr NULL when the line has no SP after the code */
+    size_t num_headers;        /* headers[0..num_headers) are filled in */
+
+    enum http1_body body;      /* NONE for 1xx, 204 and 304 whatever the fields say */
+    uint64_t content_length;   /* valid when body == HTTP1_BODY_LENGTH */
+    bool keep_alive;           /* another response may follow on the connection */
+    struct http1_str content_type; /* field value; ptr NULL when absent */
+};
+
+/* Parses one response head from buf[0..len), for a client that sends
+ * neither HEAD nor CONNECT. Same contract as http1_parse_request: returns
+ * the head's length (> 0), 0 for "need more", or a negative http1_err, and
+ * a prefix never returns an error that the whole would not.
+ *
+ * The fields are read exactly as in requests (the same errors for names,
+ * values, folding, Content-Length, Transfer-Encoding and a repeated
+ * Content-Type); Host and Expect mean nothing here. A 1xx head is interim:
+ * the final response follows it, so parse again after it. A response
+ * without Content-Length or Transfer-Encoding runs until the connection
+ * closes (HTTP1_BODY_UNTIL_CLOSE, never keep_alive). */
+int http1_parse_response(const char *buf, size_t len, struct http1_response *resp,
+                         struct http1_header *headers, size_t max_headers, size_t max_head);
 
 /* Case-insensitive (ASCII) comparison of s with the C string lit. */
 bool http1_str_eq(struct http1_str s, const char *lit);

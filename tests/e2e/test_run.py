@@ -20,7 +20,7 @@ pytestmark = pytest.mark.shootout_only
 
 EXIT_USAGE = 2
 RUN_TIMEOUT = 50  # seconds; the tiny job takes a few
-TINY = ("--quick", "--runs", "1", "--scale", "0.05")
+TINY = ("--quick", "--runs", "1", "--scale", "0.05", "--only", "mqtt")  # RPC: test_bench_rpc.py
 LOAD_POINTS = ["100c", "500c", "750c", "1000c"]
 PING_POINTS = ["400p20w", "200p200w", "100p400w"]
 HAVE_MOSQUITTO = bool(shutil.which("mosquitto")) or os.access(MOSQUITTO_BIN, os.X_OK)
@@ -124,7 +124,7 @@ def test_run_no_peer_measures_ours_alone():
 
 def test_runs_give_aggregate_rows(tmp_path):
     out = tmp_path / "r.json"
-    p = run("--runs", "2", "--scale", "0.02", "--no-peer", "--json", out)
+    p = run("--runs", "2", "--scale", "0.02", "--no-peer", "--only", "mqtt", "--json", out)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     rows = [b for b in doc["benchmarks"] if b["name"] == "mqtt-load/shootout/100c"]

@@ -1,5 +1,5 @@
-/* test_http1.c - unit tests for the HTTP/1.1 request codec (http1.c):
- * request heads over every prefix, pipelining, every error code, limits,
+/* test_http1.c - unit tests for the HTTP/1.1 codec (http1.c): request and
+ * response heads over every prefix, pipelining, every error code, limits,
  * the framing headers, and chunked bodies fed whole, in place and byte by
  * byte.
  */
@@ -33,22 +33,24 @@ static void assert_str(struct http1_str s, const char *want)
     assert_memory_equal(s.ptr, want, s.len);
 }
 
+/* Fails, saying what was parsed and both answers, unless rc is want. */
+static void expect_rc(const char *s, int rc, int want)
+{
+    if (rc != want)
+        fail_msg("%s: got %d (%s), want %d (%s)", s, rc, rc < 0 ? http1_strerror(rc) : "length",
+                 want, want < 0 ? http1_strerror(want) : "length");
+}
+
 /* Parses a complete request and checks it is all consumed. */
 static void parse_ok(const char *s, struct http1_request *req)
 {
-    int rc = parse(s, req);
-    if (rc < 0)
-        fail_msg("%s: %s", s, http1_strerror(rc));
-    assert_int_equal(rc, (int)strlen(s));
+    expect_rc(s, parse(s, req), (int)strlen(s));
 }
 
 static void parse_err(const char *s, int err)
 {
     struct http1_request req;
-    int rc = parse(s, &req);
-    if (rc != err)
-        fail_msg("%s: got %d (%s), want %d (%s)", s, rc, http1_strerror(rc), err,
-                 http1_strerror(err));
+    expect_rc(s, parse(s, &req), err);
 }
 
 /* ---- Request heads ------------------------------------------------------- */
@@ -104,16 +106,31 @@ static const char *const valid[] = {
     "GET / HTTP/1.0\r\n\r\n",
 };
 
+/* A head parser reduced to its answer, for checks that treat requests
+ * and responses alike. */
+typedef int (*head_parser)(const char *s, size_t n);
+
+static int request_rc(const char *s, size_t n)
+{
+    struct http1_request req;
+    return parse_n(s, n, &req);
+}
+
+/* Every proper prefix of each message needs more; the whole parses. */
+static void every_prefix_needs_more(const char *const *msgs, size_t count, head_parser parse_rc)
+{
+    for (size_t k = 0; k < count; k++) {
+        size_t n = strlen(msgs[k]);
+        for (size_t i = 0; i < n; i++)
+            if (parse_rc(msgs[k], i) != 0)
+                fail_msg("message %zu prefix %zu did not need more", k, i);
+        assert_int_equal(parse_rc(msgs[k], n), (int)n);
+    }
+}
+
 static void test_every_prefix_needs_more(void **state)
 {
-    for (size_t k = 0; k < sizeof valid / sizeof valid[0]; k++) {
-        struct http1_request req;
-        size_t n = strlen(valid[k]);
-        for (size_t i = 0; i < n; i++)
-            if (parse_n(valid[k], i, &req) != 0)
-                fail_msg("request %zu prefix %zu did not need more", k, i);
-        assert_int_equal(parse_n(valid[k], n, &req), (int)n);
-    }
+    every_prefix_needs_more(valid, sizeof valid / sizeof valid[0], request_rc);
 }
 
 static void test_pipelined(void **state)
@@ -402,7 +419,7 @@ static void test_case_insensitive_names(void **state)
 
 static void test_strerror_status(void **state)
 {
-    for (int e = HTTP1_E_BODY_TOO_LARGE; e <= HTTP1_E_REQUEST_LINE; e++) {
+    for (int e = HTTP1_E_STATUS_LINE; e <= HTTP1_E_REQUEST_LINE; e++) {
         assert_string_not_equal(http1_strerror(e), "unknown error");
         assert_true(http1_status(e) >= 400 && http1_status(e) <= 505);
     }
@@ -636,6 +653,208 @@ static void test_request_then_chunked_body(void **state)
     assert_str(req.method, "GET");
 }
 
+/* ---- Response heads ------------------------------------------------------ */
+
+static int parse_resp_n(const char *s, size_t n, struct http1_response *resp)
+{
+    return http1_parse_response(s, n, resp, hdrs, NHDR, MAX_HEAD);
+}
+
+static int response_rc(const char *s, size_t n)
+{
+    struct http1_response resp;
+    return parse_resp_n(s, n, &resp);
+}
+
+static void resp_ok(const char *s, struct http1_response *resp)
+{
+    expect_rc(s, parse_resp_n(s, strlen(s), resp), (int)strlen(s));
+}
+
+static void resp_err(const char *s, int err) { expect_rc(s, response_rc(s, strlen(s)), err); }
+
+static void test_response_basic(void **state)
+{
+    struct http1_response resp;
+    resp_ok("HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+            "Content-Length: 20\r\n\r\n",
+            &resp);
+    assert_int_equal(resp.status, 201);
+    assert_int_equal(resp.minor_version, 1);
+    assert_str(resp.reason, "Created");
+    assert_int_equal(resp.num_headers, 2);
+    assert_str(hdrs[1].name, "Content-Length");
+    assert_int_equal(resp.body, HTTP1_BODY_LENGTH);
+    assert_int_equal(resp.content_length, 20);
+    assert_true(resp.keep_alive);
+    assert_true(http1_media_type_is(resp.content_type, "application/json"));
+
+    /* The reason may be empty, have spaces and obs-text, or go with its SP. */
+    resp_ok("HTTP/1.1 500 \r\nContent-Length: 0\r\n\r\n", &resp);
+    assert_int_equal(resp.status, 500);
+    assert_non_null(resp.reason.ptr);
+    assert_int_equal(resp.reason.len, 0);
+    resp_ok("HTTP/1.1 404 Not \xc3\xa9 Found\r\nContent-Length: 0\r\n\r\n", &resp);
+    assert_str(resp.reason, "Not \xc3\xa9 Found");
+    resp_ok("HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", &resp);
+    assert_int_equal(resp.status, 200);
+    assert_null(resp.reason.ptr);
+    /* No Host is needed, and none is counted. */
+    resp_ok("HTTP/1.1 200 OK\r\nHost: a\r\nHost: b\r\nContent-Length: 0\r\n\r\n", &resp);
+}
+
+static const char *const valid_responses[] = {
+    "HTTP/1.1 201 Created\r\nContent-Length: 20\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+    "HTTP/1.0 204\r\n\r\n",
+    "HTTP/1.1 100 Continue\r\n\r\n",
+};
+
+static void test_response_every_prefix_needs_more(void **state)
+{
+    every_prefix_needs_more(valid_responses, sizeof valid_responses / sizeof valid_responses[0],
+                            response_rc);
+}
+
+static void test_response_status_line_errors(void **state)
+{
+    resp_err("HTTP/1.1 20 OK\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1.1 2011 OK\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1.1 2x1 OK\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1.1 099 Low\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1.1 600 High\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1.1  200 OK\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1.1\t200 OK\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("http/1.1 200 OK\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1,1 200 OK\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/2 200 OK\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("\r\nHTTP/1.1 200 OK\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1.1 200 O\x01K\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1.1 200 OK\rX\r\n\r\n", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1.1 200\rX", HTTP1_E_STATUS_LINE);
+    resp_err("HTTP/1.1 200 OK\n\r\n", HTTP1_E_BARE_LF);
+    resp_err("HTTP/1.1 200\n\r\n", HTTP1_E_BARE_LF);
+    /* Well-formed but not 1.x: reported once the line is complete. */
+    resp_err("HTTP/2.0 200 OK\r\n\r\n", HTTP1_E_VERSION);
+    struct http1_response resp;
+    assert_int_equal(parse_resp_n("HTTP/2.0 200 OK", 15, &resp), 0);
+    assert_int_equal(http1_status(HTTP1_E_STATUS_LINE), 502);
+    /* An error in the status line shows before the head is complete. */
+    assert_int_equal(parse_resp_n("HTTP/1.1 9", 10, &resp), 0);
+    assert_int_equal(parse_resp_n("HTTP/1.1 9x", 11, &resp), HTTP1_E_STATUS_LINE);
+}
+
+static void test_response_field_errors(void **state)
+{
+    /* The very field reader of requests. */
+    resp_err("HTTP/1.1 200 OK\r\nX : y\r\n\r\n", HTTP1_E_HEADER_NAME);
+    resp_err("HTTP/1.1 200 OK\r\nX: a\x01\r\n\r\n", HTTP1_E_HEADER_VALUE);
+    resp_err("HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n", HTTP1_E_OBS_FOLD);
+    resp_err("HTTP/1.1 200 OK\r\nX: a\n\r\n", HTTP1_E_BARE_LF);
+    resp_err("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+             HTTP1_E_CONTENT_LENGTH);
+    resp_err("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", HTTP1_E_CONTENT_LENGTH);
+    resp_err("HTTP/1.1 200 OK\r\nContent-Type: a/b\r\nContent-Type: a/b\r\n\r\n",
+             HTTP1_E_CONTENT_TYPE);
+
+    struct http1_header two[2];
+    struct http1_response resp;
+    const char *three = "HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n";
+    assert_int_equal(http1_parse_response(three, strlen(three), &resp, two, 2, MAX_HEAD),
+                     HTTP1_E_TOO_MANY_HEADERS);
+    size_t n = strlen(three);
+    assert_int_equal(http1_parse_response(three, n, &resp, hdrs, NHDR, n), (int)n);
+    assert_int_equal(http1_parse_response(three, n, &resp, hdrs, NHDR, n - 1),
+                     HTTP1_E_HEAD_TOO_LARGE);
+    assert_int_equal(http1_parse_response(three, 5, &resp, hdrs, NHDR, 5), HTTP1_E_HEAD_TOO_LARGE);
+}
+
+static void test_response_framing(void **state)
+{
+    struct http1_response resp;
+    /* No body for 1xx, 204 and 304, whatever the fields say. */
+    resp_ok("HTTP/1.1 100 Continue\r\n\r\n", &resp);
+    assert_int_equal(resp.body, HTTP1_BODY_NONE);
+    assert_true(resp.keep_alive);
+    resp_ok("HTTP/1.1 204 No Content\r\nContent-Length: 7\r\n\r\n", &resp);
+    assert_int_equal(resp.body, HTTP1_BODY_NONE);
+    resp_ok("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n", &resp);
+    assert_int_equal(resp.body, HTTP1_BODY_NONE);
+
+    resp_ok("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", &resp);
+    assert_int_equal(resp.body, HTTP1_BODY_CHUNKED);
+    assert_true(resp.keep_alive);
+    resp_ok("HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n", &resp);
+    assert_int_equal(resp.body, HTTP1_BODY_LENGTH);
+    assert_int_equal(resp.content_length, 0);
+
+    /* No framing: the body runs to the close. */
+    resp_ok("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n", &resp);
+    assert_int_equal(resp.body, HTTP1_BODY_UNTIL_CLOSE);
+    assert_false(resp.keep_alive);
+    resp_ok("HTTP/1.1 500 Oops\r\n\r\n", &resp);
+    assert_int_equal(resp.body, HTTP1_BODY_UNTIL_CLOSE);
+    assert_false(resp.keep_alive);
+
+    /* Keep-alive as for requests. */
+    resp_ok("HTTP/1.1 201 Created\r\nConnection: close\r\nContent-Length: 2\r\n\r\n", &resp);
+    assert_false(resp.keep_alive);
+    resp_ok("HTTP/1.0 201 Created\r\nContent-Length: 2\r\n\r\n", &resp);
+    assert_int_equal(resp.minor_version, 0);
+    assert_false(resp.keep_alive);
+    resp_ok("HTTP/1.0 201 Created\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\n", &resp);
+    assert_true(resp.keep_alive);
+
+    /* Transfer-Encoding is judged as for requests. */
+    resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n",
+             HTTP1_E_TE_AND_CL);
+    resp_err("HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", HTTP1_E_TRANSFER_ENCODING);
+    resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", HTTP1_E_TRANSFER_ENCODING);
+    resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+             HTTP1_E_TRANSFER_ENCODING);
+    resp_err("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+             HTTP1_E_TE_UNSUPPORTED);
+}
+
+/* A client's stream: an interim 100, then a 201 with a body, then a
+ * chunked 200 and a 500 that runs to the close. */
+static void test_responses_pipelined(void **state)
+{
+    const char *s = "HTTP/1.1 100 Continue\r\n\r\n"
+                    "HTTP/1.1 201 Created\r\nContent-Length: 20\r\n\r\n{\"status\":\"created\"}"
+                    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+                    "HTTP/1.1 500 Internal Server Error\r\n\r\nboom";
+    size_t n = strlen(s), off = 0;
+    struct http1_response resp;
+
+    int rc = parse_resp_n(s, n, &resp);
+    assert_true(rc > 0);
+    assert_int_equal(resp.status, 100);
+    off += (size_t)rc;
+
+    rc = parse_resp_n(s + off, n - off, &resp);
+    assert_true(rc > 0);
+    assert_int_equal(resp.status, 201);
+    assert_int_equal(resp.content_length, 20);
+    off += (size_t)rc;
+    assert_memory_equal(s + off, "{\"status\":\"created\"}", 20);
+    off += 20;
+
+    rc = parse_resp_n(s + off, n - off, &resp);
+    assert_true(rc > 0);
+    assert_int_equal(resp.body, HTTP1_BODY_CHUNKED);
+    off += (size_t)rc;
+    struct decoded r = decode_whole(s + off, n - off, 1024);
+    assert_int_equal(r.rc, 1);
+    assert_memory_equal(r.out, "abc", 3);
+    off += r.used;
+
+    rc = parse_resp_n(s + off, n - off, &resp);
+    assert_int_equal(rc, (int)(n - off - 4));
+    assert_int_equal(resp.status, 500);
+    assert_int_equal(resp.body, HTTP1_BODY_UNTIL_CLOSE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -669,6 +888,12 @@ int main(void)
         cmocka_unit_test(test_chunked_size_overflow),
         cmocka_unit_test(test_chunked_line_limits),
         cmocka_unit_test(test_request_then_chunked_body),
+        cmocka_unit_test(test_response_basic),
+        cmocka_unit_test(test_response_every_prefix_needs_more),
+        cmocka_unit_test(test_response_status_line_errors),
+        cmocka_unit_test(test_response_field_errors),
+        cmocka_unit_test(test_response_framing),
+        cmocka_unit_test(test_responses_pipelined),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

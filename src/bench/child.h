@@ -1,0 +1,88 @@
+/* child.h - the servers of `shootout run` as child processes: spawned with
+ * their stderr in a memfd (so nothing lands on disk), waited for until they
+ * accept connections or say they listen, watched for dying, and stopped
+ * with SIGTERM (SIGKILL after a grace period).
+ *
+ * No child outlives the job: each gets PR_SET_PDEATHSIG before its exec,
+ * and child_trap_signals() makes SIGINT, SIGTERM and SIGHUP stop every
+ * running child before the job dies of the signal.
+ */
+#ifndef SHOOTOUT_CHILD_H
+#define SHOOTOUT_CHILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Children that may run at once (the signal handler's table). */
+#define CHILD_MAX 4
+
+struct child {
+    const char *name; /* static: "shootout", "mosquitto", "car-server" */
+    pid_t pid;        /* 0: not running */
+    int log_fd;       /* memfd holding the child's stderr, -1: none yet */
+    int slot;         /* in the signal handler's table, -1: none */
+    bool started;     /* it ran, so it has rows in the tables */
+    bool lost;        /* could not start, or died during the job */
+};
+
+void child_init(struct child *c, const char *name);
+/* Closes the log; the child must have been stopped. */
+void child_free(struct child *c);
+
+/* Installs the handlers for SIGINT, SIGTERM and SIGHUP. */
+void child_trap_signals(void);
+
+/* Forks and executes argv (argv[0] a path) with stdin and stdout on
+ * /dev/null and stderr appended to the child's log; keep_fd (or -1) stays
+ * open across the exec. 0, or -1 with a message in err. */
+int child_spawn(struct child *c, char *const argv[], int keep_fd, char *err, size_t len);
+
+/* Reaps c if it has exited; if it had started, says on stderr that it
+ * died and marks it lost. Returns whether it runs. */
+bool child_alive(struct child *c);
+
+/* SIGTERM, then SIGKILL if it has not exited within 10 s. Returns the wait
+ * status, or -1 if c was not running. */
+int child_stop(struct child *c);
+
+/* Waits up to 10 s until c accepts TCP connections on 127.0.0.1:port.
+ * 0, or -1 with a message in err. */
+int child_wait_port(struct child *c, int port, char *err, size_t len);
+
+/* Waits up to 10 s until a line of c's stderr contains needle, and copies
+ * that line to line[0..len). 0, or -1 with a message in err. */
+int child_wait_line(struct child *c, const char *needle, char *line, size_t len, char *err,
+                    size_t errlen);
+
+/* A child that did not become ready: stops it, marks it lost and adds
+ * its last words to the message in err. Returns -1. */
+int child_give_up(struct child *c, char *err, size_t len);
+
+/* Spawns c for port and waits until it is ready: 0, or -1 with err. */
+typedef int (*child_launch_fn)(struct child *c, int port, void *arg, char *err, size_t len);
+
+/* Starts c on a free port (child_free_port), trying three ports in case
+ * one is taken meanwhile; a child that runs but is not ready is not tried
+ * again. 0 with c started, or -1 with err (c given up). */
+int child_start_on_free_port(struct child *c, child_launch_fn launch, void *arg, char *err,
+                             size_t len);
+
+/* Stops the started children of cs[0..n) and says how each ended on out.
+ * cs[0] is ours and must exit 0; if it did not, its last words go to
+ * stderr. 0, or -1 if one died earlier (child_alive said so) or ours did
+ * not exit 0. */
+int child_finish_all(struct child *cs, int n, FILE *out);
+
+/* The last line c wrote to stderr ("" if none), for messages about it. */
+void child_log_tail(const struct child *c, char *out, size_t len);
+
+/* "exit 0", "killed by Terminated", ... */
+void child_describe_status(int status, char *out, size_t len);
+
+/* A free 127.0.0.1 port: bind port 0, read it, close. Another process may
+ * take it before the child binds it; callers retry then. -1 with err. */
+int child_free_port(char *err, size_t len);
+
+#endif
