@@ -14,6 +14,7 @@
 #include "bench/mqtt_load.h"
 #include "bench/mqtt_ping.h"
 #include "bench/probe.h"
+#include "bench/report_html.h"
 #include "bench/rpc_seq.h"
 #include "core/mem.h"
 #include "core/net.h"
@@ -139,6 +140,9 @@ int bench_parse_option(struct bench_opts *o, int c, const char *arg)
     case BENCH_OPT_THREADS:
         bad = bench_parse_uint(o, "--threads", arg, 1, 256, &v);
         o->threads = (unsigned)v;
+        break;
+    case BENCH_OPT_HTML:
+        o->html_path = arg;
         break;
     case BENCH_OPT_JSON:
         o->json_path = arg;
@@ -357,6 +361,11 @@ int bench_finish(const struct bench_opts *o, const struct result_context *ctx,
     char err[256];
     if (o->json_path && result_write_json(o->json_path, ctx, rows->rows, rows->n, err,
                                           sizeof err) < 0) {
+        fprintf(stderr, "shootout bench %s: %s\n", o->experiment, err);
+        if (rc == BENCH_EXIT_OK)
+            rc = BENCH_EXIT_RUNTIME;
+    }
+    if (o->html_path && report_html_write(o->html_path, ctx, rows->rows, rows->n, err, sizeof err) < 0) {
         fprintf(stderr, "shootout bench %s: %s\n", o->experiment, err);
         if (rc == BENCH_EXIT_OK)
             rc = BENCH_EXIT_RUNTIME;

@@ -34,6 +34,7 @@ struct bench_opts {
     uint64_t messages;
     uint32_t payload_size;
     const char *json_path; /* NULL: no JSON */
+    const char *html_path; /* NULL: no HTML report */
     int server_pid;        /* 0: no server sampling */
     const char *target_arg; /* --target as given */
     const char *label;      /* --label, or NULL */
@@ -55,6 +56,7 @@ enum {
     BENCH_OPT_TIMEOUT,
     BENCH_OPT_SERVER_PID,
     BENCH_OPT_LABEL,
+    BENCH_OPT_HTML,
 };
 
 /* The options of every experiment. */
@@ -62,6 +64,7 @@ enum {
     {"target", required_argument, NULL, BENCH_OPT_TARGET},           \
     {"runs", required_argument, NULL, BENCH_OPT_RUNS},               \
     {"json", required_argument, NULL, BENCH_OPT_JSON},               \
+    {"html", required_argument, NULL, BENCH_OPT_HTML},               \
     {"timeout", required_argument, NULL, BENCH_OPT_TIMEOUT},         \
     {"server-pid", required_argument, NULL, BENCH_OPT_SERVER_PID},   \
     {"label", required_argument, NULL, BENCH_OPT_LABEL},             \
@@ -81,7 +84,9 @@ enum {
     "                        are reported too (default 1)\n"
 #define BENCH_HELP_JSON                                                                  \
     "  --json FILE           write the results as JSON to FILE ('-': stdout, and\n"      \
-    "                        the table goes to stderr)\n"
+    "                        the table goes to stderr)\n"                           \
+    "  --html FILE           write the results as a self-contained HTML page with\n"  \
+    "                        charts to FILE\n"
 #define BENCH_HELP_SERVER                                                                \
     "  --server-pid PID      sample the server process's CPU time, RSS and threads\n"    \
     "                        from /proc/PID over each run\n"                             \

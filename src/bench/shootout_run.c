@@ -18,6 +18,7 @@
 #include "bench/child.h"
 #include "bench/mqtt_load.h"
 #include "bench/mqtt_ping.h"
+#include "bench/report_html.h"
 #include "bench/run_rpc.h"
 #include "bench/run_table.h"
 #include "core/net.h"
@@ -58,8 +59,9 @@ static const char usage[] =
     "the slower protocol is, growth per step), latency and CPU per call, and the\n"
     "throughput at 10 and 50 calls in flight.\n"
     "\n"
-    "Every run goes into one JSON file. The servers are stopped at the end, and\n"
-    "when this command is interrupted.\n"
+    "Every run goes into one JSON file and a self-contained HTML page with the\n"
+    "charts. The servers are stopped at the end, and when this command is\n"
+    "interrupted.\n"
     "\n"
     "options:\n"
     "  --runs R         runs per grid point and server (default 3 for MQTT and 10\n"
@@ -68,6 +70,8 @@ static const char usage[] =
     "  --only mqtt|rpc  run one part\n"
     "  --json FILE      where to write the results (default shootout-results.json;\n"
     "                   '-': stdout, and the tables go to stderr)\n"
+    "  --html FILE      where to write the HTML report (default\n"
+    "                   shootout-report.html; 'none' to skip it)\n"
     "  --threads T      MQTT client threads, one event loop each (default 1)\n"
     "  --no-peer        measure our servers alone, even if the peers are there\n"
     "  -h, --help       this text\n"
@@ -98,6 +102,7 @@ struct run {
     unsigned runs, rpc_runs, threads;
     double scale;
     const char *json_path;
+    const char *html_path; /* NULL: no HTML report */
     bool no_peer;
     int parts; /* PART_* */
     char exe[4096];
@@ -398,12 +403,13 @@ __attribute__((format(printf, 1, 2))) static int run_usage_error(const char *fmt
 /* 0 to go on, or the exit code to return at once. */
 static int run_parse(struct run *r, int argc, char **argv)
 {
-    enum { OPT_RUNS = 1, OPT_QUICK, OPT_ONLY, OPT_JSON, OPT_THREADS, OPT_NO_PEER, OPT_SCALE };
+    enum { OPT_RUNS = 1, OPT_QUICK, OPT_ONLY, OPT_JSON, OPT_HTML, OPT_THREADS, OPT_NO_PEER, OPT_SCALE };
     static const struct option opts[] = {
         {"runs", required_argument, NULL, OPT_RUNS},
         {"quick", no_argument, NULL, OPT_QUICK},
         {"only", required_argument, NULL, OPT_ONLY},
         {"json", required_argument, NULL, OPT_JSON},
+        {"html", required_argument, NULL, OPT_HTML},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"no-peer", no_argument, NULL, OPT_NO_PEER},
         /* Not in --help: for the tests, which need a job of seconds. */
@@ -436,6 +442,9 @@ static int run_parse(struct run *r, int argc, char **argv)
             break;
         case OPT_JSON:
             r->json_path = optarg;
+            break;
+        case OPT_HTML:
+            r->html_path = strcmp(optarg, "none") ? optarg : NULL;
             break;
         case OPT_THREADS:
             if (opt_parse_uint(optarg, 1, 256, &v) < 0)
@@ -485,6 +494,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
         .threads = 1,
         .scale = 1,
         .json_path = "shootout-results.json",
+        .html_path = "shootout-report.html",
         .parts = PART_MQTT | PART_RPC,
     };
     child_init(&r.brokers[OURS], "shootout");
@@ -534,6 +544,15 @@ int shootout_run_main(int argc, char **argv, const char *version)
             rc = BENCH_EXIT_RUNTIME;
     } else if (strcmp(r.json_path, "-")) {
         fprintf(out, "results: %s (%u rows)\n", r.json_path, r.rows.n);
+    }
+    if (r.html_path) {
+        if (report_html_write(r.html_path, &r.ctx, r.rows.rows, r.rows.n, err, sizeof err) < 0) {
+            fprintf(stderr, "shootout run: %s\n", err);
+            if (!rc)
+                rc = BENCH_EXIT_RUNTIME;
+        } else {
+            fprintf(out, "report: %s\n", r.html_path);
+        }
     }
     result_set_free(&r.rows);
     result_context_free(&r.ctx);

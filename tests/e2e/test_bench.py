@@ -109,6 +109,24 @@ def test_load_runs_give_aggregates_and_server_figures(broker, tmp_path):
     assert "+/-" in p.stdout
 
 
+def test_html_report(broker, tmp_path):
+    html = tmp_path / "r.html"
+    p = subprocess.run([SHOOTOUT_BIN, "bench", "mqtt-load", "--target", target(broker), "--conns", "4",
+                        "--messages", "50", "--runs", "2", "--html", str(html)],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    text = html.read_text()
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    assert "<h2>mqtt-load</h2>" in text
+    throughput = text.split("<figcaption>Throughput")[1].split("</figure>")[0]
+    assert throughput.count('class="bar"') == 1  # one grid point, one target
+    assert "mean over the runs" in text
+    bad = subprocess.run([SHOOTOUT_BIN, "bench", "mqtt-load", "--target", target(broker), "--conns", "2",
+                          "--messages", "5", "--html", str(tmp_path / "no" / "r.html")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and "cannot write" in bad.stderr
+
+
 def test_load_many_threads_and_larger_payload(broker, tmp_path):
     doc, _ = bench_json(tmp_path, "mqtt-load", "--target", target(broker), "--conns", 30,
                         "--messages", 100, "--threads", 4, "--payload-size", 3000)

@@ -122,14 +122,31 @@ def test_run_no_peer_measures_ours_alone():
     assert_gone(broker_pids(p.stderr).values())
 
 
-def test_runs_give_aggregate_rows(tmp_path):
+def test_runs_give_aggregate_rows_and_the_html_report(tmp_path):
     out = tmp_path / "r.json"
-    p = run("--runs", "2", "--scale", "0.02", "--no-peer", "--only", "mqtt", "--json", out)
+    p = run("--runs", "2", "--scale", "0.02", "--no-peer", "--only", "mqtt", "--json", out,
+            cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     rows = [b for b in doc["benchmarks"] if b["name"] == "mqtt-load/shootout/100c"]
     assert [b["run_type"] for b in rows] == ["iteration"] * 2 + ["aggregate"] * 3
     assert "over 2 runs" in p.stdout
+    # The HTML report goes to its default file: one section per experiment,
+    # a bar per grid point in the throughput chart, no external resources.
+    html = (tmp_path / "shootout-report.html").read_text()
+    assert "report: shootout-report.html" in p.stdout
+    assert html.count("<section>") == 2
+    assert "<h2>mqtt-load</h2>" in html and "<h2>mqtt-ping</h2>" in html
+    load = html.split("<h2>mqtt-load</h2>")[1].split("</figure>")[0]
+    assert load.count('class="bar"') == len(LOAD_POINTS)
+    assert "src=" not in html and "href=" not in html and "<script" not in html
+
+
+def test_html_report_can_be_skipped(tmp_path):
+    p = run(*TINY, "--no-peer", "--json", tmp_path / "r.json", "--html", "none", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert not (tmp_path / "shootout-report.html").exists()
+    assert "report:" not in p.stdout
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
