@@ -244,20 +244,25 @@ static bool rest_handle(struct car_rest_conn *c, const uint8_t *data, size_t len
     return true;
 }
 
-/* Reads and answers until the socket is drained: until EAGAIN, or a short
- * read unless the peer may have closed (hup), since the end of the stream
- * then follows the data with no further edge. */
+/* Reads until the socket is drained: until EAGAIN, or a short read unless
+ * the peer may have closed (hup), since the end of the stream then follows
+ * the data with no further edge. An open connection answers what it reads;
+ * a lingering one drops it. */
 static void rest_read(struct car_rest_conn *c, bool hup)
 {
     size_t budget = REST_READ_BUDGET;
-    while (c->state == REST_OPEN && !c->paused) {
-        size_t cap;
-        uint8_t *buf = inbuf_read_target(&c->in, rest_rbuf, sizeof rest_rbuf, &cap);
+    while ((c->state == REST_OPEN && !c->paused) || c->state == REST_LINGER) {
+        bool linger = c->state == REST_LINGER;
+        size_t cap = sizeof rest_rbuf;
+        uint8_t *buf = linger ? rest_rbuf : inbuf_read_target(&c->in, rest_rbuf, cap, &cap);
         ssize_t n = read(c->io.fd, buf, cap);
         if (n == 0) {
-            /* Answer what came, then close; an unfinished request never
-             * will be. */
-            c->peer_done = true;
+            /* An open connection answers what came, then closes; an
+             * unfinished request never will be. */
+            if (linger)
+                rest_close(c, "done");
+            else
+                c->peer_done = true;
             return;
         }
         if (n < 0) {
@@ -267,37 +272,14 @@ static void rest_read(struct car_rest_conn *c, bool hup)
                 rest_close(c, strerror(errno));
             return;
         }
-        size_t len;
-        const uint8_t *data = inbuf_filled(&c->in, rest_rbuf, (size_t)n, &len);
-        if (!rest_handle(c, data, len))
-            return;
+        if (!linger) {
+            size_t len;
+            const uint8_t *data = inbuf_filled(&c->in, rest_rbuf, (size_t)n, &len);
+            if (!rest_handle(c, data, len))
+                return;
+        }
         if ((size_t)n < cap && !hup)
             return;
-        if ((size_t)n >= budget) {
-            rest_resume_later(c);
-            return;
-        }
-        budget -= (size_t)n;
-    }
-}
-
-/* Lingering: reads and drops input until the client closes. */
-static void rest_discard(struct car_rest_conn *c)
-{
-    size_t budget = REST_READ_BUDGET;
-    for (;;) {
-        ssize_t n = read(c->io.fd, rest_rbuf, sizeof rest_rbuf);
-        if (n == 0) {
-            rest_close(c, "done");
-            return;
-        }
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                rest_close(c, strerror(errno));
-            return;
-        }
         if ((size_t)n >= budget) {
             rest_resume_later(c);
             return;
@@ -422,26 +404,19 @@ static void rest_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
         return; /* an event of this iteration for a connection closed in it */
     if (events & EV_WRITE)
         rest_flush(c);
-    if (events & EV_READ) {
-        if (c->state == REST_LINGER)
-            rest_discard(c);
-        else if (c->state == REST_OPEN && !c->paused)
-            rest_read(c, events & EV_HUP);
-    }
+    if (events & EV_READ)
+        rest_read(c, events & EV_HUP);
     rest_settle(c);
 }
 
 /* Picks up where a budget or a pause stopped, or starts lingering. */
 static void rest_resume(struct car_rest_conn *c)
 {
-    if (c->state == REST_LINGER) {
-        rest_discard(c);
-    } else if (c->state == REST_OPEN && !c->paused) {
-        if (c->in.len > 0 && !rest_handle(c, c->in.data, c->in.len))
-            return;
-        /* Whether the peer closed meanwhile is not known: read to EAGAIN. */
-        rest_read(c, true);
-    }
+    if (c->state == REST_OPEN && !c->paused && c->in.len > 0 &&
+        !rest_handle(c, c->in.data, c->in.len))
+        return;
+    /* Whether the peer closed meanwhile is not known: read to EAGAIN. */
+    rest_read(c, true);
     rest_settle(c);
 }
 

@@ -150,6 +150,20 @@ static bool has_field(const struct response *r, const char *line)
     return strstr(head, want) != NULL;
 }
 
+/* The next response is the last: it says so, nothing follows, and the
+ * machine has stopped. */
+static void expect_last_response(struct harness *h, int status)
+{
+    struct response r;
+    next_response(h, &r, false);
+    if (r.status != status)
+        fail_msg("status %d, want %d:\n%s", r.status, status, r.head);
+    assert_true(has_field(&r, "Connection: close"));
+    assert_int_equal(r.body[0], '{');
+    expect_no_more(h);
+    assert_int_equal(h->last, CAR_REST_CLOSE);
+}
+
 /* ---- The article's request ---------------------------------------------- */
 
 static void test_create_exact_answer(void **state)
@@ -207,11 +221,7 @@ static void test_connection_close(void **state)
     struct harness *h = harness();
     feed(h, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
             "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-    assert_int_equal(h->last, CAR_REST_CLOSE);
-    struct response r;
-    next_response(h, &r, false);
-    assert_true(has_field(&r, "Connection: close"));
-    expect_no_more(h);
+    expect_last_response(h, 200);
     assert_int_equal(h->in_len, 0);
     /* Everything later is ignored. */
     feed(h, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -224,16 +234,13 @@ static void test_http10(void **state)
 {
     struct harness *h = harness();
     feed(h, "GET /healthz HTTP/1.0\r\n\r\n");
-    assert_int_equal(h->last, CAR_REST_CLOSE);
-    struct response r;
-    next_response(h, &r, false);
-    assert_int_equal(r.status, 200);
-    assert_true(has_field(&r, "Connection: close"));
+    expect_last_response(h, 200);
     harness_free(h);
 
     h = harness();
     feed(h, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
     assert_int_equal(h->last, CAR_REST_NEED_MORE);
+    struct response r;
     next_response(h, &r, false);
     assert_true(has_field(&r, "Connection: keep-alive"));
     harness_free(h);
@@ -251,11 +258,7 @@ static void test_draining_closes(void **state)
     struct harness *h = harness();
     h->env.draining = true;
     feed(h, CREATE);
-    assert_int_equal(h->last, CAR_REST_CLOSE);
-    struct response r;
-    next_response(h, &r, false);
-    assert_int_equal(r.status, 201);
-    assert_true(has_field(&r, "Connection: close"));
+    expect_last_response(h, 201);
     harness_free(h);
 }
 
@@ -295,8 +298,7 @@ static void test_chunked_errors(void **state)
     struct harness *h = harness_new(8192, 100);
     feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             "Transfer-Encoding: chunked\r\n\r\n65\r\n");
-    expect_response(h, 413, NULL);
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    expect_last_response(h, 413);
     harness_free(h);
 
     h = harness();
@@ -311,11 +313,7 @@ static void test_content_length_over_limit(void **state)
 {
     struct harness *h = harness_new(8192, 174);
     feed(h, CREATE_HEAD "\r\n");
-    struct response r;
-    next_response(h, &r, false);
-    assert_int_equal(r.status, 413);
-    assert_true(has_field(&r, "Connection: close"));
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    expect_last_response(h, 413);
     harness_free(h);
 
     h = harness_new(8192, 175); /* exactly at the limit is fine */
@@ -379,15 +377,12 @@ static void test_expect_continue(void **state)
     h = harness();
     feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
             "Content-Length: 175\r\nExpect: 100-continue\r\n\r\n");
-    expect_response(h, 415, NULL);
-    expect_no_more(h);
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    expect_last_response(h, 415);
     harness_free(h);
 
     h = harness_new(8192, 100);
     feed(h, CREATE_HEAD "Expect: 100-continue\r\n\r\n");
-    expect_response(h, 413, NULL);
-    expect_no_more(h);
+    expect_last_response(h, 413);
     harness_free(h);
 
     /* HTTP/1.0 expectations are ignored (RFC 9110 section 10.1.1). */
@@ -410,8 +405,7 @@ static void test_other_expectation(void **state)
 
     h = harness();
     feed(h, CREATE_HEAD "Expect: 100-continue, teapot\r\n\r\n");
-    expect_response(h, 417, NULL);
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    expect_last_response(h, 417);
     harness_free(h);
 }
 
@@ -563,14 +557,7 @@ static void test_protocol_errors_close(void **state)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct harness *h = harness();
         feed(h, cases[i].req);
-        struct response r;
-        next_response(h, &r, false);
-        if (r.status != cases[i].status)
-            fail_msg("case %zu: %d, want %d", i, r.status, cases[i].status);
-        assert_true(has_field(&r, "Connection: close"));
-        assert_int_equal(r.body[0], '{');
-        assert_int_equal(h->last, CAR_REST_CLOSE);
-        expect_no_more(h);
+        expect_last_response(h, cases[i].status);
         harness_free(h);
     }
 }
@@ -581,8 +568,7 @@ static void test_head_limit(void **state)
     char req[512];
     snprintf(req, sizeof req, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: %0300d\r\n\r\n", 0);
     feed(h, req);
-    expect_response(h, 431, NULL);
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    expect_last_response(h, 431);
     harness_free(h);
 
     /* Too many fields is a 431 too. */
