@@ -1,0 +1,688 @@
+/* test_car_rest_proto.c - unit tests for the Car service's HTTP/1.1
+ * machine (car_rest_proto.c): the article's request and its exact answer,
+ * every split of the input, pipelining, keep-alive and close, chunked
+ * bodies, 100-continue, every error status, HEAD, timeouts, draining and
+ * the output-room rule.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "car/car_rest_proto.h"
+#include "car/car_server.h"
+
+#define DATE "Sun, 06 Nov 1994 08:49:37 GMT"
+#define DOC                                                                                        \
+    "{\"car\":{\"make\":\"toyota\",\"model\":\"corolla\",\"trim\":\"4DR Sedan\",\"color\":"       \
+    "\"gray\",\"year\":2012,\"mileage\":120000},\"driver\":{\"firstname\":\"John\",\"lastname\":" \
+    "\"Smith\",\"driverId\":\"someId\"}}"
+#define CREATE_HEAD                                                                                \
+    "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 175\r\n"
+#define CREATE CREATE_HEAD "\r\n" DOC
+#define CREATED                                                                                    \
+    "HTTP/1.1 201 Created\r\nDate: " DATE "\r\nServer: shootout/0.1.0\r\n"                       \
+    "Content-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"status\":\"created\"}"
+#define CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
+
+/* Drives the machine the way car_rest.c does: unconsumed input is kept and
+ * offered again with the next piece. */
+struct harness {
+    struct car_rest_proto p;
+    struct car_rest_env env;
+    struct car_stats stats;
+    char in[1 << 16];
+    size_t in_len;
+    char out[1 << 16];
+    size_t out_len, read_pos;
+    enum car_rest_stop last;
+};
+
+static struct harness *harness_new(size_t max_header, size_t max_body)
+{
+    struct harness *h = calloc(1, sizeof *h);
+    assert_non_null(h);
+    car_rest_proto_init(&h->p, 1);
+    h->env.max_header = max_header;
+    h->env.max_body = max_body;
+    h->env.date = DATE;
+    h->env.stats = &h->stats;
+    return h;
+}
+
+static struct harness *harness(void) { return harness_new(8192, 1 << 20); }
+
+static void harness_free(struct harness *h)
+{
+    car_rest_proto_free(&h->p);
+    free(h);
+}
+
+static void feed_n(struct harness *h, const char *data, size_t n)
+{
+    assert_true(h->in_len + n <= sizeof h->in);
+    memcpy(h->in + h->in_len, data, n);
+    h->in_len += n;
+    struct car_rest_out o = {h->out + h->out_len, 0, sizeof h->out - h->out_len};
+    size_t used;
+    h->last = car_rest_proto_feed(&h->p, &h->env, h->in, h->in_len, &used, &o);
+    assert_true(used <= h->in_len);
+    assert_int_not_equal(h->last, CAR_REST_OUT_FULL);
+    h->out_len += o.len;
+    memmove(h->in, h->in + used, h->in_len - used);
+    h->in_len -= used;
+}
+
+static void feed(struct harness *h, const char *s) { feed_n(h, s, strlen(s)); }
+
+/* The output as a C string. */
+static const char *output(struct harness *h)
+{
+    assert_true(h->out_len < sizeof h->out);
+    h->out[h->out_len] = '\0';
+    return h->out;
+}
+
+struct response {
+    int status;
+    char head[1024]; /* status line and fields, NUL-terminated */
+    char body[512];
+};
+
+/* Reads the next response from the output; fails if there is none. */
+static void next_response(struct harness *h, struct response *r, bool head_only)
+{
+    const char *start = h->out + h->read_pos, *end = h->out + h->out_len;
+    const char *blank = NULL;
+    for (const char *q = start; q + 4 <= end; q++)
+        if (memcmp(q, "\r\n\r\n", 4) == 0) {
+            blank = q;
+            break;
+        }
+    if (!blank)
+        fail_msg("no complete response in output at %zu", h->read_pos);
+    size_t head_len = (size_t)(blank - start);
+    assert_true(head_len < sizeof r->head);
+    memcpy(r->head, start, head_len);
+    r->head[head_len] = '\0';
+    assert_int_equal(sscanf(r->head, "HTTP/1.1 %d ", &r->status), 1);
+    const char *cl = strstr(r->head, "\r\nContent-Length: ");
+    size_t body_len = 0;
+    if (r->status != 100) {
+        assert_non_null(cl);
+        body_len = strtoul(cl + 18, NULL, 10);
+        assert_non_null(strstr(r->head, "\r\nDate: " DATE "\r\n"));
+        assert_non_null(strstr(r->head, "\r\nServer: shootout/"));
+    }
+    if (head_only)
+        body_len = 0;
+    assert_true(blank + 4 + body_len <= end);
+    assert_true(body_len < sizeof r->body);
+    memcpy(r->body, blank + 4, body_len);
+    r->body[body_len] = '\0';
+    h->read_pos = (size_t)(blank + 4 + body_len - h->out);
+}
+
+static int expect_response(struct harness *h, int status, const char *body)
+{
+    struct response r;
+    next_response(h, &r, false);
+    if (r.status != status)
+        fail_msg("status %d, want %d:\n%s\n\n%s", r.status, status, r.head, r.body);
+    if (body)
+        assert_string_equal(r.body, body);
+    return r.status;
+}
+
+static void expect_no_more(struct harness *h) { assert_int_equal(h->read_pos, h->out_len); }
+
+static bool has_field(const struct response *r, const char *line)
+{
+    char want[256];
+    snprintf(want, sizeof want, "\r\n%s\r\n", line);
+    char head[1100];
+    snprintf(head, sizeof head, "%s\r\n", r->head);
+    return strstr(head, want) != NULL;
+}
+
+/* The next response is the last: it says so, nothing follows, and the
+ * machine has stopped. */
+static void expect_last_response(struct harness *h, int status)
+{
+    struct response r;
+    next_response(h, &r, false);
+    if (r.status != status)
+        fail_msg("status %d, want %d:\n%s", r.status, status, r.head);
+    assert_true(has_field(&r, "Connection: close"));
+    assert_int_equal(r.body[0], '{');
+    expect_no_more(h);
+    assert_int_equal(h->last, CAR_REST_CLOSE);
+}
+
+/* ---- The article's request ---------------------------------------------- */
+
+static void test_create_exact_answer(void **state)
+{
+    struct harness *h = harness();
+    feed(h, CREATE);
+    assert_int_equal(h->last, CAR_REST_NEED_MORE);
+    assert_string_equal(output(h), CREATED);
+    assert_int_equal(h->in_len, 0);
+    assert_int_equal(h->stats.rest_requests, 1);
+    assert_int_equal(h->stats.rest_errors, 0);
+    assert_false(car_rest_proto_busy(&h->p, h->in_len));
+    harness_free(h);
+}
+
+/* Split anywhere, or fed a byte at a time, the answer is the same. */
+static void test_create_any_split(void **state)
+{
+    const char req[] = CREATE;
+    for (size_t cut = 0; cut < sizeof req - 1; cut++) {
+        struct harness *h = harness();
+        feed_n(h, req, cut);
+        assert_int_equal(h->out_len, 0);
+        assert_int_equal(car_rest_proto_busy(&h->p, h->in_len), cut > 0);
+        feed_n(h, req + cut, sizeof req - 1 - cut);
+        assert_string_equal(output(h), CREATED);
+        harness_free(h);
+    }
+    struct harness *h = harness();
+    for (size_t i = 0; i < sizeof req - 1; i++)
+        feed_n(h, req + i, 1);
+    assert_string_equal(output(h), CREATED);
+    harness_free(h);
+}
+
+static void test_pipelined_in_order(void **state)
+{
+    struct harness *h = harness();
+    feed(h, CREATE "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+                   "GET /nope HTTP/1.1\r\nHost: x\r\n\r\n" CREATE);
+    expect_response(h, 201, "{\"status\":\"created\"}");
+    expect_response(h, 200, "{\"status\":\"ok\"}");
+    expect_response(h, 404, "{\"error\":\"not found\"}");
+    expect_response(h, 201, NULL);
+    expect_no_more(h);
+    assert_int_equal(h->stats.rest_requests, 4);
+    assert_int_equal(h->stats.rest_errors, 1);
+    harness_free(h);
+}
+
+/* ---- Connection management ------------------------------------------------ */
+
+static void test_connection_close(void **state)
+{
+    struct harness *h = harness();
+    feed(h, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    expect_last_response(h, 200);
+    assert_int_equal(h->in_len, 0);
+    /* Everything later is ignored. */
+    feed(h, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_int_equal(h->last, CAR_REST_CLOSE);
+    expect_no_more(h);
+    harness_free(h);
+}
+
+static void test_http10(void **state)
+{
+    struct harness *h = harness();
+    feed(h, "GET /healthz HTTP/1.0\r\n\r\n");
+    expect_last_response(h, 200);
+    harness_free(h);
+
+    h = harness();
+    feed(h, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    assert_int_equal(h->last, CAR_REST_NEED_MORE);
+    struct response r;
+    next_response(h, &r, false);
+    assert_true(has_field(&r, "Connection: keep-alive"));
+    harness_free(h);
+
+    /* HTTP/1.1 keep-alive is the default and goes unsaid. */
+    h = harness();
+    feed(h, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    next_response(h, &r, false);
+    assert_null(strstr(r.head, "Connection"));
+    harness_free(h);
+}
+
+static void test_draining_closes(void **state)
+{
+    struct harness *h = harness();
+    h->env.draining = true;
+    feed(h, CREATE);
+    expect_last_response(h, 201);
+    harness_free(h);
+}
+
+/* ---- Bodies --------------------------------------------------------------- */
+
+static void test_chunked_body(void **state)
+{
+    /* A well-framed body that is not a document: 400, and the connection
+     * goes on. */
+    struct harness *h = harness();
+    feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n7\r\n{\"car\":\r\n0\r\n\r\n" CREATE);
+    expect_response(h, 400, "{\"error\":\"unexpected end of input\",\"offset\":7}");
+    expect_response(h, 201, NULL);
+    harness_free(h);
+
+    static const char doc[] = DOC;
+    char good[1024];
+    snprintf(good, sizeof good,
+             "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+             "Transfer-Encoding: chunked\r\n\r\n7\r\n%.7s\r\nA8;ext=1\r\n%s\r\n0\r\n\r\n"
+             "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
+             doc, doc + 7);
+    for (size_t cut = 0; cut < strlen(good); cut += 3) {
+        h = harness();
+        feed_n(h, good, cut);
+        feed_n(h, good + cut, strlen(good) - cut);
+        expect_response(h, 201, NULL);
+        expect_response(h, 200, NULL);
+        expect_no_more(h);
+        assert_null(h->p.body); /* freed once the request is answered */
+        harness_free(h);
+    }
+}
+
+static void test_chunked_errors(void **state)
+{
+    struct harness *h = harness_new(8192, 100);
+    feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n65\r\n");
+    expect_last_response(h, 413);
+    harness_free(h);
+
+    h = harness();
+    feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\nzz\r\n");
+    expect_response(h, 400, "{\"error\":\"bad chunk size line\"}");
+    assert_int_equal(h->last, CAR_REST_CLOSE);
+    harness_free(h);
+}
+
+static void test_content_length_over_limit(void **state)
+{
+    struct harness *h = harness_new(8192, 174);
+    feed(h, CREATE_HEAD "\r\n");
+    expect_last_response(h, 413);
+    harness_free(h);
+
+    h = harness_new(8192, 175); /* exactly at the limit is fine */
+    feed(h, CREATE);
+    expect_response(h, 201, NULL);
+    harness_free(h);
+}
+
+/* The body of a request answered from its head is skipped, and the next
+ * request is served. */
+static void test_skipped_bodies(void **state)
+{
+    struct harness *h = harness();
+    feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab");
+    expect_response(h, 404, NULL);
+    assert_true(car_rest_proto_busy(&h->p, h->in_len));
+    feed(h, "cde" CREATE);
+    expect_response(h, 201, NULL);
+    feed(h, "PUT /v1/create HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "3\r\nabc\r\n0\r\n\r\n" CREATE);
+    struct response r;
+    next_response(h, &r, false);
+    assert_int_equal(r.status, 405);
+    assert_true(has_field(&r, "Allow: POST"));
+    expect_response(h, 201, NULL);
+    expect_no_more(h);
+    assert_int_equal(h->last, CAR_REST_NEED_MORE);
+    harness_free(h);
+
+    /* A skipped chunked body that turns out malformed closes quietly: its
+     * request is answered already. */
+    h = harness();
+    feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n");
+    expect_response(h, 404, NULL);
+    expect_no_more(h);
+    assert_int_equal(h->last, CAR_REST_CLOSE);
+    harness_free(h);
+}
+
+/* ---- 100-continue --------------------------------------------------------- */
+
+static void test_expect_continue(void **state)
+{
+    struct harness *h = harness();
+    feed(h, CREATE_HEAD "Expect: 100-continue\r\n\r\n");
+    assert_string_equal(output(h), CONTINUE);
+    assert_true(car_rest_proto_busy(&h->p, h->in_len));
+    feed(h, DOC);
+    assert_string_equal(output(h), CONTINUE CREATED);
+    assert_int_equal(h->stats.rest_requests, 1);
+    harness_free(h);
+
+    /* The body came along: nobody waits for 100. */
+    h = harness();
+    feed(h, CREATE_HEAD "Expect: 100-Continue\r\n\r\n" DOC);
+    assert_string_equal(output(h), CREATED);
+    harness_free(h);
+
+    /* Refused from the head: no 100, and the connection closes, since the
+     * client may or may not send the body now. */
+    h = harness();
+    feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+            "Content-Length: 175\r\nExpect: 100-continue\r\n\r\n");
+    expect_last_response(h, 415);
+    harness_free(h);
+
+    h = harness_new(8192, 100);
+    feed(h, CREATE_HEAD "Expect: 100-continue\r\n\r\n");
+    expect_last_response(h, 413);
+    harness_free(h);
+
+    /* HTTP/1.0 expectations are ignored (RFC 9110 section 10.1.1). */
+    h = harness();
+    feed(h, "POST /v1/create HTTP/1.0\r\nContent-Type: application/json\r\n"
+            "Content-Length: 175\r\nExpect: 100-continue\r\n\r\n");
+    assert_int_equal(h->out_len, 0);
+    feed(h, DOC);
+    expect_response(h, 201, NULL);
+    harness_free(h);
+}
+
+static void test_other_expectation(void **state)
+{
+    struct harness *h = harness();
+    feed(h, "GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n" CREATE);
+    expect_response(h, 417, NULL);
+    expect_response(h, 201, NULL); /* no body: the connection goes on */
+    harness_free(h);
+
+    h = harness();
+    feed(h, CREATE_HEAD "Expect: 100-continue, teapot\r\n\r\n");
+    expect_last_response(h, 417);
+    harness_free(h);
+}
+
+/* ---- Errors ------------------------------------------------------------- */
+
+static void test_json_errors_keep_the_connection(void **state)
+{
+    static const struct {
+        const char *doc, *body;
+    } cases[] = {
+        {"{\"car\":", "{\"error\":\"unexpected end of input\",\"offset\":7}"},
+        {"{\"car\":{}}", "{\"error\":\"missing field\",\"field\":\"car.make\",\"offset\":8}"},
+        {"{\"car\":[]}", "{\"error\":\"wrong type\",\"field\":\"car\",\"offset\":7}"},
+        {"", "{\"error\":\"unexpected end of input\",\"offset\":0}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct harness *h = harness();
+        char req[512];
+        snprintf(req, sizeof req,
+                 "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %zu\r\n\r\n%s",
+                 strlen(cases[i].doc), cases[i].doc);
+        feed(h, req);
+        feed(h, CREATE);
+        expect_response(h, 400, cases[i].body);
+        expect_response(h, 201, NULL);
+        assert_int_equal(h->stats.rest_errors, 1);
+        harness_free(h);
+    }
+    /* No body at all reads as an empty document. */
+    struct harness *h = harness();
+    feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n\r\n");
+    expect_response(h, 400, "{\"error\":\"unexpected end of input\",\"offset\":0}");
+    harness_free(h);
+}
+
+static void test_content_type(void **state)
+{
+    static const char *const good[] = {"application/json", "Application/JSON",
+                                       "application/json; charset=utf-8",
+                                       "application/json ;charset=UTF-8"};
+    static const char *const bad[] = {"text/plain", "application/jsonx", "application/x-json", ""};
+    char req[1024];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        struct harness *h = harness();
+        snprintf(req, sizeof req,
+                 "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n"
+                 "Content-Length: 175\r\n\r\n" DOC,
+                 good[i]);
+        feed(h, req);
+        expect_response(h, 201, NULL);
+        harness_free(h);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct harness *h = harness();
+        snprintf(req, sizeof req,
+                 "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n"
+                 "Content-Length: 175\r\n\r\n" DOC CREATE,
+                 bad[i]);
+        feed(h, req);
+        expect_response(h, 415, "{\"error\":\"content type must be application/json\"}");
+        expect_response(h, 201, NULL);
+        harness_free(h);
+    }
+    struct harness *h = harness();
+    feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Length: 175\r\n\r\n" DOC);
+    expect_response(h, 415, NULL);
+    harness_free(h);
+}
+
+static void test_routes_and_methods(void **state)
+{
+    static const struct {
+        const char *line;
+        int status;
+        const char *allow;
+    } cases[] = {
+        {"GET /v1/create", 405, "Allow: POST"},
+        {"post /v1/create", 405, "Allow: POST"}, /* methods are case-sensitive */
+        {"DELETE /v1/create?x=1", 405, "Allow: POST"},
+        {"POST /healthz", 405, "Allow: GET, HEAD"},
+        {"GET /healthz?probe=1", 200, NULL},
+        {"GET /", 404, NULL},
+        {"GET /v1/create/", 404, NULL},
+        {"GET /V1/CREATE", 404, NULL},
+        {"OPTIONS *", 404, NULL},
+        {"GET http://example.com/healthz", 200, NULL}, /* absolute form */
+        {"GET HTTPS://example.com", 404, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct harness *h = harness();
+        char req[256];
+        snprintf(req, sizeof req, "%s HTTP/1.1\r\nHost: x\r\n\r\n", cases[i].line);
+        feed(h, req);
+        struct response r;
+        next_response(h, &r, false);
+        if (r.status != cases[i].status)
+            fail_msg("%s: %d, want %d", cases[i].line, r.status, cases[i].status);
+        if (cases[i].allow)
+            assert_true(has_field(&r, cases[i].allow));
+        else
+            assert_null(strstr(r.head, "Allow:"));
+        assert_int_equal(h->last, CAR_REST_NEED_MORE);
+        harness_free(h);
+    }
+    struct harness *h = harness();
+    feed(h, "POST http://example.com:8080/v1/create HTTP/1.1\r\nHost: x\r\n"
+            "Content-Type: application/json\r\nContent-Length: 175\r\n\r\n" DOC);
+    expect_response(h, 201, NULL);
+    harness_free(h);
+}
+
+static void test_head_method(void **state)
+{
+    struct harness *h = harness();
+    feed(h, "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nHEAD /nope HTTP/1.1\r\nHost: x\r\n\r\n"
+            "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    struct response r;
+    next_response(h, &r, true);
+    assert_int_equal(r.status, 200);
+    assert_true(has_field(&r, "Content-Length: 15"));
+    next_response(h, &r, true);
+    assert_int_equal(r.status, 404);
+    expect_response(h, 200, "{\"status\":\"ok\"}");
+    expect_no_more(h);
+    harness_free(h);
+}
+
+/* Framing errors close: where the next request would start is unknown. */
+static void test_protocol_errors_close(void **state)
+{
+    static const struct {
+        const char *req;
+        int status;
+    } cases[] = {
+        {"GET /healthz HTTP/2.0\r\n\r\n", 505},
+        {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 505},
+        {"GET /healthz HTTP/1.1\r\n\r\n", 400}, /* no Host */
+        {"GET /healthz HTTP/1.1\nHost: x\n\n", 400},
+        {"GET /healthz HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", 400},
+        {"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 400}, /* TLS ClientHello */
+        {"POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+         400},
+        {"POST /v1/create HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 501},
+        {"POST /v1/create HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+         "Content-Length: 3\r\n\r\n",
+         400},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct harness *h = harness();
+        feed(h, cases[i].req);
+        expect_last_response(h, cases[i].status);
+        harness_free(h);
+    }
+}
+
+static void test_head_limit(void **state)
+{
+    struct harness *h = harness_new(256, 1 << 20);
+    char req[512];
+    snprintf(req, sizeof req, "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: %0300d\r\n\r\n", 0);
+    feed(h, req);
+    expect_last_response(h, 431);
+    harness_free(h);
+
+    /* Too many fields is a 431 too. */
+    h = harness_new(65536, 1 << 20);
+    char big[8192] = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+    for (int i = 0; i < 100; i++)
+        strcat(big, "A: b\r\n");
+    strcat(big, "\r\n");
+    feed(h, big);
+    expect_response(h, 431, NULL);
+    harness_free(h);
+}
+
+/* ---- Timeouts and output room --------------------------------------------- */
+
+static void test_timeout(void **state)
+{
+    char out[CAR_REST_RESPONSE_MAX];
+    struct car_rest_out o = {out, 0, sizeof out};
+
+    struct harness *h = harness();
+    feed(h, "GET /heal");
+    assert_true(car_rest_proto_busy(&h->p, h->in_len));
+    assert_true(car_rest_proto_timeout(&h->p, &h->env, &o));
+    assert_true(o.len > 0 && memcmp(out, "HTTP/1.1 408 ", 13) == 0);
+    assert_non_null(memmem(out, o.len, "Connection: close\r\n", 19));
+    assert_false(car_rest_proto_busy(&h->p, 0));
+    assert_int_equal(h->stats.rest_errors, 1);
+    harness_free(h);
+
+    /* Waiting for a body after 100 Continue. */
+    h = harness();
+    feed(h, CREATE_HEAD "Expect: 100-continue\r\n\r\n");
+    o.len = 0;
+    assert_true(car_rest_proto_timeout(&h->p, &h->env, &o));
+    harness_free(h);
+
+    /* A body being skipped belongs to a request answered already. */
+    h = harness();
+    feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab");
+    o.len = 0;
+    assert_false(car_rest_proto_timeout(&h->p, &h->env, &o));
+    assert_int_equal(o.len, 0);
+    feed(h, "cde");
+    assert_int_equal(h->last, CAR_REST_CLOSE);
+    harness_free(h);
+}
+
+/* With less than CAR_REST_RESPONSE_MAX of room nothing is handled; the
+ * caller drains the output and feeds again, and the answers are the same
+ * as with room to spare. */
+static void test_output_room(void **state)
+{
+    struct harness *h = harness();
+    char in[64 * (sizeof CREATE)];
+    size_t len = 0;
+    for (int i = 0; i < 60; i++) {
+        memcpy(in + len, CREATE, sizeof CREATE - 1);
+        len += sizeof CREATE - 1;
+    }
+    char small[CAR_REST_RESPONSE_MAX + 100];
+    size_t off = 0, total = 0;
+    int rounds = 0;
+    for (;;) {
+        struct car_rest_out o = {small, 0, sizeof small};
+        size_t used;
+        enum car_rest_stop stop = car_rest_proto_feed(&h->p, &h->env, in + off, len - off, &used, &o);
+        off += used;
+        if (o.len)
+            assert_memory_equal(small, CREATED, sizeof CREATED - 1);
+        total += o.len;
+        rounds++;
+        if (stop == CAR_REST_NEED_MORE)
+            break;
+        assert_int_equal(stop, CAR_REST_OUT_FULL);
+        assert_true(rounds < 100);
+    }
+    assert_int_equal(off, len);
+    assert_int_equal(total, 60 * (sizeof CREATED - 1));
+    assert_int_equal(h->stats.rest_requests, 60);
+
+    struct car_rest_out none = {small, 0, CAR_REST_RESPONSE_MAX - 1};
+    size_t used = 1;
+    assert_int_equal(car_rest_proto_feed(&h->p, &h->env, CREATE, sizeof CREATE - 1, &used, &none),
+                     CAR_REST_OUT_FULL);
+    assert_int_equal(used, 0);
+    assert_int_equal(none.len, 0);
+    harness_free(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_create_exact_answer),
+        cmocka_unit_test(test_create_any_split),
+        cmocka_unit_test(test_pipelined_in_order),
+        cmocka_unit_test(test_connection_close),
+        cmocka_unit_test(test_http10),
+        cmocka_unit_test(test_draining_closes),
+        cmocka_unit_test(test_chunked_body),
+        cmocka_unit_test(test_chunked_errors),
+        cmocka_unit_test(test_content_length_over_limit),
+        cmocka_unit_test(test_skipped_bodies),
+        cmocka_unit_test(test_expect_continue),
+        cmocka_unit_test(test_other_expectation),
+        cmocka_unit_test(test_json_errors_keep_the_connection),
+        cmocka_unit_test(test_content_type),
+        cmocka_unit_test(test_routes_and_methods),
+        cmocka_unit_test(test_head_method),
+        cmocka_unit_test(test_protocol_errors_close),
+        cmocka_unit_test(test_head_limit),
+        cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_output_room),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
