@@ -25,16 +25,17 @@ static int npaths;
 
 static const char *path(const char *name)
 {
+    assert_true(npaths < 16);
     char *p = path_buf[npaths++];
     snprintf(p, sizeof path_buf[0], "%s/%s", dir, name);
     return p;
 }
 
-static EVP_PKEY *write_key(const char *name)
+static EVP_PKEY *write_key(const char *file)
 {
     EVP_PKEY *k = EVP_EC_gen("P-256");
     assert_non_null(k);
-    FILE *f = fopen(path(name), "w");
+    FILE *f = fopen(file, "w");
     assert_non_null(f);
     assert_int_equal(PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL), 1);
     fclose(f);
@@ -42,8 +43,8 @@ static EVP_PKEY *write_key(const char *name)
 }
 
 /* A certificate for key with common name cn, signed by issuer (itself when
- * issuer is NULL), written to name. */
-static X509 *write_cert(const char *name, const char *cn, EVP_PKEY *key, X509 *issuer,
+ * issuer is NULL), written to file. */
+static X509 *write_cert(const char *file, const char *cn, EVP_PKEY *key, X509 *issuer,
                         EVP_PKEY *issuer_key, bool ca)
 {
     static long serial = 1;
@@ -69,7 +70,7 @@ static X509 *write_cert(const char *name, const char *cn, EVP_PKEY *key, X509 *i
         X509_EXTENSION_free(e);
     }
     assert_true(X509_sign(x, issuer_key ? issuer_key : key, EVP_sha256()) > 0);
-    FILE *f = fopen(path(name), "w");
+    FILE *f = fopen(file, "w");
     assert_non_null(f);
     PEM_write_X509(f, x);
     fclose(f);
@@ -82,13 +83,6 @@ static const char *ca_pem, *other_ca_pem, *server_pem, *server_key, *client_pem,
 static int make_pki(void **state)
 {
     assert_non_null(mkdtemp(dir));
-    EVP_PKEY *cak = write_key("ca.key"), *ok = write_key("other.key");
-    X509 *ca = write_cert("ca.pem", "Test CA", cak, NULL, NULL, true);
-    X509 *other = write_cert("other.pem", "Other CA", ok, NULL, NULL, true);
-    EVP_PKEY *sk = write_key("server.key"), *ck = write_key("client.key"), *rk = write_key("rogue.key");
-    X509_free(write_cert("server.pem", "localhost", sk, ca, cak, false));
-    X509_free(write_cert("client.pem", "client-7", ck, ca, cak, false));
-    X509_free(write_cert("rogue.pem", "client-7", rk, other, ok, false));
     ca_pem = path("ca.pem");
     other_ca_pem = path("other.pem");
     server_pem = path("server.pem");
@@ -97,6 +91,13 @@ static int make_pki(void **state)
     client_key = path("client.key");
     rogue_pem = path("rogue.pem");
     rogue_key = path("rogue.key");
+    EVP_PKEY *cak = write_key(path("ca.key")), *ok = write_key(path("other.key"));
+    X509 *ca = write_cert(ca_pem, "Test CA", cak, NULL, NULL, true);
+    X509 *other = write_cert(other_ca_pem, "Other CA", ok, NULL, NULL, true);
+    EVP_PKEY *sk = write_key(server_key), *ck = write_key(client_key), *rk = write_key(rogue_key);
+    X509_free(write_cert(server_pem, "localhost", sk, ca, cak, false));
+    X509_free(write_cert(client_pem, "client-7", ck, ca, cak, false));
+    X509_free(write_cert(rogue_pem, "client-7", rk, other, ok, false));
     X509_free(ca);
     X509_free(other);
     EVP_PKEY_free(cak);
@@ -109,14 +110,8 @@ static int make_pki(void **state)
 
 static int remove_pki(void **state)
 {
-    static const char *const names[] = {"ca.key", "other.key", "ca.pem", "other.pem", "server.key",
-                                        "client.key", "rogue.key", "server.pem", "client.pem",
-                                        "rogue.pem"};
-    char p[300];
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, names[i]);
-        unlink(p);
-    }
+    for (int i = 0; i < npaths; i++)
+        unlink(path_buf[i]);
     rmdir(dir);
     return 0;
 }
