@@ -7,7 +7,6 @@
  */
 #include "broker/acl.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -94,22 +93,6 @@ void acl_free(struct acl *acl)
 
 /* ---- parsing ---- */
 
-static int parse_error(char *err, size_t errlen, const char *name, unsigned lineno,
-                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static int parse_error(char *err, size_t errlen, const char *name, unsigned lineno,
-                       const char *fmt, ...)
-{
-    int n = snprintf(err, errlen, "%s:%u: ", name, lineno);
-    if (n >= 0 && (size_t)n < errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* Splits the first blank-separated word off *l (which is trimmed). */
 static struct textfile_line next_word(struct textfile_line *l)
 {
@@ -152,29 +135,35 @@ static struct acl_user *user_get(struct acl *acl, struct textfile_line name)
     return u;
 }
 
-/* One line; *section is the rule set "topic" lines go to. */
-static int parse_line(struct acl *acl, struct rule_set **section, struct textfile_line line,
-                      const char *name, char *err, size_t errlen)
+struct parse_state {
+    struct acl *acl;
+    struct rule_set *section; /* where "topic" lines go */
+};
+
+static int parse_line(void *arg, const char *name, struct textfile_line line, char *err,
+                      size_t errlen)
 {
+    struct parse_state *st = arg;
+    struct acl *acl = st->acl;
     struct textfile_line rest = textfile_trim(line);
     if (rest.len == 0 || rest.ptr[0] == '#')
         return 0;
     struct textfile_line keyword = next_word(&rest);
     if (word_is(keyword, "user")) {
         if (rest.len == 0)
-            return parse_error(err, errlen, name, line.lineno, "user wants a username");
+            return textfile_error(err, errlen, name, line.lineno, "user wants a username");
         if (!mqtt_utf8_valid((const uint8_t *)rest.ptr, rest.len))
-            return parse_error(err, errlen, name, line.lineno, "username is not valid UTF-8");
-        *section = &user_get(acl, rest)->rules;
+            return textfile_error(err, errlen, name, line.lineno, "username is not valid UTF-8");
+        st->section = &user_get(acl, rest)->rules;
         return 0;
     }
     bool pattern = word_is(keyword, "pattern");
     if (!pattern && !word_is(keyword, "topic"))
-        return parse_error(err, errlen, name, line.lineno,
+        return textfile_error(err, errlen, name, line.lineno,
                            "unknown keyword '%.*s' (want topic, pattern or user)",
                            (int)keyword.len, keyword.ptr);
     if (rest.len == 0)
-        return parse_error(err, errlen, name, line.lineno, "%s wants a topic filter",
+        return textfile_error(err, errlen, name, line.lineno, "%s wants a topic filter",
                            pattern ? "pattern" : "topic");
     /* As in Mosquitto: with one word it is the filter; with more, the first
      * is the access and the rest (spaces and all) the filter. */
@@ -184,47 +173,41 @@ static int parse_line(struct acl *acl, struct rule_set **section, struct textfil
     if (rest.len > 0) {
         access = parse_access(first);
         if (access < 0)
-            return parse_error(err, errlen, name, line.lineno,
+            return textfile_error(err, errlen, name, line.lineno,
                                "unknown access '%.*s' (want read, write, readwrite or deny)",
                                (int)first.len, first.ptr);
         filter = rest;
     }
     if (!mqtt_topic_filter_valid((const uint8_t *)filter.ptr, filter.len))
-        return parse_error(err, errlen, name, line.lineno, "invalid topic filter '%.*s'",
+        return textfile_error(err, errlen, name, line.lineno, "invalid topic filter '%.*s'",
                            (int)filter.len, filter.ptr);
-    set_add(pattern ? &acl->patterns : *section, filter.ptr, filter.len, (unsigned)access);
+    set_add(pattern ? &acl->patterns : st->section, filter.ptr, filter.len, (unsigned)access);
+    return 0;
+}
+
+/* acl_parse() of buf, or acl_load() of the file name when buf is NULL. */
+static int build(struct acl **out, const char *name, const char *buf, size_t len, char *err,
+                 size_t errlen)
+{
+    struct parse_state st = {.acl = mem_calloc(1, sizeof *st.acl)};
+    st.section = &st.acl->anonymous;
+    if (textfile_parse(name, buf, len, parse_line, &st, err, errlen) < 0) {
+        acl_free(st.acl);
+        return -1;
+    }
+    *out = st.acl;
     return 0;
 }
 
 int acl_parse(struct acl **out, const char *name, const char *buf, size_t len, char *err,
               size_t errlen)
 {
-    struct acl *acl = mem_calloc(1, sizeof *acl);
-    struct rule_set *section = &acl->anonymous;
-    size_t pos = 0;
-    struct textfile_line line = {.lineno = 0};
-    while (textfile_next_line(buf, len, &pos, &line)) {
-        int rc = memchr(line.ptr, '\0', line.len)
-                     ? parse_error(err, errlen, name, line.lineno, "NUL byte in line")
-                     : parse_line(acl, &section, line, name, err, errlen);
-        if (rc < 0) {
-            acl_free(acl);
-            return -1;
-        }
-    }
-    *out = acl;
-    return 0;
+    return build(out, name, buf ? buf : "", len, err, errlen);
 }
 
 int acl_load(struct acl **out, const char *path, char *err, size_t errlen)
 {
-    char *text;
-    size_t len;
-    if (textfile_read(path, &text, &len, err, errlen) < 0)
-        return -1;
-    int rc = acl_parse(out, path, text, len, err, errlen);
-    mem_free(text);
-    return rc;
+    return build(out, path, NULL, 0, err, errlen);
 }
 
 /* ---- binding a client ---- */

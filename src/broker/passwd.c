@@ -13,7 +13,6 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,22 +45,6 @@ struct passwd_table {
     struct hmap users; /* user -> struct passwd_entry */
     uint8_t tag_key[TAG_LEN];
 };
-
-static int parse_error(char *err, size_t errlen, const char *name, unsigned lineno,
-                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-static int parse_error(char *err, size_t errlen, const char *name, unsigned lineno,
-                       const char *fmt, ...)
-{
-    int n = snprintf(err, errlen, "%s:%u: ", name, lineno);
-    if (n >= 0 && (size_t)n < errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 bool passwd_username_valid(const char *user, size_t len)
 {
@@ -166,9 +149,10 @@ void passwd_free(struct passwd_table *t)
     mem_free(t);
 }
 
-static int parse_line(struct passwd_table *t, const char *name, struct textfile_line line,
-                      char *err, size_t errlen)
+static int parse_line(void *arg, const char *name, struct textfile_line line, char *err,
+                      size_t errlen)
 {
+    struct passwd_table *t = arg;
     const char *user;
     size_t ulen;
     if (!passwd_line_user(line.ptr, line.len, &user, &ulen))
@@ -176,12 +160,12 @@ static int parse_line(struct passwd_table *t, const char *name, struct textfile_
     struct textfile_line l = textfile_trim(line);
     const char *colon = memchr(l.ptr, ':', l.len);
     if (!colon)
-        return parse_error(err, errlen, name, line.lineno, "expected user:hash");
+        return textfile_error(err, errlen, name, line.lineno, "expected user:hash");
     if (!passwd_username_valid(user, ulen))
-        return parse_error(err, errlen, name, line.lineno, "invalid username");
+        return textfile_error(err, errlen, name, line.lineno, "invalid username");
     struct passwd_entry *dup = hmap_get(&t->users, user, ulen);
     if (dup)
-        return parse_error(err, errlen, name, line.lineno, "user '%.*s' already defined on line %u",
+        return textfile_error(err, errlen, name, line.lineno, "user '%.*s' already defined on line %u",
                            (int)ulen, user, dup->lineno);
     struct textfile_line h = {.ptr = colon + 1, .len = (size_t)(l.ptr + l.len - colon - 1)};
     h = textfile_trim(h);
@@ -189,7 +173,7 @@ static int parse_line(struct passwd_table *t, const char *name, struct textfile_
     const char *why = parse_hash(h.ptr, h.len, e);
     if (why) {
         mem_free(e);
-        return parse_error(err, errlen, name, line.lineno, "%s", why);
+        return textfile_error(err, errlen, name, line.lineno, "%s", why);
     }
     e->user = mem_strndup(user, ulen);
     e->ulen = ulen;
@@ -198,7 +182,9 @@ static int parse_line(struct passwd_table *t, const char *name, struct textfile_
     return 0;
 }
 
-int passwd_parse(struct passwd_table **out, const char *name, const char *buf, size_t len,
+/* passwd_parse() of buf, or passwd_load() of the file name when buf is
+ * NULL. */
+static int build(struct passwd_table **out, const char *name, const char *buf, size_t len,
                  char *err, size_t errlen)
 {
     struct passwd_table *t = mem_calloc(1, sizeof *t);
@@ -207,32 +193,23 @@ int passwd_parse(struct passwd_table **out, const char *name, const char *buf, s
         snprintf(err, errlen, "%s: no random bytes for the login cache", name);
         return -1;
     }
-    size_t pos = 0;
-    struct textfile_line line = {.lineno = 0};
-    while (textfile_next_line(buf, len, &pos, &line)) {
-        if (memchr(line.ptr, '\0', line.len)) {
-            passwd_free(t);
-            return parse_error(err, errlen, name, line.lineno, "NUL byte in line");
-        }
-        if (parse_line(t, name, line, err, errlen) < 0) {
-            passwd_free(t);
-            return -1;
-        }
+    if (textfile_parse(name, buf, len, parse_line, t, err, errlen) < 0) {
+        passwd_free(t);
+        return -1;
     }
     *out = t;
     return 0;
 }
 
+int passwd_parse(struct passwd_table **out, const char *name, const char *buf, size_t len,
+                 char *err, size_t errlen)
+{
+    return build(out, name, buf ? buf : "", len, err, errlen);
+}
+
 int passwd_load(struct passwd_table **out, const char *path, char *err, size_t errlen)
 {
-    char *text;
-    size_t len;
-    if (textfile_read(path, &text, &len, err, errlen) < 0)
-        return -1;
-    int rc = passwd_parse(out, path, text, len, err, errlen);
-    OPENSSL_cleanse(text, len);
-    mem_free(text);
-    return rc;
+    return build(out, path, NULL, 0, err, errlen);
 }
 
 size_t passwd_count(const struct passwd_table *t)

@@ -2,12 +2,15 @@
 #include "core/textfile.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/crypto.h>
 
 #include "core/mem.h"
 
@@ -85,4 +88,40 @@ struct textfile_line textfile_trim(struct textfile_line line)
     while (line.len > 0 && (line.ptr[line.len - 1] == ' ' || line.ptr[line.len - 1] == '\t'))
         line.len--;
     return line;
+}
+
+int textfile_error(char *err, size_t errlen, const char *name, unsigned lineno, const char *fmt,
+                   ...)
+{
+    int n = snprintf(err, errlen, "%s:%u: ", name, lineno);
+    if (n >= 0 && (size_t)n < errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int textfile_parse(const char *name, const char *buf, size_t len, textfile_line_fn fn, void *arg,
+                   char *err, size_t errlen)
+{
+    char *text = NULL;
+    if (!buf) {
+        if (textfile_read(name, &text, &len, err, errlen) < 0)
+            return -1;
+        buf = text;
+    }
+    size_t pos = 0;
+    struct textfile_line line = {.lineno = 0};
+    int rc = 0;
+    while (rc == 0 && textfile_next_line(buf, len, &pos, &line))
+        rc = memchr(line.ptr, '\0', line.len)
+                 ? textfile_error(err, errlen, name, line.lineno, "NUL byte in line")
+                 : fn(arg, name, line, err, errlen);
+    if (text) {
+        OPENSSL_cleanse(text, len);
+        mem_free(text);
+    }
+    return rc;
 }

@@ -30,4 +30,19 @@ bool textfile_next_line(const char *buf, size_t len, size_t *pos, struct textfil
 /* line without leading and trailing spaces and tabs. */
 struct textfile_line textfile_trim(struct textfile_line line);
 
+/* Called for each line; returns 0, or -1 after writing an error to err. */
+typedef int (*textfile_line_fn)(void *arg, const char *name, struct textfile_line line,
+                                char *err, size_t errlen);
+
+/* Runs fn over every line of buf[0..len), or of the file named name when
+ * buf is NULL (its text is wiped before it is freed: it may hold
+ * secrets). A line holding a NUL byte is an error. Returns 0, or -1 with
+ * the first error in err. */
+int textfile_parse(const char *name, const char *buf, size_t len, textfile_line_fn fn, void *arg,
+                   char *err, size_t errlen);
+
+/* Writes "name:lineno: " and the message to err; returns -1. */
+int textfile_error(char *err, size_t errlen, const char *name, unsigned lineno, const char *fmt,
+                   ...) __attribute__((format(printf, 5, 6)));
+
 #endif

@@ -13,13 +13,9 @@
 #include "broker/acl.h"
 #include "mqtt/mqtt_topic.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-#define check(ok)                                                                                 \
-    do {                                                                                          \
-        if (!(ok))                                                                                \
-            abort();                                                                              \
-    } while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

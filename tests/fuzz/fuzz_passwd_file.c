@@ -12,13 +12,9 @@
 #include "broker/passwd.h"
 #include "core/textfile.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-#define check(ok)                                                                                 \
-    do {                                                                                          \
-        if (!(ok))                                                                                \
-            abort();                                                                              \
-    } while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static bool has_slow_hash(const char *s, size_t len)
 {

@@ -16,13 +16,9 @@
 #include "http/http1.h"
 #include "http/ws.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_check.h"
 
-#define check(ok)                                                                                 \
-    do {                                                                                          \
-        if (!(ok))                                                                                \
-            abort();                                                                              \
-    } while (0)
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_INPUT 65536
 
