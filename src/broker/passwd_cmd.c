@@ -82,21 +82,22 @@ static ssize_t read_line(FILE *f, char *buf)
     return (ssize_t)n;
 }
 
-/* Prompts on the terminal with echo off. */
+/* Prompts on the terminal with echo off. Echo goes off (discarding
+ * typeahead) before the prompt shows, so nothing typed after it is lost. */
 static ssize_t prompt(const char *text, char *buf)
 {
     struct termios old, quiet;
-    fputs(text, stderr);
-    fflush(stderr);
     bool restore = tcgetattr(STDIN_FILENO, &old) == 0;
     if (restore) {
         quiet = old;
         quiet.c_lflag &= ~(tcflag_t)ECHO;
         tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
     }
+    fputs(text, stderr);
+    fflush(stderr);
     ssize_t n = read_line(stdin, buf);
     if (restore)
-        tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+        tcsetattr(STDIN_FILENO, TCSANOW, &old);
     fputc('\n', stderr);
     return n;
 }
