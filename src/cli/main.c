@@ -13,6 +13,7 @@
 #include "bench/shootout_run.h"
 #include "broker/broker.h"
 #include "broker/broker_conf.h"
+#include "broker/passwd_cmd.h"
 #include "car/car_server.h"
 #include "core/log.h"
 #include "core/opt.h"
@@ -31,6 +32,7 @@ static const char usage_main[] =
     "             article's loadtest and pingtest and prints the tables\n"
     "  broker     MQTT 3.1.1 broker\n"
     "  car-server the Car service of the gRPC-vs-REST article over REST and gRPC\n"
+    "  passwd     add, change or delete users in a broker password file\n"
     "  bench      load generators (mqtt-load, mqtt-ping); `shootout bench --help`\n"
     "  version    print the version\n"
     "  help       this text; `shootout <command> --help` for a command's options\n";
@@ -293,6 +295,8 @@ int main(int argc, char **argv)
         return cmd_broker(argc - 1, argv + 1);
     if (!strcmp(cmd, "car-server"))
         return cmd_car_server(argc - 1, argv + 1);
+    if (!strcmp(cmd, "passwd"))
+        return passwd_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return bench_main(argc, argv, SHOOTOUT_VERSION);
     if (!strcmp(cmd, "run"))
