@@ -37,13 +37,16 @@ static const struct report_metric {
     {RESULT_METRIC(client_cpu_us_per_op), "Client CPU per operation", "µs", NEED_CLIENT},
 };
 
-/* One experiment's rows arranged as points x series. */
+/* One experiment's rows arranged as points x series. Row names read
+ * "<experiment>/<series>/<point>", e.g. "rpc-seq/shootout/grpc/1000n1c":
+ * the series is what was measured (target and, where the experiment has
+ * one, protocol), the point where on the grid, labelled as in the tables. */
 struct report_group {
     const char *experiment;
     bool aggregated; /* mean/stddev rows, or plain iterations */
     unsigned npoints, nseries;
-    const struct result_row *point_row[REPORT_MAX_POINTS]; /* carries the point's config */
-    const char *series[REPORT_MAX_SERIES];                 /* target names */
+    const char *point[REPORT_MAX_POINTS]; /* into a row's name */
+    char series[REPORT_MAX_SERIES][128];
     const struct result_row *value[REPORT_MAX_POINTS][REPORT_MAX_SERIES];
     const struct result_row *spread[REPORT_MAX_POINTS][REPORT_MAX_SERIES]; /* stddev rows */
 };
@@ -77,14 +80,18 @@ static void put_number(FILE *f, double v)
     fprintf(f, a >= 100 || a == 0 ? "%.0f" : a >= 10 ? "%.1f" : a >= 1 ? "%.2f" : "%.3g", v);
 }
 
-static bool same_config(const struct result_row *a, const struct result_row *b)
+/* Splits a row's name into its series and point (see report_group); a
+ * name without both falls back to the target and the whole name. */
+static void row_name_parts(const struct result_row *r, char *series, size_t cap, const char **point)
 {
-    if (a->nconfig != b->nconfig)
-        return false;
-    for (unsigned i = 0; i < a->nconfig; i++)
-        if (strcmp(a->config[i].key, b->config[i].key) || a->config[i].value != b->config[i].value)
-            return false;
-    return true;
+    const char *first = strchr(r->name, '/'), *last = strrchr(r->name, '/');
+    if (!first || first == last) {
+        snprintf(series, cap, "%s", r->target);
+        *point = r->name;
+        return;
+    }
+    snprintf(series, cap, "%.*s", (int)(last - first - 1), first + 1);
+    *point = last + 1;
 }
 
 static const struct result_row *find_stddev(const struct result_row *rows, unsigned n,
@@ -97,25 +104,25 @@ static const struct result_row *find_stddev(const struct result_row *rows, unsig
     return NULL;
 }
 
-static unsigned group_point(struct report_group *g, const struct result_row *r)
+static unsigned group_point(struct report_group *g, const char *point)
 {
     for (unsigned p = 0; p < g->npoints; p++)
-        if (same_config(g->point_row[p], r))
+        if (!strcmp(g->point[p], point))
             return p;
     if (g->npoints == REPORT_MAX_POINTS)
         return REPORT_MAX_POINTS;
-    g->point_row[g->npoints] = r;
+    g->point[g->npoints] = point;
     return g->npoints++;
 }
 
-static unsigned group_series(struct report_group *g, const char *target)
+static unsigned group_series(struct report_group *g, const char *series)
 {
     for (unsigned s = 0; s < g->nseries; s++)
-        if (!strcmp(g->series[s], target))
+        if (!strcmp(g->series[s], series))
             return s;
     if (g->nseries == REPORT_MAX_SERIES)
         return REPORT_MAX_SERIES;
-    g->series[g->nseries] = target;
+    snprintf(g->series[g->nseries], sizeof g->series[0], "%s", series);
     return g->nseries++;
 }
 
@@ -134,32 +141,14 @@ static void group_build(struct report_group *g, const char *experiment, const st
             continue;
         if (g->aggregated ? !r->aggregate_name || strcmp(r->aggregate_name, "mean") : r->aggregate_name != NULL)
             continue;
-        unsigned p = group_point(g, r), s = group_series(g, r->target);
+        char series[sizeof g->series[0]];
+        const char *point;
+        row_name_parts(r, series, sizeof series, &point);
+        unsigned p = group_point(g, point), s = group_series(g, series);
         if (p == REPORT_MAX_POINTS || s == REPORT_MAX_SERIES)
             continue;
         g->value[p][s] = r;
         g->spread[p][s] = g->aggregated ? find_stddev(rows, n, r) : NULL;
-    }
-}
-
-/* "conns=1000", naming only the settings that differ between the points
- * (all of them when there is a single point). */
-static void put_point_label(FILE *f, const struct report_group *g, unsigned p)
-{
-    const struct result_row *r = g->point_row[p];
-    bool first = true;
-    for (unsigned k = 0; k < r->nconfig; k++) {
-        bool varies = g->npoints == 1;
-        for (unsigned q = 0; q < g->npoints && !varies; q++) {
-            const struct result_row *o = g->point_row[q];
-            varies = k >= o->nconfig || strcmp(o->config[k].key, r->config[k].key) ||
-                     o->config[k].value != r->config[k].value;
-        }
-        if (!varies)
-            continue;
-        fprintf(f, "%s%s=", first ? "" : " ", r->config[k].key);
-        put_number(f, r->config[k].value);
-        first = false;
     }
 }
 
@@ -238,7 +227,7 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
             fputs("<title>", f);
             put_escaped(f, g->series[s]);
             fputs(", ", f);
-            put_point_label(f, g, p);
+            put_escaped(f, g->point[p]);
             fputs(": ", f);
             put_number(f, val);
             if (sd) {
@@ -255,7 +244,7 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
         }
         fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT + p * gw + gw / 2,
                 CHART_H - CHART_BOTTOM + 18);
-        put_point_label(f, g, p);
+        put_escaped(f, g->point[p]);
         fputs("</text>\n", f);
     }
     fprintf(f, "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", CHART_LEFT,
@@ -293,7 +282,7 @@ static void put_table(FILE *f, const struct report_group *g)
             if (!v)
                 continue;
             fputs("<tr><td>", f);
-            put_point_label(f, g, p);
+            put_escaped(f, g->point[p]);
             fprintf(f, "</td><td><span class=\"swatch\" style=\"background:%s\"></span>", series_colors[s]);
             put_escaped(f, g->series[s]);
             fputs("</td>", f);
@@ -310,7 +299,9 @@ static void put_group(FILE *f, const struct report_group *g)
     fputs("<section><h2>", f);
     put_escaped(f, g->experiment);
     fputs("</h2>\n", f);
-    const struct result_row *any = g->point_row[0];
+    const struct result_row *any = NULL;
+    for (unsigned s = 0; s < g->nseries && !any; s++)
+        any = g->value[0][s];
     if (any->throughput_def) {
         fputs("<p class=\"def\">Throughput: ", f);
         put_escaped(f, any->throughput_def);

@@ -67,10 +67,9 @@ static void test_aggregates_become_bars_with_whiskers(void **state)
     assert_int_equal(count(html, "<svg"), 1); /* throughput only: no latency, no CPU sampled */
     assert_int_equal(count(html, "class=\"bar\""), 4);
     assert_int_equal(count(html, "class=\"err\""), 3); /* a zero stddev draws no whisker */
-    assert_non_null(strstr(html, "shootout, conns=100: 2000 ± 100 per second"));
-    /* Only the setting that varies names the point. */
-    assert_non_null(strstr(html, ">conns=500<"));
-    assert_null(strstr(html, "qos=0"));
+    assert_non_null(strstr(html, "shootout, 100c: 2000 ± 100 per second"));
+    /* Points are labelled by the last part of the row name, as the tables. */
+    assert_non_null(strstr(html, ">500c<"));
     /* Text from rows and context is escaped. */
     assert_non_null(strstr(html, "mos&lt;quitto&gt;"));
     assert_null(strstr(html, "<quitto>"));
@@ -97,8 +96,7 @@ static void test_iterations_alone_are_drawn_and_latency_charts_appear(void **sta
     assert_non_null(strstr(html, "single runs"));
     assert_non_null(strstr(html, "Server CPU per operation"));
     assert_null(strstr(html, "Client CPU per operation"));
-    /* One point: its whole configuration labels it. */
-    assert_non_null(strstr(html, "conns=400 qos=0"));
+    assert_non_null(strstr(html, ">400c<"));
     /* The target without a server sample shows a dash, not a zero. */
     assert_non_null(strstr(html, "<td>–</td>"));
     free(html);
@@ -117,6 +115,30 @@ static void test_experiments_get_their_own_sections(void **state)
     assert_non_null(load);
     assert_non_null(rpc);
     assert_true(load < rpc);
+    free(html);
+}
+
+/* The series is the middle of the name: one per target and protocol. */
+static void test_series_and_points_come_from_row_names(void **state)
+{
+    struct result_row rows[] = {
+        make_row("rpc-seq", "shootout", NULL, 1, 10),
+        make_row("rpc-seq", "shootout", NULL, 1, 20),
+        make_row("rpc-seq", "grpc-c++", NULL, 1, 30),
+    };
+    snprintf(rows[0].name, sizeof rows[0].name, "rpc-seq/shootout/rest/1000n1c");
+    snprintf(rows[1].name, sizeof rows[1].name, "rpc-seq/shootout/grpc/1000n1c");
+    snprintf(rows[2].name, sizeof rows[2].name, "rpc-seq/grpc-c++/grpc/1000n1c");
+    char *html = render(rows, 3);
+    assert_int_equal(count(html, "class=\"bar\""), 3); /* one point, three series */
+    assert_int_equal(count(html, ">1000n1c<"), 1 + 3); /* the axis label and a table row each */
+    assert_non_null(strstr(html, "shootout/rest, 1000n1c: 10.0 per second"));
+    assert_non_null(strstr(html, "grpc-c++/grpc, 1000n1c: 30.0 per second"));
+    /* A name without series and point falls back to the target. */
+    snprintf(rows[0].name, sizeof rows[0].name, "plain");
+    free(html);
+    html = render(rows, 1);
+    assert_non_null(strstr(html, "shootout, plain: 10.0"));
     free(html);
 }
 
@@ -142,6 +164,7 @@ int main(void)
         cmocka_unit_test(test_aggregates_become_bars_with_whiskers),
         cmocka_unit_test(test_iterations_alone_are_drawn_and_latency_charts_appear),
         cmocka_unit_test(test_experiments_get_their_own_sections),
+        cmocka_unit_test(test_series_and_points_come_from_row_names),
         cmocka_unit_test(test_no_rows),
         cmocka_unit_test(test_write_to_unwritable_path_reports),
     };
