@@ -221,3 +221,21 @@ def test_rpc_tools_h2load_against_peer(peer):
     # success); rpc_tools must see that no message came back.
     rc, r = run("--path", "/com.stevenpg.rvg.MessageService/nope")
     assert rc == 1 and not r["ok"] and r["status_2xx"] == 2000 and r["reply_data_bytes"] == 0, r
+
+
+@pytest.mark.parametrize("extra", [[], ["--concurrency", "16"], ["--concurrency", "8", "--connections", "2"],
+                                   ["--gzip"]])
+def test_our_client_against_peer(peer, extra):
+    """Interoperability of our gRPC client with the official C++ server: every
+    call must come back Result{status:"successful"}, plain and gzip-compressed,
+    one at a time and many streams at once."""
+    from conftest import SHOOTOUT_BIN
+    p = subprocess.run([SHOOTOUT_BIN, "bench", "rpc-seq", "--protocol", "grpc", "--target", peer.target,
+                        "--requests", "600", "--runs", "2", "--json", "-"] + extra,
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = [b for b in json.loads(p.stdout)["benchmarks"] if b["run_type"] == "iteration"]
+    assert len(rows) == 2
+    for b in rows:
+        assert b["messages"]["received"] == 600 and b["messages"]["lost"] == 0, b
+        assert all(v == 0 for v in b["errors"].values()), b["errors"]
