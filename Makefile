@@ -6,6 +6,7 @@
 #   make check           `make test` with gcc and with ASan + UBSan, plus the
 #                        unit tests built with clang (builds the peers first)
 #   make peers           the benchmark peers (the gRPC C++ server) in build/peers/
+#   make json-bench      the car_json vs cJSON measurement (build/perf/json_bench)
 #   make fuzz            libFuzzer targets (clang) in build/fuzz/
 #   make fuzz-run        runs each fuzz target for FUZZ_SECONDS (default 60)
 #   make run             builds everything, peers included, and runs the main
@@ -69,7 +70,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all test unit e2e check fuzz fuzz-run run clean
+.PHONY: all test unit e2e check fuzz fuzz-run run json-bench clean
 all: $(B)/shootout
 
 $(foreach p,$(PROTOS),$(eval $(call protoc_rule,$(GEN),$(p)))$(eval $(call protoc_rule,$(FUZZ_GEN),$(p))))
@@ -125,6 +126,13 @@ fuzz-run: fuzz
 
 run: $(B)/shootout peers
 	$(B)/shootout run $(RUN_ARGS)
+
+# The measurement behind car_json (tests/perf/json_bench.c, against cJSON):
+# a tool, not a test, so cJSON is needed only here.
+json-bench: build/perf/json_bench
+build/perf/json_bench: tests/perf/json_bench.c $(B)/libshootout.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libshootout.a -lcjson $(LIBS)
 
 clean:
 	rm -rf build

@@ -22,6 +22,8 @@ packages=(
   # the peers the benchmarks race against (Mosquitto; the gRPC C++ server,
   # built from peers/), and the load tools our client is checked against
   mosquitto libgrpc++-dev protobuf-compiler-grpc g++ nghttp2-client wrk
+  # the library car_json is measured against (make json-bench)
+  libcjson-dev
 )
 
 missing=()
