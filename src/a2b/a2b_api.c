@@ -1,0 +1,211 @@
+/* a2b_api.c - argument checks, results and JSON bodies of the a2b
+ * operations, common to the backends. */
+#include "a2b/a2b_api.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "a2b/a2b_data.h"
+#include "core/mem.h"
+
+const char *a2b_op_name(enum a2b_op op)
+{
+    static const char *const names[A2B_OP_COUNT] = {
+        [A2B_COUNTRIES] = "countries",   [A2B_CITIES] = "cities",
+        [A2B_LOCATIONS] = "locations",   [A2B_TRANSFERS] = "transfers",
+        [A2B_BOOK] = "book",             [A2B_BOOKINGS] = "bookings",
+        [A2B_BOOKING] = "booking",       [A2B_UPDATE_BOOKING] = "update_booking",
+        [A2B_USER] = "user",             [A2B_UPDATE_USER] = "update_user",
+        [A2B_READY] = "ready",
+    };
+    return (unsigned)op < A2B_OP_COUNT ? names[op] : "?";
+}
+
+void a2b_result_clear(struct a2b_result *res)
+{
+    mem_free(res->body);
+    *res = (struct a2b_result){0};
+}
+
+/* Spring's HttpStatus names, which the reference's errors carry. */
+static const char *status_name(int status)
+{
+    switch (status) {
+    case 400:
+        return "BAD_REQUEST";
+    case 404:
+        return "NOT_FOUND";
+    case 409:
+        return "CONFLICT";
+    case 503:
+        return "SERVICE_UNAVAILABLE";
+    default:
+        return "INTERNAL_SERVER_ERROR";
+    }
+}
+
+void a2b_result_error(struct a2b_result *res, int status, const char *message)
+{
+    struct json_buf b = {0};
+    struct json j;
+    json_init_buf(&j, &b);
+    json_object_begin(&j);
+    json_key(&j, "status");
+    json_string(&j, status_name(status));
+    json_key(&j, "code");
+    json_int(&j, status);
+    json_key(&j, "message");
+    json_string(&j, message);
+    json_object_end(&j);
+    a2b_result_json(res, &b);
+    res->status = status;
+}
+
+void a2b_result_empty(struct a2b_result *res, int status)
+{
+    a2b_result_clear(res);
+    res->status = status;
+}
+
+void a2b_result_json(struct a2b_result *res, struct json_buf *b)
+{
+    mem_free(res->body);
+    res->status = 200;
+    res->body = b->data;
+    res->len = b->len;
+    *b = (struct json_buf){0};
+}
+
+static bool name_ok(const char *s) { return s && *s && strlen(s) <= A2B_NAME_MAX; }
+
+bool a2b_args_check(enum a2b_op op, const struct a2b_args *a, struct a2b_result *res)
+{
+    int32_t day;
+    switch (op) {
+    case A2B_TRANSFERS:
+        if (!a->date || !a2b_data_parse_day(a->date, &day)) {
+            a2b_result_error(res, 400, "The date should be YYYY-MM-DD");
+            return false;
+        }
+        return true;
+    case A2B_BOOK:
+        if (!a->description) {
+            a2b_result_error(res, 400, "The description should not be null");
+            return false;
+        }
+        return true;
+    case A2B_UPDATE_BOOKING:
+        if (!a->state || (strcmp(a->state, "BOOKED") && strcmp(a->state, "COMPLETED") &&
+                          strcmp(a->state, "CANCELED"))) {
+            a2b_result_error(res, 400, "The state should be BOOKED, COMPLETED or CANCELED");
+            return false;
+        }
+        if (!a->description) {
+            a2b_result_error(res, 400, "The description should not be null");
+            return false;
+        }
+        return true;
+    case A2B_UPDATE_USER:
+        if (!name_ok(a->first_name) || !name_ok(a->last_name)) {
+            a2b_result_error(res, 400, "The first and last names should have 1 to 50 bytes");
+            return false;
+        }
+        return true;
+    default:
+        return true;
+    }
+}
+
+void a2b_json_country(struct json *j, const struct a2b_country_view *v)
+{
+    json_object_begin(j);
+    json_key(j, "countryId");
+    json_int(j, v->id);
+    json_key(j, "name");
+    json_string(j, v->name);
+    json_key(j, "code");
+    json_string(j, v->code);
+    json_object_end(j);
+}
+
+void a2b_json_city(struct json *j, const struct a2b_city_view *v)
+{
+    json_object_begin(j);
+    json_key(j, "cityId");
+    json_int(j, v->id);
+    json_key(j, "country");
+    a2b_json_country(j, &v->country);
+    json_key(j, "name");
+    json_string(j, v->name);
+    json_key(j, "code");
+    json_string(j, v->code);
+    json_object_end(j);
+}
+
+void a2b_json_location(struct json *j, const struct a2b_location_view *v)
+{
+    json_object_begin(j);
+    json_key(j, "locationId");
+    json_int(j, v->id);
+    json_key(j, "city");
+    a2b_json_city(j, &v->city);
+    json_key(j, "latitude");
+    json_number(j, v->latitude);
+    json_key(j, "longitude");
+    json_number(j, v->longitude);
+    json_object_end(j);
+}
+
+void a2b_json_transfer(struct json *j, const struct a2b_transfer_view *v)
+{
+    /* Timestamps are 19 bytes; the buffer holds longer ones, truncated. */
+    char duration[96];
+    snprintf(duration, sizeof duration, "[\"%.40s\",\"%.40s\")", v->start, v->end);
+    json_object_begin(j);
+    json_key(j, "transferId");
+    json_int(j, v->id);
+    json_key(j, "origin");
+    a2b_json_location(j, &v->origin);
+    json_key(j, "destination");
+    a2b_json_location(j, &v->destination);
+    json_key(j, "capacity");
+    json_int(j, v->capacity);
+    json_key(j, "duration");
+    json_string(j, duration);
+    json_key(j, "price");
+    json_fixed(j, v->price_cents, 2);
+    json_key(j, "description");
+    json_string(j, v->description);
+    json_object_end(j);
+}
+
+void a2b_json_user(struct json *j, const struct a2b_user_view *v)
+{
+    /* Names are at most A2B_NAME_MAX bytes each (checked on update). */
+    char name[2 * A2B_NAME_MAX + 2];
+    snprintf(name, sizeof name, "%.50s %.50s", v->first_name, v->last_name);
+    json_object_begin(j);
+    json_key(j, "id");
+    json_int(j, v->id);
+    json_key(j, "name");
+    json_string(j, name);
+    json_key(j, "email");
+    json_string(j, v->email);
+    json_key(j, "phone");
+    json_string(j, v->phone);
+    json_object_end(j);
+}
+
+void a2b_json_booking(struct json *j, const struct a2b_booking_view *v)
+{
+    json_object_begin(j);
+    json_key(j, "user");
+    a2b_json_user(j, &v->user);
+    json_key(j, "transfer");
+    a2b_json_transfer(j, &v->transfer);
+    json_key(j, "state");
+    json_string(j, v->state);
+    json_key(j, "description");
+    json_string(j, v->description);
+    json_object_end(j);
+}
