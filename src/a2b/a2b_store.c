@@ -290,3 +290,11 @@ void a2b_store_get_stats(struct a2b_store *s, struct a2b_store_stats *out)
     out->completed = atomic_load_explicit(&s->completed, memory_order_relaxed);
     out->rejected = atomic_load_explicit(&s->rejected, memory_order_relaxed);
 }
+
+unsigned a2b_store_queued(struct a2b_store *s)
+{
+    pthread_mutex_lock(&s->lock);
+    unsigned n = s->queued;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}

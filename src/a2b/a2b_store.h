@@ -74,5 +74,7 @@ int a2b_store_submit(struct a2b_store_client *c, enum a2b_op op, const struct a2
                      a2b_store_done_fn cb, void *ctx);
 
 void a2b_store_get_stats(struct a2b_store *s, struct a2b_store_stats *out);
+/* Requests waiting for a worker now (not those running). */
+unsigned a2b_store_queued(struct a2b_store *s);
 
 #endif
