@@ -156,8 +156,14 @@ void a2b_data_transfer(const struct a2b_data *d, int64_t id, struct a2b_transfer
     a2b_data_format_day(day, out->date);
     /* As the reference: leave between 01:00 and 05:00, arrive between
      * 06:00 and 11:00 (here the same day or the next). */
-    format_time(day, 1 + (int)draw(&r, 5), out->start);
-    format_time(day + (int32_t)draw(&r, 2), 6 + (int)draw(&r, 6), out->end);
+    /* One draw per statement: the order in which a call's arguments are
+     * evaluated is unspecified, and the data set must not depend on the
+     * compiler. */
+    int start_hour = 1 + (int)draw(&r, 5);
+    int32_t end_day = day + (int32_t)draw(&r, 2);
+    int end_hour = 6 + (int)draw(&r, 6);
+    format_time(day, start_hour, out->start);
+    format_time(end_day, end_hour, out->end);
     out->price_cents = 100 + (int64_t)draw(&r, 9900);
     out->description = transfer_notes[draw(&r, COUNT(transfer_notes))];
 }
@@ -197,12 +203,11 @@ unsigned a2b_data_user_bookings(const struct a2b_data *d, int64_t user_id, struc
         unsigned k = j;
         for (; k > 0 && out[k - 1].transfer_id > t; k--)
             out[k] = out[k - 1];
+        /* Separate statements: initialisers are evaluated in no set order. */
+        const char *state = draw(&r, 2) ? "COMPLETED" : "BOOKED";
+        const char *note = booking_notes[draw(&r, COUNT(booking_notes))];
         out[k] = (struct a2b_booking_row){
-            .user_id = user_id,
-            .transfer_id = t,
-            .state = draw(&r, 2) ? "COMPLETED" : "BOOKED",
-            .description = booking_notes[draw(&r, COUNT(booking_notes))],
-        };
+            .user_id = user_id, .transfer_id = t, .state = state, .description = note};
     }
     return n;
 }

@@ -185,7 +185,7 @@ static void test_booking(void **state)
         "\"longitude\":23.770869},\"destination\":{\"locationId\":108,\"city\":{\"cityId\":6,"
         "\"country\":{\"countryId\":1,\"name\":\"Republic of Belarus\",\"code\":\"BY\"},"
         "\"name\":\"Minsk\",\"code\":\"17\"},\"latitude\":53.894542,\"longitude\":27.501752},"
-        "\"capacity\":37,\"duration\":\"[\\\"2025-01-23 02:00:00\\\",\\\"2025-01-23 10:00:00\\\")\","
+        "\"capacity\":37,\"duration\":\"[\\\"2025-01-23 02:00:00\\\",\\\"2025-01-23 08:00:00\\\")\","
         "\"price\":5.56,\"description\":\"Minibus with luggage trailer.\"},\"state\":\"BOOKED\","
         "\"description\":\"Two suitcases and a \\\"small\\\" box.\"}");
     body = run(A2B_BOOKINGS, (struct a2b_args){.user_id = 1});
