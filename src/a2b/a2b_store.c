@@ -61,17 +61,31 @@ static void req_free(struct a2b_req *r)
     mem_free(r);
 }
 
+static void req_free_list(struct a2b_req *r)
+{
+    while (r) {
+        struct a2b_req *next = r->next;
+        req_free(r);
+        r = next;
+    }
+}
+
+static void req_append(struct a2b_req **head, struct a2b_req **tail, struct a2b_req *r)
+{
+    r->next = NULL;
+    if (*tail)
+        (*tail)->next = r;
+    else
+        *head = r;
+    *tail = r;
+}
+
 static void deliver(struct a2b_req *r)
 {
     struct a2b_store_client *c = r->client;
     pthread_mutex_lock(&c->lock);
     bool was_empty = !c->done_head;
-    r->next = NULL;
-    if (c->done_tail)
-        c->done_tail->next = r;
-    else
-        c->done_head = r;
-    c->done_tail = r;
+    req_append(&c->done_head, &c->done_tail, r);
     pthread_mutex_unlock(&c->lock);
     /* One wake-up per batch: the loop takes the whole list at once. */
     if (was_empty) {
@@ -164,10 +178,7 @@ void a2b_store_close(struct a2b_store *s)
     if (!s)
         return;
     store_stop_workers(s);
-    for (struct a2b_req *r = s->head, *next; r; r = next) {
-        next = r->next;
-        req_free(r);
-    }
+    req_free_list(s->head);
     for (unsigned i = 0; i < s->nworkers; i++)
         a2b_sqlite_close(s->workers[i].db);
     mem_free(s->workers);
@@ -223,10 +234,7 @@ void a2b_store_client_free(struct a2b_store_client *c)
         return;
     ev_io_stop(c->loop, &c->wake);
     close(c->wake.fd);
-    for (struct a2b_req *r = c->done_head, *next; r; r = next) {
-        next = r->next;
-        req_free(r);
-    }
+    req_free_list(c->done_head);
     pthread_mutex_destroy(&c->lock);
     mem_free(c);
 }
@@ -272,11 +280,7 @@ int a2b_store_submit(struct a2b_store_client *c, enum a2b_op op, const struct a2
         return -1;
     }
     s->queued++;
-    if (s->tail)
-        s->tail->next = r;
-    else
-        s->head = r;
-    s->tail = r;
+    req_append(&s->head, &s->tail, r);
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
     c->pending++;

@@ -335,15 +335,25 @@ static void run_until(struct waiter *w, unsigned n)
         ev_run_once(w->loop, 10);
 }
 
-static void test_async(void **state)
+/* A store on the test's database, and a client on w's new loop. */
+static struct a2b_store *store_start(unsigned workers, unsigned queue_max, struct waiter *w,
+                                     struct a2b_store_client **c)
 {
     char err[256];
-    struct a2b_store_config cfg = {.path = path, .workers = 2};
+    struct a2b_store_config cfg = {.path = path, .workers = workers, .queue_max = queue_max};
     struct a2b_store *s = a2b_store_open(&cfg, err, sizeof err);
     assert_non_null(s);
-    struct waiter w = {.loop = ev_loop_new(), .loop_thread = pthread_self()};
-    struct a2b_store_client *c = a2b_store_client_new(s, w.loop);
-    assert_non_null(c);
+    *w = (struct waiter){.loop = ev_loop_new(), .loop_thread = pthread_self()};
+    *c = a2b_store_client_new(s, w->loop);
+    assert_non_null(*c);
+    return s;
+}
+
+static void test_async(void **state)
+{
+    struct waiter w;
+    struct a2b_store_client *c;
+    struct a2b_store *s = store_start(2, 0, &w, &c);
     char desc[32];
     for (int i = 0; i < 20; i++) {
         snprintf(desc, sizeof desc, "async %d", i);
@@ -375,12 +385,9 @@ static void test_async(void **state)
  * accepted completes once the lock is released. */
 static void test_bounded_queue(void **state)
 {
-    char err[256];
-    struct a2b_store_config cfg = {.path = path, .workers = 1, .queue_max = 3};
-    struct a2b_store *s = a2b_store_open(&cfg, err, sizeof err);
-    assert_non_null(s);
-    struct waiter w = {.loop = ev_loop_new(), .loop_thread = pthread_self()};
-    struct a2b_store_client *c = a2b_store_client_new(s, w.loop);
+    struct waiter w;
+    struct a2b_store_client *c;
+    struct a2b_store *s = store_start(1, 3, &w, &c);
     sqlite3 *raw;
     assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
     assert_int_equal(sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
@@ -411,12 +418,9 @@ static void test_bounded_queue(void **state)
 /* Closing with requests still queued drops them without callbacks. */
 static void test_close_with_queue(void **state)
 {
-    char err[256];
-    struct a2b_store_config cfg = {.path = path, .workers = 1, .queue_max = 100};
-    struct a2b_store *s = a2b_store_open(&cfg, err, sizeof err);
-    assert_non_null(s);
-    struct waiter w = {.loop = ev_loop_new(), .loop_thread = pthread_self()};
-    struct a2b_store_client *c = a2b_store_client_new(s, w.loop);
+    struct waiter w;
+    struct a2b_store_client *c;
+    struct a2b_store *s = store_start(1, 100, &w, &c);
     struct a2b_args a = {.user_id = 1};
     for (int i = 0; i < 50; i++)
         assert_int_equal(a2b_store_submit(c, A2B_BOOKINGS, &a, on_done, &w), 0);
