@@ -21,6 +21,26 @@ const char *a2b_op_name(enum a2b_op op)
     return (unsigned)op < A2B_OP_COUNT ? names[op] : "?";
 }
 
+const char *a2b_op_not_found(enum a2b_op op)
+{
+    switch (op) {
+    case A2B_CITIES:
+        return "Country not found";
+    case A2B_LOCATIONS:
+        return "City not found in the country";
+    case A2B_BOOK:
+    case A2B_BOOKINGS:
+    case A2B_USER:
+    case A2B_UPDATE_USER:
+        return "User not found";
+    case A2B_BOOKING:
+    case A2B_UPDATE_BOOKING:
+        return "User's transfer not found";
+    default:
+        return NULL;
+    }
+}
+
 void a2b_result_clear(struct a2b_result *res)
 {
     mem_free(res->body);
@@ -116,7 +136,97 @@ bool a2b_args_check(enum a2b_op op, const struct a2b_args *a, struct a2b_result 
     }
 }
 
-void a2b_json_country(struct json *j, const struct a2b_country_view *v)
+/* Rows as read, strings borrowed from the backend's row. */
+struct country_view {
+    int64_t id;
+    const char *name, *code;
+};
+
+struct city_view {
+    int64_t id;
+    const char *name, *code;
+    struct country_view country;
+};
+
+struct location_view {
+    int64_t id;
+    double latitude, longitude;
+    struct city_view city;
+};
+
+struct transfer_view {
+    int64_t id;
+    struct location_view origin, destination;
+    int64_t capacity;
+    const char *start, *end;
+    int64_t price_cents;
+    const char *description;
+};
+
+struct user_view {
+    int64_t id;
+    const char *first_name, *last_name, *email, *phone;
+};
+
+struct booking_view {
+    struct user_view user;
+    struct transfer_view transfer;
+    const char *state, *description;
+};
+
+static const char *text(const struct a2b_row *r, int c) { return r->text(r, r->base + c); }
+static int64_t integer(const struct a2b_row *r, int c) { return r->integer(r, r->base + c); }
+static double real(const struct a2b_row *r, int c) { return r->real(r, r->base + c); }
+
+/* Each reader takes the columns from c on and returns the next one. */
+static int read_country(const struct a2b_row *r, int c, struct country_view *v)
+{
+    v->id = integer(r, c);
+    v->name = text(r, c + 1);
+    v->code = text(r, c + 2);
+    return c + A2B_COLUMNS_COUNTRY;
+}
+
+static int read_city(const struct a2b_row *r, int c, struct city_view *v)
+{
+    v->id = integer(r, c);
+    v->name = text(r, c + 1);
+    v->code = text(r, c + 2);
+    return read_country(r, c + 3, &v->country);
+}
+
+static int read_location(const struct a2b_row *r, int c, struct location_view *v)
+{
+    v->id = integer(r, c);
+    v->latitude = real(r, c + 1);
+    v->longitude = real(r, c + 2);
+    return read_city(r, c + 3, &v->city);
+}
+
+static int read_transfer(const struct a2b_row *r, int c, struct transfer_view *v)
+{
+    v->id = integer(r, c);
+    c = read_location(r, c + 1, &v->origin);
+    c = read_location(r, c, &v->destination);
+    v->capacity = integer(r, c);
+    v->start = text(r, c + 1);
+    v->end = text(r, c + 2);
+    v->price_cents = integer(r, c + 3);
+    v->description = text(r, c + 4);
+    return c + 5;
+}
+
+static int read_user(const struct a2b_row *r, int c, struct user_view *v)
+{
+    v->id = integer(r, c);
+    v->first_name = text(r, c + 1);
+    v->last_name = text(r, c + 2);
+    v->email = text(r, c + 3);
+    v->phone = text(r, c + 4);
+    return c + A2B_COLUMNS_USER;
+}
+
+static void json_country(struct json *j, const struct country_view *v)
 {
     json_object_begin(j);
     json_key(j, "countryId");
@@ -128,13 +238,13 @@ void a2b_json_country(struct json *j, const struct a2b_country_view *v)
     json_object_end(j);
 }
 
-void a2b_json_city(struct json *j, const struct a2b_city_view *v)
+static void json_city(struct json *j, const struct city_view *v)
 {
     json_object_begin(j);
     json_key(j, "cityId");
     json_int(j, v->id);
     json_key(j, "country");
-    a2b_json_country(j, &v->country);
+    json_country(j, &v->country);
     json_key(j, "name");
     json_string(j, v->name);
     json_key(j, "code");
@@ -142,13 +252,13 @@ void a2b_json_city(struct json *j, const struct a2b_city_view *v)
     json_object_end(j);
 }
 
-void a2b_json_location(struct json *j, const struct a2b_location_view *v)
+static void json_location(struct json *j, const struct location_view *v)
 {
     json_object_begin(j);
     json_key(j, "locationId");
     json_int(j, v->id);
     json_key(j, "city");
-    a2b_json_city(j, &v->city);
+    json_city(j, &v->city);
     json_key(j, "latitude");
     json_number(j, v->latitude);
     json_key(j, "longitude");
@@ -156,7 +266,7 @@ void a2b_json_location(struct json *j, const struct a2b_location_view *v)
     json_object_end(j);
 }
 
-void a2b_json_transfer(struct json *j, const struct a2b_transfer_view *v)
+static void json_transfer(struct json *j, const struct transfer_view *v)
 {
     /* Timestamps are 19 bytes; the buffer holds longer ones, truncated. */
     char duration[96];
@@ -165,9 +275,9 @@ void a2b_json_transfer(struct json *j, const struct a2b_transfer_view *v)
     json_key(j, "transferId");
     json_int(j, v->id);
     json_key(j, "origin");
-    a2b_json_location(j, &v->origin);
+    json_location(j, &v->origin);
     json_key(j, "destination");
-    a2b_json_location(j, &v->destination);
+    json_location(j, &v->destination);
     json_key(j, "capacity");
     json_int(j, v->capacity);
     json_key(j, "duration");
@@ -179,7 +289,7 @@ void a2b_json_transfer(struct json *j, const struct a2b_transfer_view *v)
     json_object_end(j);
 }
 
-void a2b_json_user(struct json *j, const struct a2b_user_view *v)
+static void json_user(struct json *j, const struct user_view *v)
 {
     /* Names are at most A2B_NAME_MAX bytes each (checked on update). */
     char name[2 * A2B_NAME_MAX + 2];
@@ -196,16 +306,59 @@ void a2b_json_user(struct json *j, const struct a2b_user_view *v)
     json_object_end(j);
 }
 
-void a2b_json_booking(struct json *j, const struct a2b_booking_view *v)
+void a2b_json_row(struct json *j, enum a2b_op op, const struct a2b_row *r)
 {
-    json_object_begin(j);
-    json_key(j, "user");
-    a2b_json_user(j, &v->user);
-    json_key(j, "transfer");
-    a2b_json_transfer(j, &v->transfer);
-    json_key(j, "state");
-    json_string(j, v->state);
-    json_key(j, "description");
-    json_string(j, v->description);
-    json_object_end(j);
+    switch (op) {
+    case A2B_COUNTRIES: {
+        struct country_view v;
+        read_country(r, 0, &v);
+        json_country(j, &v);
+        break;
+    }
+    case A2B_CITIES: {
+        struct city_view v;
+        read_city(r, 0, &v);
+        json_city(j, &v);
+        break;
+    }
+    case A2B_LOCATIONS: {
+        struct location_view v;
+        read_location(r, 0, &v);
+        json_location(j, &v);
+        break;
+    }
+    case A2B_TRANSFERS: {
+        struct transfer_view v;
+        read_transfer(r, 0, &v);
+        json_transfer(j, &v);
+        break;
+    }
+    case A2B_BOOKINGS:
+    case A2B_BOOKING: {
+        struct booking_view v;
+        int c = read_user(r, 0, &v.user);
+        c = read_transfer(r, c, &v.transfer);
+        v.state = text(r, c);
+        v.description = text(r, c + 1);
+        json_object_begin(j);
+        json_key(j, "user");
+        json_user(j, &v.user);
+        json_key(j, "transfer");
+        json_transfer(j, &v.transfer);
+        json_key(j, "state");
+        json_string(j, v.state);
+        json_key(j, "description");
+        json_string(j, v.description);
+        json_object_end(j);
+        break;
+    }
+    case A2B_USER: {
+        struct user_view v;
+        read_user(r, 0, &v);
+        json_user(j, &v);
+        break;
+    }
+    default:
+        json_null(j);
+    }
 }

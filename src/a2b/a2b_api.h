@@ -59,6 +59,12 @@ struct a2b_result {
 /* Static name of an op ("countries", "book", ...), for logs and tests. */
 const char *a2b_op_name(enum a2b_op op);
 
+/* The 404 message of op (book: the user's; its transfer's is
+ * A2B_TRANSFER_NOT_FOUND), or NULL for ops without a 404. */
+const char *a2b_op_not_found(enum a2b_op op);
+#define A2B_TRANSFER_NOT_FOUND "Transfer not found"
+#define A2B_ALREADY_BOOKED "The transfer is already booked by the user"
+
 /* Frees the body; the result may be reused. */
 void a2b_result_clear(struct a2b_result *res);
 /* Sets an error result: {"status":NAME,"code":status,"message":message}. */
@@ -74,52 +80,40 @@ void a2b_result_json(struct a2b_result *res, struct json_buf *b);
  * returns false. */
 bool a2b_args_check(enum a2b_op op, const struct a2b_args *args, struct a2b_result *res);
 
-/* Rows as a backend reads them, strings borrowed from the backend's row. */
-struct a2b_country_view {
-    int64_t id;
-    const char *name, *code;
+/* One row of a backend's result, read column by column: the backend's
+ * cursor and its accessors. Columns are numbered from base, so a query may
+ * put columns of its own first. A string stays valid until the cursor
+ * moves. */
+struct a2b_row {
+    const void *cursor;
+    int index; /* row number, for backends that need one */
+    int base;
+    const char *(*text)(const struct a2b_row *row, int col);
+    int64_t (*integer)(const struct a2b_row *row, int col);
+    double (*real)(const struct a2b_row *row, int col);
 };
 
-struct a2b_city_view {
-    int64_t id;
-    const char *name, *code;
-    struct a2b_country_view country;
-};
+/* The row shapes, in the column order every backend's SELECT lists:
+ *   country   id, name, code                                         3
+ *   city      id, name, code, <country>                              6
+ *   location  id, latitude, longitude, <city>                        9
+ *   transfer  id, <origin location>, <destination location>,
+ *             capacity, duration start, duration end,
+ *             price in cents, description                           24
+ *   user      id, first_name, last_name, email, phone                5
+ *   booking   <user>, <transfer>, state, description                31
+ * Countries list countries, cities cities, locations locations,
+ * transfers transfers, bookings and booking bookings, user a user. */
+#define A2B_COLUMNS_COUNTRY 3
+#define A2B_COLUMNS_CITY 6
+#define A2B_COLUMNS_LOCATION 9
+#define A2B_COLUMNS_TRANSFER 24
+#define A2B_COLUMNS_USER 5
+#define A2B_COLUMNS_BOOKING 31
 
-struct a2b_location_view {
-    int64_t id;
-    double latitude, longitude;
-    struct a2b_city_view city;
-};
-
-struct a2b_transfer_view {
-    int64_t id;
-    struct a2b_location_view origin, destination;
-    int capacity;
-    const char *start, *end; /* the duration range, YYYY-MM-DD HH:MM:SS */
-    int64_t price_cents;
-    const char *description;
-};
-
-struct a2b_user_view {
-    int64_t id;
-    const char *first_name, *last_name, *email, *phone;
-};
-
-struct a2b_booking_view {
-    struct a2b_user_view user;
-    struct a2b_transfer_view transfer;
-    const char *state, *description;
-};
-
-/* The reference's response objects. The transfer's duration is written
- * as PostgreSQL prints a tsrange, ["start","end"), and its price as a
- * decimal with two digits. */
-void a2b_json_country(struct json *j, const struct a2b_country_view *v);
-void a2b_json_city(struct json *j, const struct a2b_city_view *v);
-void a2b_json_location(struct json *j, const struct a2b_location_view *v);
-void a2b_json_transfer(struct json *j, const struct a2b_transfer_view *v);
-void a2b_json_user(struct json *j, const struct a2b_user_view *v);
-void a2b_json_booking(struct json *j, const struct a2b_booking_view *v);
+/* Writes the row as op's JSON object, in the reference's shape: the
+ * transfer's duration as PostgreSQL prints a tsrange, ["start","end"),
+ * its price as a decimal with two digits, a user's name as "first last". */
+void a2b_json_row(struct json *j, enum a2b_op op, const struct a2b_row *row);
 
 #endif

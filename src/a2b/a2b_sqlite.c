@@ -351,103 +351,20 @@ void a2b_sqlite_close(struct a2b_sqlite *s)
     mem_free(s);
 }
 
-static const char *col_text(sqlite3_stmt *st, int i)
+static const char *col_text(const struct a2b_row *r, int col)
 {
-    const unsigned char *t = sqlite3_column_text(st, i);
+    const unsigned char *t = sqlite3_column_text((sqlite3_stmt *)r->cursor, col);
     return t ? (const char *)t : "";
 }
 
-/* Each reader takes the columns from c on and returns the next one. */
-static int read_country(sqlite3_stmt *st, int c, struct a2b_country_view *v)
+static int64_t col_integer(const struct a2b_row *r, int col)
 {
-    v->id = sqlite3_column_int64(st, c);
-    v->name = col_text(st, c + 1);
-    v->code = col_text(st, c + 2);
-    return c + 3;
+    return sqlite3_column_int64((sqlite3_stmt *)r->cursor, col);
 }
 
-static int read_city(sqlite3_stmt *st, int c, struct a2b_city_view *v)
+static double col_real(const struct a2b_row *r, int col)
 {
-    v->id = sqlite3_column_int64(st, c);
-    v->name = col_text(st, c + 1);
-    v->code = col_text(st, c + 2);
-    return read_country(st, c + 3, &v->country);
-}
-
-static int read_location(sqlite3_stmt *st, int c, struct a2b_location_view *v)
-{
-    v->id = sqlite3_column_int64(st, c);
-    v->latitude = sqlite3_column_double(st, c + 1);
-    v->longitude = sqlite3_column_double(st, c + 2);
-    return read_city(st, c + 3, &v->city);
-}
-
-static int read_transfer(sqlite3_stmt *st, int c, struct a2b_transfer_view *v)
-{
-    v->id = sqlite3_column_int64(st, c);
-    c = read_location(st, c + 1, &v->origin);
-    c = read_location(st, c, &v->destination);
-    v->capacity = sqlite3_column_int(st, c);
-    v->start = col_text(st, c + 1);
-    v->end = col_text(st, c + 2);
-    v->price_cents = sqlite3_column_int64(st, c + 3);
-    v->description = col_text(st, c + 4);
-    return c + 5;
-}
-
-static int read_user(sqlite3_stmt *st, int c, struct a2b_user_view *v)
-{
-    v->id = sqlite3_column_int64(st, c);
-    v->first_name = col_text(st, c + 1);
-    v->last_name = col_text(st, c + 2);
-    v->email = col_text(st, c + 3);
-    v->phone = col_text(st, c + 4);
-    return c + 5;
-}
-
-static void write_country(struct json *j, sqlite3_stmt *st)
-{
-    struct a2b_country_view v;
-    read_country(st, 0, &v);
-    a2b_json_country(j, &v);
-}
-
-static void write_city(struct json *j, sqlite3_stmt *st)
-{
-    struct a2b_city_view v;
-    read_city(st, 0, &v);
-    a2b_json_city(j, &v);
-}
-
-static void write_location(struct json *j, sqlite3_stmt *st)
-{
-    struct a2b_location_view v;
-    read_location(st, 0, &v);
-    a2b_json_location(j, &v);
-}
-
-static void write_transfer(struct json *j, sqlite3_stmt *st)
-{
-    struct a2b_transfer_view v;
-    read_transfer(st, 0, &v);
-    a2b_json_transfer(j, &v);
-}
-
-static void write_booking(struct json *j, sqlite3_stmt *st)
-{
-    struct a2b_booking_view v;
-    int c = read_user(st, 0, &v.user);
-    c = read_transfer(st, c, &v.transfer);
-    v.state = col_text(st, c);
-    v.description = col_text(st, c + 1);
-    a2b_json_booking(j, &v);
-}
-
-static void write_user(struct json *j, sqlite3_stmt *st)
-{
-    struct a2b_user_view v;
-    read_user(st, 0, &v);
-    a2b_json_user(j, &v);
+    return sqlite3_column_double((sqlite3_stmt *)r->cursor, col);
 }
 
 /* The failure of a statement: busy is 503 (try again), the rest 500. */
@@ -528,13 +445,11 @@ static int exists(struct a2b_sqlite *s, enum stmt_id id, const struct a2b_args *
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -rc;
 }
 
-/* Rows of statement id as a JSON array (or, if one, the single object),
- * written by write_row. When no row came back, parent (if not S_COUNT)
- * tells whether the owning resource exists: if not, the result is 404 with
- * missing as its message. */
+/* Rows of statement id as a JSON array of op's objects (or, if one, the
+ * single object). When no row came back, parent (if not S_COUNT)
+ * tells whether the owning resource exists: if not, the result is 404. */
 static void query(struct a2b_sqlite *s, enum a2b_op op, enum stmt_id id, const struct a2b_args *a,
-                  bool one, void (*write_row)(struct json *, sqlite3_stmt *), enum stmt_id parent,
-                  const char *missing, struct a2b_result *res)
+                  bool one, enum stmt_id parent, struct a2b_result *res)
 {
     struct json_buf b = {0};
     struct json j;
@@ -542,9 +457,10 @@ static void query(struct a2b_sqlite *s, enum a2b_op op, enum stmt_id id, const s
     if (!one)
         json_array_begin(&j);
     sqlite3_stmt *st = bind(s, id, a);
+    struct a2b_row row = {.cursor = st, .text = col_text, .integer = col_integer, .real = col_real};
     int rc, rows = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && !(one && rows == 1)) {
-        write_row(&j, st);
+        a2b_json_row(&j, op, &row);
         rows++;
     }
     done_with(st);
@@ -555,7 +471,7 @@ static void query(struct a2b_sqlite *s, enum a2b_op op, enum stmt_id id, const s
     }
     if (rows == 0 && one) {
         json_buf_free(&b);
-        a2b_result_error(res, 404, missing);
+        a2b_result_error(res, 404, a2b_op_not_found(op));
         return;
     }
     if (rows == 0 && parent != S_COUNT) {
@@ -565,7 +481,7 @@ static void query(struct a2b_sqlite *s, enum a2b_op op, enum stmt_id id, const s
             if (found < 0)
                 db_failed(s, op, -found, res);
             else
-                a2b_result_error(res, 404, missing);
+                a2b_result_error(res, 404, a2b_op_not_found(op));
             return;
         }
     }
@@ -580,7 +496,7 @@ static void book(struct a2b_sqlite *s, const struct a2b_args *a, struct a2b_resu
     int rc = sqlite3_step(st);
     done_with(st);
     if (rc == SQLITE_CONSTRAINT) {
-        a2b_result_error(res, 409, "The transfer is already booked by the user");
+        a2b_result_error(res, 409, A2B_ALREADY_BOOKED);
         return;
     }
     if (rc != SQLITE_DONE) {
@@ -595,11 +511,11 @@ static void book(struct a2b_sqlite *s, const struct a2b_args *a, struct a2b_resu
     if (user < 0)
         db_failed(s, A2B_BOOK, -user, res);
     else
-        a2b_result_error(res, 404, user ? "Transfer not found" : "User not found");
+        a2b_result_error(res, 404, user ? A2B_TRANSFER_NOT_FOUND : a2b_op_not_found(A2B_BOOK));
 }
 
 static void update(struct a2b_sqlite *s, enum a2b_op op, enum stmt_id id, const struct a2b_args *a,
-                   const char *missing, struct a2b_result *res)
+                   struct a2b_result *res)
 {
     sqlite3_stmt *st = bind(s, id, a);
     int rc = sqlite3_step(st);
@@ -607,7 +523,7 @@ static void update(struct a2b_sqlite *s, enum a2b_op op, enum stmt_id id, const 
     if (rc != SQLITE_DONE)
         db_failed(s, op, rc, res);
     else if (sqlite3_changes(s->db) == 0)
-        a2b_result_error(res, 404, missing);
+        a2b_result_error(res, 404, a2b_op_not_found(op));
     else
         a2b_result_empty(res, 204);
 }
@@ -637,35 +553,34 @@ void a2b_sqlite_exec(struct a2b_sqlite *s, enum a2b_op op, const struct a2b_args
         return;
     switch (op) {
     case A2B_COUNTRIES:
-        query(s, op, S_COUNTRIES, a, false, write_country, S_COUNT, NULL, res);
+        query(s, op, S_COUNTRIES, a, false, S_COUNT, res);
         break;
     case A2B_CITIES:
-        query(s, op, S_CITIES, a, false, write_city, S_COUNTRY_EXISTS, "Country not found", res);
+        query(s, op, S_CITIES, a, false, S_COUNTRY_EXISTS, res);
         break;
     case A2B_LOCATIONS:
-        query(s, op, S_LOCATIONS, a, false, write_location, S_CITY_IN_COUNTRY,
-              "City not found in the country", res);
+        query(s, op, S_LOCATIONS, a, false, S_CITY_IN_COUNTRY, res);
         break;
     case A2B_TRANSFERS:
-        query(s, op, S_TRANSFERS, a, false, write_transfer, S_COUNT, NULL, res);
+        query(s, op, S_TRANSFERS, a, false, S_COUNT, res);
         break;
     case A2B_BOOK:
         book(s, a, res);
         break;
     case A2B_BOOKINGS:
-        query(s, op, S_BOOKINGS, a, false, write_booking, S_USER_EXISTS, "User not found", res);
+        query(s, op, S_BOOKINGS, a, false, S_USER_EXISTS, res);
         break;
     case A2B_BOOKING:
-        query(s, op, S_BOOKING, a, true, write_booking, S_COUNT, "User's transfer not found", res);
+        query(s, op, S_BOOKING, a, true, S_COUNT, res);
         break;
     case A2B_UPDATE_BOOKING:
-        update(s, op, S_UPDATE_BOOKING, a, "User's transfer not found", res);
+        update(s, op, S_UPDATE_BOOKING, a, res);
         break;
     case A2B_USER:
-        query(s, op, S_USER, a, true, write_user, S_COUNT, "User not found", res);
+        query(s, op, S_USER, a, true, S_COUNT, res);
         break;
     case A2B_UPDATE_USER:
-        update(s, op, S_UPDATE_USER, a, "User not found", res);
+        update(s, op, S_UPDATE_USER, a, res);
         break;
     case A2B_READY:
         ready(s, res);
