@@ -21,6 +21,28 @@ const char *a2b_op_name(enum a2b_op op)
     return (unsigned)op < A2B_OP_COUNT ? names[op] : "?";
 }
 
+char *a2b_args_copy(const struct a2b_args *in, struct a2b_args *out)
+{
+    *out = *in;
+    const char **strs[] = {&out->date, &out->state, &out->description, &out->first_name,
+                           &out->last_name};
+    size_t n = sizeof strs / sizeof strs[0], total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (*strs[i])
+            total += strlen(*strs[i]) + 1;
+    if (total == 0)
+        return NULL;
+    char *text = mem_alloc(total), *p = text;
+    for (size_t i = 0; i < n; i++)
+        if (*strs[i]) {
+            size_t len = strlen(*strs[i]) + 1;
+            memcpy(p, *strs[i], len);
+            *strs[i] = p;
+            p += len;
+        }
+    return text;
+}
+
 const char *a2b_op_not_found(enum a2b_op op)
 {
     switch (op) {
@@ -85,6 +107,18 @@ void a2b_result_empty(struct a2b_result *res, int status)
 {
     a2b_result_clear(res);
     res->status = status;
+}
+
+void a2b_result_up(struct a2b_result *res)
+{
+    struct json_buf b = {0};
+    struct json j;
+    json_init_buf(&j, &b);
+    json_object_begin(&j);
+    json_key(&j, "status");
+    json_string(&j, "UP");
+    json_object_end(&j);
+    a2b_result_json(res, &b);
 }
 
 void a2b_result_json(struct a2b_result *res, struct json_buf *b)

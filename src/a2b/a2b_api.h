@@ -56,6 +56,17 @@ struct a2b_result {
     size_t len;
 };
 
+/* Delivers an operation's result on the submitting loop. The callback may
+ * take the body (set res->body to NULL and mem_free it later); otherwise it
+ * is freed when the callback returns. */
+typedef void (*a2b_done_fn)(struct a2b_result *res, void *ctx);
+
+/* Copies in's strings into one allocation, which it returns (NULL when
+ * there are none) and out's strings point into; the caller frees it with
+ * mem_free once done with out. Asynchronous backends keep arguments this
+ * way, so the caller's may change at once. */
+char *a2b_args_copy(const struct a2b_args *in, struct a2b_args *out);
+
 /* Static name of an op ("countries", "book", ...), for logs and tests. */
 const char *a2b_op_name(enum a2b_op op);
 
@@ -71,6 +82,8 @@ void a2b_result_clear(struct a2b_result *res);
 void a2b_result_error(struct a2b_result *res, int status, const char *message);
 /* Sets a bodiless result (201, 204). */
 void a2b_result_empty(struct a2b_result *res, int status);
+/* Sets the readiness answer: 200 {"status":"UP"}. */
+void a2b_result_up(struct a2b_result *res);
 /* Takes a finished body from b (which is left empty) with status 200. */
 void a2b_result_json(struct a2b_result *res, struct json_buf *b);
 

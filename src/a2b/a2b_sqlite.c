@@ -536,14 +536,7 @@ static void ready(struct a2b_sqlite *s, struct a2b_result *res)
         a2b_result_error(res, 503, "The database is not ready");
         return;
     }
-    struct json_buf b = {0};
-    struct json j;
-    json_init_buf(&j, &b);
-    json_object_begin(&j);
-    json_key(&j, "status");
-    json_string(&j, "UP");
-    json_object_end(&j);
-    a2b_result_json(res, &b);
+    a2b_result_up(res);
 }
 
 void a2b_sqlite_exec(struct a2b_sqlite *s, enum a2b_op op, const struct a2b_args *a,

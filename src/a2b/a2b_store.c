@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "a2b/a2b_pg.h"
 #include "a2b/a2b_sqlite.h"
 #include "core/ev.h"
 #include "core/log.h"
@@ -22,15 +23,16 @@ struct a2b_req {
     struct a2b_store_client *client;
     enum a2b_op op;
     struct a2b_args args; /* strings point into text */
-    a2b_store_done_fn cb;
+    char *text;           /* the args' strings, copied */
+    a2b_done_fn cb;
     void *ctx;
     struct a2b_result res;
-    char text[]; /* the args' strings, copied */
 };
 
 struct a2b_store_client {
     struct a2b_store *store;
     struct ev_loop *loop;
+    struct a2b_pg *pg; /* PostgreSQL: the rest is unused */
     struct ev_io wake; /* eventfd: a worker finished a request of ours */
     pthread_mutex_t lock;
     struct a2b_req *done_head, *done_tail; /* under lock */
@@ -45,6 +47,8 @@ struct a2b_worker {
 };
 
 struct a2b_store {
+    char *pg_conninfo; /* NULL: SQLite */
+    unsigned pg_conns;
     pthread_mutex_t lock;
     pthread_cond_t work;
     struct a2b_req *head, *tail; /* waiting for a worker, under lock */
@@ -58,6 +62,7 @@ struct a2b_store {
 static void req_free(struct a2b_req *r)
 {
     a2b_result_clear(&r->res);
+    mem_free(r->text);
     mem_free(r);
 }
 
@@ -131,6 +136,15 @@ static void store_stop_workers(struct a2b_store *s)
 
 struct a2b_store *a2b_store_open(const struct a2b_store_config *cfg, char *err, size_t errlen)
 {
+    if (cfg->pg_conninfo) {
+        struct a2b_store *s = mem_calloc(1, sizeof *s);
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->work, NULL);
+        s->pg_conninfo = mem_strdup(cfg->pg_conninfo);
+        s->pg_conns = cfg->pg_conns;
+        s->queue_max = cfg->queue_max;
+        return s;
+    }
     if (access(cfg->path, F_OK) != 0) {
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -182,6 +196,7 @@ void a2b_store_close(struct a2b_store *s)
     for (unsigned i = 0; i < s->nworkers; i++)
         a2b_sqlite_close(s->workers[i].db);
     mem_free(s->workers);
+    mem_free(s->pg_conninfo);
     pthread_cond_destroy(&s->work);
     pthread_mutex_destroy(&s->lock);
     mem_free(s);
@@ -209,65 +224,71 @@ static void client_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t even
     }
 }
 
-struct a2b_store_client *a2b_store_client_new(struct a2b_store *s, struct ev_loop *loop)
+static void count_completed(void *owner)
 {
-    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (fd < 0)
-        return NULL;
+    struct a2b_store *s = owner;
+    atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
+}
+
+struct a2b_store_client *a2b_store_client_new(struct a2b_store *s, struct ev_loop *loop, char *err,
+                                              size_t errlen)
+{
     struct a2b_store_client *c = mem_calloc(1, sizeof *c);
     c->store = s;
     c->loop = loop;
+    c->wake.fd = -1;
     pthread_mutex_init(&c->lock, NULL);
-    c->wake = (struct ev_io){.fd = fd, .cb = client_on_wake, .data = c};
-    if (ev_io_start(loop, &c->wake, EV_READ) < 0) {
-        close(fd);
-        pthread_mutex_destroy(&c->lock);
-        mem_free(c);
-        return NULL;
+    if (s->pg_conninfo) {
+        struct a2b_pg_config pc = {.conninfo = s->pg_conninfo, .conns = s->pg_conns,
+                                   .queue_max = s->queue_max, .completed = count_completed, .owner = s};
+        if (!(c->pg = a2b_pg_open(loop, &pc, err, errlen)))
+            goto fail;
+        return c;
+    }
+    c->wake = (struct ev_io){.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), .cb = client_on_wake, .data = c};
+    if (c->wake.fd < 0 || ev_io_start(loop, &c->wake, EV_READ) < 0) {
+        snprintf(err, errlen, "a2b store: eventfd: %s", strerror(errno));
+        goto fail;
     }
     return c;
+fail:
+    if (c->wake.fd >= 0)
+        close(c->wake.fd);
+    pthread_mutex_destroy(&c->lock);
+    mem_free(c);
+    return NULL;
 }
 
 void a2b_store_client_free(struct a2b_store_client *c)
 {
     if (!c)
         return;
-    ev_io_stop(c->loop, &c->wake);
-    close(c->wake.fd);
+    a2b_pg_close(c->pg);
+    if (c->wake.fd >= 0) {
+        ev_io_stop(c->loop, &c->wake);
+        close(c->wake.fd);
+    }
     req_free_list(c->done_head);
     pthread_mutex_destroy(&c->lock);
     mem_free(c);
 }
 
-unsigned a2b_store_client_pending(const struct a2b_store_client *c) { return c->pending; }
-
-/* The request with copies of args' strings in its own allocation. */
-static struct a2b_req *req_new(const struct a2b_args *args)
+unsigned a2b_store_client_pending(const struct a2b_store_client *c)
 {
-    struct a2b_args a = *args;
-    const char **strs[] = {&a.date, &a.state, &a.description, &a.first_name, &a.last_name};
-    size_t n = sizeof strs / sizeof strs[0], total = 0;
-    for (size_t i = 0; i < n; i++)
-        if (*strs[i])
-            total += strlen(*strs[i]) + 1;
-    struct a2b_req *r = mem_calloc(1, sizeof *r + total);
-    char *p = r->text;
-    for (size_t i = 0; i < n; i++)
-        if (*strs[i]) {
-            size_t len = strlen(*strs[i]) + 1;
-            memcpy(p, *strs[i], len);
-            *strs[i] = p;
-            p += len;
-        }
-    r->args = a;
-    return r;
+    return c->pg ? a2b_pg_pending(c->pg) : c->pending;
 }
 
 int a2b_store_submit(struct a2b_store_client *c, enum a2b_op op, const struct a2b_args *args,
-                     a2b_store_done_fn cb, void *ctx)
+                     a2b_done_fn cb, void *ctx)
 {
     struct a2b_store *s = c->store;
-    struct a2b_req *r = req_new(args);
+    if (c->pg) {
+        bool queued = a2b_pg_submit(c->pg, op, args, cb, ctx) == 0;
+        atomic_fetch_add_explicit(queued ? &s->submitted : &s->rejected, 1, memory_order_relaxed);
+        return queued ? 0 : -1;
+    }
+    struct a2b_req *r = mem_calloc(1, sizeof *r);
+    r->text = a2b_args_copy(args, &r->args);
     r->client = c;
     r->op = op;
     r->cb = cb;

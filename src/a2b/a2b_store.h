@@ -4,6 +4,10 @@
  * completes on the submitting loop's thread. The loop never touches the
  * disk, and a slow query never stalls network I/O.
  *
+ * With pg_conninfo set, the same calls run on PostgreSQL instead: each
+ * client then owns a pool of non-blocking libpq connections driven by its
+ * loop (a2b_pg.h), and no thread is started.
+ *
  *   store = a2b_store_open(&cfg, err, sizeof err);      -- once, at startup
  *   client = a2b_store_client_new(store, loop);         -- once per loop
  *   if (a2b_store_submit(client, A2B_USER, &args, done, ctx) < 0)
@@ -28,11 +32,14 @@ struct a2b_store;
 struct a2b_store_client;
 
 struct a2b_store_config {
+    const char *pg_conninfo; /* PostgreSQL (filled by a2b_pg_init), or NULL for SQLite */
+    unsigned pg_conns;       /* connections per client; 0 = 4 */
     const char *path;    /* the SQLite file, created and filled if missing */
     uint64_t seed;       /* data set for a new file (a2b_data.h) */
     double scale;        /* 1.0 = the reference's sizes */
     unsigned workers;    /* threads and connections; 0 = 2 */
-    unsigned queue_max;  /* requests waiting for a worker; 0 = 1024 */
+    unsigned queue_max;  /* requests waiting for a worker (per client on
+                            PostgreSQL: for a connection); 0 = 1024 */
 };
 
 struct a2b_store_stats {
@@ -41,11 +48,6 @@ struct a2b_store_stats {
     uint64_t rejected;  /* refused because the queue was full */
 };
 
-/* Runs on the submitting loop with the operation's result. The callback
- * may take the body (set res->body to NULL and mem_free it later);
- * otherwise it is freed when the callback returns. */
-typedef void (*a2b_store_done_fn)(struct a2b_result *res, void *ctx);
-
 /* Creates the database if path does not exist (logging how long the load
  * took), opens the connections and starts the workers. NULL with a
  * message in err on failure. */
@@ -53,13 +55,15 @@ struct a2b_store *a2b_store_open(const struct a2b_store_config *cfg, char *err, 
 
 /* Stops the workers (each finishes the request it is running) and frees
  * the store. Requests still queued are dropped without their callbacks.
- * Free the clients after this, or before it once they have nothing
- * pending. */
+ * Free the clients right after this, without running their loops in
+ * between, or before it once they have nothing pending. */
 void a2b_store_close(struct a2b_store *s);
 
 /* A loop's handle on the store: its completion queue and eventfd,
- * registered with loop. NULL if the eventfd cannot be made. */
-struct a2b_store_client *a2b_store_client_new(struct a2b_store *s, struct ev_loop *loop);
+ * registered with loop (or its PostgreSQL pool, connected now). NULL with a
+ * message in err if the eventfd or a connection cannot be made. */
+struct a2b_store_client *a2b_store_client_new(struct a2b_store *s, struct ev_loop *loop, char *err,
+                                              size_t errlen);
 /* Call on the loop's thread when no request of this client is pending,
  * or after a2b_store_close; completions not yet delivered are dropped. */
 void a2b_store_client_free(struct a2b_store_client *c);
@@ -71,7 +75,7 @@ unsigned a2b_store_client_pending(const struct a2b_store_client *c);
  * full (or the store is closing); cb will never run, and the caller
  * answers 503. */
 int a2b_store_submit(struct a2b_store_client *c, enum a2b_op op, const struct a2b_args *args,
-                     a2b_store_done_fn cb, void *ctx);
+                     a2b_done_fn cb, void *ctx);
 
 void a2b_store_get_stats(struct a2b_store *s, struct a2b_store_stats *out);
 /* Requests waiting for a worker now (not those running). */

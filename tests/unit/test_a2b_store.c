@@ -1,8 +1,18 @@
-/* test_a2b_store.c - the a2b operations on SQLite, synchronously (every
- * status and error path, exact bodies for a fixed seed, restart) and
- * through the worker pool onto an ev loop (completion thread, bounded
- * queue); and the full reference data set's load time, printed. */
+/* test_a2b_store.c - the a2b operations through the asynchronous store, on
+ * SQLite and on PostgreSQL alike: every status and error path, bodies
+ * exact for a fixed seed (the same bytes from both backends), restart.
+ * Then what is SQLite's own: opening errors, completion on the loop
+ * thread, the bounded queue, closing with a queue, and the full reference
+ * data set's load time, printed (PostgreSQL's too).
+ *
+ * The PostgreSQL group starts its own server (initdb, pg_ctl from
+ * PG_BIN, as the postgres user when run as root) in a temporary directory
+ * on a free loopback port, and is skipped with a message if that fails. */
+#include <arpa/inet.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <setjmp.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -11,12 +21,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "a2b/a2b_data.h"
+#include "a2b/a2b_pg.h"
 #include "a2b/a2b_sqlite.h"
 #include "a2b/a2b_store.h"
 #include "core/ev.h"
@@ -25,43 +37,194 @@
 
 #define SEED 7
 #define SCALE 0.01
+#define PG_BIN "/usr/lib/postgresql/15/bin"
 
 static char dir[64];
 static char path[128];
-static struct a2b_sqlite *db;
+static char pg_conninfo[128]; /* set while the PostgreSQL group runs */
 static struct a2b_data data;
 static struct a2b_result res;
 
-static int group_setup(void **state)
+struct waiter {
+    struct ev_loop *loop;
+    pthread_t loop_thread;
+    unsigned done;
+    int statuses[64];
+    bool on_loop_thread;
+    struct a2b_result *keep; /* where to move the last result, if set */
+};
+
+static void on_done(struct a2b_result *r, void *ctx)
+{
+    struct waiter *w = ctx;
+    w->on_loop_thread = pthread_equal(pthread_self(), w->loop_thread);
+    w->statuses[w->done++ % 64] = r->status;
+    if (w->keep) {
+        a2b_result_clear(w->keep);
+        *w->keep = *r;
+        r->body = NULL;
+    }
+}
+
+static void run_until(struct waiter *w, unsigned n)
+{
+    for (int i = 0; i < 5000 && w->done < n; i++)
+        ev_run_once(w->loop, 10);
+}
+
+/* The store of the running group and its client on w's loop. */
+static struct a2b_store *store;
+static struct a2b_store_client *client;
+static struct waiter waiter;
+
+static void store_open(void)
+{
+    char err[256];
+    struct a2b_store_config cfg = {.path = path, .seed = SEED, .scale = SCALE, .workers = 2};
+    if (pg_conninfo[0])
+        cfg.pg_conninfo = pg_conninfo;
+    store = a2b_store_open(&cfg, err, sizeof err);
+    assert_non_null(store);
+    waiter = (struct waiter){.loop = ev_loop_new(), .loop_thread = pthread_self(), .keep = &res};
+    client = a2b_store_client_new(store, waiter.loop, err, sizeof err);
+    if (!client)
+        fprintf(stderr, "%s\n", err);
+    assert_non_null(client);
+}
+
+static void store_close(void)
+{
+    a2b_store_close(store);
+    a2b_store_client_free(client);
+    ev_loop_free(waiter.loop);
+}
+
+/* Runs op through the store and returns the body ("" for none); the status
+ * is in res. */
+static const char *run(enum a2b_op op, struct a2b_args a)
+{
+    unsigned before = waiter.done;
+    assert_int_equal(a2b_store_submit(client, op, &a, on_done, &waiter), 0);
+    run_until(&waiter, before + 1);
+    assert_int_equal(waiter.done, before + 1);
+    return res.body ? res.body : "";
+}
+
+/* Runs SQL on the group's database behind the store's back. */
+static void raw_exec(const char *sqlite_sql, const char *pg_sql)
+{
+    if (pg_conninfo[0]) {
+        PGconn *c = PQconnectdb(pg_conninfo);
+        PGresult *r = PQexec(c, pg_sql);
+        assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+        PQclear(r);
+        PQfinish(c);
+        return;
+    }
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, sqlite_sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+}
+
+static int sqlite_setup(void **state)
 {
     snprintf(dir, sizeof dir, "/tmp/test_a2b_XXXXXX");
     if (!mkdtemp(dir))
         return -1;
     snprintf(path, sizeof path, "%s/a2b.db", dir);
-    char err[256];
-    if (a2b_sqlite_create(path, SEED, SCALE, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
-        return -1;
-    }
     a2b_data_init(&data, SEED, SCALE);
-    db = a2b_sqlite_open(path, err, sizeof err);
-    return db ? 0 : -1;
+    store_open(); /* creates the file */
+    return 0;
 }
 
-static int group_teardown(void **state)
+static int sqlite_teardown(void **state)
 {
-    a2b_sqlite_close(db);
+    store_close();
     a2b_result_clear(&res);
     empty_dir(dir);
     rmdir(dir);
     return 0;
 }
 
-/* Runs op and returns the body ("" for none); the status is in res. */
-static const char *run(enum a2b_op op, struct a2b_args a)
+/* ---- a PostgreSQL server of our own ---------------------------------- */
+
+static char pg_dir[64];
+
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...)
 {
-    a2b_sqlite_exec(db, op, &a, &res);
-    return res.body ? res.body : "";
+    char cmd[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return system(cmd);
+}
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) || getsockname(fd, (struct sockaddr *)&a, &len))
+        return -1;
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* initdb refuses to run as root: then the server runs as postgres. */
+static const char *as_postgres(void) { return geteuid() == 0 ? "runuser -u postgres -- " : ""; }
+
+static bool pg_start(void)
+{
+    snprintf(pg_dir, sizeof pg_dir, "/tmp/test_a2b_pg_XXXXXX");
+    int port = free_port();
+    if (access(PG_BIN "/initdb", X_OK) || !mkdtemp(pg_dir) || port < 0) {
+        print_message("skipping the PostgreSQL tests: no %s/initdb or no temp dir\n", PG_BIN);
+        return false;
+    }
+    struct passwd *pw = geteuid() == 0 ? getpwnam("postgres") : NULL;
+    if (geteuid() == 0 && (!pw || chown(pg_dir, pw->pw_uid, pw->pw_gid))) {
+        print_message("skipping the PostgreSQL tests: running as root without a postgres user\n");
+        return false;
+    }
+    if (sh("%s%s/initdb -D %s/data -A trust -U postgres --no-sync -E UTF8 --locale=C >%s/initdb.log 2>&1",
+           as_postgres(), PG_BIN, pg_dir, pg_dir) ||
+        sh("%s%s/pg_ctl -D %s/data -l %s/server.log -w -o \"-p %d -k %s -c listen_addresses=127.0.0.1"
+           " -c fsync=off\" start >/dev/null 2>&1",
+           as_postgres(), PG_BIN, pg_dir, pg_dir, port, pg_dir)) {
+        print_message("skipping the PostgreSQL tests: the server did not start (see %s)\n", pg_dir);
+        return false;
+    }
+    snprintf(pg_conninfo, sizeof pg_conninfo, "host=127.0.0.1 port=%d user=postgres dbname=postgres", port);
+    return true;
+}
+
+static void pg_stop(void)
+{
+    sh("%s%s/pg_ctl -D %s/data -m immediate stop >/dev/null 2>&1", as_postgres(), PG_BIN, pg_dir);
+    sh("rm -rf %s", pg_dir);
+    pg_conninfo[0] = '\0';
+}
+
+static int pg_setup(void **state)
+{
+    char err[512];
+    if (a2b_pg_init(pg_conninfo, SEED, SCALE, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    a2b_data_init(&data, SEED, SCALE);
+    store_open();
+    return 0;
+}
+
+static int pg_teardown(void **state)
+{
+    store_close();
+    a2b_result_clear(&res);
+    return 0;
 }
 
 static size_t count(const char *body, const char *needle)
@@ -207,11 +370,8 @@ static void test_booking(void **state)
 /* A user whose bookings are all gone still exists: 200 with []. */
 static void test_bookings_empty(void **state)
 {
-    sqlite3 *raw;
-    assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
-    assert_int_equal(sqlite3_exec(raw, "DELETE FROM users_transfers WHERE user_id = 5", NULL, NULL, NULL),
-                     SQLITE_OK);
-    sqlite3_close(raw);
+    raw_exec("DELETE FROM users_transfers WHERE user_id = 5",
+             "DELETE FROM a2b.users_transfers WHERE user_id = 5");
     assert_string_equal(run(A2B_BOOKINGS, (struct a2b_args){.user_id = 5}), "[]");
     assert_int_equal(res.status, 200);
 }
@@ -286,10 +446,8 @@ static void test_restart(void **state)
     a.transfer_id = b[n - 1].transfer_id % data.transfers + 1;
     run(A2B_BOOK, a);
     assert_int_equal(res.status, 201);
-    a2b_sqlite_close(db);
-    char err[256];
-    db = a2b_sqlite_open(path, err, sizeof err);
-    assert_non_null(db);
+    store_close();
+    store_open();
     const char *body = run(A2B_BOOKING, a);
     assert_int_equal(res.status, 200);
     assert_non_null(strstr(body, "\"description\":\"kept\"}"));
@@ -312,28 +470,7 @@ static void test_open_errors(void **state)
     assert_non_null(strstr(err, "not an a2b database"));
 }
 
-/* ---- the asynchronous store -------------------------------------------- */
-
-struct waiter {
-    struct ev_loop *loop;
-    pthread_t loop_thread;
-    unsigned done;
-    int statuses[64];
-    bool on_loop_thread;
-};
-
-static void on_done(struct a2b_result *r, void *ctx)
-{
-    struct waiter *w = ctx;
-    w->on_loop_thread = pthread_equal(pthread_self(), w->loop_thread);
-    w->statuses[w->done++] = r->status;
-}
-
-static void run_until(struct waiter *w, unsigned n)
-{
-    for (int i = 0; i < 5000 && w->done < n; i++)
-        ev_run_once(w->loop, 10);
-}
+/* ---- SQLite only --------------------------------------------------- */
 
 /* A store on the test's database, and a client on w's new loop. */
 static struct a2b_store *store_start(unsigned workers, unsigned queue_max, struct waiter *w,
@@ -344,7 +481,7 @@ static struct a2b_store *store_start(unsigned workers, unsigned queue_max, struc
     struct a2b_store *s = a2b_store_open(&cfg, err, sizeof err);
     assert_non_null(s);
     *w = (struct waiter){.loop = ev_loop_new(), .loop_thread = pthread_self()};
-    *c = a2b_store_client_new(s, w->loop);
+    *c = a2b_store_client_new(s, w->loop, err, sizeof err);
     assert_non_null(*c);
     return s;
 }
@@ -451,21 +588,45 @@ static void test_full_load_time(void **state)
     assert_int_equal(res.status, 404);
     a2b_sqlite_close(big);
     print_message("full a2b data set (12,000 transfers, 200,000 users, 500,000 bookings) "
-                  "created in %.2f s\n", secs);
+                  "created in %.2f s on SQLite\n", secs);
+}
+
+static void test_pg_full_load_time(void **state)
+{
+    char err[512];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(a2b_pg_init(pg_conninfo, 1, 1.0, err, sizeof err), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    print_message("full a2b data set created in %.2f s on PostgreSQL (COPY)\n", secs);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_countries),     cmocka_unit_test(test_cities),
-        cmocka_unit_test(test_locations),     cmocka_unit_test(test_transfers),
-        cmocka_unit_test(test_user),          cmocka_unit_test(test_update_user),
-        cmocka_unit_test(test_booking),       cmocka_unit_test(test_bookings_empty),
-        cmocka_unit_test(test_book),          cmocka_unit_test(test_update_booking),
-        cmocka_unit_test(test_ready),         cmocka_unit_test(test_restart),
-        cmocka_unit_test(test_open_errors),   cmocka_unit_test(test_async),
-        cmocka_unit_test(test_bounded_queue), cmocka_unit_test(test_close_with_queue),
+#define SHARED_TESTS                                                                               \
+    cmocka_unit_test(test_countries), cmocka_unit_test(test_cities),                               \
+        cmocka_unit_test(test_locations), cmocka_unit_test(test_transfers),                        \
+        cmocka_unit_test(test_user), cmocka_unit_test(test_update_user),                           \
+        cmocka_unit_test(test_booking), cmocka_unit_test(test_bookings_empty),                     \
+        cmocka_unit_test(test_book), cmocka_unit_test(test_update_booking),                        \
+        cmocka_unit_test(test_ready), cmocka_unit_test(test_restart)
+    const struct CMUnitTest sqlite_tests[] = {
+        SHARED_TESTS,
+        cmocka_unit_test(test_open_errors),
+        cmocka_unit_test(test_async),
+        cmocka_unit_test(test_bounded_queue),
+        cmocka_unit_test(test_close_with_queue),
         cmocka_unit_test(test_full_load_time),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    const struct CMUnitTest pg_tests[] = {
+        SHARED_TESTS,
+        cmocka_unit_test(test_pg_full_load_time),
+    };
+    int failed = cmocka_run_group_tests_name("sqlite", sqlite_tests, sqlite_setup, sqlite_teardown);
+    if (pg_start()) {
+        failed += cmocka_run_group_tests_name("postgresql", pg_tests, pg_setup, pg_teardown);
+        pg_stop();
+    }
+    return failed;
 }
