@@ -21,18 +21,21 @@ const char *a2b_op_name(enum a2b_op op)
     return (unsigned)op < A2B_OP_COUNT ? names[op] : "?";
 }
 
-char *a2b_args_copy(const struct a2b_args *in, struct a2b_args *out)
+struct a2b_request *a2b_request_new(size_t size, enum a2b_op op, const struct a2b_args *args,
+                                    a2b_done_fn cb, void *ctx)
 {
-    *out = *in;
-    const char **strs[] = {&out->date, &out->state, &out->description, &out->first_name,
-                           &out->last_name};
+    struct a2b_request *r = mem_calloc(1, size);
+    r->op = op;
+    r->cb = cb;
+    r->ctx = ctx;
+    r->args = *args;
+    const char **strs[] = {&r->args.date, &r->args.state, &r->args.description,
+                           &r->args.first_name, &r->args.last_name};
     size_t n = sizeof strs / sizeof strs[0], total = 0;
     for (size_t i = 0; i < n; i++)
         if (*strs[i])
             total += strlen(*strs[i]) + 1;
-    if (total == 0)
-        return NULL;
-    char *text = mem_alloc(total), *p = text;
+    char *p = r->text = total ? mem_alloc(total) : NULL;
     for (size_t i = 0; i < n; i++)
         if (*strs[i]) {
             size_t len = strlen(*strs[i]) + 1;
@@ -40,7 +43,39 @@ char *a2b_args_copy(const struct a2b_args *in, struct a2b_args *out)
             *strs[i] = p;
             p += len;
         }
-    return text;
+    return r;
+}
+
+void a2b_request_free(struct a2b_request *r)
+{
+    a2b_result_clear(&r->res);
+    mem_free(r->text);
+    mem_free(r);
+}
+
+void a2b_request_push(struct a2b_request_list *l, struct a2b_request *r)
+{
+    r->next = NULL;
+    if (l->tail)
+        l->tail->next = r;
+    else
+        l->head = r;
+    l->tail = r;
+}
+
+struct a2b_request *a2b_request_pop(struct a2b_request_list *l)
+{
+    struct a2b_request *r = l->head;
+    if (r && !(l->head = r->next))
+        l->tail = NULL;
+    return r;
+}
+
+void a2b_request_list_free(struct a2b_request_list *l)
+{
+    struct a2b_request *r;
+    while ((r = a2b_request_pop(l)))
+        a2b_request_free(r);
 }
 
 const char *a2b_op_not_found(enum a2b_op op)

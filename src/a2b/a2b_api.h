@@ -61,11 +61,35 @@ struct a2b_result {
  * is freed when the callback returns. */
 typedef void (*a2b_done_fn)(struct a2b_result *res, void *ctx);
 
-/* Copies in's strings into one allocation, which it returns (NULL when
- * there are none) and out's strings point into; the caller frees it with
- * mem_free once done with out. Asynchronous backends keep arguments this
- * way, so the caller's may change at once. */
-char *a2b_args_copy(const struct a2b_args *in, struct a2b_args *out);
+/* A submitted operation on its way through an asynchronous backend, which
+ * may embed it first in a larger struct of its own. The arguments are
+ * copied (strings included), so the submitter's may change at once. */
+struct a2b_request {
+    struct a2b_request *next;
+    enum a2b_op op;
+    struct a2b_args args; /* strings point into text */
+    char *text;
+    a2b_done_fn cb;
+    void *ctx;
+    struct a2b_result res;
+};
+
+/* A FIFO of requests; zero it to make it empty. */
+struct a2b_request_list {
+    struct a2b_request *head, *tail;
+};
+
+/* Allocates size bytes (at least sizeof(struct a2b_request), zeroed) with
+ * the request at the start, and copies args. */
+struct a2b_request *a2b_request_new(size_t size, enum a2b_op op, const struct a2b_args *args,
+                                    a2b_done_fn cb, void *ctx);
+/* Frees the request, its strings and its result (not the callback's). */
+void a2b_request_free(struct a2b_request *r);
+void a2b_request_push(struct a2b_request_list *l, struct a2b_request *r);
+/* The oldest request, or NULL. */
+struct a2b_request *a2b_request_pop(struct a2b_request_list *l);
+/* Frees every request of the list (no callbacks) and empties it. */
+void a2b_request_list_free(struct a2b_request_list *l);
 
 /* Static name of an op ("countries", "book", ...), for logs and tests. */
 const char *a2b_op_name(enum a2b_op op);

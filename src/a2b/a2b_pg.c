@@ -330,15 +330,9 @@ static const struct {
 };
 
 struct pg_req {
-    struct pg_req *next;
-    enum a2b_op op;
-    struct a2b_args args;
-    char *text; /* the args' strings */
-    char num[2][24];
-    a2b_done_fn cb;
-    void *ctx;
+    struct a2b_request base;
+    char num[2][24];  /* numeric parameters as text */
     PGresult *result; /* the statement's result, once it came */
-    struct a2b_result res;
 };
 
 struct pg_conn {
@@ -353,9 +347,9 @@ struct a2b_pg {
     struct ev_loop *loop;
     struct pg_conn *conns;
     unsigned nconns;
-    struct pg_req *wait_head, *wait_tail; /* waiting for a connection */
+    struct a2b_request_list wait; /* waiting for a connection */
     unsigned waiting, queue_max;
-    struct pg_req *done_head, *done_tail; /* refused before reaching the database */
+    struct a2b_request_list done; /* answered without the database */
     struct ev_timer defer;                /* delivers the done list on the next iteration */
     unsigned pending;
     void (*completed)(void *owner);
@@ -365,34 +359,13 @@ struct a2b_pg {
 static void req_free(struct pg_req *r)
 {
     PQclear(r->result);
-    a2b_result_clear(&r->res);
-    mem_free(r->text);
-    mem_free(r);
-}
-
-static void req_free_list(struct pg_req *r)
-{
-    while (r) {
-        struct pg_req *next = r->next;
-        req_free(r);
-        r = next;
-    }
-}
-
-static void req_append(struct pg_req **head, struct pg_req **tail, struct pg_req *r)
-{
-    r->next = NULL;
-    if (*tail)
-        (*tail)->next = r;
-    else
-        *head = r;
-    *tail = r;
+    a2b_request_free(&r->base);
 }
 
 static void complete(struct a2b_pg *pg, struct pg_req *r)
 {
     pg->pending--;
-    r->cb(&r->res, r->ctx);
+    r->base.cb(&r->base.res, r->base.ctx);
     req_free(r);
     if (pg->completed)
         pg->completed(pg->owner);
@@ -402,7 +375,9 @@ static void complete(struct a2b_pg *pg, struct pg_req *r)
  * itself. */
 static void defer(struct a2b_pg *pg, struct pg_req *r)
 {
-    req_append(&pg->done_head, &pg->done_tail, r);
+    PQclear(r->result);
+    r->result = NULL;
+    a2b_request_push(&pg->done, &r->base);
     if (!ev_timer_active(&pg->defer))
         ev_timer_start(pg->loop, &pg->defer, 0, 0);
 }
@@ -436,15 +411,15 @@ static void result_rows(struct pg_req *r)
     const PGresult *pr = r->result;
     int n = PQntuples(pr);
     struct a2b_row row = {.cursor = pr, .text = row_text, .integer = row_integer, .real = row_real};
-    bool one = r->op == A2B_BOOKING || r->op == A2B_USER;
+    bool one = r->base.op == A2B_BOOKING || r->base.op == A2B_USER;
     if (one && n == 0) {
-        a2b_result_error(&r->res, 404, a2b_op_not_found(r->op));
+        a2b_result_error(&r->base.res, 404, a2b_op_not_found(r->base.op));
         return;
     }
-    bool with_parent = r->op == A2B_CITIES || r->op == A2B_LOCATIONS || r->op == A2B_BOOKINGS;
+    bool with_parent = r->base.op == A2B_CITIES || r->base.op == A2B_LOCATIONS || r->base.op == A2B_BOOKINGS;
     if (with_parent) {
         if (strcmp(PQgetvalue(pr, 0, 0), "t") != 0) {
-            a2b_result_error(&r->res, 404, a2b_op_not_found(r->op));
+            a2b_result_error(&r->base.res, 404, a2b_op_not_found(r->base.op));
             return;
         }
         row.base = 1;
@@ -457,10 +432,10 @@ static void result_rows(struct pg_req *r)
     if (!one)
         json_array_begin(&j);
     for (row.index = 0; row.index < (one ? 1 : n); row.index++)
-        a2b_json_row(&j, r->op, &row);
+        a2b_json_row(&j, r->base.op, &row);
     if (!one)
         json_array_end(&j);
-    a2b_result_json(&r->res, &b);
+    a2b_result_json(&r->base.res, &b);
 }
 
 static void result_from_pg(struct pg_req *r)
@@ -468,33 +443,33 @@ static void result_from_pg(struct pg_req *r)
     const PGresult *pr = r->result;
     ExecStatusType st = PQresultStatus(pr);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
-        log_warn("a2b %s: %s", a2b_op_name(r->op), pr ? PQresultErrorMessage(pr) : "no result");
-        if (r->op == A2B_READY)
-            a2b_result_error(&r->res, 503, "The database is not ready");
+        log_warn("a2b %s: %s", a2b_op_name(r->base.op), pr ? PQresultErrorMessage(pr) : "no result");
+        if (r->base.op == A2B_READY)
+            a2b_result_error(&r->base.res, 503, "The database is not ready");
         else
-            a2b_result_error(&r->res, 500, "Database error");
+            a2b_result_error(&r->base.res, 500, "Database error");
         return;
     }
-    switch (r->op) {
+    switch (r->base.op) {
     case A2B_BOOK:
         if (strcmp(PQgetvalue(pr, 0, 0), "t") != 0)
-            a2b_result_error(&r->res, 404, a2b_op_not_found(A2B_BOOK));
+            a2b_result_error(&r->base.res, 404, a2b_op_not_found(A2B_BOOK));
         else if (strcmp(PQgetvalue(pr, 0, 1), "t") != 0)
-            a2b_result_error(&r->res, 404, A2B_TRANSFER_NOT_FOUND);
+            a2b_result_error(&r->base.res, 404, A2B_TRANSFER_NOT_FOUND);
         else if (strcmp(PQgetvalue(pr, 0, 2), "1") != 0)
-            a2b_result_error(&r->res, 409, A2B_ALREADY_BOOKED);
+            a2b_result_error(&r->base.res, 409, A2B_ALREADY_BOOKED);
         else
-            a2b_result_empty(&r->res, 201);
+            a2b_result_empty(&r->base.res, 201);
         break;
     case A2B_UPDATE_BOOKING:
     case A2B_UPDATE_USER:
         if (strcmp(PQcmdTuples((PGresult *)pr), "0") == 0)
-            a2b_result_error(&r->res, 404, a2b_op_not_found(r->op));
+            a2b_result_error(&r->base.res, 404, a2b_op_not_found(r->base.op));
         else
-            a2b_result_empty(&r->res, 204);
+            a2b_result_empty(&r->base.res, 204);
         break;
     case A2B_READY:
-        a2b_result_up(&r->res);
+        a2b_result_up(&r->base.res);
         break;
     default:
         result_rows(r);
@@ -507,13 +482,9 @@ static bool conn_start(struct pg_conn *c, struct pg_req *r);
 static void conn_take_next(struct pg_conn *c)
 {
     struct a2b_pg *pg = c->pg;
-    while (!c->broken && !c->req && pg->wait_head) {
-        struct pg_req *next = pg->wait_head;
-        pg->wait_head = next->next;
-        if (!pg->wait_head)
-            pg->wait_tail = NULL;
+    while (!c->broken && !c->req && pg->wait.head) {
         pg->waiting--;
-        conn_start(c, next);
+        conn_start(c, (struct pg_req *)a2b_request_pop(&pg->wait));
     }
 }
 
@@ -536,18 +507,15 @@ static void conn_broken(struct pg_conn *c)
     c->broken = true;
     ev_io_stop(pg->loop, &c->io);
     if (c->req) {
-        a2b_result_error(&c->req->res, 503, "The database connection was lost");
+        a2b_result_error(&c->req->base.res, 503, "The database connection was lost");
         defer(pg, c->req);
         c->req = NULL;
     }
-    if (!any_live(pg)) {
-        for (struct pg_req *r = pg->wait_head, *next; r; r = next) {
-            next = r->next;
-            a2b_result_error(&r->res, 503, "The database connection was lost");
-            defer(pg, r);
-        }
-        pg->wait_head = pg->wait_tail = NULL;
-        pg->waiting = 0;
+    struct a2b_request *r;
+    while (!any_live(pg) && (r = a2b_request_pop(&pg->wait))) {
+        pg->waiting--;
+        a2b_result_error(&r->res, 503, "The database connection was lost");
+        defer(pg, (struct pg_req *)r);
     }
 }
 
@@ -567,9 +535,9 @@ static bool conn_start(struct pg_conn *c, struct pg_req *r)
 {
     c->req = r;
     const char *values[4] = {0};
-    const struct a2b_args *a = &r->args;
+    const struct a2b_args *a = &r->base.args;
     /* Parameters in the order of stmts[op]; numbers as text. */
-    switch (r->op) {
+    switch (r->base.op) {
     case A2B_CITIES:
         snprintf(r->num[0], sizeof r->num[0], "%" PRId64, a->country_id);
         break;
@@ -585,13 +553,13 @@ static bool conn_start(struct pg_conn *c, struct pg_req *r)
     default:
         snprintf(r->num[0], sizeof r->num[0], "%" PRId64, a->user_id);
         snprintf(r->num[1], sizeof r->num[1], "%" PRId64, a->transfer_id);
-        if (r->op == A2B_BOOK)
+        if (r->base.op == A2B_BOOK)
             values[2] = a->description;
-        if (r->op == A2B_UPDATE_BOOKING) {
+        if (r->base.op == A2B_UPDATE_BOOKING) {
             values[2] = a->state;
             values[3] = a->description;
         }
-        if (r->op == A2B_UPDATE_USER) {
+        if (r->base.op == A2B_UPDATE_USER) {
             values[1] = a->first_name;
             values[2] = a->last_name;
         }
@@ -599,7 +567,7 @@ static bool conn_start(struct pg_conn *c, struct pg_req *r)
     for (int i = 0; i < 2; i++)
         if (!values[i])
             values[i] = r->num[i];
-    if (!PQsendQueryPrepared(c->conn, a2b_op_name(r->op), stmts[r->op].nparams, values, NULL, NULL, 0)) {
+    if (!PQsendQueryPrepared(c->conn, a2b_op_name(r->base.op), stmts[r->base.op].nparams, values, NULL, NULL, 0)) {
         conn_broken(c);
         return false;
     }
@@ -636,13 +604,11 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 static void on_defer(struct ev_loop *loop, struct ev_timer *t)
 {
     struct a2b_pg *pg = t->data;
-    struct pg_req *r = pg->done_head;
-    pg->done_head = pg->done_tail = NULL;
-    while (r) {
-        struct pg_req *next = r->next;
-        complete(pg, r);
-        r = next;
-    }
+    struct a2b_request_list done = pg->done;
+    pg->done = (struct a2b_request_list){0};
+    struct a2b_request *r;
+    while ((r = a2b_request_pop(&done)))
+        complete(pg, (struct pg_req *)r);
 }
 
 struct a2b_pg *a2b_pg_open(struct ev_loop *loop, const struct a2b_pg_config *cfg, char *err,
@@ -697,8 +663,8 @@ void a2b_pg_close(struct a2b_pg *pg)
             req_free(c->req);
         PQfinish(c->conn);
     }
-    req_free_list(pg->wait_head);
-    req_free_list(pg->done_head);
+    a2b_request_list_free(&pg->wait);
+    a2b_request_list_free(&pg->done);
     mem_free(pg->conns);
     mem_free(pg);
 }
@@ -715,24 +681,20 @@ int a2b_pg_submit(struct a2b_pg *pg, enum a2b_op op, const struct a2b_args *args
     bool valid = (unsigned)op < A2B_OP_COUNT;
     if (valid && !idle && pg->waiting >= pg->queue_max)
         return -1;
-    struct pg_req *r = mem_calloc(1, sizeof *r);
-    r->op = op;
-    r->text = a2b_args_copy(args, &r->args);
-    r->cb = cb;
-    r->ctx = ctx;
+    struct pg_req *r = (struct pg_req *)a2b_request_new(sizeof *r, op, args, cb, ctx);
     pg->pending++;
     if (!valid) {
-        a2b_result_error(&r->res, 500, "Unknown operation");
+        a2b_result_error(&r->base.res, 500, "Unknown operation");
         defer(pg, r);
-    } else if (!a2b_args_check(op, &r->args, &r->res)) {
+    } else if (!a2b_args_check(op, &r->base.args, &r->base.res)) {
         defer(pg, r);
     } else if (!any_live(pg)) {
-        a2b_result_error(&r->res, 503, "The database connection was lost");
+        a2b_result_error(&r->base.res, 503, "The database connection was lost");
         defer(pg, r);
     } else if (idle) {
         conn_start(idle, r);
     } else {
-        req_append(&pg->wait_head, &pg->wait_tail, r);
+        a2b_request_push(&pg->wait, &r->base);
         pg->waiting++;
     }
     return 0;

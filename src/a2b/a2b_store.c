@@ -18,15 +18,10 @@
 #include "core/log.h"
 #include "core/mem.h"
 
-struct a2b_req {
-    struct a2b_req *next;
+/* A request and the client it returns to. */
+struct store_req {
+    struct a2b_request base;
     struct a2b_store_client *client;
-    enum a2b_op op;
-    struct a2b_args args; /* strings point into text */
-    char *text;           /* the args' strings, copied */
-    a2b_done_fn cb;
-    void *ctx;
-    struct a2b_result res;
 };
 
 struct a2b_store_client {
@@ -35,7 +30,7 @@ struct a2b_store_client {
     struct a2b_pg *pg; /* PostgreSQL: the rest is unused */
     struct ev_io wake; /* eventfd: a worker finished a request of ours */
     pthread_mutex_t lock;
-    struct a2b_req *done_head, *done_tail; /* under lock */
+    struct a2b_request_list done; /* under lock */
     unsigned pending;                      /* loop thread only */
 };
 
@@ -51,7 +46,7 @@ struct a2b_store {
     unsigned pg_conns;
     pthread_mutex_t lock;
     pthread_cond_t work;
-    struct a2b_req *head, *tail; /* waiting for a worker, under lock */
+    struct a2b_request_list queue; /* waiting for a worker, under lock */
     unsigned queued, queue_max;  /* under lock */
     bool stopping;               /* under lock */
     unsigned nworkers;
@@ -59,38 +54,12 @@ struct a2b_store {
     atomic_uint_fast64_t submitted, completed, rejected;
 };
 
-static void req_free(struct a2b_req *r)
-{
-    a2b_result_clear(&r->res);
-    mem_free(r->text);
-    mem_free(r);
-}
-
-static void req_free_list(struct a2b_req *r)
-{
-    while (r) {
-        struct a2b_req *next = r->next;
-        req_free(r);
-        r = next;
-    }
-}
-
-static void req_append(struct a2b_req **head, struct a2b_req **tail, struct a2b_req *r)
-{
-    r->next = NULL;
-    if (*tail)
-        (*tail)->next = r;
-    else
-        *head = r;
-    *tail = r;
-}
-
-static void deliver(struct a2b_req *r)
+static void deliver(struct store_req *r)
 {
     struct a2b_store_client *c = r->client;
     pthread_mutex_lock(&c->lock);
-    bool was_empty = !c->done_head;
-    req_append(&c->done_head, &c->done_tail, r);
+    bool was_empty = !c->done.head;
+    a2b_request_push(&c->done, &r->base);
     pthread_mutex_unlock(&c->lock);
     /* One wake-up per batch: the loop takes the whole list at once. */
     if (was_empty) {
@@ -106,20 +75,17 @@ static void *worker_main(void *arg)
     struct a2b_store *s = w->store;
     for (;;) {
         pthread_mutex_lock(&s->lock);
-        while (!s->stopping && !s->head)
+        while (!s->stopping && !s->queue.head)
             pthread_cond_wait(&s->work, &s->lock);
         if (s->stopping) {
             pthread_mutex_unlock(&s->lock);
             return NULL;
         }
-        struct a2b_req *r = s->head;
-        s->head = r->next;
-        if (!s->head)
-            s->tail = NULL;
+        struct a2b_request *r = a2b_request_pop(&s->queue);
         s->queued--;
         pthread_mutex_unlock(&s->lock);
         a2b_sqlite_exec(w->db, r->op, &r->args, &r->res);
-        deliver(r);
+        deliver((struct store_req *)r);
     }
 }
 
@@ -192,7 +158,7 @@ void a2b_store_close(struct a2b_store *s)
     if (!s)
         return;
     store_stop_workers(s);
-    req_free_list(s->head);
+    a2b_request_list_free(&s->queue);
     for (unsigned i = 0; i < s->nworkers; i++)
         a2b_sqlite_close(s->workers[i].db);
     mem_free(s->workers);
@@ -209,18 +175,17 @@ static void client_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t even
     if (read(io->fd, &n, sizeof n) < 0 && errno != EAGAIN)
         log_error("a2b store: eventfd read: %s", strerror(errno));
     pthread_mutex_lock(&c->lock);
-    struct a2b_req *r = c->done_head;
-    c->done_head = c->done_tail = NULL;
+    struct a2b_request_list done = c->done;
+    c->done = (struct a2b_request_list){0};
     pthread_mutex_unlock(&c->lock);
     /* The store outlives its clients' deliveries (see a2b_store_close). */
     struct a2b_store *s = c->store;
-    while (r) {
-        struct a2b_req *next = r->next;
+    struct a2b_request *r;
+    while ((r = a2b_request_pop(&done))) {
         c->pending--;
         atomic_fetch_add_explicit(&s->completed, 1, memory_order_relaxed);
         r->cb(&r->res, r->ctx);
-        req_free(r);
-        r = next;
+        a2b_request_free(r);
     }
 }
 
@@ -268,7 +233,7 @@ void a2b_store_client_free(struct a2b_store_client *c)
         ev_io_stop(c->loop, &c->wake);
         close(c->wake.fd);
     }
-    req_free_list(c->done_head);
+    a2b_request_list_free(&c->done);
     pthread_mutex_destroy(&c->lock);
     mem_free(c);
 }
@@ -287,21 +252,17 @@ int a2b_store_submit(struct a2b_store_client *c, enum a2b_op op, const struct a2
         atomic_fetch_add_explicit(queued ? &s->submitted : &s->rejected, 1, memory_order_relaxed);
         return queued ? 0 : -1;
     }
-    struct a2b_req *r = mem_calloc(1, sizeof *r);
-    r->text = a2b_args_copy(args, &r->args);
+    struct store_req *r = (struct store_req *)a2b_request_new(sizeof *r, op, args, cb, ctx);
     r->client = c;
-    r->op = op;
-    r->cb = cb;
-    r->ctx = ctx;
     pthread_mutex_lock(&s->lock);
     if (s->stopping || s->queued >= s->queue_max) {
         pthread_mutex_unlock(&s->lock);
-        req_free(r);
+        a2b_request_free(&r->base);
         atomic_fetch_add_explicit(&s->rejected, 1, memory_order_relaxed);
         return -1;
     }
     s->queued++;
-    req_append(&s->head, &s->tail, r);
+    a2b_request_push(&s->queue, &r->base);
     pthread_cond_signal(&s->work);
     pthread_mutex_unlock(&s->lock);
     c->pending++;
