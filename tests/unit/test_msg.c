@@ -157,7 +157,7 @@ static void test_msg_new_encoding(void **state)
 {
     static const uint8_t topic[] = "sensors/t1";
     static const uint8_t payload[] = "21.5";
-    struct msg *m = msg_new(topic, 10, payload, 4, 1, true);
+    struct msg *m = msg_new(topic, 10, payload, 4, 1, true, NULL, 0);
     assert_non_null(m);
     assert_int_equal(m->rc.refs, 1);
     assert_non_null(m->rc.release);
@@ -187,7 +187,7 @@ static void test_msg_new_encoding(void **state)
 
 static void test_msg_new_empty_payload(void **state)
 {
-    struct msg *m = msg_new((const uint8_t *)"a", 1, NULL, 0, 0, false);
+    struct msg *m = msg_new((const uint8_t *)"a", 1, NULL, 0, 0, false, NULL, 0);
     assert_int_equal(m->payload_len, 0);
     assert_int_equal(m->enc_len, 5);
     static const uint8_t want[] = {0x30, 3, 0, 1, 'a'};
@@ -207,7 +207,7 @@ static void test_write_qos0_small(void **state)
 {
     static const uint8_t topic[] = "a/b";
     uint8_t *payload = random_bytes(100);
-    struct msg *m = msg_new(topic, 3, payload, 100, 2, true);
+    struct msg *m = msg_new(topic, 3, payload, 100, 2, true, NULL, 0);
     for (int retain = 0; retain <= 1; retain++) {
         struct outq q = {0};
         /* The packet id is ignored for QoS 0. */
@@ -230,7 +230,7 @@ static void test_write_qos12_small(void **state)
 {
     static const uint8_t topic[] = "devices/42/state";
     uint8_t *payload = random_bytes(200);
-    struct msg *m = msg_new(topic, 16, payload, 200, 0, false);
+    struct msg *m = msg_new(topic, 16, payload, 200, 0, false, NULL, 0);
     static const uint16_t ids[] = {1, 0x1234, 0xFF00, 0xFFFF};
     for (uint8_t qos = 1; qos <= 2; qos++)
         for (int dup = 0; dup <= 1; dup++)
@@ -258,7 +258,7 @@ static void test_write_large_is_shared(void **state)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t plen = sizes[s];
         uint8_t *payload = random_bytes(plen);
-        struct msg *m = msg_new(topic, 3, payload, plen, 1, false);
+        struct msg *m = msg_new(topic, 3, payload, plen, 1, false, NULL, 0);
         bool shared = plen >= SHARE_MIN;
         for (uint8_t qos = 0; qos <= 2; qos++) {
             struct outq q1 = {0}, q2 = {0};
@@ -299,7 +299,7 @@ static void test_shared_released_after_flush(void **state)
     static const uint8_t topic[] = "flush/me";
     enum { PLEN = 100000 };
     uint8_t *payload = random_bytes(PLEN);
-    struct msg *m = msg_new(topic, 8, payload, PLEN, 0, false);
+    struct msg *m = msg_new(topic, 8, payload, PLEN, 0, false, NULL, 0);
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     int small = 4096;
@@ -344,8 +344,8 @@ static void test_stream_of_publishes(void **state)
 {
     static const uint8_t t1[] = "s", t2[] = "l/long/topic";
     uint8_t *p1 = random_bytes(20), *p2 = random_bytes(3000);
-    struct msg *small = msg_new(t1, 1, p1, 20, 0, false);
-    struct msg *large = msg_new(t2, 12, p2, 3000, 0, false);
+    struct msg *small = msg_new(t1, 1, p1, 20, 0, false, NULL, 0);
+    struct msg *large = msg_new(t2, 12, p2, 3000, 0, false, NULL, 0);
     struct want seq[] = {
         {t1, 1, p1, 20, 0, 0, false, false},     {t2, 12, p2, 3000, 1, 1, false, false},
         {t1, 1, p1, 20, 2, 2, true, true},       {t2, 12, p2, 3000, 0, 0, false, true},
@@ -391,7 +391,7 @@ static void test_remaining_length_boundaries(void **state)
         for (uint8_t qos = 0; qos <= 2; qos++) {
             uint32_t rl = rls[k];
             size_t plen = rl - 2 - 3 - (qos ? 2 : 0);
-            struct msg *m = msg_new(topic, 3, payload, plen, 0, false);
+            struct msg *m = msg_new(topic, 3, payload, plen, 0, false, NULL, 0);
             uint32_t stored_rl = (uint32_t)(2 + 3 + plen);
             assert_int_equal(m->hdr_len, hdr_for(stored_rl));
             assert_int_equal(m->enc_len, hdr_for(stored_rl) + stored_rl);
@@ -421,7 +421,7 @@ static void test_random_publishes(void **state)
             topic[k] = (uint8_t)('a' + rnd(26));
         size_t plen = rnd(3) == 0 ? rnd(20000) : rnd(1024);
         uint8_t *payload = random_bytes(plen);
-        struct msg *m = msg_new(topic, tlen, payload, plen, (uint8_t)rnd(3), rnd(2));
+        struct msg *m = msg_new(topic, tlen, payload, plen, (uint8_t)rnd(3), rnd(2), NULL, 0);
         uint8_t qos = (uint8_t)rnd(3);
         struct want w = {topic, tlen, payload, plen, qos, (uint16_t)(1 + rnd(65535)),
                          qos > 0 && rnd(2), rnd(2)};
