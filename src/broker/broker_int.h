@@ -220,10 +220,11 @@ struct broker {
 };
 
 /* Our MQTT 5 Receive Maximum: QoS 2 messages a client may have waiting for
- * PUBREL; the same bound as our inflight window towards clients. */
+ * PUBREL; the same bound as our inflight window towards clients (the
+ * option stops at 65535). */
 static inline uint16_t broker_receive_max(const struct broker *b)
 {
-    return b->cfg->max_inflight < 65535 ? (uint16_t)b->cfg->max_inflight : 65535;
+    return (uint16_t)b->cfg->max_inflight;
 }
 
 /* broker.c: set up a broker on a loop, without a listener (broker_run adds
