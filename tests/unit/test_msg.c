@@ -4,7 +4,10 @@
  * ids, copied below 512 payload bytes and shared (reference-counted) from
  * 512 up. Every packet is checked byte for byte against the codec's own
  * encoder and decoded back with mqtt_frame + mqtt_decode_publish, including
- * Remaining Lengths on each side of the varint boundaries.
+ * Remaining Lengths on each side of the varint boundaries. MQTT 5 copies
+ * (msg_write_publish5) are decoded back with mqtt5_frame +
+ * mqtt5_decode_publish: forwarded properties, the per-copy ones (topic
+ * alias, remaining expiry, subscription identifier) and the payload.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -22,7 +25,9 @@
 
 #include "broker/msg.h"
 #include "core/outq.h"
+#include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
+#include "mqtt/mqtt_props.h"
 #include "test_rng.h"
 
 #define SHARE_MIN 512 /* msg.c's threshold, as documented in its header */
@@ -436,6 +441,94 @@ static void test_random_publishes(void **state)
     }
 }
 
+/* The MQTT 5 copy of a message published with properties, over random
+ * topics, payloads, per-copy parts and flags. */
+static void test_v5_copies(void **state)
+{
+    static const struct mqtt_user_prop users[] = {
+        {{(const uint8_t *)"k", 1}, {(const uint8_t *)"v1", 2}},
+        {{(const uint8_t *)"k", 1}, {(const uint8_t *)"v2", 2}},
+    };
+    for (int i = 0; i < 300; i++) {
+        size_t tlen = 1 + rnd(40);
+        uint8_t topic[64];
+        for (size_t k = 0; k < tlen; k++)
+            topic[k] = (uint8_t)('a' + rnd(26));
+        size_t plen = rnd(3) == 0 ? rnd(5000) : rnd(600);
+        uint8_t *payload = random_bytes(plen);
+        struct mqtt_props in = {0};
+        in.present = MQTT_PROP_BIT(MQTT_PROP_CONTENT_TYPE) | MQTT_PROP_BIT(MQTT_PROP_USER) |
+                     MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS);
+        in.content_type = (struct mqtt_bytes){(const uint8_t *)"text/plain", 10};
+        in.user_count = 2;
+        in.user_list = users;
+        in.topic_alias = 9; /* the publisher's, never forwarded */
+        bool expires = rnd(2);
+        if (expires) {
+            in.present |= MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY);
+            in.message_expiry = 60;
+        }
+        struct msg *m = msg_new(topic, tlen, payload, plen, 2, false, &in, 1000);
+        uint8_t qos = (uint8_t)rnd(3);
+        uint16_t id = (uint16_t)(1 + rnd(65535));
+        bool dup = qos && rnd(2), retain = rnd(2);
+        struct msg_copy5 x = {.sub_id = rnd(2) ? (uint32_t)(1 + rnd(300000)) : 0,
+                              .now_ms = 1000 + rnd(30000)};
+        if (rnd(2)) {
+            x.topic_alias = (uint16_t)(1 + rnd(10));
+            x.alias_only = rnd(2);
+        }
+        struct outq q = {0};
+        msg_write_publish5(m, &q, qos, id, dup, retain, &x);
+        size_t len;
+        uint8_t *bytes = queue_bytes(&q, &len);
+        assert_int_equal(len, msg_publish5_size(m, qos, &x));
+
+        struct mqtt_header h;
+        assert_int_equal(mqtt5_frame(bytes, len, 0, &h), (int)len);
+        struct mqtt5_publish p;
+        assert_int_equal(mqtt5_decode_publish(bytes + h.header_len, h.body_len, h.flags, &p), MQTT_OK);
+        assert_int_equal(p.qos, qos);
+        assert_int_equal(p.dup, dup);
+        assert_int_equal(p.retain, retain);
+        assert_int_equal(p.packet_id, qos ? id : 0);
+        assert_int_equal(p.topic.len, x.alias_only ? 0 : tlen);
+        if (!x.alias_only)
+            assert_memory_equal(p.topic.ptr, topic, tlen);
+        assert_int_equal(p.payload.len, plen);
+        if (plen)
+            assert_memory_equal(p.payload.ptr, payload, plen);
+        const struct mqtt_props *o = &p.props;
+        assert_true(o->present & MQTT_PROP_BIT(MQTT_PROP_CONTENT_TYPE));
+        assert_int_equal(o->content_type.len, 10);
+        assert_int_equal(o->user_count, 2);
+        struct mqtt_props_iter it;
+        struct mqtt_user_prop up;
+        mqtt_props_users(o, &it);
+        for (int k = 0; k < 2; k++) {
+            assert_true(mqtt_props_next_user(&it, &up));
+            assert_memory_equal(up.value.ptr, users[k].value.ptr, 2);
+        }
+        assert_int_equal(!!(o->present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS)), x.topic_alias != 0);
+        assert_int_equal(o->topic_alias, x.topic_alias);
+        assert_int_equal(!!(o->present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)), expires);
+        if (expires) /* 60 s from 1000 ms, rounded up */
+            assert_int_equal(o->message_expiry, (61000 - x.now_ms + 999) / 1000);
+        assert_int_equal(o->subid_count, x.sub_id ? 1 : 0);
+        if (x.sub_id) {
+            uint32_t sid;
+            mqtt_props_subids(o, &it);
+            assert_true(mqtt_props_next_subid(&it, &sid));
+            assert_int_equal(sid, x.sub_id);
+        }
+        free(bytes);
+        outq_clear(&q);
+        assert_int_equal(m->rc.refs, 1);
+        msg_unref(m);
+        free(payload);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -448,6 +541,7 @@ int main(void)
         cmocka_unit_test_setup(test_stream_of_publishes, setup),
         cmocka_unit_test_setup(test_remaining_length_boundaries, setup),
         cmocka_unit_test_setup(test_random_publishes, setup),
+        cmocka_unit_test_setup(test_v5_copies, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
