@@ -18,7 +18,7 @@
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 
-static void route_push(struct broker *b, struct session *s, subtree_opts opts, bool shared)
+static inline void route_push(struct broker *b, struct session *s, subtree_opts opts, bool shared)
 {
     if (b->nmatches == b->matches_cap) {
         b->matches_cap = b->matches_cap ? b->matches_cap * 2 : 64;
@@ -58,7 +58,7 @@ static void route_collect(struct broker *b, const uint8_t *topic, size_t len)
         b->match_gen = 1;
     }
     subtree_match(b->subs, topic, len, route_match, b);
-    if (subtree_count(b->shared))
+    if (hmap_count(&b->share_groups))
         share_route(b, topic, len);
 }
 
@@ -67,7 +67,7 @@ void share_route_push(struct broker *b, struct session *s, subtree_opts opts)
     route_push(b, s, opts, true);
 }
 
-static void route_deliver(struct broker *b, struct msg *m)
+static inline void route_deliver(struct broker *b, struct msg *m)
 {
     for (uint32_t i = 0; i < b->nmatches; i++) {
         const struct route_match *r = &b->matches[i];
@@ -128,38 +128,46 @@ static int publish_alias(struct conn *c, struct mqtt5_publish *p)
     return 0;
 }
 
-/* Either version's PUBLISH, decoded into the MQTT 5 form (no properties
- * from MQTT 3.1.1). */
+/* A PUBLISH as the broker routes it, from either version. */
+struct inbound {
+    struct mqtt_bytes topic, payload;
+    uint16_t packet_id;
+    uint8_t qos;
+    bool retain;
+    const struct mqtt_props *props; /* NULL from MQTT 3.1.1 */
+};
+
+/* Decodes either version's PUBLISH into *in; an MQTT 5 one's properties
+ * stay in *p5, which in->props points to. */
 static int publish_decode(struct conn *c, uint8_t flags, const uint8_t *body, uint32_t len,
-                          struct mqtt5_publish *p)
+                          struct inbound *in, struct mqtt5_publish *p5)
 {
     if (!c->v5) {
-        struct mqtt_publish p3;
-        int rc = mqtt_decode_publish(body, len, flags, &p3);
-        if (rc < 0)
-            return rc;
-        *p = (struct mqtt5_publish){.topic = p3.topic, .payload = p3.payload,
-                                    .packet_id = p3.packet_id, .qos = p3.qos,
-                                    .retain = p3.retain, .dup = p3.dup};
-        return 0;
+        struct mqtt_publish p;
+        int rc = mqtt_decode_publish(body, len, flags, &p);
+        *in = (struct inbound){p.topic, p.payload, p.packet_id, p.qos, p.retain, NULL};
+        return rc;
     }
-    int rc = mqtt5_decode_publish(body, len, flags, p);
+    int rc = mqtt5_decode_publish(body, len, flags, p5);
     if (rc < 0)
         return rc;
-    if (p->props.present & MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID))
+    if (p5->props.present & MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID))
         return MQTT5_E_PROTOCOL_ERROR; /* [MQTT-3.3.4-6] */
-    return publish_alias(c, p);
+    if ((rc = publish_alias(c, p5)) != 0)
+        return rc;
+    *in = (struct inbound){p5->topic, p5->payload, p5->packet_id, p5->qos, p5->retain, &p5->props};
+    return 0;
 }
 
 int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_t *body,
                    uint32_t len)
 {
-    struct mqtt5_publish p;
-    int rc = publish_decode(c, flags, body, len, &p);
+    struct inbound p;
+    struct mqtt5_publish p5;
+    int rc = publish_decode(c, flags, body, len, &p, &p5);
     if (rc != 0)
         return rc;
     struct session *origin = c->session;
-    const struct mqtt_props *props = c->v5 ? &p.props : NULL;
     uint64_t now = ev_now(b->loop);
     int seen = p.qos == 2 ? session_qos2_seen(origin, p.packet_id, c->v5 ? broker_receive_max(b) : UINT32_MAX) : 0;
     if (seen < 0)
@@ -169,7 +177,7 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
         /* A retransmission: acknowledge again, deliver nothing. */
     } else if (p.retain) {
         struct msg *m = msg_new(p.topic.ptr, p.topic.len, p.payload.ptr, p.payload.len, p.qos,
-                                true, props, now);
+                                true, p.props, now);
         b->stats.msgs_in++;
         broker_publish(b, m, origin);
         msg_unref(m);
@@ -181,7 +189,7 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
         b->route_origin = NULL;
         if (b->nmatches > 0) {
             struct msg *m = msg_new(p.topic.ptr, p.topic.len, p.payload.ptr, p.payload.len,
-                                    p.qos, false, props, now);
+                                    p.qos, false, p.props, now);
             route_deliver(b, m);
             msg_unref(m);
         }
@@ -201,20 +209,28 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
 
 int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t *body, uint32_t len)
 {
-    struct mqtt5_ack a = {0};
-    int rc = c->v5 ? mqtt5_decode_ack(type, body, len, &a) : mqtt_decode_ack(body, len, &a.packet_id);
+    uint16_t id;
+    uint8_t reason = MQTT5_RC_SUCCESS;
+    int rc;
+    if (!c->v5) {
+        rc = mqtt_decode_ack(body, len, &id);
+    } else {
+        struct mqtt5_ack a;
+        rc = mqtt5_decode_ack(type, body, len, &a);
+        id = a.packet_id;
+        reason = a.reason;
+    }
     if (rc < 0)
         return rc;
     if (type != MQTT_PUBREL) {
-        session_acked(b, c->session, type, a.packet_id, a.reason);
+        session_acked(b, c->session, type, id, reason);
         return 0;
     }
-    bool known = session_qos2_release(c->session, a.packet_id);
+    bool known = session_qos2_release(c->session, id);
     if (!c->v5)
-        mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_PUBCOMP, a.packet_id);
+        mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_PUBCOMP, id);
     else
-        conn_write_reason(c, MQTT_PUBCOMP, a.packet_id,
-                          known ? MQTT5_RC_SUCCESS : MQTT5_RC_PACKET_ID_NOT_FOUND,
+        conn_write_reason(c, MQTT_PUBCOMP, id, known ? MQTT5_RC_SUCCESS : MQTT5_RC_PACKET_ID_NOT_FOUND,
                           known ? NULL : "no QoS 2 message with this packet identifier");
     conn_mark_dirty(b, c);
     return 0;

@@ -202,17 +202,10 @@ static void session_alias_out(struct conn *c, const struct msg *m, struct msg_co
     x->topic_alias = c->nalias_out;
 }
 
-/* Writes one PUBLISH of m to c in its protocol. Returns false, writing
- * nothing, when the packet would exceed the client's Maximum Packet Size:
- * the message is then dropped as if delivered [MQTT-3.1.2-25]. */
-static bool session_write(struct broker *b, struct conn *c, struct msg *m, const struct delivery *d,
-                          uint16_t packet_id, bool dup)
+/* session_write for an MQTT 5 client. */
+static bool session_write5(struct broker *b, struct conn *c, struct msg *m, const struct delivery *d,
+                           uint16_t packet_id, bool dup)
 {
-    if (!c->v5) {
-        msg_write_publish(m, &c->out, d->qos, packet_id, dup, d->retain);
-        conn_mark_dirty(b, c);
-        return true;
-    }
     struct msg_copy5 x = {.sub_id = d->sub_id, .now_ms = ev_now(b->loop)};
     if (c->max_packet_out) {
         /* The largest form: whole topic and an alias. */
@@ -226,6 +219,20 @@ static bool session_write(struct broker *b, struct conn *c, struct msg *m, const
     if (c->alias_out_max)
         session_alias_out(c, m, &x);
     msg_write_publish5(m, &c->out, d->qos, packet_id, dup, d->retain, &x);
+    conn_mark_dirty(b, c);
+    return true;
+}
+
+/* Writes one PUBLISH of m to c in its protocol. Returns false, writing
+ * nothing, when the packet would exceed the client's Maximum Packet Size:
+ * the message is then dropped as if delivered [MQTT-3.1.2-25]. MQTT 3.1.1
+ * is the short path, as it is the hot one. */
+static inline bool session_write(struct broker *b, struct conn *c, struct msg *m,
+                                 const struct delivery *d, uint16_t packet_id, bool dup)
+{
+    if (c->v5)
+        return session_write5(b, c, m, d, packet_id, dup);
+    msg_write_publish(m, &c->out, d->qos, packet_id, dup, d->retain);
     conn_mark_dirty(b, c);
     return true;
 }
@@ -281,12 +288,12 @@ static void session_enqueue(struct broker *b, struct session *s, struct msg *m,
 /* Moves queued messages into the inflight window while it has room. */
 static void session_pump(struct broker *b, struct session *s)
 {
-    uint64_t now = ev_now(b->loop);
+    uint64_t now = s->qlen ? ev_now(b->loop) : 0;
     while (s->conn && s->qlen > 0 && s->ninflight < session_window(b, s)) {
         struct queued e = s->queue[s->qhead];
         s->qhead = (s->qhead + 1) % s->qcap;
         s->qlen--;
-        if (msg_expired(e.msg, now))
+        if (e.msg->expires_ms && msg_expired(e.msg, now))
             b->stats.dropped_expired++; /* [MQTT-3.3.2-5] */
         else if (e.d.qos == 0)
             session_send_qos0(b, s->conn, e.msg, &e.d);
@@ -359,7 +366,7 @@ void session_release_publishers(struct broker *b, struct session *s, bool uncond
 void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d)
 {
     struct conn *c = s->conn;
-    if (msg_expired(m, ev_now(b->loop))) {
+    if (m->expires_ms && msg_expired(m, ev_now(b->loop))) {
         b->stats.dropped_expired++;
         return;
     }
