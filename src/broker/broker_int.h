@@ -275,8 +275,10 @@ int handle_disconnect(struct broker *b, struct conn *c, const uint8_t *body, uin
 
 /* Routes a message to every matching subscription (and stores it if
  * retained). origin is the publisher's session, for No Local (NULL for
- * wills and $SYS). Takes no ownership of m. This is where every message
- * enters the broker: the hook for authorization and persistence. */
+ * wills and $SYS). Takes no ownership of m. Wills, $SYS and retained
+ * messages enter here; a client's plain PUBLISH is routed by
+ * handle_publish itself (it skips building a message nobody subscribed
+ * to), which is the hook for publish authorization. */
 void broker_publish(struct broker *b, struct msg *m, struct session *origin);
 
 /* session.c */
