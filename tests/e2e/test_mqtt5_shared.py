@@ -84,9 +84,7 @@ def test_no_retained_on_shared_subscribe(broker):
     pub = broker.raw_connected("m5sh-ret-pub")
     pub.send(R.publish("shr/t", b"kept", qos=1, packet_id=1, retain=True))
     pub.expect(R.PUBACK)
-    c = broker.raw()
-    c.connect5_ok("m5sh-ret")
-    c.subscribe(1, [("$share/g/shr/t", 1)])
+    c = broker.raw().subscribed5("m5sh-ret", [("$share/g/shr/t", 1)])
     assert drain(c) == []
 
 
@@ -95,11 +93,7 @@ def test_no_retained_on_shared_subscribe(broker):
 # server, 4.8.2).
 @pytest.mark.shootout_only
 def test_offline_member_skipped(broker):
-    a = broker.raw()
-    a.connect5_ok("m5sh-off-a", clean_start=False, properties=[(R.SESSION_EXPIRY, 60)])
-    a.subscribe(1, [("$share/g/sho/t", 1)])
-    a.send(R.disconnect5())
-    a.wait_closed()
+    broker.raw().park_session5("m5sh-off-a", [("$share/g/sho/t", 1)], session_expiry=60)
     b = members(broker, 1, "$share/g/sho/t")[0]
     publish_n(broker, "sho/t", 4)
     assert len(drain(b)) == 4

@@ -21,9 +21,7 @@ def rh(n):
 
 
 def test_no_local(broker):
-    me = broker.raw()
-    me.connect5_ok("m5s-nl")
-    me.subscribe(1, [("nl/t", 1 | NO_LOCAL)])
+    me = broker.raw().subscribed5("m5s-nl", [("nl/t", 1 | NO_LOCAL)])
     other = broker.raw()
     other.connect5_ok("m5s-nl-other")
     other.subscribe(1, [("nl/t", 1)])
@@ -48,9 +46,7 @@ def test_no_local_paho(broker):
 
 
 def test_retain_as_published(broker):
-    keep = broker.raw()
-    keep.connect5_ok("m5s-rap")
-    keep.subscribe(1, [("rap/t", 0 | RETAIN_AS_PUBLISHED)])
+    keep = broker.raw().subscribed5("m5s-rap", [("rap/t", 0 | RETAIN_AS_PUBLISHED)])
     plain = broker.raw()
     plain.connect5_ok("m5s-norap")
     plain.subscribe(1, [("rap/t", 0)])
@@ -60,6 +56,17 @@ def test_retain_as_published(broker):
     assert (p.payload, p.retain) == (b"r", True)
     p = plain.next_publish()
     assert (p.payload, p.retain) == (b"r", False)  # [MQTT-3.3.1-12]
+
+
+def retained_then_connect(broker, client_id, topic, payload):
+    """Stores a retained message (from an MQTT 3.1.1 client), then connects
+    an MQTT 5 client."""
+    pub = broker.raw_connected(client_id + "-pub")
+    pub.send(R.publish(topic, payload, qos=1, packet_id=1, retain=True))
+    pub.expect(R.PUBACK)
+    c = broker.raw()
+    c.connect5_ok(client_id)
+    return c
 
 
 def retained_after_subscribe(c, packet_id, options):
@@ -76,11 +83,7 @@ def retained_after_subscribe(c, packet_id, options):
 
 
 def test_retain_handling(broker):
-    pub = broker.raw_connected("m5s-rh-pub")
-    pub.send(R.publish("rh/t", b"kept", qos=1, packet_id=1, retain=True))
-    pub.expect(R.PUBACK)
-    c = broker.raw()
-    c.connect5_ok("m5s-rh")
+    c = retained_then_connect(broker, "m5s-rh", "rh/t", b"kept")
     # 0: on every subscribe, even one that replaces a subscription.
     assert retained_after_subscribe(c, 1, 0 | rh(0)) == [b"kept"]
     assert retained_after_subscribe(c, 2, 0 | rh(0)) == [b"kept"]
@@ -96,11 +99,7 @@ def test_retain_handling(broker):
 
 
 def test_retained_message_carries_retain_flag_and_sub_id(broker):
-    pub = broker.raw_connected("m5s-rsid-pub")
-    pub.send(R.publish("rsid/t", b"old", qos=1, packet_id=1, retain=True))
-    pub.expect(R.PUBACK)
-    c = broker.raw()
-    c.connect5_ok("m5s-rsid")
+    c = retained_then_connect(broker, "m5s-rsid", "rsid/t", b"old")
     c.subscribe(1, [("rsid/#", 1)], properties=[(R.SUBSCRIPTION_ID, 9)])
     p = c.next_publish()
     assert (p.payload, p.retain, p.props.get(R.SUBSCRIPTION_ID)) == (b"old", True, [9])
