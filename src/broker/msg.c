@@ -128,18 +128,18 @@ static uint32_t msg_props5_len(const struct msg *m, const struct msg_copy5 *x)
     return n;
 }
 
-/* Remaining Length of the PUBLISH up to the payload: topic, packet id and
- * properties. */
-static uint32_t msg_head5_len(const struct msg *m, uint8_t qos, const struct msg_copy5 *x)
+/* Remaining Length of the PUBLISH up to the payload (topic, packet id and
+ * properties), given the property block's content length. */
+static uint32_t msg_head5_len(const struct msg *m, uint8_t qos, const struct msg_copy5 *x,
+                              uint32_t props)
 {
-    uint32_t props = msg_props5_len(m, x);
     return 2u + (x->alias_only ? 0u : m->topic_len) + (qos ? 2u : 0u) +
            (uint32_t)mqtt_varint_size(props) + props;
 }
 
 size_t msg_publish5_size(const struct msg *m, uint8_t qos, const struct msg_copy5 *x)
 {
-    uint32_t rl = msg_head5_len(m, qos, x) + m->payload_len;
+    uint32_t rl = msg_head5_len(m, qos, x, msg_props5_len(m, x)) + m->payload_len;
     return 1 + mqtt_varint_size(rl) + rl;
 }
 
@@ -155,7 +155,8 @@ void msg_write_publish5(struct msg *m, struct outq *q, uint8_t qos, uint16_t pac
 {
     uint8_t first = (uint8_t)(MQTT_PUBLISH << 4 | (dup && qos ? 0x08 : 0) | qos << 1 | (retain ? 1 : 0));
     bool share = m->payload_len >= MSG_SHARE_MIN;
-    uint32_t head_rl = msg_head5_len(m, qos, x);
+    uint32_t props = msg_props5_len(m, x);
+    uint32_t head_rl = msg_head5_len(m, qos, x, props);
     uint32_t rl = head_rl + m->payload_len;
     size_t head = 1 + mqtt_varint_size(rl) + head_rl;
     uint8_t *p = outq_reserve(q, share ? head : head + m->payload_len);
@@ -169,7 +170,7 @@ void msg_write_publish5(struct msg *m, struct outq *q, uint8_t qos, uint16_t pac
     }
     if (qos)
         p = put_u16(p, packet_id);
-    p += mqtt_encode_varint(p, msg_props5_len(m, x));
+    p += mqtt_encode_varint(p, props);
     if (x->topic_alias) {
         *p++ = MQTT_PROP_TOPIC_ALIAS;
         p = put_u16(p, x->topic_alias);

@@ -206,7 +206,7 @@ static void session_alias_out(struct conn *c, const struct msg *m, struct msg_co
 static bool session_write5(struct broker *b, struct conn *c, struct msg *m, const struct delivery *d,
                            uint16_t packet_id, bool dup)
 {
-    struct msg_copy5 x = {.sub_id = d->sub_id, .now_ms = ev_now(b->loop)};
+    struct msg_copy5 x = {.sub_id = d->sub_id, .now_ms = m->expires_ms ? ev_now(b->loop) : 0};
     if (c->max_packet_out) {
         /* The largest form: whole topic and an alias. */
         x.topic_alias = c->alias_out_max ? 1 : 0;
