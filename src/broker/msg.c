@@ -19,7 +19,13 @@
      MQTT_PROP_BIT(MQTT_PROP_RESPONSE_TOPIC) | MQTT_PROP_BIT(MQTT_PROP_CORRELATION_DATA) |         \
      MQTT_PROP_BIT(MQTT_PROP_USER))
 
-static void msg_release(struct outq_rc *rc) { mem_free((struct msg *)rc); }
+static void msg_release(struct outq_rc *rc)
+{
+    struct msg *m = (struct msg *)rc;
+    if (m->enc5) /* most messages never meet an MQTT 5 subscriber */
+        mem_free(m->enc5);
+    mem_free(m);
+}
 
 struct msg *msg_new(const uint8_t *topic, size_t topic_len, const uint8_t *payload,
                     size_t payload_len, uint8_t qos, bool retain, const struct mqtt_props *props,
@@ -45,6 +51,9 @@ struct msg *msg_new(const uint8_t *topic, size_t topic_len, const uint8_t *paylo
     m->qos = qos;
     m->retain = retain;
     m->expires_ms = 0;
+    m->enc5 = NULL;
+    m->enc5_len = 0;
+    m->hdr5_len = 0;
     uint8_t *p = m->enc;
     *p++ = MQTT_PUBLISH << 4;
     p += mqtt_encode_varint(p, rl);
@@ -71,8 +80,14 @@ struct msg *msg_new(const uint8_t *topic, size_t topic_len, const uint8_t *paylo
     return m;
 }
 
-void msg_write_publish(struct msg *m, struct outq *q, uint8_t qos, uint16_t packet_id, bool dup,
-                       bool retain)
+/* Appends a PUBLISH from a stored QoS 0 encoding of m: enc[0..enc_len) is
+ * the fixed header (hdr_len bytes), the topic and the rest, the rest being
+ * the payload (MQTT 3.1.1) or the property block and the payload (MQTT 5).
+ * Always inlined: it is the MQTT 3.1.1 hot path, where a call passing nine
+ * arguments cost a twentieth of a delivery. */
+static inline __attribute__((always_inline)) void
+msg_write_encoded(struct msg *m, const uint8_t *enc, uint32_t enc_len, uint8_t hdr_len, struct outq *q,
+                  uint8_t qos, uint16_t packet_id, bool dup, bool retain)
 {
     /* DUP means nothing at QoS 0, and the spec forbids it there. */
     uint8_t first = (uint8_t)(MQTT_PUBLISH << 4 | (dup && qos ? 0x08 : 0) | qos << 1 | (retain ? 1 : 0));
@@ -80,30 +95,37 @@ void msg_write_publish(struct msg *m, struct outq *q, uint8_t qos, uint16_t pack
     if (qos == 0) {
         /* The stored encoding is this packet but for the first byte. */
         if (!share) {
-            uint8_t *p = outq_reserve(q, m->enc_len);
-            memcpy(p, m->enc, m->enc_len);
+            uint8_t *p = outq_reserve(q, enc_len);
+            memcpy(p, enc, enc_len);
             p[0] = first;
         } else {
             *outq_reserve(q, 1) = first;
-            outq_share(q, &m->rc, m->enc + 1, m->enc_len - 1);
+            outq_share(q, &m->rc, enc + 1, enc_len - 1);
         }
         return;
     }
-    /* QoS 1 and 2 carry a packet id between topic and payload. */
-    uint32_t rl = 2u + m->topic_len + 2u + m->payload_len;
+    /* QoS 1 and 2 carry a packet id between topic and the rest. */
+    uint32_t topic_end = hdr_len + 2u + m->topic_len;
+    uint32_t rest = enc_len - topic_end;
+    uint32_t rl = 2u + m->topic_len + 2u + rest;
     size_t head = 1 + mqtt_varint_size(rl) + 2 + m->topic_len + 2;
-    size_t copy = share ? head : head + m->payload_len;
-    uint8_t *p = outq_reserve(q, copy);
+    uint8_t *p = outq_reserve(q, share ? head : head + rest);
     *p++ = first;
     p += mqtt_encode_varint(p, rl);
-    memcpy(p, m->enc + m->hdr_len, 2u + m->topic_len);
+    memcpy(p, enc + hdr_len, 2u + m->topic_len);
     p += 2u + m->topic_len;
     *p++ = (uint8_t)(packet_id >> 8);
     *p++ = (uint8_t)packet_id;
     if (share)
-        outq_share(q, &m->rc, msg_payload(m), m->payload_len);
+        outq_share(q, &m->rc, enc + topic_end, rest);
     else
-        memcpy(p, msg_payload(m), m->payload_len);
+        memcpy(p, enc + topic_end, rest);
+}
+
+void msg_write_publish(struct msg *m, struct outq *q, uint8_t qos, uint16_t packet_id, bool dup,
+                       bool retain)
+{
+    msg_write_encoded(m, m->enc, m->enc_len, m->hdr_len, q, qos, packet_id, dup, retain);
 }
 
 /* ---- MQTT 5 ---------------------------------------------------------------- */
@@ -150,16 +172,13 @@ static uint8_t *put_u16(uint8_t *p, uint16_t v)
     return p + 2;
 }
 
-void msg_write_publish5(struct msg *m, struct outq *q, uint8_t qos, uint16_t packet_id, bool dup,
-                        bool retain, const struct msg_copy5 *x)
+/* Writes an MQTT 5 PUBLISH of m up to its payload: the fixed header for
+ * Remaining Length rl, topic (or none, for a known alias), packet id,
+ * property length and properties, per-copy ones first. Returns the end. */
+static uint8_t *msg_put_head5(uint8_t *p, const struct msg *m, uint8_t first, uint32_t rl,
+                              uint8_t qos, uint16_t packet_id, uint32_t props,
+                              const struct msg_copy5 *x)
 {
-    uint8_t first = (uint8_t)(MQTT_PUBLISH << 4 | (dup && qos ? 0x08 : 0) | qos << 1 | (retain ? 1 : 0));
-    bool share = m->payload_len >= MSG_SHARE_MIN;
-    uint32_t props = msg_props5_len(m, x);
-    uint32_t head_rl = msg_head5_len(m, qos, x, props);
-    uint32_t rl = head_rl + m->payload_len;
-    size_t head = 1 + mqtt_varint_size(rl) + head_rl;
-    uint8_t *p = outq_reserve(q, share ? head : head + m->payload_len);
     *p++ = first;
     p += mqtt_encode_varint(p, rl);
     if (x->alias_only) {
@@ -185,7 +204,41 @@ void msg_write_publish5(struct msg *m, struct outq *q, uint8_t qos, uint16_t pac
         p += mqtt_encode_varint(p, x->sub_id);
     }
     memcpy(p, msg_props(m), m->props_len);
-    p += m->props_len;
+    return p + m->props_len;
+}
+
+/* The MQTT 5 QoS 0 encoding with nothing added per copy, built when the
+ * first MQTT 5 subscriber needs it and shared by all such copies after,
+ * as enc[] is by MQTT 3.1.1 ones. */
+static void msg_build_enc5(struct msg *m)
+{
+    static const struct msg_copy5 none;
+    uint32_t rl = msg_head5_len(m, 0, &none, m->props_len) + m->payload_len;
+    size_t hdr = 1 + mqtt_varint_size(rl);
+    m->enc5 = mem_alloc(hdr + rl);
+    m->enc5_len = (uint32_t)(hdr + rl);
+    m->hdr5_len = (uint8_t)hdr;
+    uint8_t *p = msg_put_head5(m->enc5, m, MQTT_PUBLISH << 4, rl, 0, 0, m->props_len, &none);
+    memcpy(p, msg_payload(m), m->payload_len);
+}
+
+void msg_write_publish5(struct msg *m, struct outq *q, uint8_t qos, uint16_t packet_id, bool dup,
+                        bool retain, const struct msg_copy5 *x)
+{
+    if (!x->topic_alias && !x->sub_id && !m->expires_ms) {
+        if (!m->enc5)
+            msg_build_enc5(m);
+        msg_write_encoded(m, m->enc5, m->enc5_len, m->hdr5_len, q, qos, packet_id, dup, retain);
+        return;
+    }
+    uint8_t first = (uint8_t)(MQTT_PUBLISH << 4 | (dup && qos ? 0x08 : 0) | qos << 1 | (retain ? 1 : 0));
+    bool share = m->payload_len >= MSG_SHARE_MIN;
+    uint32_t props = msg_props5_len(m, x);
+    uint32_t head_rl = msg_head5_len(m, qos, x, props);
+    uint32_t rl = head_rl + m->payload_len;
+    size_t head = 1 + mqtt_varint_size(rl) + head_rl;
+    uint8_t *p = outq_reserve(q, share ? head : head + m->payload_len);
+    p = msg_put_head5(p, m, first, rl, qos, packet_id, props, x);
     if (share)
         outq_share(q, &m->rc, msg_payload(m), m->payload_len);
     else

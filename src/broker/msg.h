@@ -8,12 +8,13 @@
  * pass through unchanged to subscribers: payload format, content type,
  * response topic, correlation data, user properties). An MQTT 3.1.1
  * subscriber gets enc[] (copied whole at QoS 0, its head rebuilt at QoS
- * 1/2); an MQTT 5 subscriber gets a head built per copy (topic or topic
- * alias, packet id, the property length, the per-copy properties: topic
- * alias, remaining message expiry, subscription identifier; then the
- * stored properties) followed by the same payload. Either way large
- * payloads are referenced, never copied, so one allocation serves both
- * protocols and every subscriber.
+ * 1/2). The MQTT 5 QoS 0 packet is built once, when the first MQTT 5
+ * subscriber needs it (enc5), and shared the same way by every MQTT 5
+ * copy that adds nothing of its own; a copy with a topic alias, a
+ * subscription identifier or a remaining expiry gets a head built for it
+ * (topic or alias, packet id, property length, its properties, then the
+ * stored ones) followed by the payload from enc[]. Large payloads are
+ * referenced, never copied, in every case.
  */
 #ifndef SHOOTOUT_MSG_H
 #define SHOOTOUT_MSG_H
@@ -36,6 +37,9 @@ struct msg {
     uint8_t qos;          /* QoS it was published with */
     bool retain;          /* RETAIN flag it was published with */
     uint64_t expires_ms;  /* loop time its Message Expiry Interval ends; 0 = never */
+    uint8_t *enc5;        /* owned: the MQTT 5 QoS 0 encoding, once a subscriber needed it */
+    uint32_t enc5_len;
+    uint8_t hdr5_len;
     uint8_t enc[];        /* 0x30, Remaining Length, topic length, topic, payload */
 };
 
