@@ -82,6 +82,7 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     b->listener.fd = -1;
     b->spare_fd = -1;
     b->subs = subtree_new();
+    b->shared = subtree_new();
     b->retained = retain_new(broker_release_retained);
     /* Wait early enough that the hard limits, twice as high, are rarely
      * reached; small enough that many subscribers behind at once still fit
@@ -111,28 +112,38 @@ void broker_shutdown(struct broker *b)
     ev_timer_stop(b->loop, &b->sweep);
     ev_timer_stop(b->loop, &b->sys);
     struct conn *c;
-    while ((c = b->conns)) {
-        outq_flush(&c->out, c->io.fd);
-        conn_close(b, c, "broker shutting down", true);
-    }
+    while ((c = b->conns))
+        conn_kick(b, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down", true);
     conn_prepare(b);
+    /* Delayed wills would only reach sessions that are about to go too. */
     size_t i = 0;
     struct hmap_slot *slot;
+    while ((slot = hmap_next(&b->sessions, &i))) {
+        struct session *s = slot->val;
+        if (s->will)
+            msg_unref(s->will);
+        s->will = NULL;
+    }
+    i = 0;
     while ((slot = hmap_next(&b->sessions, &i)))
         session_destroy(b, slot->val);
     hmap_free(&b->sessions);
+    hmap_free(&b->share_groups);
     subtree_free(b->subs);
+    subtree_free(b->shared);
     retain_free(b->retained);
     mem_free(b->matches);
     if (b->spare_fd >= 0)
         close(b->spare_fd);
     const struct broker_stats *st = &b->stats;
     log_info("stopped: %llu messages in, %llu out; dropped %llu (queue full), %llu (output full), "
-             "%llu (QoS 0 to offline sessions); %llu publisher waits, %llu slow consumers; "
+             "%llu (QoS 0 to offline sessions), %llu (expired), %llu (over the client's maximum "
+             "packet size); %llu publisher waits, %llu slow consumers; "
              "%llu protocol errors, %llu connections refused",
              (unsigned long long)st->msgs_in, (unsigned long long)st->msgs_out,
              (unsigned long long)st->dropped_queue_full, (unsigned long long)st->dropped_output_full,
-             (unsigned long long)st->dropped_offline_qos0, (unsigned long long)st->publisher_waits,
+             (unsigned long long)st->dropped_offline_qos0, (unsigned long long)st->dropped_expired,
+             (unsigned long long)st->dropped_too_large, (unsigned long long)st->publisher_waits,
              (unsigned long long)st->slow_consumers, (unsigned long long)st->protocol_errors,
              (unsigned long long)st->refused_connections);
 }
@@ -172,7 +183,7 @@ int broker_run(const struct broker_config *cfg)
     ev_signal_start(loop, &set, broker_on_signal, &b);
 
     bool v6 = strchr(cfg->bind, ':') != NULL;
-    log_info("shootout broker listening on %s%s%s:%d (MQTT 3.1.1, max %u connections, %ld fds)",
+    log_info("shootout broker listening on %s%s%s:%d (MQTT 3.1.1 and 5.0, max %u connections, %ld fds)",
              v6 ? "[" : "", cfg->bind, v6 ? "]" : "", net_local_port(lfd), cfg->max_connections, fds);
     int rc = ev_run(loop);
     if (rc < 0)

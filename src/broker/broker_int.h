@@ -2,8 +2,10 @@
  * broker itself, client connections and sessions.
  *
  * Ownership: the broker owns every connection and session. A session lives
- * while its client is connected or, for a persistent session, until a clean
- * CONNECT with its client id discards it. A connection points to its session
+ * while its client is connected and then for its Session Expiry Interval
+ * (MQTT 5; 0 unless the client asked for more), or, for an MQTT 3.1.1
+ * persistent session, until a clean CONNECT with its client id discards it.
+ * A connection points to its session
  * and the session back to its connection while both are live. Connections
  * are freed only between loop iterations (conn_free_closed), never inside
  * their own callbacks.
@@ -20,8 +22,25 @@
 #include "core/hmap.h"
 #include "core/inbuf.h"
 #include "core/outq.h"
+#include "mqtt/mqtt5.h"
+#include "broker/subtree.h"
 
 struct session;
+
+/* Topic aliases we accept from a client (CONNACK Topic Alias Maximum) and
+ * use at most towards one: Mosquitto's default. */
+#define BROKER_TOPIC_ALIAS_MAX 10
+
+/* A Session Expiry Interval that never ends (MQTT 5's 0xFFFFFFFF, and
+ * every MQTT 3.1.1 clean-session 0 session). */
+#define SESSION_NEVER UINT32_MAX
+
+/* One topic alias: a topic the connection's peer and we both know by a
+ * number. */
+struct topic_alias {
+    uint8_t *topic; /* owned; NULL while unset */
+    uint16_t len;
+};
 
 enum conn_state {
     CONN_NEW,      /* accepted, waiting for CONNECT */
@@ -37,10 +56,20 @@ struct conn {
     bool dirty;               /* on the broker's flush list */
     bool read_pending;        /* stopped reading early; on the read list */
     bool write_blocked;       /* socket full; wait for EV_WRITE */
+    bool v5;                  /* the client speaks MQTT 5.0 */
+    bool problem_info;        /* MQTT 5: it takes reason strings */
     uint16_t keepalive;       /* seconds, 0 = none */
     uint64_t last_rx_ms;
     struct session *session;
     struct msg *will;         /* owned; published unless DISCONNECT */
+    uint32_t will_delay_s;    /* MQTT 5 Will Delay Interval */
+    /* MQTT 5 limits the client set for what we send it. */
+    uint32_t inflight_max;    /* min(--max-inflight-messages, its Receive Maximum) */
+    uint16_t alias_out_max;   /* topic aliases we may use, min(its maximum, ours) */
+    uint32_t max_packet_out;  /* its Maximum Packet Size; 0 = no limit */
+    struct topic_alias *alias_in;  /* [BROKER_TOPIC_ALIAS_MAX], the client's; lazily */
+    struct topic_alias *alias_out; /* [alias_out_max], ours; lazily, filled in order */
+    uint16_t nalias_out;
     struct inbuf in;          /* partial packet left from earlier reads */
     struct outq out;
     struct conn *prev, *next; /* broker.conns */
@@ -53,35 +82,62 @@ struct conn {
     uint64_t blocked_since_ms;
 };
 
+/* A subscription's options word in the subscription tree: MQTT 5's
+ * Subscription Options byte less Retain Handling (QoS, No Local, Retain As
+ * Published: the MQTT5_SUB_* bits) in the low four bits, the Subscription
+ * Identifier (28 bits at most) above them. MQTT 3.1.1 uses the QoS alone. */
+#define SUB_OPT_ID_SHIFT 4
+static inline subtree_opts sub_opts(uint8_t options, uint32_t sub_id)
+{
+    return (subtree_opts)(options & 0x0F) | (subtree_opts)sub_id << SUB_OPT_ID_SHIFT;
+}
+static inline uint8_t sub_opts_qos(subtree_opts o) { return o & MQTT5_SUB_QOS; }
+static inline uint32_t sub_opts_id(subtree_opts o) { return o >> SUB_OPT_ID_SHIFT; }
+
 /* One subscription as its session remembers it, so that the session can
- * remove it from the tree when it ends. */
+ * remove it from the tree (or its shared group) when it ends. */
 struct session_sub {
-    uint8_t *filter; /* owned */
+    uint8_t *filter; /* owned; the whole filter, $share/... included */
     uint16_t len;
-    uint8_t qos;
+    subtree_opts opts;
 };
 
 enum inflight_state { WAIT_PUBACK, WAIT_PUBREC, WAIT_PUBCOMP };
 
+/* How one copy of a message goes to one session. */
+struct delivery {
+    uint32_t sub_id; /* MQTT 5 Subscription Identifier; 0 = none */
+    uint8_t qos;
+    bool retain;
+    bool shared;     /* chosen through a shared subscription */
+};
+
 struct inflight {
     struct msg *msg; /* owned reference; NULL once only PUBREL is pending */
+    struct delivery d;
     uint16_t packet_id;
-    uint8_t qos;
     uint8_t state;   /* enum inflight_state */
-    bool retain;
 };
 
 struct queued {
     struct msg *msg; /* owned reference */
-    uint8_t qos;
-    bool retain;
+    struct delivery d;
 };
 
 struct session {
     char *client_id; /* owned, NUL-terminated; the sessions map key */
     uint16_t client_id_len;
-    bool clean;
+    bool v5;           /* its latest connection spoke MQTT 5 */
+    uint32_t expiry_s; /* Session Expiry Interval: 0 ends it with its connection */
     struct conn *conn; /* NULL while offline */
+    /* Offline with an end in sight (b->timers): the session expires at
+     * expires_ms unless SESSION_NEVER, and a delayed will is published at
+     * will_ms (MQTT 5). */
+    uint64_t expires_ms;
+    struct msg *will;  /* owned */
+    uint64_t will_ms;
+    bool on_timers;
+    struct session *timer_prev, *timer_next;
     struct session_sub *subs;
     uint32_t nsubs, subs_cap;
     struct inflight *inflight; /* oldest first */
@@ -95,13 +151,36 @@ struct session {
     bool slow_consumer;   /* made publishers wait too long: they no longer do */
     /* Routing scratch: dedups overlapping subscriptions per message. */
     uint32_t match_gen;
-    uint8_t match_qos;
+    uint32_t match_idx; /* its entry in b->matches */
+};
+
+/* One session a message is routed to, and how. */
+struct route_match {
+    struct session *s;
+    subtree_opts opts;
+    bool shared;
+};
+
+/* A shared subscription's group (share.c): the sessions subscribed to
+ * $share/<name>/<filter>, one of which gets each message. */
+struct share_member {
+    struct session *s;
+    subtree_opts opts;
+};
+struct share_group {
+    uint8_t *key;      /* owned: the whole $share/<name>/<filter> */
+    uint16_t key_len;
+    uint16_t filter_off; /* where <filter> starts in key */
+    struct share_member *members;
+    uint32_t n, cap;
+    uint32_t next;     /* round robin: the member to try first */
 };
 
 struct broker_stats {
     uint64_t msgs_in, msgs_out;
     uint64_t bytes_in, bytes_out;
     uint64_t dropped_queue_full, dropped_output_full, dropped_offline_qos0;
+    uint64_t dropped_expired, dropped_too_large;
     uint64_t refused_connections, protocol_errors;
     uint64_t publisher_waits, slow_consumers;
     uint64_t last_drop_log_ms; /* drops are logged at most once a second */
@@ -115,7 +194,10 @@ struct broker {
     struct ev_timer sweep;  /* keepalive and connect timeouts */
     struct hmap sessions;   /* client id -> struct session */
     struct subtree *subs;
+    struct subtree *shared; /* filter -> struct share_group */
+    struct hmap share_groups; /* $share/<name>/<filter> -> struct share_group */
     struct retain *retained;
+    struct session *timers; /* offline sessions that expire or owe a will */
     struct conn *conns;     /* every connection not yet freed */
     uint32_t nconns;        /* open connections */
     uint32_t nclients;      /* connections past CONNECT, with a session */
@@ -125,16 +207,25 @@ struct broker {
     struct conn *read_list; /* connections with unread input */
     struct conn *closed;    /* closed, to be freed */
     uint32_t match_gen;
-    struct session **matches; /* routing scratch */
+    struct route_match *matches; /* routing scratch */
     uint32_t nmatches, matches_cap;
     uint32_t next_auto_id;
     struct conn *publisher;   /* whose packet is being handled, if any */
+    struct session *route_origin; /* publisher of the message routed (No Local) */
     /* Back-pressure watermarks, from the limits: a publisher waits for a
      * subscriber above the high marks, until it is back under the low. */
     size_t out_high, out_low;
     uint32_t queue_high, queue_low;
     struct broker_stats stats;
 };
+
+/* Our MQTT 5 Receive Maximum: QoS 2 messages a client may have waiting for
+ * PUBREL; the same bound as our inflight window towards clients (the
+ * option stops at 65535). */
+static inline uint16_t broker_receive_max(const struct broker *b)
+{
+    return (uint16_t)b->cfg->max_inflight;
+}
 
 /* broker.c: set up a broker on a loop, without a listener (broker_run adds
  * one; test harnesses hand connections to conn_accept themselves), and take
@@ -154,12 +245,24 @@ void conn_mark_dirty(struct broker *b, struct conn *c);
 void conn_close(struct broker *b, struct conn *c, const char *reason, bool graceful);
 /* Sends what is queued, then closes. */
 void conn_close_after_flush(struct broker *b, struct conn *c);
+/* Ends a connection the server's way: an MQTT 5 client is first sent a
+ * DISCONNECT with the reason code (why as its Reason String, if it fits);
+ * what is queued is written out at once as far as the socket takes it;
+ * then conn_close. */
+void conn_kick(struct broker *b, struct conn *c, uint8_t reason, const char *why, bool graceful);
+/* Appends an MQTT 5 packet made of a reason code and properties (DISCONNECT,
+ * the acks) with a Reason String when the client takes one and it fits its
+ * Maximum Packet Size. type is the packet type, packet_id 0 for DISCONNECT. */
+void conn_write_reason(struct conn *c, uint8_t type, uint16_t packet_id, uint8_t reason,
+                       const char *why);
 /* Loop-iteration work: pending reads, flushes, frees. True if reads remain. */
 bool conn_prepare(struct broker *b);
 void conn_sweep(struct broker *b);
 
-/* handle_*.c: one per packet family; each returns 0, or -1 after which the
- * caller closes the connection as a protocol violation. */
+/* handle_*.c: one per packet family; each returns 0, or a negative
+ * mqtt_err / mqtt5_err after which the caller closes the connection as a
+ * protocol violation (for MQTT 5 with DISCONNECT and mqtt5_err_reason), or
+ * a positive MQTT 5 reason code to close it with. */
 int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
 int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_t *body,
                    uint32_t len);
@@ -167,27 +270,46 @@ int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t 
                   uint32_t len);
 int handle_subscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
 int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
+/* MQTT 5 DISCONNECT from the client (after which the connection is closed). */
+int handle_disconnect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
 
 /* Routes a message to every matching subscription (and stores it if
- * retained). Takes no ownership of m. */
-void broker_publish(struct broker *b, struct msg *m);
+ * retained). origin is the publisher's session, for No Local (NULL for
+ * wills and $SYS). Takes no ownership of m. Wills, $SYS and retained
+ * messages enter here; a client's plain PUBLISH is routed by
+ * handle_publish itself (it skips building a message nobody subscribed
+ * to), which is the hook for publish authorization. */
+void broker_publish(struct broker *b, struct msg *m, struct session *origin);
 
 /* session.c */
-struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len, bool clean);
-/* Removes the session's subscriptions, drops its messages and frees it. */
+struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len);
+/* Removes the session's subscriptions, drops its messages, publishes a
+ * will it still owes and frees it. */
 void session_destroy(struct broker *b, struct session *s);
-/* Delivers m at QoS qos to the session: now, into the inflight window or
- * the queue, or drops it (counted) when that is full. */
-void session_deliver(struct broker *b, struct session *s, struct msg *m, uint8_t qos, bool retain);
+/* The session's connection ended: ends the session (expiry 0), or keeps it
+ * with its timers (session expiry, will delay) started. will is the
+ * connection's will to publish (owned), or NULL. */
+void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s);
+/* A connection took the session up again: stops its timers (a delayed will
+ * is dropped, [MQTT-3.1.3-9]). */
+void session_attach(struct broker *b, struct session *s, struct conn *c);
+/* Periodic: publishes delayed wills and ends expired sessions. */
+void session_sweep(struct broker *b);
+/* Delivers m to the session: now, into the inflight window or the queue,
+ * or drops it (counted) when that is full or the message expired. */
+void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d);
 /* After CONNACK on a resumed session: resend the inflight window with DUP
  * and fill it from the queue. */
 void session_resume(struct broker *b, struct session *s);
-/* Acknowledgement flows for messages the broker sent; 0 or -1. */
-void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id);
-/* Received QoS 2 ids: returns true if id was already waiting for PUBREL,
- * else records it. */
-bool session_qos2_seen(struct session *s, uint16_t packet_id);
-void session_qos2_release(struct session *s, uint16_t packet_id);
+/* Acknowledgement flows for messages the broker sent; reason is the MQTT 5
+ * reason code (0 from MQTT 3.1.1). */
+void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id,
+                   uint8_t reason);
+/* Received QoS 2 ids: returns 1 if id was already waiting for PUBREL, 0
+ * after recording it, -1 if limit ids are waiting already. */
+int session_qos2_seen(struct session *s, uint16_t packet_id, uint32_t limit);
+/* Returns false if the id was not waiting for PUBREL. */
+bool session_qos2_release(struct session *s, uint16_t packet_id);
 /* Back-pressure. session_deliver() pauses the publishing connection
  * (b->publisher) while the online session s it delivered to is above the
  * watermarks, so that a fast publisher waits for a slower subscriber
@@ -207,7 +329,26 @@ void session_forget_publisher(struct conn *c);
 void conn_resume(struct broker *b, struct conn *c);
 
 /* Remember / forget a subscription for cleanup; returns true if new. */
-bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, uint8_t qos);
+bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, subtree_opts opts);
 bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len);
+/* Removes one remembered subscription from the tree or its group. */
+void session_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len);
+
+/* share.c: shared subscriptions, $share/<name>/<filter>. */
+/* 1 if filter is a shared subscription (with *inner set to its <filter>),
+ * 0 if it is not one, -1 if it is a malformed one (no name, a name with a
+ * wildcard, no filter). */
+int share_parse(const uint8_t *filter, size_t len, size_t *inner_off);
+void share_add(struct broker *b, const uint8_t *filter, size_t len, size_t inner_off,
+               struct session *s, subtree_opts opts);
+void share_remove(struct broker *b, const uint8_t *filter, size_t len, struct session *s);
+/* Adds one member of every group matching topic to b->matches, through
+ * share_route_push (handle_publish.c). */
+void share_route(struct broker *b, const uint8_t *topic, size_t len);
+void share_route_push(struct broker *b, struct session *s, subtree_opts opts);
+/* Hands m, which went to s through a shared subscription and which s's
+ * connection ended without acknowledging, to another connected member of
+ * a group of s's that matches it. Returns false if there is none. */
+bool share_redeliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d);
 
 #endif

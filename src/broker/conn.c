@@ -17,6 +17,7 @@
 #include "core/inbuf.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 
 /* Bytes read per connection per loop iteration before yielding to others. */
@@ -52,6 +53,15 @@ static void conn_unlink(struct broker *b, struct conn *c)
     c->prev = c->next = NULL;
 }
 
+static void conn_free_aliases(struct topic_alias *a, unsigned n)
+{
+    if (!a)
+        return;
+    for (unsigned i = 0; i < n; i++)
+        mem_free(a[i].topic);
+    mem_free(a);
+}
+
 void conn_close(struct broker *b, struct conn *c, const char *reason, bool graceful)
 {
     if (c->state == CONN_CLOSED)
@@ -66,26 +76,71 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
     outq_clear(&c->out);
     inbuf_free(&c->in);
     session_forget_publisher(c);
+    conn_free_aliases(c->alias_in, BROKER_TOPIC_ALIAS_MAX);
+    conn_free_aliases(c->alias_out, c->alias_out_max);
+    c->alias_in = c->alias_out = NULL;
 
     struct session *s = c->session;
     struct msg *will = c->will;
     c->session = NULL;
     c->will = NULL;
+    if (will && graceful) {
+        msg_unref(will);
+        will = NULL;
+    }
     if (s) {
         b->nclients--;
-        s->conn = NULL;
-        if (s->clean)
-            session_destroy(b, s);
-        else
-            session_release_publishers(b, s, true);
-    }
-    if (will) {
-        if (!graceful) {
-            b->stats.msgs_in++;
-            broker_publish(b, will);
-        }
+        session_detach(b, s, will, c->will_delay_s);
+    } else if (will) {
         msg_unref(will);
     }
+}
+
+void conn_write_reason(struct conn *c, uint8_t type, uint16_t packet_id, uint8_t reason,
+                       const char *why)
+{
+    struct mqtt_props props = {0};
+    /* Reason strings go on DISCONNECT always, elsewhere only when asked for
+     * [MQTT-3.1.2-29], and never past the client's maximum [MQTT-3.14.2-3]. */
+    if (why && (type == MQTT_DISCONNECT || c->problem_info)) {
+        props.present = MQTT_PROP_BIT(MQTT_PROP_REASON_STRING);
+        props.reason_string.ptr = (const uint8_t *)why;
+        props.reason_string.len = strlen(why);
+    }
+    for (;;) {
+        struct mqtt5_reason_props r = {reason, props};
+        struct mqtt5_ack a = {packet_id, reason, props};
+        size_t n = type == MQTT_DISCONNECT ? mqtt5_reason_props_size(type, &r) : mqtt5_ack_size(&a);
+        if (props.present && c->max_packet_out && n > c->max_packet_out) {
+            props.present = 0;
+            continue;
+        }
+        uint8_t *out = outq_reserve(&c->out, n);
+        if (type == MQTT_DISCONNECT)
+            mqtt5_encode_reason_props(out, type, &r);
+        else
+            mqtt5_encode_ack(out, type, &a);
+        return;
+    }
+}
+
+/* Writes what the socket takes now; outq_flush's result. */
+static int conn_write_out(struct broker *b, struct conn *c)
+{
+    size_t before = outq_pending(&c->out);
+    int r = outq_flush(&c->out, c->io.fd);
+    b->stats.bytes_out += before - outq_pending(&c->out);
+    return r;
+}
+
+void conn_kick(struct broker *b, struct conn *c, uint8_t reason, const char *why, bool graceful)
+{
+    if (c->state == CONN_CLOSED)
+        return;
+    if (c->v5 && c->state == CONN_ACTIVE)
+        conn_write_reason(c, MQTT_DISCONNECT, 0, reason, why);
+    conn_write_out(b, c);
+    conn_close(b, c, why, graceful);
 }
 
 void conn_close_after_flush(struct broker *b, struct conn *c)
@@ -94,12 +149,12 @@ void conn_close_after_flush(struct broker *b, struct conn *c)
     conn_mark_dirty(b, c);
 }
 
-/* Returns 0, or -1 when the packet broke the protocol. */
+/* Returns 0, or an error as the handlers do (broker_int.h). */
 static int conn_dispatch(struct broker *b, struct conn *c, const struct mqtt_header *h,
                          const uint8_t *body)
 {
     if (c->state == CONN_NEW)
-        return h->type == MQTT_CONNECT ? handle_connect(b, c, body, h->body_len) : -1;
+        return h->type == MQTT_CONNECT ? handle_connect(b, c, body, h->body_len) : MQTT_E_TYPE;
     switch (h->type) {
     case MQTT_PUBLISH:
         return handle_publish(b, c, h->flags, body, h->body_len);
@@ -114,18 +169,35 @@ static int conn_dispatch(struct broker *b, struct conn *c, const struct mqtt_hea
         return handle_unsubscribe(b, c, body, h->body_len);
     case MQTT_PINGREQ:
         if (h->body_len != 0)
-            return -1;
+            return MQTT_E_MALFORMED;
         mqtt_encode_empty(outq_reserve(&c->out, MQTT_EMPTY_LEN), MQTT_PINGRESP);
         conn_mark_dirty(b, c);
         return 0;
     case MQTT_DISCONNECT:
+        if (c->v5)
+            return handle_disconnect(b, c, body, h->body_len);
         if (h->body_len != 0)
-            return -1;
+            return MQTT_E_MALFORMED;
         conn_close(b, c, "DISCONNECT", true);
         return 0;
+    case MQTT5_AUTH:
+        /* Only after a CONNECT with an Authentication Method, which is
+         * refused as no method is configured [MQTT-4.12.0-1]. */
+        return MQTT5_E_PROTOCOL_ERROR;
     default: /* a second CONNECT, or a packet only servers send */
-        return -1;
+        return c->v5 ? MQTT5_E_PROTOCOL_ERROR : MQTT_E_TYPE;
     }
+}
+
+/* Closes a connection whose packet broke the protocol: err is the framing
+ * or handler error (negative) or an MQTT 5 reason code (positive). */
+static void conn_protocol_error(struct broker *b, struct conn *c, int err)
+{
+    uint8_t reason = err < 0 ? mqtt5_err_reason(err) : (uint8_t)err;
+    const char *why = err < 0 ? mqtt5_strerror(err) : mqtt5_reason_str(reason);
+    b->stats.protocol_errors++;
+    log_info("client %s (fd %d): protocol error (%s), closing", conn_name(c), c->io.fd, why);
+    conn_kick(b, c, reason, why, false);
 }
 
 /* Handles every complete packet in data[0..len). Returns the bytes
@@ -136,14 +208,13 @@ static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, si
     b->publisher = c;
     while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on) {
         struct mqtt_header h;
-        int n = mqtt_frame(data + off, len - off, b->cfg->max_packet_size, &h);
+        int n = c->v5 ? mqtt5_frame(data + off, len - off, b->cfg->max_packet_size, &h)
+                      : mqtt_frame(data + off, len - off, b->cfg->max_packet_size, &h);
         if (n == 0)
             break;
-        if (n < 0 || conn_dispatch(b, c, &h, data + off + h.header_len) < 0) {
-            b->stats.protocol_errors++;
-            log_info("client %s (fd %d): protocol error (%s), closing", conn_name(c), c->io.fd,
-                     n < 0 ? mqtt_strerror(n) : "invalid packet");
-            conn_close(b, c, "protocol error", false);
+        int err = n < 0 ? n : conn_dispatch(b, c, &h, data + off + h.header_len);
+        if (err != 0) {
+            conn_protocol_error(b, c, err);
             b->publisher = NULL;
             return -1;
         }
@@ -258,9 +329,7 @@ void conn_accept(struct broker *b, int fd)
 
 static void conn_flush(struct broker *b, struct conn *c)
 {
-    size_t before = outq_pending(&c->out);
-    int r = outq_flush(&c->out, c->io.fd);
-    b->stats.bytes_out += before - outq_pending(&c->out);
+    int r = conn_write_out(b, c);
     if (r < 0) {
         conn_close(b, c, strerror(errno), false);
     } else if (c->state == CONN_CLOSING) {
@@ -329,7 +398,8 @@ void conn_sweep(struct broker *b)
         } else if (c->state == CONN_ACTIVE && c->keepalive) {
             /* The spec allows one and a half keepalive periods of silence. */
             if (now - c->last_rx_ms > (uint64_t)c->keepalive * 1500u)
-                conn_close(b, c, "keepalive timeout", false);
+                conn_kick(b, c, MQTT5_RC_KEEP_ALIVE_TIMEOUT, "keep alive timeout", false);
         }
     }
+    session_sweep(b);
 }

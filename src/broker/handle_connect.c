@@ -1,83 +1,210 @@
-/* handle_connect.c - CONNECT: protocol checks, client identifiers, session
- * takeover and resumption, wills, and the CONNACK.
+/* handle_connect.c - CONNECT in MQTT 3.1.1 and 5.0: protocol checks, client
+ * identifiers, session takeover and resumption, wills, the limits an MQTT 5
+ * client sets, and the CONNACK; and the client's DISCONNECT.
+ *
+ * connect_accept() is the one place a client is let in: the hook for
+ * authentication.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "broker/broker_int.h"
 #include "core/log.h"
+#include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 
-static void connack(struct broker *b, struct conn *c, bool session_present, uint8_t rc)
+/* Refuses the CONNECT with a CONNACK in the client's protocol (the return
+ * code rc3 in MQTT 3.1.1, reason in MQTT 5), then closes. */
+static int refuse(struct broker *b, struct conn *c, uint8_t rc3, uint8_t reason)
 {
-    mqtt_encode_connack(outq_reserve(&c->out, MQTT_CONNACK_LEN), session_present, rc);
-    if (rc != MQTT_CONNACK_ACCEPTED)
-        conn_close_after_flush(b, c);
-    else
-        conn_mark_dirty(b, c);
+    if (!c->v5) {
+        mqtt_encode_connack(outq_reserve(&c->out, MQTT_CONNACK_LEN), false, rc3);
+    } else {
+        struct mqtt5_connack ack = {.reason = reason};
+        mqtt5_encode_connack(outq_reserve(&c->out, mqtt5_connack_size(&ack)), &ack);
+    }
+    conn_close_after_flush(b, c);
+    return 0;
 }
 
-int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len)
+/* Either version's CONNECT in the MQTT 5 form; sets c->v5. A level 4
+ * CONNECT has no properties, and its Clean Session is the Clean Start of a
+ * session that ends with its connection or never. */
+static int connect_decode(struct conn *c, const uint8_t *body, uint32_t len, struct mqtt5_connect *ci)
 {
-    struct mqtt_connect ci;
-    int rc = mqtt_decode_connect(body, len, &ci);
-    if (rc == MQTT_E_VERSION) {
-        log_info("fd %d: refused protocol level %u", c->io.fd, ci.protocol_level);
-        connack(b, c, false, MQTT_CONNACK_BAD_VERSION);
-        return 0;
+    struct mqtt_connect c3;
+    int rc = mqtt_decode_connect(body, len, &c3);
+    if (rc == MQTT_E_VERSION && c3.protocol_level == MQTT5_PROTOCOL_LEVEL) {
+        c->v5 = true;
+        return mqtt5_decode_connect(body, len, ci);
     }
-    if (rc < 0)
-        return -1;
-    if (c->over_limit) {
-        b->stats.refused_connections++;
-        log_warn("connection limit (%u) reached: refusing a client", b->cfg->max_connections);
-        connack(b, c, false, MQTT_CONNACK_UNAVAILABLE);
-        return 0;
-    }
+    *ci = (struct mqtt5_connect){
+        .protocol_level = c3.protocol_level, .clean_start = c3.clean_session,
+        .keepalive = c3.keepalive, .client_id = c3.client_id, .has_will = c3.has_will,
+        .will_qos = c3.will_qos, .will_retain = c3.will_retain, .will_topic = c3.will_topic,
+        .will_payload = c3.will_payload, .has_username = c3.has_username,
+        .username = c3.username, .has_password = c3.has_password, .password = c3.password,
+    };
+    return rc;
+}
 
-    /* A client without an id gets one, but only for a clean session: the
-     * id is how it would find a persistent session again. */
-    char assigned[32];
-    const uint8_t *id = ci.client_id.ptr;
-    size_t id_len = ci.client_id.len;
-    if (id_len == 0) {
-        if (!ci.clean_session) {
-            connack(b, c, false, MQTT_CONNACK_ID_REJECTED);
-            return 0;
-        }
-        do {
-            id_len = (size_t)snprintf(assigned, sizeof assigned, "auto-%08x", ++b->next_auto_id);
-        } while (hmap_get(&b->sessions, assigned, id_len));
-        id = (const uint8_t *)assigned;
-    }
+static bool has_prop(const struct mqtt_props *p, uint8_t id) { return p->present & MQTT_PROP_BIT(id); }
 
+/* The limits an MQTT 5 client puts on what we send it. */
+static void connect_limits(struct broker *b, struct conn *c, const struct mqtt_props *p)
+{
+    c->inflight_max = b->cfg->max_inflight;
+    c->problem_info = true;
+    if (!c->v5)
+        return;
+    if (has_prop(p, MQTT_PROP_RECEIVE_MAX) && p->receive_max < c->inflight_max)
+        c->inflight_max = p->receive_max;
+    if (has_prop(p, MQTT_PROP_MAX_PACKET_SIZE))
+        c->max_packet_out = p->max_packet_size;
+    if (has_prop(p, MQTT_PROP_TOPIC_ALIAS_MAX))
+        c->alias_out_max = p->topic_alias_max < BROKER_TOPIC_ALIAS_MAX ? p->topic_alias_max
+                                                                       : BROKER_TOPIC_ALIAS_MAX;
+    if (has_prop(p, MQTT_PROP_REQUEST_PROBLEM_INFO))
+        c->problem_info = p->request_problem_info;
+}
+
+static void connack(struct broker *b, struct conn *c, bool session_present, const char *assigned_id)
+{
+    if (!c->v5) {
+        mqtt_encode_connack(outq_reserve(&c->out, MQTT_CONNACK_LEN), session_present,
+                            MQTT_CONNACK_ACCEPTED);
+        conn_mark_dirty(b, c);
+        return;
+    }
+    /* Maximum QoS is left out: absent means 2, and the property may only
+     * say 0 or 1 [MQTT-3.2.2-9]. */
+    struct mqtt5_connack ack = {.session_present = session_present};
+    struct mqtt_props *p = &ack.props;
+    p->present = MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAX) | MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS_MAX) |
+                 MQTT_PROP_BIT(MQTT_PROP_RETAIN_AVAILABLE) |
+                 MQTT_PROP_BIT(MQTT_PROP_WILDCARD_SUB_AVAILABLE) |
+                 MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID_AVAILABLE) |
+                 MQTT_PROP_BIT(MQTT_PROP_SHARED_SUB_AVAILABLE);
+    p->receive_max = broker_receive_max(b);
+    p->topic_alias_max = BROKER_TOPIC_ALIAS_MAX;
+    p->retain_available = p->wildcard_sub_available = 1;
+    p->subscription_id_available = p->shared_sub_available = 1;
+    if (b->cfg->max_packet_size) {
+        p->present |= MQTT_PROP_BIT(MQTT_PROP_MAX_PACKET_SIZE);
+        p->max_packet_size = b->cfg->max_packet_size;
+    }
+    if (assigned_id) {
+        p->present |= MQTT_PROP_BIT(MQTT_PROP_ASSIGNED_CLIENT_ID);
+        p->assigned_client_id.ptr = (const uint8_t *)assigned_id;
+        p->assigned_client_id.len = strlen(assigned_id);
+    }
+    mqtt5_encode_connack(outq_reserve(&c->out, mqtt5_connack_size(&ack)), &ack);
+    conn_mark_dirty(b, c);
+}
+
+/* Lets the client in: takes over or discards an older session, attaches
+ * one, keeps its will and answers CONNACK. */
+static void connect_accept(struct broker *b, struct conn *c, const struct mqtt5_connect *ci,
+                           const uint8_t *id, size_t id_len, const char *assigned_id)
+{
     struct session *s = hmap_get(&b->sessions, id, id_len);
     if (s && s->conn) {
         log_info("client %s: session taken over by a new connection", s->client_id);
-        conn_close(b, s->conn, "session taken over", false);
-        /* A clean session ended with its connection. */
+        conn_kick(b, s->conn, MQTT5_RC_SESSION_TAKEN_OVER, "session taken over", false);
+        /* A session ending with its connection is gone now. */
         s = hmap_get(&b->sessions, id, id_len);
     }
-    if (s && ci.clean_session) {
+    if (s && ci->clean_start) {
         session_destroy(b, s);
         s = NULL;
     }
     bool session_present = s != NULL;
     if (!s)
-        s = session_new(b, id, id_len, ci.clean_session);
-
-    s->conn = c;
-    c->session = s;
+        s = session_new(b, id, id_len);
+    if (c->v5)
+        s->expiry_s = has_prop(&ci->props, MQTT_PROP_SESSION_EXPIRY) ? ci->props.session_expiry : 0;
+    else
+        s->expiry_s = ci->clean_start ? 0 : SESSION_NEVER;
+    session_attach(b, s, c);
     b->nclients++;
-    c->keepalive = ci.keepalive;
+    c->keepalive = ci->keepalive;
     c->state = CONN_ACTIVE;
     c->last_rx_ms = ev_now(b->loop);
-    if (ci.has_will)
-        c->will = msg_new(ci.will_topic.ptr, ci.will_topic.len, ci.will_payload.ptr,
-                          ci.will_payload.len, ci.will_qos, ci.will_retain);
-    log_debug("client %s (fd %d) connected, clean=%d keepalive=%u%s", s->client_id, c->io.fd,
-              ci.clean_session, ci.keepalive, session_present ? ", session resumed" : "");
-    connack(b, c, session_present, MQTT_CONNACK_ACCEPTED);
+    connect_limits(b, c, &ci->props);
+    if (ci->has_will) {
+        c->will = msg_new(ci->will_topic.ptr, ci->will_topic.len, ci->will_payload.ptr,
+                          ci->will_payload.len, ci->will_qos, ci->will_retain,
+                          c->v5 ? &ci->will_props : NULL, ev_now(b->loop));
+        c->will_delay_s = ci->will_props.will_delay;
+    }
+    log_debug("client %s (fd %d) connected, MQTT %s, clean=%d keepalive=%u%s", s->client_id,
+              c->io.fd, c->v5 ? "5.0" : "3.1.1", ci->clean_start, ci->keepalive,
+              session_present ? ", session resumed" : "");
+    connack(b, c, session_present, assigned_id);
     if (session_present)
         session_resume(b, s);
+}
+
+int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len)
+{
+    struct mqtt5_connect ci;
+    int rc = connect_decode(c, body, len, &ci);
+    if (rc == MQTT_E_VERSION) {
+        log_info("fd %d: refused protocol level %u", c->io.fd, ci.protocol_level);
+        return refuse(b, c, MQTT_CONNACK_BAD_VERSION, 0);
+    }
+    if (rc < 0) {
+        if (!c->v5)
+            return rc;
+        /* MQTT 5 can say what was wrong [MQTT-3.1.4-1]. */
+        b->stats.protocol_errors++;
+        log_info("fd %d: invalid CONNECT (%s)", c->io.fd, mqtt5_strerror(rc));
+        return refuse(b, c, 0, mqtt5_err_reason(rc));
+    }
+    if (c->over_limit) {
+        b->stats.refused_connections++;
+        log_warn("connection limit (%u) reached: refusing a client", b->cfg->max_connections);
+        return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT5_RC_SERVER_UNAVAILABLE);
+    }
+    if (has_prop(&ci.props, MQTT_PROP_AUTH_METHOD)) {
+        /* No enhanced authentication method is configured (4.12). */
+        log_info("fd %d: refused authentication method", c->io.fd);
+        return refuse(b, c, 0, MQTT5_RC_BAD_AUTHENTICATION_METHOD);
+    }
+
+    /* A client without an id gets one. In MQTT 3.1.1 only for a clean
+     * session: the id is how it would find a persistent session again; MQTT
+     * 5 tells it the id (Assigned Client Identifier). */
+    char assigned[32];
+    const uint8_t *id = ci.client_id.ptr;
+    size_t id_len = ci.client_id.len;
+    if (id_len == 0) {
+        if (!c->v5 && !ci.clean_start)
+            return refuse(b, c, MQTT_CONNACK_ID_REJECTED, 0);
+        do {
+            id_len = (size_t)snprintf(assigned, sizeof assigned, "auto-%08x", ++b->next_auto_id);
+        } while (hmap_get(&b->sessions, assigned, id_len));
+        id = (const uint8_t *)assigned;
+    }
+    connect_accept(b, c, &ci, id, id_len, id == (const uint8_t *)assigned && c->v5 ? assigned : NULL);
+    return 0;
+}
+
+int handle_disconnect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len)
+{
+    struct mqtt5_reason_props r;
+    int rc = mqtt5_decode_reason_props(MQTT_DISCONNECT, body, len, &r);
+    if (rc < 0)
+        return rc;
+    struct session *s = c->session;
+    if (has_prop(&r.props, MQTT_PROP_SESSION_EXPIRY)) {
+        /* A session that was to end with its connection cannot be given a
+         * future now [MQTT-3.14.2-2]. */
+        if (s->expiry_s == 0 && r.props.session_expiry != 0)
+            return MQTT5_E_PROTOCOL_ERROR;
+        s->expiry_s = r.props.session_expiry;
+    }
+    /* Reason 0x04 asks for the will all the same [MQTT-3.14.4-3]. */
+    conn_close(b, c, "DISCONNECT", r.reason != MQTT5_RC_DISCONNECT_WITH_WILL);
     return 0;
 }

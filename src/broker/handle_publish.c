@@ -4,30 +4,45 @@
  * Received QoS 2 messages are delivered on PUBLISH and their packet id is
  * kept until PUBREL, so a retransmitted PUBLISH is acknowledged again but not
  * delivered twice (the spec's "Method B").
+ *
+ * Overlapping subscriptions: an MQTT 3.1.1 session gets one copy at the
+ * highest granted QoS; an MQTT 5 session one copy per matching
+ * subscription, each with that subscription's options and identifier (MQTT
+ * 5 allows either [MQTT-3.3.4-5]). A shared subscription's group adds one
+ * copy, to one member, whatever else matched.
  */
 #include "broker/broker_int.h"
 #include "broker/retain.h"
 #include "broker/subtree.h"
 #include "core/mem.h"
+#include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 
-static void route_match(void *ctx, void *subscriber, uint8_t qos)
+static inline void route_push(struct broker *b, struct session *s, subtree_opts opts, bool shared)
 {
-    struct broker *b = ctx;
-    struct session *s = subscriber;
-    if (s->match_gen == b->match_gen) {
-        /* Overlapping subscriptions: one copy at the highest QoS. */
-        if (qos > s->match_qos)
-            s->match_qos = qos;
-        return;
-    }
-    s->match_gen = b->match_gen;
-    s->match_qos = qos;
     if (b->nmatches == b->matches_cap) {
         b->matches_cap = b->matches_cap ? b->matches_cap * 2 : 64;
         b->matches = mem_realloc(b->matches, b->matches_cap * sizeof *b->matches);
     }
-    b->matches[b->nmatches++] = s;
+    b->matches[b->nmatches++] = (struct route_match){s, opts, shared};
+}
+
+static void route_match(void *ctx, void *subscriber, subtree_opts opts)
+{
+    struct broker *b = ctx;
+    struct session *s = subscriber;
+    if ((opts & MQTT5_SUB_NO_LOCAL) && s == b->route_origin)
+        return; /* [MQTT-3.8.3-3] */
+    if (!s->v5 && s->match_gen == b->match_gen) {
+        /* Overlapping subscriptions: one copy at the highest QoS. */
+        struct route_match *r = &b->matches[s->match_idx];
+        if (sub_opts_qos(opts) > sub_opts_qos(r->opts))
+            r->opts = opts;
+        return;
+    }
+    s->match_gen = b->match_gen;
+    s->match_idx = b->nmatches;
+    route_push(b, s, opts, false);
 }
 
 /* Collects the sessions subscribed to topic into b->matches. */
@@ -43,15 +58,29 @@ static void route_collect(struct broker *b, const uint8_t *topic, size_t len)
         b->match_gen = 1;
     }
     subtree_match(b->subs, topic, len, route_match, b);
+    if (hmap_count(&b->share_groups))
+        share_route(b, topic, len);
 }
 
-static void route_deliver(struct broker *b, struct msg *m)
+void share_route_push(struct broker *b, struct session *s, subtree_opts opts)
+{
+    route_push(b, s, opts, true);
+}
+
+static inline void route_deliver(struct broker *b, struct msg *m)
 {
     for (uint32_t i = 0; i < b->nmatches; i++) {
-        struct session *s = b->matches[i];
-        uint8_t qos = s->match_qos < m->qos ? s->match_qos : m->qos;
-        /* Live deliveries never carry RETAIN in MQTT 3.1.1. */
-        session_deliver(b, s, m, qos, false);
+        const struct route_match *r = &b->matches[i];
+        uint8_t qos = sub_opts_qos(r->opts);
+        struct delivery d = {
+            .sub_id = sub_opts_id(r->opts),
+            .qos = qos < m->qos ? qos : m->qos,
+            /* Live deliveries carry RETAIN 0 unless the subscriber asked
+             * for it as published (MQTT 5, Retain As Published). */
+            .retain = (r->opts & MQTT5_SUB_RETAIN_AS_PUBLISHED) && m->retain,
+            .shared = r->shared,
+        };
+        session_deliver(b, r->s, m, &d);
     }
 }
 
@@ -63,40 +92,116 @@ static void route_retain(struct broker *b, struct msg *m)
         retain_set(b->retained, msg_topic(m), m->topic_len, msg_ref(m));
 }
 
-void broker_publish(struct broker *b, struct msg *m)
+void broker_publish(struct broker *b, struct msg *m, struct session *origin)
 {
     if (m->retain)
         route_retain(b, m);
+    b->route_origin = origin;
     route_collect(b, msg_topic(m), m->topic_len);
     route_deliver(b, m);
+    b->route_origin = NULL;
+}
+
+/* MQTT 5 Topic Alias from a client (3.3.2.3.4): an alias with a topic sets
+ * it, an alias with an empty topic stands for it. Returns 0, or an error
+ * for handle_publish to return. */
+static int publish_alias(struct conn *c, struct mqtt5_publish *p)
+{
+    if (!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS)))
+        return 0;
+    uint16_t alias = p->props.topic_alias;
+    if (alias == 0 || alias > BROKER_TOPIC_ALIAS_MAX)
+        return MQTT5_RC_TOPIC_ALIAS_INVALID; /* [MQTT-3.3.2-8], [MQTT-3.3.2-9] */
+    if (!c->alias_in)
+        c->alias_in = mem_calloc(BROKER_TOPIC_ALIAS_MAX, sizeof *c->alias_in);
+    struct topic_alias *a = &c->alias_in[alias - 1];
+    if (p->topic.len == 0) {
+        if (!a->topic)
+            return MQTT5_E_PROTOCOL_ERROR; /* an alias never set */
+        p->topic.ptr = a->topic;
+        p->topic.len = a->len;
+        return 0;
+    }
+    mem_free(a->topic);
+    a->topic = (uint8_t *)mem_strndup(p->topic.ptr, p->topic.len);
+    a->len = (uint16_t)p->topic.len;
+    return 0;
+}
+
+/* A PUBLISH as the broker routes it, from either version. */
+struct inbound {
+    struct mqtt_bytes topic, payload;
+    uint16_t packet_id;
+    uint8_t qos;
+    bool retain;
+    const struct mqtt_props *props; /* NULL from MQTT 3.1.1 */
+};
+
+/* Decodes either version's PUBLISH into *in; an MQTT 5 one's properties
+ * stay in *p5, which in->props points to. */
+static int publish_decode(struct conn *c, uint8_t flags, const uint8_t *body, uint32_t len,
+                          struct inbound *in, struct mqtt5_publish *p5)
+{
+    if (!c->v5) {
+        struct mqtt_publish p;
+        int rc = mqtt_decode_publish(body, len, flags, &p);
+        *in = (struct inbound){p.topic, p.payload, p.packet_id, p.qos, p.retain, NULL};
+        return rc;
+    }
+    int rc = mqtt5_decode_publish(body, len, flags, p5);
+    if (rc < 0)
+        return rc;
+    if (p5->props.present & MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID))
+        return MQTT5_E_PROTOCOL_ERROR; /* [MQTT-3.3.4-6] */
+    if ((rc = publish_alias(c, p5)) != 0)
+        return rc;
+    *in = (struct inbound){p5->topic, p5->payload, p5->packet_id, p5->qos, p5->retain, &p5->props};
+    return 0;
 }
 
 int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_t *body,
                    uint32_t len)
 {
-    struct mqtt_publish p;
-    if (mqtt_decode_publish(body, len, flags, &p) < 0)
-        return -1;
-    if (p.qos == 2 && session_qos2_seen(c->session, p.packet_id)) {
+    struct inbound p;
+    struct mqtt5_publish p5;
+    int rc = publish_decode(c, flags, body, len, &p, &p5);
+    if (rc != 0)
+        return rc;
+    struct session *origin = c->session;
+    uint64_t now = ev_now(b->loop);
+    int seen = p.qos == 2 ? session_qos2_seen(origin, p.packet_id, c->v5 ? broker_receive_max(b) : UINT32_MAX) : 0;
+    if (seen < 0)
+        return MQTT5_RC_RECEIVE_MAXIMUM_EXCEEDED; /* [MQTT-3.3.4-9] */
+    b->nmatches = 0;
+    if (seen) {
         /* A retransmission: acknowledge again, deliver nothing. */
     } else if (p.retain) {
-        struct msg *m = msg_new(p.topic.ptr, p.topic.len, p.payload.ptr, p.payload.len, p.qos, true);
+        struct msg *m = msg_new(p.topic.ptr, p.topic.len, p.payload.ptr, p.payload.len, p.qos,
+                                true, p.props, now);
         b->stats.msgs_in++;
-        broker_publish(b, m);
+        broker_publish(b, m, origin);
         msg_unref(m);
     } else {
         /* Without subscribers a plain message needs no copy at all. */
         b->stats.msgs_in++;
+        b->route_origin = origin;
         route_collect(b, p.topic.ptr, p.topic.len);
+        b->route_origin = NULL;
         if (b->nmatches > 0) {
-            struct msg *m = msg_new(p.topic.ptr, p.topic.len, p.payload.ptr, p.payload.len, p.qos, false);
+            struct msg *m = msg_new(p.topic.ptr, p.topic.len, p.payload.ptr, p.payload.len,
+                                    p.qos, false, p.props, now);
             route_deliver(b, m);
             msg_unref(m);
         }
     }
     if (p.qos > 0) {
-        mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), p.qos == 1 ? MQTT_PUBACK : MQTT_PUBREC,
-                        p.packet_id);
+        uint8_t type = p.qos == 1 ? MQTT_PUBACK : MQTT_PUBREC;
+        if (!c->v5)
+            mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), type, p.packet_id);
+        else
+            conn_write_reason(c, type, p.packet_id,
+                              b->nmatches || seen ? MQTT5_RC_SUCCESS : MQTT5_RC_NO_MATCHING_SUBSCRIBERS,
+                              NULL);
         conn_mark_dirty(b, c);
     }
     return 0;
@@ -105,14 +210,28 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
 int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t *body, uint32_t len)
 {
     uint16_t id;
-    if (mqtt_decode_ack(body, len, &id) < 0)
-        return -1;
-    if (type == MQTT_PUBREL) {
-        session_qos2_release(c->session, id);
-        mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_PUBCOMP, id);
-        conn_mark_dirty(b, c);
+    uint8_t reason = MQTT5_RC_SUCCESS;
+    int rc;
+    if (!c->v5) {
+        rc = mqtt_decode_ack(body, len, &id);
     } else {
-        session_acked(b, c->session, type, id);
+        struct mqtt5_ack a;
+        rc = mqtt5_decode_ack(type, body, len, &a);
+        id = a.packet_id;
+        reason = a.reason;
     }
+    if (rc < 0)
+        return rc;
+    if (type != MQTT_PUBREL) {
+        session_acked(b, c->session, type, id, reason);
+        return 0;
+    }
+    bool known = session_qos2_release(c->session, id);
+    if (!c->v5)
+        mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_PUBCOMP, id);
+    else
+        conn_write_reason(c, MQTT_PUBCOMP, id, known ? MQTT5_RC_SUCCESS : MQTT5_RC_PACKET_ID_NOT_FOUND,
+                          known ? NULL : "no QoS 2 message with this packet identifier");
+    conn_mark_dirty(b, c);
     return 0;
 }

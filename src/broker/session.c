@@ -1,6 +1,7 @@
 /* session.c - MQTT sessions: subscriptions remembered for cleanup, the
- * outgoing QoS 1/2 inflight window and queue, and the received QoS 2
- * packet ids waiting for PUBREL.
+ * outgoing QoS 1/2 inflight window and queue, the received QoS 2 packet ids
+ * waiting for PUBREL, and the lifetime of a session without its connection
+ * (Session Expiry Interval, delayed wills).
  *
  * The inflight window is small (max_inflight, 20 by default) and kept in
  * send order, so linear scans by packet id are the cheapest lookup and
@@ -14,21 +15,56 @@
 #include "core/mem.h"
 #include "mqtt/mqtt_codec.h"
 
-struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len, bool clean)
+struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len)
 {
     struct session *s = mem_calloc(1, sizeof *s);
     s->client_id = mem_strndup(client_id, len);
     s->client_id_len = (uint16_t)len;
-    s->clean = clean;
     hmap_put(&b->sessions, s->client_id, len, s);
     return s;
 }
 
+/* ---- offline timers ------------------------------------------------------ */
+
+static void timers_add(struct broker *b, struct session *s)
+{
+    if (s->on_timers)
+        return;
+    s->on_timers = true;
+    s->timer_prev = NULL;
+    s->timer_next = b->timers;
+    if (b->timers)
+        b->timers->timer_prev = s;
+    b->timers = s;
+}
+
+static void timers_remove(struct broker *b, struct session *s)
+{
+    if (!s->on_timers)
+        return;
+    if (s->timer_prev)
+        s->timer_prev->timer_next = s->timer_next;
+    else
+        b->timers = s->timer_next;
+    if (s->timer_next)
+        s->timer_next->timer_prev = s->timer_prev;
+    s->on_timers = false;
+}
+
+static void session_publish_will(struct broker *b, struct msg *will)
+{
+    b->stats.msgs_in++;
+    broker_publish(b, will, NULL);
+    msg_unref(will);
+}
+
 void session_destroy(struct broker *b, struct session *s)
 {
+    struct msg *will = s->will;
+    timers_remove(b, s);
     session_release_publishers(b, s, true);
     for (uint32_t i = 0; i < s->nsubs; i++) {
-        subtree_remove(b->subs, s->subs[i].filter, s->subs[i].len, s);
+        session_unsubscribe(b, s, s->subs[i].filter, s->subs[i].len);
         mem_free(s->subs[i].filter);
     }
     for (uint32_t i = 0; i < s->ninflight; i++)
@@ -43,6 +79,67 @@ void session_destroy(struct broker *b, struct session *s)
     mem_free(s->qos2_in);
     mem_free(s->client_id);
     mem_free(s);
+    /* A will whose delay outlasted the session goes when the session ends
+     * [MQTT-3.1.3-9]; last, so that it cannot reach the session itself. */
+    if (will)
+        session_publish_will(b, will);
+}
+
+static void session_handoff_shared(struct broker *b, struct session *s);
+
+void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s)
+{
+    s->conn = NULL;
+    session_handoff_shared(b, s);
+    if (s->expiry_s == 0) {
+        s->will = will;
+        session_destroy(b, s);
+        return;
+    }
+    session_release_publishers(b, s, true);
+    uint64_t now = ev_now(b->loop);
+    if (will && will_delay_s == 0) {
+        session_publish_will(b, will);
+    } else if (will) {
+        s->will = will;
+        s->will_ms = now + (uint64_t)will_delay_s * 1000;
+    }
+    if (s->expiry_s != SESSION_NEVER)
+        s->expires_ms = now + (uint64_t)s->expiry_s * 1000;
+    if (s->will || s->expiry_s != SESSION_NEVER)
+        timers_add(b, s);
+}
+
+void session_attach(struct broker *b, struct session *s, struct conn *c)
+{
+    timers_remove(b, s);
+    if (s->will) {
+        msg_unref(s->will);
+        s->will = NULL;
+    }
+    s->conn = c;
+    c->session = s;
+    s->v5 = c->v5;
+}
+
+void session_sweep(struct broker *b)
+{
+    uint64_t now = ev_now(b->loop);
+    struct session *next;
+    for (struct session *s = b->timers; s; s = next) {
+        next = s->timer_next;
+        if (s->will && now >= s->will_ms) {
+            struct msg *will = s->will;
+            s->will = NULL;
+            session_publish_will(b, will);
+        }
+        if (s->expiry_s != SESSION_NEVER && now >= s->expires_ms) {
+            log_debug("client %s: session expired", s->client_id);
+            session_destroy(b, s);
+        } else if (!s->will && s->expiry_s == SESSION_NEVER) {
+            timers_remove(b, s);
+        }
+    }
 }
 
 /* ---- outgoing messages --------------------------------------------------- */
@@ -75,16 +172,83 @@ static uint16_t session_next_packet_id(struct session *s)
     }
 }
 
-static void session_send_qos0(struct broker *b, struct conn *c, struct msg *m, bool retain)
+/* The inflight window towards the session's client: MQTT 5 clients may
+ * ask for a smaller one (Receive Maximum). */
+static uint32_t session_window(const struct broker *b, const struct session *s)
 {
-    msg_write_publish(m, &c->out, 0, 0, false, retain);
-    conn_mark_dirty(b, c);
-    b->stats.msgs_out++;
+    return s->conn ? s->conn->inflight_max : b->cfg->max_inflight;
 }
 
-static void session_send_inflight(struct broker *b, struct session *s, struct msg *m, uint8_t qos,
-                                  bool retain)
+/* Picks the topic alias for a copy of m to an MQTT 5 client that takes
+ * aliases: the topic's, or a new one while there are free ones. Once they
+ * are all taken, other topics go out in full. */
+static void session_alias_out(struct conn *c, const struct msg *m, struct msg_copy5 *x)
 {
+    for (uint16_t i = 0; i < c->nalias_out; i++) {
+        const struct topic_alias *a = &c->alias_out[i];
+        if (a->len == m->topic_len && memcmp(a->topic, msg_topic(m), m->topic_len) == 0) {
+            x->topic_alias = (uint16_t)(i + 1);
+            x->alias_only = true;
+            return;
+        }
+    }
+    if (c->nalias_out == c->alias_out_max)
+        return;
+    if (!c->alias_out)
+        c->alias_out = mem_calloc(c->alias_out_max, sizeof *c->alias_out);
+    struct topic_alias *a = &c->alias_out[c->nalias_out++];
+    a->topic = (uint8_t *)mem_strndup(msg_topic(m), m->topic_len);
+    a->len = m->topic_len;
+    x->topic_alias = c->nalias_out;
+}
+
+/* session_write for an MQTT 5 client. */
+static bool session_write5(struct broker *b, struct conn *c, struct msg *m, const struct delivery *d,
+                           uint16_t packet_id, bool dup)
+{
+    struct msg_copy5 x = {.sub_id = d->sub_id, .now_ms = m->expires_ms ? ev_now(b->loop) : 0};
+    if (c->max_packet_out) {
+        /* The largest form: whole topic and an alias. */
+        x.topic_alias = c->alias_out_max ? 1 : 0;
+        if (msg_publish5_size(m, d->qos, &x) > c->max_packet_out) {
+            b->stats.dropped_too_large++;
+            return false;
+        }
+        x.topic_alias = 0;
+    }
+    if (c->alias_out_max)
+        session_alias_out(c, m, &x);
+    msg_write_publish5(m, &c->out, d->qos, packet_id, dup, d->retain, &x);
+    conn_mark_dirty(b, c);
+    return true;
+}
+
+/* Writes one PUBLISH of m to c in its protocol. Returns false, writing
+ * nothing, when the packet would exceed the client's Maximum Packet Size:
+ * the message is then dropped as if delivered [MQTT-3.1.2-25]. MQTT 3.1.1
+ * is the short path, as it is the hot one. */
+static inline bool session_write(struct broker *b, struct conn *c, struct msg *m,
+                                 const struct delivery *d, uint16_t packet_id, bool dup)
+{
+    if (c->v5)
+        return session_write5(b, c, m, d, packet_id, dup);
+    msg_write_publish(m, &c->out, d->qos, packet_id, dup, d->retain);
+    conn_mark_dirty(b, c);
+    return true;
+}
+
+static void session_send_qos0(struct broker *b, struct conn *c, struct msg *m, const struct delivery *d)
+{
+    if (session_write(b, c, m, d, 0, false))
+        b->stats.msgs_out++;
+}
+
+static void session_send_inflight(struct broker *b, struct session *s, struct msg *m,
+                                  const struct delivery *d)
+{
+    uint16_t packet_id = session_next_packet_id(s);
+    if (!session_write(b, s->conn, m, d, packet_id, false))
+        return;
     if (s->ninflight == s->inflight_cap) {
         s->inflight_cap = s->inflight_cap ? s->inflight_cap * 2 : 4;
         if (s->inflight_cap > b->cfg->max_inflight)
@@ -93,16 +257,14 @@ static void session_send_inflight(struct broker *b, struct session *s, struct ms
     }
     struct inflight *f = &s->inflight[s->ninflight++];
     f->msg = msg_ref(m);
-    f->packet_id = session_next_packet_id(s);
-    f->qos = qos;
-    f->state = qos == 1 ? WAIT_PUBACK : WAIT_PUBREC;
-    f->retain = retain;
-    msg_write_publish(m, &s->conn->out, qos, f->packet_id, false, retain);
-    conn_mark_dirty(b, s->conn);
+    f->d = *d;
+    f->packet_id = packet_id;
+    f->state = d->qos == 1 ? WAIT_PUBACK : WAIT_PUBREC;
     b->stats.msgs_out++;
 }
 
-static void session_enqueue(struct broker *b, struct session *s, struct msg *m, uint8_t qos, bool retain)
+static void session_enqueue(struct broker *b, struct session *s, struct msg *m,
+                            const struct delivery *d)
 {
     if (s->qlen >= b->cfg->max_queued) {
         session_drop(b, s, &b->stats.dropped_queue_full, "max-queued-messages reached");
@@ -120,21 +282,23 @@ static void session_enqueue(struct broker *b, struct session *s, struct msg *m, 
     }
     struct queued *e = &s->queue[(s->qhead + s->qlen++) % s->qcap];
     e->msg = msg_ref(m);
-    e->qos = qos;
-    e->retain = retain;
+    e->d = *d;
 }
 
 /* Moves queued messages into the inflight window while it has room. */
 static void session_pump(struct broker *b, struct session *s)
 {
-    while (s->conn && s->qlen > 0 && s->ninflight < b->cfg->max_inflight) {
+    uint64_t now = s->qlen ? ev_now(b->loop) : 0;
+    while (s->conn && s->qlen > 0 && s->ninflight < session_window(b, s)) {
         struct queued e = s->queue[s->qhead];
         s->qhead = (s->qhead + 1) % s->qcap;
         s->qlen--;
-        if (e.qos == 0)
-            session_send_qos0(b, s->conn, e.msg, e.retain);
+        if (e.msg->expires_ms && msg_expired(e.msg, now))
+            b->stats.dropped_expired++; /* [MQTT-3.3.2-5] */
+        else if (e.d.qos == 0)
+            session_send_qos0(b, s->conn, e.msg, &e.d);
         else
-            session_send_inflight(b, s, e.msg, e.qos, e.retain);
+            session_send_inflight(b, s, e.msg, &e.d);
         msg_unref(e.msg);
     }
     if (s->qlen == 0 && s->queue) {
@@ -156,7 +320,9 @@ static bool session_above(const struct session *s, size_t out, uint32_t queued)
 static void session_push_back(struct broker *b, struct session *s)
 {
     struct conn *p = b->publisher;
-    if (!p || p->blocked_on || p->session == s || s->slow_consumer || s->conn->blocked_on ||
+    /* A publisher closed while handling its packet (its will routed) has
+     * nothing left to pause. */
+    if (!p || p->state == CONN_CLOSED || p->blocked_on || p->session == s || s->slow_consumer || s->conn->blocked_on ||
         !session_above(s, b->out_high, b->queue_high))
         return;
     p->blocked_on = s;
@@ -197,46 +363,94 @@ void session_release_publishers(struct broker *b, struct session *s, bool uncond
     }
 }
 
-void session_deliver(struct broker *b, struct session *s, struct msg *m, uint8_t qos, bool retain)
+void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d)
 {
     struct conn *c = s->conn;
-    if (qos == 0) {
+    if (m->expires_ms && msg_expired(m, ev_now(b->loop))) {
+        b->stats.dropped_expired++;
+        return;
+    }
+    if (d->qos == 0) {
         if (c) {
             if (outq_pending(&c->out) < b->cfg->max_output)
-                session_send_qos0(b, c, m, retain);
+                session_send_qos0(b, c, m, d);
             else
                 session_drop(b, s, &b->stats.dropped_output_full, "max-output-bytes reached");
             session_push_back(b, s);
         } else if (b->cfg->queue_qos0) {
-            session_enqueue(b, s, m, 0, retain);
+            session_enqueue(b, s, m, d);
         } else {
             b->stats.dropped_offline_qos0++;
         }
         return;
     }
-    if (c && s->qlen == 0 && s->ninflight < b->cfg->max_inflight)
-        session_send_inflight(b, s, m, qos, retain);
+    if (c && s->qlen == 0 && s->ninflight < session_window(b, s))
+        session_send_inflight(b, s, m, d);
     else
-        session_enqueue(b, s, m, qos, retain);
+        session_enqueue(b, s, m, d);
     if (c)
         session_push_back(b, s);
+}
+
+/* Drops inflight entry i (acknowledged, or never to be sent). */
+static void session_inflight_remove(struct session *s, uint32_t i)
+{
+    struct inflight *f = &s->inflight[i];
+    if (f->msg)
+        msg_unref(f->msg);
+    memmove(f, f + 1, (s->ninflight - i - 1) * sizeof *f);
+    s->ninflight--;
+    if (s->ninflight == 0) {
+        mem_free(s->inflight);
+        s->inflight = NULL;
+        s->inflight_cap = 0;
+    }
 }
 
 void session_resume(struct broker *b, struct session *s)
 {
     struct conn *c = s->conn;
-    for (uint32_t i = 0; i < s->ninflight; i++) {
+    uint32_t i = 0;
+    while (i < s->ninflight) {
         struct inflight *f = &s->inflight[i];
-        if (f->state == WAIT_PUBCOMP)
+        if (f->state == WAIT_PUBCOMP) {
             mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_PUBREL, f->packet_id);
-        else
-            msg_write_publish(f->msg, &c->out, f->qos, f->packet_id, true, f->retain);
+        } else if (!session_write(b, c, f->msg, &f->d, f->packet_id, true)) {
+            session_inflight_remove(s, i);
+            continue;
+        }
+        i++;
     }
     conn_mark_dirty(b, c);
     session_pump(b, s);
 }
 
-void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id)
+/* Hands the messages the connection ended without acknowledging that came
+ * through shared subscriptions to other members of those groups (MQTT 5,
+ * 4.8.2). A QoS 2 message past PUBREC was received and stays. */
+static void session_handoff_shared(struct broker *b, struct session *s)
+{
+    uint32_t i = 0;
+    while (i < s->ninflight) {
+        struct inflight *f = &s->inflight[i];
+        if (f->d.shared && f->state != WAIT_PUBCOMP && share_redeliver(b, s, f->msg, &f->d))
+            session_inflight_remove(s, i);
+        else
+            i++;
+    }
+    uint32_t kept = 0, n = s->qlen;
+    for (uint32_t k = 0; k < n; k++) {
+        struct queued e = s->queue[(s->qhead + k) % s->qcap];
+        if (e.d.shared && share_redeliver(b, s, e.msg, &e.d))
+            msg_unref(e.msg);
+        else
+            s->queue[(s->qhead + kept++) % s->qcap] = e;
+    }
+    s->qlen = kept;
+}
+
+void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id,
+                   uint8_t reason)
 {
     uint32_t i = 0;
     while (i < s->ninflight && s->inflight[i].packet_id != packet_id)
@@ -247,6 +461,12 @@ void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t p
     if (type == MQTT_PUBREC) {
         if (f->state == WAIT_PUBACK)
             return;
+        if (reason >= 0x80) {
+            /* MQTT 5: the receiver refused it; the flow ends here (4.3.3). */
+            session_inflight_remove(s, i);
+            session_pump(b, s);
+            return;
+        }
         if (f->msg) {
             msg_unref(f->msg);
             f->msg = NULL;
@@ -259,38 +479,34 @@ void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t p
     if ((type == MQTT_PUBACK) != (f->state == WAIT_PUBACK) ||
         (type == MQTT_PUBCOMP && f->state != WAIT_PUBCOMP))
         return;
-    if (f->msg)
-        msg_unref(f->msg);
-    memmove(f, f + 1, (s->ninflight - i - 1) * sizeof *f);
-    s->ninflight--;
-    if (s->ninflight == 0) {
-        mem_free(s->inflight);
-        s->inflight = NULL;
-        s->inflight_cap = 0;
-    }
+    session_inflight_remove(s, i);
     session_pump(b, s);
 }
 
 /* ---- received QoS 2 ------------------------------------------------------ */
 
-bool session_qos2_seen(struct session *s, uint16_t packet_id)
+int session_qos2_seen(struct session *s, uint16_t packet_id, uint32_t limit)
 {
     for (uint32_t i = 0; i < s->nqos2_in; i++)
         if (s->qos2_in[i] == packet_id)
-            return true;
+            return 1;
+    if (s->nqos2_in >= limit)
+        return -1;
     if (s->nqos2_in == s->qos2_in_cap) {
         s->qos2_in_cap = s->qos2_in_cap ? s->qos2_in_cap * 2 : 4;
         s->qos2_in = mem_realloc(s->qos2_in, s->qos2_in_cap * sizeof *s->qos2_in);
     }
     s->qos2_in[s->nqos2_in++] = packet_id;
-    return false;
+    return 0;
 }
 
-void session_qos2_release(struct session *s, uint16_t packet_id)
+bool session_qos2_release(struct session *s, uint16_t packet_id)
 {
+    bool found = false;
     for (uint32_t i = 0; i < s->nqos2_in; i++) {
         if (s->qos2_in[i] == packet_id) {
             s->qos2_in[i] = s->qos2_in[--s->nqos2_in];
+            found = true;
             break;
         }
     }
@@ -299,15 +515,16 @@ void session_qos2_release(struct session *s, uint16_t packet_id)
         s->qos2_in = NULL;
         s->qos2_in_cap = 0;
     }
+    return found;
 }
 
 /* ---- subscriptions ------------------------------------------------------- */
 
-bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, uint8_t qos)
+bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, subtree_opts opts)
 {
     for (uint32_t i = 0; i < s->nsubs; i++) {
         if (s->subs[i].len == len && memcmp(s->subs[i].filter, filter, len) == 0) {
-            s->subs[i].qos = qos;
+            s->subs[i].opts = opts;
             return false;
         }
     }
@@ -318,7 +535,7 @@ bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, uint8
     struct session_sub *e = &s->subs[s->nsubs++];
     e->filter = (uint8_t *)mem_strndup(filter, len);
     e->len = (uint16_t)len;
-    e->qos = qos;
+    e->opts = opts;
     return true;
 }
 
@@ -332,4 +549,13 @@ bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len)
         }
     }
     return false;
+}
+
+void session_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len)
+{
+    size_t inner;
+    if (share_parse(filter, len, &inner) > 0)
+        share_remove(b, filter, len, s);
+    else
+        subtree_remove(b->subs, filter, len, s);
 }

@@ -24,7 +24,7 @@ struct node {
     void *subs;           /* see subs_who() */
     uint32_t nsubs;
     uint16_t len;         /* of level; an MQTT string has at most 65535 bytes */
-    uint8_t opt1;         /* options of a lone subscriber */
+    subtree_opts opt1;    /* options of a lone subscriber */
     char level[];
 };
 
@@ -35,11 +35,11 @@ struct subtree {
 
 /* Most nodes with subscribers have exactly one (a client's own topic), and
  * it lives in the node: subs is the subscriber and opt1 its options. Two or
- * more live in one block of cap pointers then cap option bytes, cap being
- * nsubs rounded up to a power of two: nine bytes a subscriber at full load,
+ * more live in one block of cap pointers then cap option words, cap being
+ * nsubs rounded up to a power of two: twelve bytes a subscriber at full load,
  * and no capacity field. subs_who() and subs_opt() give the two arrays
  * either way. */
-#define SUB_BYTES (sizeof(void *) + 1)
+#define SUB_BYTES (sizeof(void *) + sizeof(subtree_opts))
 
 static size_t subs_cap(uint32_t n)
 {
@@ -49,16 +49,19 @@ static size_t subs_cap(uint32_t n)
     return cap;
 }
 
-static uint8_t *opts_at(void *block, size_t cap) { return (uint8_t *)block + cap * sizeof(void *); }
+static subtree_opts *opts_at(void *block, size_t cap)
+{
+    return (subtree_opts *)((char *)block + cap * sizeof(void *));
+}
 
 static void **subs_who(struct node *n) { return n->nsubs <= 1 ? &n->subs : n->subs; }
 
-static uint8_t *subs_opt(struct node *n)
+static subtree_opts *subs_opt(struct node *n)
 {
     return n->nsubs <= 1 ? &n->opt1 : opts_at(n->subs, subs_cap(n->nsubs));
 }
 
-static void subs_push(struct node *n, void *who, uint8_t opt)
+static void subs_push(struct node *n, void *who, subtree_opts opt)
 {
     uint32_t k = n->nsubs;
 
@@ -73,7 +76,7 @@ static void subs_push(struct node *n, void *who, uint8_t opt)
             opts_at(n->subs, 2)[0] = n->opt1;
         } else if (k == subs_cap(k)) {
             n->subs = mem_realloc(n->subs, 2 * k * SUB_BYTES);
-            memmove(opts_at(n->subs, 2 * k), opts_at(n->subs, k), k);
+            memmove(opts_at(n->subs, 2 * k), opts_at(n->subs, k), k * sizeof(subtree_opts));
         }
         ((void **)n->subs)[k] = who;
         opts_at(n->subs, subs_cap(k + 1))[k] = opt;
@@ -90,7 +93,7 @@ static void subs_del(struct node *n, uint32_t i)
     } else {
         void **who = n->subs;
         size_t cap = subs_cap(k);
-        uint8_t *opt = opts_at(who, cap);
+        subtree_opts *opt = opts_at(who, cap);
 
         who[i] = who[k - 1];
         opt[i] = opt[k - 1];
@@ -99,7 +102,7 @@ static void subs_del(struct node *n, uint32_t i)
             n->opt1 = opt[0];
             mem_free(who);
         } else if (subs_cap(k - 1) < cap) {
-            memmove(opts_at(who, cap / 2), opt, k - 1);
+            memmove(opts_at(who, cap / 2), opt, (k - 1) * sizeof(subtree_opts));
             n->subs = mem_realloc(who, cap / 2 * SUB_BYTES);
         }
     }
@@ -210,7 +213,7 @@ static uint32_t subs_find(struct node *n, const void *subscriber)
 }
 
 int subtree_add(struct subtree *t, const uint8_t *filter, size_t len, void *subscriber,
-                uint8_t options)
+                subtree_opts options)
 {
     struct node *n = t->root;
     const uint8_t *lv;
@@ -255,7 +258,7 @@ int subtree_remove(struct subtree *t, const uint8_t *filter, size_t len, void *s
 static void emit(struct node *n, subtree_match_fn fn, void *ctx)
 {
     void **who = subs_who(n);
-    const uint8_t *opt = subs_opt(n);
+    const subtree_opts *opt = subs_opt(n);
     for (uint32_t i = 0; i < n->nsubs; i++)
         fn(ctx, who[i], opt[i]);
 }

@@ -4,8 +4,9 @@
  * hash map, and keeps its '+' and '#' children apart, so matching a topic
  * costs O(levels x matching wildcard branches) whatever the number of
  * unrelated subscriptions. Subscribers are opaque pointers owned by the
- * caller; the tree stores one options byte per (filter, subscriber) that it
- * hands back on match (the broker keeps the granted QoS in it).
+ * caller; the tree stores one options word per (filter, subscriber) that it
+ * hands back on match (the broker keeps the granted QoS, the MQTT 5
+ * subscription options and the subscription identifier in it).
  *
  * The tree does not deduplicate across filters: a subscriber with two
  * overlapping filters is reported once per matching filter, and the caller
@@ -19,6 +20,8 @@
 
 struct subtree;
 
+typedef uint32_t subtree_opts;
+
 struct subtree *subtree_new(void);
 /* Frees every node; does not touch subscribers. */
 void subtree_free(struct subtree *t);
@@ -27,12 +30,12 @@ void subtree_free(struct subtree *t);
  * The filter must be valid (mqtt_topic_filter_valid). Returns 1 if the
  * subscription is new, 0 if it replaced an existing one. */
 int subtree_add(struct subtree *t, const uint8_t *filter, size_t len, void *subscriber,
-                uint8_t options);
+                subtree_opts options);
 /* Returns 1 if removed, 0 if there was no such subscription. Nodes left
  * empty are freed. */
 int subtree_remove(struct subtree *t, const uint8_t *filter, size_t len, void *subscriber);
 
-typedef void (*subtree_match_fn)(void *ctx, void *subscriber, uint8_t options);
+typedef void (*subtree_match_fn)(void *ctx, void *subscriber, subtree_opts options);
 /* Calls fn once per (filter, subscriber) whose filter matches the topic
  * name, following mqtt_topic_match()'s rules ('$' topics are not matched
  * by a leading wildcard). fn must not modify the tree. */

@@ -23,15 +23,16 @@ static void sys_put(struct broker *b, const char *topic, const char *fmt, ...)
     int n = vsnprintf(payload, sizeof payload, fmt, ap);
     va_end(ap);
     struct msg *m = msg_new((const uint8_t *)topic, strlen(topic), (const uint8_t *)payload,
-                            (size_t)n, 0, true);
-    broker_publish(b, m);
+                            (size_t)n, 0, true, NULL, 0);
+    broker_publish(b, m, NULL);
     msg_unref(m);
 }
 
 void sys_tree_publish(struct broker *b)
 {
     const struct broker_stats *st = &b->stats;
-    uint64_t dropped = st->dropped_queue_full + st->dropped_output_full + st->dropped_offline_qos0;
+    uint64_t dropped = st->dropped_queue_full + st->dropped_output_full + st->dropped_offline_qos0 +
+                       st->dropped_expired + st->dropped_too_large;
     sys_put(b, "$SYS/broker/version", "shootout %s", SHOOTOUT_VERSION);
     sys_put(b, "$SYS/broker/uptime", "%" PRIu64 " seconds", (ev_now(b->loop) - b->started_ms) / 1000);
     sys_put(b, "$SYS/broker/clients/connected", "%u", b->nclients);

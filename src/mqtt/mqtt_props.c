@@ -93,7 +93,7 @@ static const struct prop_def defs[MQTT_PROP_LAST + 1] = {
                                  F(reason_string)},
     [MQTT_PROP_RECEIVE_MAX] = {T_U16, R_NONZERO, CONNECT | CONNACK, 0, F(receive_max)},
     [MQTT_PROP_TOPIC_ALIAS_MAX] = {T_U16, R_ANY, CONNECT | CONNACK, 0, F(topic_alias_max)},
-    [MQTT_PROP_TOPIC_ALIAS] = {T_U16, R_NONZERO, PUBLISH, 0, F(topic_alias)},
+    [MQTT_PROP_TOPIC_ALIAS] = {T_U16, R_ANY, PUBLISH, 0, F(topic_alias)},
     [MQTT_PROP_MAX_QOS] = {T_BYTE, R_BOOL, CONNACK, 0, F(max_qos)},
     [MQTT_PROP_RETAIN_AVAILABLE] = {T_BYTE, R_BOOL, CONNACK, 0, F(retain_available)},
     [MQTT_PROP_USER] = {T_PAIR, R_ANY, ANY_WITH_PROPS, ANY_WITH_PROPS, NO_FIELD},

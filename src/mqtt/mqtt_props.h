@@ -11,8 +11,9 @@
  * Decoding checks everything the specification lets a receiver check from the
  * block alone: identifier known and allowed in the packet, value well formed,
  * no duplicates of single-use properties, and the mandated value ranges.
- * Rules that need connection state (a Topic Alias above the negotiated
- * maximum, a Subscription Identifier in a PUBLISH sent by a client, the
+ * Rules that need connection state (a Topic Alias of 0 or above the negotiated
+ * maximum, which the receiver answers with DISCONNECT 0x94 rather than the
+ * 0x82 of a value the block alone rules out, a Subscription Identifier in a PUBLISH sent by a client, the
  * Authentication Method an AUTH packet must carry) are the caller's.
  */
 #ifndef SHOOTOUT_MQTT_PROPS_H
@@ -60,7 +61,7 @@ enum mqtt_prop_id {
     MQTT_PROP_REASON_STRING = 0x1F,            /* UTF-8 string */
     MQTT_PROP_RECEIVE_MAX = 0x21,              /* two-byte integer 1.. */
     MQTT_PROP_TOPIC_ALIAS_MAX = 0x22,          /* two-byte integer */
-    MQTT_PROP_TOPIC_ALIAS = 0x23,              /* two-byte integer 1.. */
+    MQTT_PROP_TOPIC_ALIAS = 0x23,              /* two-byte integer; 0 is the caller's */
     MQTT_PROP_MAX_QOS = 0x24,                  /* byte 0/1 */
     MQTT_PROP_RETAIN_AVAILABLE = 0x25,         /* byte 0/1 */
     MQTT_PROP_USER = 0x26,                     /* UTF-8 string pair */

@@ -16,16 +16,20 @@ DEFAULT_TIMEOUT = 5.0
 
 
 class PahoClient:
-    def __init__(self, host, port, client_id, clean_session=True, keepalive=60, will=None):
+    def __init__(self, host, port, client_id, clean_session=True, keepalive=60, will=None,
+                 protocol=mqtt.MQTTv311):
         self.host = host
         self.port = port
         self.client_id = client_id
         self.keepalive = keepalive
-        self.c = mqtt.Client(client_id=client_id, clean_session=clean_session,
-                             protocol=mqtt.MQTTv311, reconnect_on_failure=False)
+        # MQTT 5 has Clean Start on connect() instead of a clean session.
+        session = {} if protocol == mqtt.MQTTv5 else {"clean_session": clean_session}
+        self.c = mqtt.Client(client_id=client_id, protocol=protocol, reconnect_on_failure=False,
+                             **session)
         if will is not None:
-            # will: dict(topic=..., payload=..., qos=..., retain=...)
-            self.c.will_set(will["topic"], will.get("payload"), will.get("qos", 0), will.get("retain", False))
+            # will: dict(topic=..., payload=..., qos=..., retain=..., properties=... (MQTT 5))
+            self.c.will_set(will["topic"], will.get("payload"), will.get("qos", 0),
+                            will.get("retain", False), will.get("properties"))
         self.messages = queue.Queue()
         self.connected = threading.Event()
         self.disconnected = threading.Event()
@@ -34,7 +38,7 @@ class PahoClient:
         self.disconnect_rc = None
         self._cond = threading.Condition()
         self._subacks = {}
-        self._unsubacks = set()
+        self._unsubacks = {}
         self._started = False
         self.c.on_connect = self._on_connect
         self.c.on_disconnect = self._on_disconnect
@@ -62,13 +66,25 @@ class PahoClient:
 
     def _on_unsubscribe(self, client, userdata, mid):
         with self._cond:
-            self._unsubacks.add(mid)
+            self._unsubacks[mid] = []
             self._cond.notify_all()
 
+    def _wait_ack(self, acks, mid, what, timeout):
+        """Waits for packet id mid to show up in acks (filled by a callback)
+        and returns what was stored for it."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while mid not in acks:
+                left = deadline - time.monotonic()
+                assert left > 0, "%s: no %s within %.1fs" % (self.client_id, what, timeout)
+                self._cond.wait(left)
+            return acks.pop(mid)
+
     # -- API
-    def connect(self, timeout=DEFAULT_TIMEOUT, expect_rc=0):
-        """Connects and waits for the CONNACK. Returns the session-present flag."""
-        self.c.connect(self.host, self.port, self.keepalive)
+    def connect(self, timeout=DEFAULT_TIMEOUT, expect_rc=0, **mqtt5):
+        """Connects and waits for the CONNACK. Returns the session-present
+        flag. MQTT 5 takes clean_start and properties too."""
+        self.c.connect(self.host, self.port, self.keepalive, **mqtt5)
         self.c.loop_start()
         self._started = True
         assert self.connected.wait(timeout), "%s: no CONNACK within %.1fs" % (self.client_id, timeout)
@@ -84,29 +100,19 @@ class PahoClient:
         else:
             rc, mid = self.c.subscribe(topic, qos)
         assert rc == mqtt.MQTT_ERR_SUCCESS, "subscribe send failed: %r" % rc
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while mid not in self._subacks:
-                left = deadline - time.monotonic()
-                assert left > 0, "%s: no SUBACK within %.1fs" % (self.client_id, timeout)
-                self._cond.wait(left)
-            return self._subacks.pop(mid)
+        return self._wait_ack(self._subacks, mid, "SUBACK", timeout)
 
     def unsubscribe(self, topic, timeout=DEFAULT_TIMEOUT):
+        """Unsubscribes; returns the UNSUBACK's reason codes (MQTT 5, else [])."""
         rc, mid = self.c.unsubscribe(topic)
         assert rc == mqtt.MQTT_ERR_SUCCESS, "unsubscribe send failed: %r" % rc
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while mid not in self._unsubacks:
-                left = deadline - time.monotonic()
-                assert left > 0, "%s: no UNSUBACK within %.1fs" % (self.client_id, timeout)
-                self._cond.wait(left)
-            self._unsubacks.discard(mid)
+        return self._wait_ack(self._unsubacks, mid, "UNSUBACK", timeout)
 
-    def publish(self, topic, payload, qos=0, retain=False, timeout=DEFAULT_TIMEOUT):
+    def publish(self, topic, payload, qos=0, retain=False, timeout=DEFAULT_TIMEOUT, properties=None):
         """Publishes and, for QoS > 0, waits for the flow to complete
-        (PUBACK, or PUBCOMP for QoS 2). For QoS 0 waits until it is written."""
-        info = self.c.publish(topic, payload, qos, retain)
+        (PUBACK, or PUBCOMP for QoS 2). For QoS 0 waits until it is written.
+        properties: MQTT 5 PUBLISH properties."""
+        info = self.c.publish(topic, payload, qos, retain, properties)
         assert info.rc == mqtt.MQTT_ERR_SUCCESS, "publish failed: %r" % info.rc
         info.wait_for_publish(timeout)
         assert info.is_published(), "%s: publish of %r (QoS %d) not completed within %.1fs" % (
@@ -197,3 +203,60 @@ class PahoClient:
                 self.drop()
             except Exception:
                 pass
+
+
+
+class PahoClient5(PahoClient):
+    """The same wrapper speaking MQTT 5: connect() takes clean_start and
+    CONNECT properties and keeps the CONNACK's (connack_props); subscribe()
+    takes SubscribeOptions and properties and returns reason codes.
+    Received messages keep paho's .properties; disconnect_rc is the server's
+    DISCONNECT reason code (an int) when it sent one."""
+
+    def __init__(self, host, port, client_id, keepalive=60, will=None):
+        super().__init__(host, port, client_id, keepalive=keepalive, will=will,
+                         protocol=mqtt.MQTTv5)
+        self.connack_props = None
+        self.disconnect_props = None
+        self.c.on_connect = self._on_connect5
+        self.c.on_disconnect = self._on_disconnect5
+        self.c.on_subscribe = self._on_subscribe5
+        self.c.on_unsubscribe = self._on_unsubscribe5
+
+    def _on_connect5(self, client, userdata, flags, rc, properties=None):
+        self.connack_props = properties
+        self._on_connect(client, userdata, flags, rc.value)
+
+    def _on_disconnect5(self, client, userdata, rc, properties=None):
+        self.disconnect_props = properties
+        self._on_disconnect(client, userdata, rc.value if hasattr(rc, "value") else rc)
+
+    def _on_subscribe5(self, client, userdata, mid, reason_codes, properties=None):
+        self._on_subscribe(client, userdata, mid, [r.value for r in reason_codes])
+
+    def _on_unsubscribe5(self, client, userdata, mid, properties, reason_codes):
+        if not isinstance(reason_codes, list):
+            reason_codes = [reason_codes]
+        with self._cond:
+            self._unsubacks[mid] = [r.value for r in reason_codes]
+            self._cond.notify_all()
+
+    def subscribe(self, topic, qos=0, options=None, properties=None, timeout=DEFAULT_TIMEOUT):
+        """Subscribes and returns the SUBACK's reason codes."""
+        if options is not None:
+            rc, mid = self.c.subscribe(topic, options=options, properties=properties)
+        else:
+            rc, mid = self.c.subscribe(topic, qos, properties=properties)
+        assert rc == mqtt.MQTT_ERR_SUCCESS, "subscribe send failed: %r" % rc
+        return self._wait_ack(self._subacks, mid, "SUBACK", timeout)
+
+
+def paho5(broker, client_id, connect=True, **kw):
+    """An MQTT 5 paho client of a conftest Broker, closed at teardown;
+    connect kwargs (clean_start, properties, expect_rc) go to connect()."""
+    connect_kw = {k: kw.pop(k) for k in ("clean_start", "properties", "expect_rc") if k in kw}
+    c = PahoClient5(broker.host, broker.port, client_id, **kw)
+    broker.clients.append(c)
+    if connect:
+        c.connect(**connect_kw)
+    return c

@@ -1,8 +1,10 @@
-"""A tiny raw-socket MQTT 3.1.1 client for end-to-end tests.
+"""A tiny raw-socket MQTT 3.1.1 and 5.0 client for end-to-end tests.
 
 Builds packets byte by byte (so tests can send exactly what they want,
 including malformed packets) and reads packets with timeouts. Written from
-the MQTT 3.1.1 specification (OASIS Standard, 29 October 2014).
+the MQTT 3.1.1 specification (OASIS Standard, 29 October 2014) and, for the
+*5 builders and RawClient(v5=True) decoding, the MQTT 5.0 specification
+(OASIS Standard, 7 March 2019).
 """
 
 import socket
@@ -23,8 +25,10 @@ UNSUBACK = 11
 PINGREQ = 12
 PINGRESP = 13
 DISCONNECT = 14
+AUTH = 15
 
 TYPE_NAMES = {
+    AUTH: "AUTH",
     CONNECT: "CONNECT", CONNACK: "CONNACK", PUBLISH: "PUBLISH",
     PUBACK: "PUBACK", PUBREC: "PUBREC", PUBREL: "PUBREL",
     PUBCOMP: "PUBCOMP", SUBSCRIBE: "SUBSCRIBE", SUBACK: "SUBACK",
@@ -56,6 +60,19 @@ def varint(n):
         out.append(digit)
         if n == 0:
             return bytes(out)
+
+
+def read_varint(buf, pos):
+    """Decodes the Variable Byte Integer at buf[pos:]; returns (value, end).
+    Raises ValueError for more than four bytes, IndexError if cut short."""
+    value, mult = 0, 1
+    for i in range(4):
+        byte = buf[pos + i]
+        value += (byte & 0x7F) * mult
+        mult *= 128
+        if not byte & 0x80:
+            return value, pos + i + 1
+    raise ValueError("variable byte integer longer than four bytes")
 
 
 def mqtt_str(s):
@@ -156,6 +173,183 @@ def disconnect():
     return packet(DISCONNECT, 0)
 
 
+# ---------------------------------------------------------------- MQTT 5
+
+# Property identifiers (MQTT 5.0, 2.2.2.2) and their value types.
+PAYLOAD_FORMAT = 0x01
+MESSAGE_EXPIRY = 0x02
+CONTENT_TYPE = 0x03
+RESPONSE_TOPIC = 0x08
+CORRELATION_DATA = 0x09
+SUBSCRIPTION_ID = 0x0B
+SESSION_EXPIRY = 0x11
+ASSIGNED_CLIENT_ID = 0x12
+SERVER_KEEP_ALIVE = 0x13
+AUTH_METHOD = 0x15
+AUTH_DATA = 0x16
+REQUEST_PROBLEM_INFO = 0x17
+WILL_DELAY = 0x18
+REQUEST_RESPONSE_INFO = 0x19
+RESPONSE_INFO = 0x1A
+SERVER_REFERENCE = 0x1C
+REASON_STRING = 0x1F
+RECEIVE_MAX = 0x21
+TOPIC_ALIAS_MAX = 0x22
+TOPIC_ALIAS = 0x23
+MAX_QOS = 0x24
+RETAIN_AVAILABLE = 0x25
+USER_PROPERTY = 0x26
+MAX_PACKET_SIZE = 0x27
+WILDCARD_SUB_AVAILABLE = 0x28
+SUBSCRIPTION_ID_AVAILABLE = 0x29
+SHARED_SUB_AVAILABLE = 0x2A
+
+_BYTE, _U16, _U32, _VARINT, _STR, _BIN, _PAIR = range(7)
+PROP_TYPES = {
+    PAYLOAD_FORMAT: _BYTE, MESSAGE_EXPIRY: _U32, CONTENT_TYPE: _STR, RESPONSE_TOPIC: _STR,
+    CORRELATION_DATA: _BIN, SUBSCRIPTION_ID: _VARINT, SESSION_EXPIRY: _U32,
+    ASSIGNED_CLIENT_ID: _STR, SERVER_KEEP_ALIVE: _U16, AUTH_METHOD: _STR, AUTH_DATA: _BIN,
+    REQUEST_PROBLEM_INFO: _BYTE, WILL_DELAY: _U32, REQUEST_RESPONSE_INFO: _BYTE,
+    RESPONSE_INFO: _STR, SERVER_REFERENCE: _STR, REASON_STRING: _STR, RECEIVE_MAX: _U16,
+    TOPIC_ALIAS_MAX: _U16, TOPIC_ALIAS: _U16, MAX_QOS: _BYTE, RETAIN_AVAILABLE: _BYTE,
+    USER_PROPERTY: _PAIR, MAX_PACKET_SIZE: _U32, WILDCARD_SUB_AVAILABLE: _BYTE,
+    SUBSCRIPTION_ID_AVAILABLE: _BYTE, SHARED_SUB_AVAILABLE: _BYTE,
+}
+# Properties a packet may carry more than once: decoded into lists.
+REPEATABLE = (USER_PROPERTY, SUBSCRIPTION_ID)
+
+
+def props(items=()):
+    """A property block (length included) from (identifier, value) pairs, in
+    the order given, duplicates and misplaced ones included: tests decide.
+    Values: int, str/bytes, or a (name, value) pair for user properties."""
+    out = bytearray()
+    for pid, value in items:
+        kind = PROP_TYPES.get(pid, _BYTE)
+        out.append(pid)
+        if kind == _BYTE:
+            out.append(value)
+        elif kind == _U16:
+            out += struct.pack("!H", value)
+        elif kind == _U32:
+            out += struct.pack("!I", value)
+        elif kind == _VARINT:
+            out += varint(value)
+        elif kind == _PAIR:
+            out += mqtt_str(value[0]) + mqtt_str(value[1])
+        else:
+            out += mqtt_str(value)
+    return varint(len(out)) + bytes(out)
+
+
+def decode_props(body, pos):
+    """Decodes the property block at body[pos:]; returns (dict, end). The
+    repeatable properties are lists, user properties (name, value) pairs of
+    str."""
+    length, pos = read_varint(body, pos)
+    end = pos + length
+    out = {}
+    while pos < end:
+        pid = body[pos]
+        pos += 1
+        kind = PROP_TYPES[pid]
+        if kind == _BYTE:
+            value = body[pos]
+            pos += 1
+        elif kind == _U16:
+            value = struct.unpack("!H", body[pos:pos + 2])[0]
+            pos += 2
+        elif kind == _U32:
+            value = struct.unpack("!I", body[pos:pos + 4])[0]
+            pos += 4
+        elif kind == _VARINT:
+            value, pos = read_varint(body, pos)
+        else:
+            n = struct.unpack("!H", body[pos:pos + 2])[0]
+            value = bytes(body[pos + 2:pos + 2 + n])
+            pos += 2 + n
+            if kind == _PAIR:
+                n2 = struct.unpack("!H", body[pos:pos + 2])[0]
+                value = (value.decode("utf-8"), bytes(body[pos + 2:pos + 2 + n2]).decode("utf-8"))
+                pos += 2 + n2
+            elif kind == _STR:
+                value = value.decode("utf-8")
+        if pid in REPEATABLE:
+            out.setdefault(pid, []).append(value)
+        else:
+            out[pid] = value
+    return out, end
+
+
+def connect5(client_id="", clean_start=True, keepalive=60, properties=(), will_topic=None,
+             will_message=b"", will_qos=0, will_retain=False, will_properties=(),
+             username=None, password=None, raw_props=None):
+    """An MQTT 5 CONNECT. raw_props, if given, replaces the property block
+    (bytes, length included) to send malformed ones."""
+    flags = 0x02 if clean_start else 0
+    if will_topic is not None:
+        flags |= 0x04 | ((will_qos & 3) << 3) | (0x20 if will_retain else 0)
+    if password is not None:
+        flags |= 0x40
+    if username is not None:
+        flags |= 0x80
+    body = mqtt_str("MQTT") + bytes([5, flags]) + struct.pack("!H", keepalive)
+    body += raw_props if raw_props is not None else props(properties)
+    body += mqtt_str(client_id)
+    if will_topic is not None:
+        body += props(will_properties) + mqtt_str(will_topic) + mqtt_str(will_message)
+    if username is not None:
+        body += mqtt_str(username)
+    if password is not None:
+        body += mqtt_str(password)
+    return packet(CONNECT, 0, body)
+
+
+def publish5(topic, payload=b"", qos=0, retain=False, dup=False, packet_id=None, properties=(),
+             raw_props=None):
+    flags = ((qos & 3) << 1) | (0x08 if dup else 0) | (0x01 if retain else 0)
+    body = mqtt_str(topic)
+    if qos > 0:
+        body += struct.pack("!H", packet_id)
+    body += raw_props if raw_props is not None else props(properties)
+    return packet(PUBLISH, flags, body + _b(payload))
+
+
+def ack5(ptype, packet_id, reason=0, properties=()):
+    """PUBACK, PUBREC, PUBREL or PUBCOMP with a reason code and properties
+    (the short form when both are empty)."""
+    body = struct.pack("!H", packet_id)
+    if reason or properties:
+        body += bytes([reason]) + props(properties)
+    return packet(ptype, 0x02 if ptype == PUBREL else 0, body)
+
+
+def subscribe5(packet_id, topics, properties=()):
+    """topics: list of (filter, options byte): QoS | 0x04 No Local | 0x08
+    Retain As Published | Retain Handling << 4."""
+    body = struct.pack("!H", packet_id) + props(properties)
+    for topic, options in topics:
+        body += mqtt_str(topic) + bytes([options])
+    return packet(SUBSCRIBE, 0x02, body)
+
+
+def unsubscribe5(packet_id, topics, properties=()):
+    body = struct.pack("!H", packet_id) + props(properties)
+    for topic in topics:
+        body += mqtt_str(topic)
+    return packet(UNSUBSCRIBE, 0x02, body)
+
+
+def disconnect5(reason=0, properties=()):
+    if not reason and not properties:
+        return packet(DISCONNECT, 0)
+    return packet(DISCONNECT, 0, bytes([reason]) + props(properties))
+
+
+def auth5(reason=0, properties=()):
+    return packet(AUTH, 0, bytes([reason]) + props(properties))
+
+
 # ---------------------------------------------------------------- decoding
 
 class Packet:
@@ -163,28 +357,22 @@ class Packet:
     CONNACK: session_present, rc. PUBLISH: topic, payload, qos, dup, retain,
     packet_id. Acks: packet_id. SUBACK: packet_id, granted (list of ints)."""
 
-    def __init__(self, first_byte, body):
+    def __init__(self, first_byte, body, v5=False):
         self.type = first_byte >> 4
         self.flags = first_byte & 0x0F
         self.body = body
         self.packet_id = None
-        if self.type == CONNACK:
+        self.props = {}
+        if v5:
+            self._decode_v5(body)
+        elif self.type == CONNACK:
             if len(body) != 2:
                 raise ValueError("bad CONNACK length %d" % len(body))
             self.session_present = bool(body[0] & 0x01)
             self.ack_flags = body[0]
             self.rc = body[1]
         elif self.type == PUBLISH:
-            self.dup = bool(self.flags & 0x08)
-            self.qos = (self.flags >> 1) & 0x03
-            self.retain = bool(self.flags & 0x01)
-            tlen = struct.unpack("!H", body[:2])[0]
-            self.topic = body[2:2 + tlen].decode("utf-8")
-            pos = 2 + tlen
-            if self.qos > 0:
-                self.packet_id = struct.unpack("!H", body[pos:pos + 2])[0]
-                pos += 2
-            self.payload = bytes(body[pos:])
+            self.payload = bytes(body[self._publish_head(body):])
         elif self.type in (PUBACK, PUBREC, PUBREL, PUBCOMP, UNSUBACK):
             if len(body) != 2:
                 raise ValueError("bad %s length %d" % (self.name, len(body)))
@@ -192,6 +380,48 @@ class Packet:
         elif self.type == SUBACK:
             self.packet_id = struct.unpack("!H", body[:2])[0]
             self.granted = list(body[2:])
+
+    def _publish_head(self, body):
+        """PUBLISH flags, topic and packet id, the same in both versions;
+        returns where the rest starts."""
+        self.dup = bool(self.flags & 0x08)
+        self.qos = (self.flags >> 1) & 0x03
+        self.retain = bool(self.flags & 0x01)
+        tlen = struct.unpack("!H", body[:2])[0]
+        self.topic = body[2:2 + tlen].decode("utf-8")
+        pos = 2 + tlen
+        if self.qos > 0:
+            self.packet_id = struct.unpack("!H", body[pos:pos + 2])[0]
+            pos += 2
+        return pos
+
+    def _decode_v5(self, body):
+        """MQTT 5 forms: CONNACK session_present, rc (reason) and props;
+        PUBLISH also props; acks packet_id, reason, props; SUBACK and
+        UNSUBACK packet_id, props, granted (reason codes); DISCONNECT and
+        AUTH reason, props."""
+        t = self.type
+        if t == CONNACK:
+            self.session_present = bool(body[0] & 0x01)
+            self.ack_flags = body[0]
+            self.rc = self.reason = body[1]
+            self.props, _ = decode_props(body, 2)
+        elif t == PUBLISH:
+            self.props, pos = decode_props(body, self._publish_head(body))
+            self.payload = bytes(body[pos:])
+        elif t in (PUBACK, PUBREC, PUBREL, PUBCOMP):
+            self.packet_id = struct.unpack("!H", body[:2])[0]
+            self.reason = body[2] if len(body) > 2 else 0
+            if len(body) > 3:
+                self.props, _ = decode_props(body, 3)
+        elif t in (SUBACK, UNSUBACK):
+            self.packet_id = struct.unpack("!H", body[:2])[0]
+            self.props, pos = decode_props(body, 2)
+            self.granted = list(body[pos:])
+        elif t in (DISCONNECT, AUTH):
+            self.reason = body[0] if body else 0
+            if len(body) > 1:
+                self.props, _ = decode_props(body, 1)
 
     @property
     def name(self):
@@ -217,9 +447,10 @@ class Closed(Exception):
 class RawClient:
     """A blocking socket with a receive buffer and packet-level reads."""
 
-    def __init__(self, host, port, timeout=DEFAULT_TIMEOUT):
+    def __init__(self, host, port, timeout=DEFAULT_TIMEOUT, v5=False):
         self.host = host
         self.port = port
+        self.v5 = v5  # decode what arrives as MQTT 5 packets
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = bytearray()
@@ -254,20 +485,12 @@ class RawClient:
         """Returns (first_byte, body, total_len) if a whole packet is buffered."""
         if len(self.buf) < 2:
             return None
-        mult = 1
-        value = 0
-        pos = 1
-        while True:
-            if pos >= len(self.buf):
-                return None
-            byte = self.buf[pos]
-            value += (byte & 0x7F) * mult
-            pos += 1
-            if not byte & 0x80:
-                break
-            mult *= 128
-            if pos > 4:
-                raise ValueError("broker sent a bad remaining length")
+        try:
+            value, pos = read_varint(self.buf, 1)
+        except IndexError:
+            return None
+        except ValueError:
+            raise ValueError("broker sent a bad remaining length")
         if len(self.buf) < pos + value:
             return None
         return self.buf[0], bytes(self.buf[pos:pos + value]), pos + value
@@ -281,7 +504,7 @@ class RawClient:
             if parsed is not None:
                 first, body, total = parsed
                 del self.buf[:total]
-                return Packet(first, body)
+                return Packet(first, body, self.v5)
             self._fill(deadline)
 
     def expect(self, ptype, timeout=DEFAULT_TIMEOUT):
@@ -343,10 +566,68 @@ class RawClient:
         assert ack.rc == 0, "CONNACK return code %d" % ack.rc
         return ack
 
-    def subscribe(self, packet_id, topics, timeout=DEFAULT_TIMEOUT):
+    def connect5(self, client_id="", timeout=DEFAULT_TIMEOUT, **kw):
+        """Switches to MQTT 5, sends a v5 CONNECT (see connect5()) and
+        returns the CONNACK."""
+        self.v5 = True
+        self.send(connect5(client_id, **kw))
+        return self.expect(CONNACK, timeout)
+
+    def connect5_ok(self, client_id="", **kw):
+        ack = self.connect5(client_id, **kw)
+        assert ack.rc == 0, "CONNACK reason 0x%02x" % ack.rc
+        return ack
+
+    def expect_disconnect(self, reason, timeout=DEFAULT_TIMEOUT, strict=True):
+        """Asserts that the next packet other than a PUBLISH is an MQTT 5
+        DISCONNECT with the reason code, and that the broker then closes the
+        connection; returns the DISCONNECT. With strict=False only the close
+        is asserted: a server MAY send a DISCONNECT first (4.13.1), and
+        Mosquitto 2.0.11, the peer these tests also run against, says 0x81
+        for several protocol errors or nothing at all."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                p = self.recv_packet(max(0.0, deadline - time.monotonic()))
+            except Closed:
+                assert not strict, "connection closed without DISCONNECT 0x%02x" % reason
+                return None
+            except TimeoutError:
+                raise AssertionError("no DISCONNECT 0x%02x within %.1fs" % (reason, timeout))
+            if p.type != PUBLISH:
+                break
+        assert p.type == DISCONNECT, "expected DISCONNECT, got %r" % p
+        assert p.reason == reason or not strict, "DISCONNECT reason 0x%02x, expected 0x%02x (%r)" % (
+            p.reason, reason, p.props)
+        assert self.wait_closed(timeout) == []
+        return p
+
+    def subscribed5(self, client_id, filters, properties=()):
+        """MQTT 5: connects (CONNECT properties as given) and subscribes to
+        filters ((filter, options) pairs). Returns self."""
+        self.connect5_ok(client_id, properties=properties)
+        self.subscribe(1, filters)
+        return self
+
+    def park_session5(self, client_id, filters, session_expiry=None):
+        """MQTT 5: connects without Clean Start (with the Session Expiry
+        Interval if given), subscribes to filters ((filter, options) pairs),
+        then DISCONNECTs and waits for the close, leaving the session to the
+        broker."""
+        props = [] if session_expiry is None else [(SESSION_EXPIRY, session_expiry)]
+        self.connect5_ok(client_id, clean_start=False, properties=props)
+        self.subscribe(1, filters)
+        self.send(disconnect5())
+        assert self.wait_closed() == []
+
+    def subscribe(self, packet_id, topics, timeout=DEFAULT_TIMEOUT, properties=()):
         """Subscribes and returns the SUBACK; PUBLISHes that arrive before the
-        SUBACK (e.g. retained) are kept in self.pending."""
-        self.send(subscribe(packet_id, topics))
+        SUBACK (e.g. retained) are kept in self.pending. In MQTT 5 the
+        second item of each topic is the whole options byte."""
+        if self.v5:
+            self.send(subscribe5(packet_id, topics, properties))
+        else:
+            self.send(subscribe(packet_id, topics))
         return self.expect_skipping(SUBACK, timeout)
 
     def expect_skipping(self, ptype, timeout=DEFAULT_TIMEOUT):

@@ -60,7 +60,7 @@ static size_t ngot, nwant;
 
 static void release(void *v) { free(v); }
 
-static void on_sub(void *ctx, void *who, uint8_t opt)
+static void on_sub(void *ctx, void *who, subtree_opts opt)
 {
     CHECK(ngot < MAXMODEL);
     got[ngot++] = (struct hit){who, opt};

@@ -539,14 +539,16 @@ static void test_publish_errors(void **state)
     put_props(&body, &props);
     assert_int_equal(mqtt5_decode_publish(body.b, body.n, 0, &p), MQTT_E_MALFORMED);
 
-    /* Topic Alias 0 is a Protocol Error. */
+    /* Topic Alias 0 decodes: the receiver answers it with DISCONNECT 0x94
+     * Topic Alias invalid [MQTT-3.3.2-8], a connection-level rule. */
     props.n = 0;
     put8(&props, MQTT_PROP_TOPIC_ALIAS);
     put16(&props, 0);
     body.n = 0;
     PUT_STR(&body, "t");
     put_props(&body, &props);
-    assert_int_equal(mqtt5_decode_publish(body.b, body.n, 0, &p), MQTT5_E_PROTOCOL_ERROR);
+    assert_int_equal(mqtt5_decode_publish(body.b, body.n, 0, &p), MQTT_OK);
+    assert_int_equal(p.props.topic_alias, 0);
 }
 
 /* ---- PUBACK, PUBREC, PUBREL, PUBCOMP -------------------------------------- */

@@ -4,7 +4,10 @@
  * ids, copied below 512 payload bytes and shared (reference-counted) from
  * 512 up. Every packet is checked byte for byte against the codec's own
  * encoder and decoded back with mqtt_frame + mqtt_decode_publish, including
- * Remaining Lengths on each side of the varint boundaries.
+ * Remaining Lengths on each side of the varint boundaries. MQTT 5 copies
+ * (msg_write_publish5) are decoded back with mqtt5_frame +
+ * mqtt5_decode_publish: forwarded properties, the per-copy ones (topic
+ * alias, remaining expiry, subscription identifier) and the payload.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -22,7 +25,9 @@
 
 #include "broker/msg.h"
 #include "core/outq.h"
+#include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
+#include "mqtt/mqtt_props.h"
 #include "test_rng.h"
 
 #define SHARE_MIN 512 /* msg.c's threshold, as documented in its header */
@@ -157,7 +162,7 @@ static void test_msg_new_encoding(void **state)
 {
     static const uint8_t topic[] = "sensors/t1";
     static const uint8_t payload[] = "21.5";
-    struct msg *m = msg_new(topic, 10, payload, 4, 1, true);
+    struct msg *m = msg_new(topic, 10, payload, 4, 1, true, NULL, 0);
     assert_non_null(m);
     assert_int_equal(m->rc.refs, 1);
     assert_non_null(m->rc.release);
@@ -187,7 +192,7 @@ static void test_msg_new_encoding(void **state)
 
 static void test_msg_new_empty_payload(void **state)
 {
-    struct msg *m = msg_new((const uint8_t *)"a", 1, NULL, 0, 0, false);
+    struct msg *m = msg_new((const uint8_t *)"a", 1, NULL, 0, 0, false, NULL, 0);
     assert_int_equal(m->payload_len, 0);
     assert_int_equal(m->enc_len, 5);
     static const uint8_t want[] = {0x30, 3, 0, 1, 'a'};
@@ -207,7 +212,7 @@ static void test_write_qos0_small(void **state)
 {
     static const uint8_t topic[] = "a/b";
     uint8_t *payload = random_bytes(100);
-    struct msg *m = msg_new(topic, 3, payload, 100, 2, true);
+    struct msg *m = msg_new(topic, 3, payload, 100, 2, true, NULL, 0);
     for (int retain = 0; retain <= 1; retain++) {
         struct outq q = {0};
         /* The packet id is ignored for QoS 0. */
@@ -230,7 +235,7 @@ static void test_write_qos12_small(void **state)
 {
     static const uint8_t topic[] = "devices/42/state";
     uint8_t *payload = random_bytes(200);
-    struct msg *m = msg_new(topic, 16, payload, 200, 0, false);
+    struct msg *m = msg_new(topic, 16, payload, 200, 0, false, NULL, 0);
     static const uint16_t ids[] = {1, 0x1234, 0xFF00, 0xFFFF};
     for (uint8_t qos = 1; qos <= 2; qos++)
         for (int dup = 0; dup <= 1; dup++)
@@ -258,7 +263,7 @@ static void test_write_large_is_shared(void **state)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         size_t plen = sizes[s];
         uint8_t *payload = random_bytes(plen);
-        struct msg *m = msg_new(topic, 3, payload, plen, 1, false);
+        struct msg *m = msg_new(topic, 3, payload, plen, 1, false, NULL, 0);
         bool shared = plen >= SHARE_MIN;
         for (uint8_t qos = 0; qos <= 2; qos++) {
             struct outq q1 = {0}, q2 = {0};
@@ -299,7 +304,7 @@ static void test_shared_released_after_flush(void **state)
     static const uint8_t topic[] = "flush/me";
     enum { PLEN = 100000 };
     uint8_t *payload = random_bytes(PLEN);
-    struct msg *m = msg_new(topic, 8, payload, PLEN, 0, false);
+    struct msg *m = msg_new(topic, 8, payload, PLEN, 0, false, NULL, 0);
     int sv[2];
     assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
     int small = 4096;
@@ -344,8 +349,8 @@ static void test_stream_of_publishes(void **state)
 {
     static const uint8_t t1[] = "s", t2[] = "l/long/topic";
     uint8_t *p1 = random_bytes(20), *p2 = random_bytes(3000);
-    struct msg *small = msg_new(t1, 1, p1, 20, 0, false);
-    struct msg *large = msg_new(t2, 12, p2, 3000, 0, false);
+    struct msg *small = msg_new(t1, 1, p1, 20, 0, false, NULL, 0);
+    struct msg *large = msg_new(t2, 12, p2, 3000, 0, false, NULL, 0);
     struct want seq[] = {
         {t1, 1, p1, 20, 0, 0, false, false},     {t2, 12, p2, 3000, 1, 1, false, false},
         {t1, 1, p1, 20, 2, 2, true, true},       {t2, 12, p2, 3000, 0, 0, false, true},
@@ -391,7 +396,7 @@ static void test_remaining_length_boundaries(void **state)
         for (uint8_t qos = 0; qos <= 2; qos++) {
             uint32_t rl = rls[k];
             size_t plen = rl - 2 - 3 - (qos ? 2 : 0);
-            struct msg *m = msg_new(topic, 3, payload, plen, 0, false);
+            struct msg *m = msg_new(topic, 3, payload, plen, 0, false, NULL, 0);
             uint32_t stored_rl = (uint32_t)(2 + 3 + plen);
             assert_int_equal(m->hdr_len, hdr_for(stored_rl));
             assert_int_equal(m->enc_len, hdr_for(stored_rl) + stored_rl);
@@ -421,7 +426,7 @@ static void test_random_publishes(void **state)
             topic[k] = (uint8_t)('a' + rnd(26));
         size_t plen = rnd(3) == 0 ? rnd(20000) : rnd(1024);
         uint8_t *payload = random_bytes(plen);
-        struct msg *m = msg_new(topic, tlen, payload, plen, (uint8_t)rnd(3), rnd(2));
+        struct msg *m = msg_new(topic, tlen, payload, plen, (uint8_t)rnd(3), rnd(2), NULL, 0);
         uint8_t qos = (uint8_t)rnd(3);
         struct want w = {topic, tlen, payload, plen, qos, (uint16_t)(1 + rnd(65535)),
                          qos > 0 && rnd(2), rnd(2)};
@@ -433,6 +438,94 @@ static void test_random_publishes(void **state)
         msg_unref(m);
         free(payload);
         free(topic);
+    }
+}
+
+/* The MQTT 5 copy of a message published with properties, over random
+ * topics, payloads, per-copy parts and flags. */
+static void test_v5_copies(void **state)
+{
+    static const struct mqtt_user_prop users[] = {
+        {{(const uint8_t *)"k", 1}, {(const uint8_t *)"v1", 2}},
+        {{(const uint8_t *)"k", 1}, {(const uint8_t *)"v2", 2}},
+    };
+    for (int i = 0; i < 300; i++) {
+        size_t tlen = 1 + rnd(40);
+        uint8_t topic[64];
+        for (size_t k = 0; k < tlen; k++)
+            topic[k] = (uint8_t)('a' + rnd(26));
+        size_t plen = rnd(3) == 0 ? rnd(5000) : rnd(600);
+        uint8_t *payload = random_bytes(plen);
+        struct mqtt_props in = {0};
+        in.present = MQTT_PROP_BIT(MQTT_PROP_CONTENT_TYPE) | MQTT_PROP_BIT(MQTT_PROP_USER) |
+                     MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS);
+        in.content_type = (struct mqtt_bytes){(const uint8_t *)"text/plain", 10};
+        in.user_count = 2;
+        in.user_list = users;
+        in.topic_alias = 9; /* the publisher's, never forwarded */
+        bool expires = rnd(2);
+        if (expires) {
+            in.present |= MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY);
+            in.message_expiry = 60;
+        }
+        struct msg *m = msg_new(topic, tlen, payload, plen, 2, false, &in, 1000);
+        uint8_t qos = (uint8_t)rnd(3);
+        uint16_t id = (uint16_t)(1 + rnd(65535));
+        bool dup = qos && rnd(2), retain = rnd(2);
+        struct msg_copy5 x = {.sub_id = rnd(2) ? (uint32_t)(1 + rnd(300000)) : 0,
+                              .now_ms = 1000 + rnd(30000)};
+        if (rnd(2)) {
+            x.topic_alias = (uint16_t)(1 + rnd(10));
+            x.alias_only = rnd(2);
+        }
+        struct outq q = {0};
+        msg_write_publish5(m, &q, qos, id, dup, retain, &x);
+        size_t len;
+        uint8_t *bytes = queue_bytes(&q, &len);
+        assert_int_equal(len, msg_publish5_size(m, qos, &x));
+
+        struct mqtt_header h;
+        assert_int_equal(mqtt5_frame(bytes, len, 0, &h), (int)len);
+        struct mqtt5_publish p;
+        assert_int_equal(mqtt5_decode_publish(bytes + h.header_len, h.body_len, h.flags, &p), MQTT_OK);
+        assert_int_equal(p.qos, qos);
+        assert_int_equal(p.dup, dup);
+        assert_int_equal(p.retain, retain);
+        assert_int_equal(p.packet_id, qos ? id : 0);
+        assert_int_equal(p.topic.len, x.alias_only ? 0 : tlen);
+        if (!x.alias_only)
+            assert_memory_equal(p.topic.ptr, topic, tlen);
+        assert_int_equal(p.payload.len, plen);
+        if (plen)
+            assert_memory_equal(p.payload.ptr, payload, plen);
+        const struct mqtt_props *o = &p.props;
+        assert_true(o->present & MQTT_PROP_BIT(MQTT_PROP_CONTENT_TYPE));
+        assert_int_equal(o->content_type.len, 10);
+        assert_int_equal(o->user_count, 2);
+        struct mqtt_props_iter it;
+        struct mqtt_user_prop up;
+        mqtt_props_users(o, &it);
+        for (int k = 0; k < 2; k++) {
+            assert_true(mqtt_props_next_user(&it, &up));
+            assert_memory_equal(up.value.ptr, users[k].value.ptr, 2);
+        }
+        assert_int_equal(!!(o->present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS)), x.topic_alias != 0);
+        assert_int_equal(o->topic_alias, x.topic_alias);
+        assert_int_equal(!!(o->present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)), expires);
+        if (expires) /* 60 s from 1000 ms, rounded up */
+            assert_int_equal(o->message_expiry, (61000 - x.now_ms + 999) / 1000);
+        assert_int_equal(o->subid_count, x.sub_id ? 1 : 0);
+        if (x.sub_id) {
+            uint32_t sid;
+            mqtt_props_subids(o, &it);
+            assert_true(mqtt_props_next_subid(&it, &sid));
+            assert_int_equal(sid, x.sub_id);
+        }
+        free(bytes);
+        outq_clear(&q);
+        assert_int_equal(m->rc.refs, 1);
+        msg_unref(m);
+        free(payload);
     }
 }
 
@@ -448,6 +541,7 @@ int main(void)
         cmocka_unit_test_setup(test_stream_of_publishes, setup),
         cmocka_unit_test_setup(test_remaining_length_boundaries, setup),
         cmocka_unit_test_setup(test_random_publishes, setup),
+        cmocka_unit_test_setup(test_v5_copies, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

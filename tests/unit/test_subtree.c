@@ -76,7 +76,7 @@ static void hits_add(struct hits *h, void *sub, uint8_t opt)
     h->v[h->n++] = (struct hit){sub, opt};
 }
 
-static void on_match(void *ctx, void *sub, uint8_t opt) { hits_add(ctx, sub, opt); }
+static void on_match(void *ctx, void *sub, subtree_opts opt) { hits_add(ctx, sub, opt); }
 
 static int hit_cmp(const void *a, const void *b)
 {
