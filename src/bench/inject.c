@@ -76,7 +76,7 @@ static bool parse_decimal(const char *s, size_t len, double *out)
     return true;
 }
 
-static bool parse_duration(const char *s, size_t len, double *out)
+bool inj_parse_duration(const char *s, size_t len, double *out)
 {
     static const struct {
         const char *unit;
@@ -154,7 +154,7 @@ int inj_parse_step(const char *text, size_t len, struct inj_step *out, char *err
         bool ok;
         double v = 0;
         if (args[a] == 'd') {
-            ok = parse_duration(s, sl, &out->dur_s);
+            ok = inj_parse_duration(s, sl, &out->dur_s);
         } else {
             ok = parse_decimal(s, sl, &v) && v <= INJ_MAX_USERS;
             if (args[a] == 'n') /* a count of users is whole */

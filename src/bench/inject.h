@@ -53,6 +53,10 @@ bool inj_profile_closed(const struct inj_profile *p);
  * (ms, s, m, h). Returns 0, or -1 with a message in err. */
 int inj_parse_step(const char *text, size_t len, struct inj_step *out, char *err, size_t errlen);
 
+/* A duration with its unit ("500ms", "10s", "2m", "1h") into seconds;
+ * true if it is one, up to 30 days. */
+bool inj_parse_duration(const char *s, size_t len, double *out);
+
 /* Appends a step; refuses a full profile and a mix of open and closed
  * steps. 0, or -1 with a message in err. */
 int inj_profile_add(struct inj_profile *p, const struct inj_step *s, char *err, size_t errlen);
