@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/http_open.h"
 #include "bench/mqtt_load.h"
 #include "bench/mqtt_ping.h"
 #include "bench/probe.h"
@@ -33,6 +34,8 @@ static const struct {
      "the article's loadtest: publishers flood as many subscribers (throughput)"},
     {"mqtt-ping", mqtt_ping_main,
      "the article's pingtest: request/reply pairs and wildcard subscribers (latency)"},
+    {"http-open", http_open_main,
+     "a Gatling-style HTTP load test: scenario users, open or closed injection"},
     {"rpc-seq", rpc_seq_main,
      "the gRPC-vs-REST article's test: N calls, one at a time, REST or gRPC (total time)"},
 };

@@ -243,6 +243,8 @@ static void json_row(struct json *j, const struct result_row *r)
     if (r->error[0])
         json_kstr(j, "message", r->error);
     json_object_end(j);
+    if (r->extra_json && !r->aggregate_name)
+        r->extra_json(j, r->extra_arg);
     json_object_end(j);
 }
 

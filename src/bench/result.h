@@ -15,6 +15,8 @@
 
 #include "bench/hist.h"
 
+struct json;
+
 #define RESULT_MAX_CONFIG 12
 #define RESULT_NMETRICS 26
 
@@ -42,6 +44,11 @@ struct result_row {
     const char *op_unit; /* an op's short name in units ("msg" when NULL, "call"): k msg/s */
     bool has_latency;
     int server_pid;  /* 0: the server was not sampled */
+    /* An experiment's own details, written into an iteration row's JSON
+     * object by extra_json (keys and values); NULL for none. extra_arg
+     * must outlive the writing of the results. */
+    void (*extra_json)(struct json *j, const void *extra_arg);
+    const void *extra_arg;
     char error[256]; /* empty, or why this iteration failed */
     /* Every number that aggregates over repetitions, so that aggregates are
      * computed field by field over metric[]. */

@@ -1,0 +1,1221 @@
+/* http_open.c - the http-open engine: virtual users as small state machines
+ * on per-thread event loops, the statistics they record, the per-second
+ * series, the saturation point, the report (terminal, JSON through the
+ * shared result model) and the CLI.
+ *
+ * A user runs its steps from user_run() until it must wait: for a pause
+ * (a timer), a connect or an answer (http_client callbacks). Latency is
+ * measured from the request's intended start: the arrival time the
+ * profile gave the user for its first request, the end of the pause before
+ * it for the others. A generator that falls behind its timers therefore
+ * adds its lateness to the latencies instead of hiding it (coordinated
+ * omission, docs/http_open.md).
+ */
+#include "bench/http_open.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "bench/hist.h"
+#include "bench/inject.h"
+#include "bench/json.h"
+#include "bench/probe.h"
+#include "bench/scenario.h"
+#include "core/ev.h"
+#include "core/mem.h"
+#include "core/net.h"
+#include "core/textfile.h"
+#include "http/http_client.h"
+
+static const char usage[] =
+    "usage: shootout bench http-open [options]\n"
+    "\n"
+    "A Gatling-style HTTP load test. Virtual users walk a scenario (by default\n"
+    "the a2b journey: 14 requests with pauses, ids picked from earlier answers),\n"
+    "each over its own keep-alive HTTP/1.1 connection, started by an injection\n"
+    "profile: open (users arrive at a rate, whatever the server does) or closed\n"
+    "(a number of users alive at once). See docs/http_open.md.\n"
+    "\n"
+    "Reported: per request name and overall, count, OK/KO, min/mean/max and\n"
+    "p50/p75/p95/p99 response time, requests/s; errors by class (HTTP status,\n"
+    "timeout, connect, premature close, protocol, check) with the generator's\n"
+    "own failures (out of descriptors or ports, unset variables) counted apart;\n"
+    "a per-second series (active users, requests/s, responses/s OK and KO, p95)\n"
+    "and the saturation point read from it; with --server-pid the server's CPU %,\n"
+    "peak RSS and threads, with --pg-sample the same summed over `postgres`\n"
+    "processes.\n"
+    "\n"
+    "options:\n"
+    "  --target URL          server, http://HOST:PORT (default http://127.0.0.1:8080)\n"
+    "  --scenario a2b|FILE   the built-in a2b journey (default) or a scenario file\n"
+    "  --inject STEP         an injection step; repeat for a sequence. Open steps:\n"
+    "                          nothing-for D | at-once N | ramp-users N D |\n"
+    "                          constant-users-per-sec R D [randomized] |\n"
+    "                          ramp-users-per-sec R1 R2 D [randomized]\n"
+    "                        closed steps (never mixed with open ones):\n"
+    "                          constant-concurrent-users N D |\n"
+    "                          ramp-concurrent-users N1 N2 D\n"
+    "                        D is a duration with unit: 500ms, 10s, 2m, 1h\n"
+    "                        (default: the reference's\n"
+    "                        'ramp-users-per-sec 100 200 1000s randomized')\n"
+    "  --time-scale F        divide every duration and pause by F (> 0) for a\n"
+    "                        short run of the same rate and shape (default 1)\n"
+    "  --max-duration D      stop users still running after D (default 2000s,\n"
+    "                        divided by --time-scale)\n"
+    "  --threads T           event-loop threads (default 1)\n"
+    "  --request-timeout D   fail a request not answered within D (default 60s)\n"
+    "  --connect-timeout D   fail a connect not done within D (default 10s)\n"
+    "  --saturation-window S seconds the saturation rule looks at (default 5)\n"
+    "  --seed S              seed of arrivals, pauses, feeders and picks (default 1)\n"
+    "  --pg-sample           also sample every process named `postgres`\n"
+    BENCH_HELP_RUNS BENCH_HELP_JSON BENCH_HELP_SERVER
+    "\n"
+    "Exit codes: 0 the test ran (KOs are results, not failures), 1 it could not\n"
+    "run (nothing answered at all), 2 usage error.\n";
+
+#define HO_DEFAULT_PORT 8080
+#define HO_TICK_MS 10
+#define HO_BODY_KEEP (1u << 20)
+#define HO_SAMPLE_MS 200
+/* Per-second histograms: 8 buckets per power of two of microseconds. */
+#define SEC_BUCKETS 304
+
+/* Error classes. The generator's own are apart from the server's. */
+enum ho_err {
+    ERR_STATUS,   /* an unexpected HTTP status */
+    ERR_CHECK,    /* expected status, but an extraction found nothing or the body is not JSON */
+    ERR_TIMEOUT,  /* no answer within --request-timeout */
+    ERR_CONNECT,  /* connect refused, unreachable or timed out */
+    ERR_CLOSED,   /* premature close: the connection ended before the answer */
+    ERR_PROTOCOL, /* an answer that is not HTTP/1.1, or a body that fails to decode */
+    ERR_GEN_FDS,  /* generator: out of descriptors, ports or buffers (EMFILE...) */
+    ERR_GEN_VAR,  /* generator: a variable the request needs was never set */
+    ERR_COUNT
+};
+
+static const char *const err_names[ERR_COUNT] = {
+    "status", "check", "timeout", "connect", "closed", "protocol", "generator_fds",
+    "generator_unset_variable",
+};
+
+static bool err_is_generator(enum ho_err e) { return e == ERR_GEN_FDS || e == ERR_GEN_VAR; }
+
+struct ho_stat {
+    struct hist h; /* nanoseconds, OK and KO alike, as Gatling's "total" */
+    uint64_t ok, ko;
+};
+
+struct ho_sec {
+    uint32_t started, ended, sent, ok, ko;
+    uint32_t lat[SEC_BUCKETS]; /* OK responses, by end second */
+};
+
+struct ho_cfg {
+    const struct scenario *scn;
+    const struct inj_profile *prof;
+    const char *host;
+    int port;
+    unsigned threads;
+    double time_scale, max_duration_s;
+    unsigned request_timeout_ms, connect_timeout_ms;
+    uint64_t seed;
+};
+
+struct ho_user;
+
+struct ho_thread {
+    const struct ho_cfg *cfg;
+    unsigned index;
+    pthread_t tid;
+    bool joined;
+    struct ev_loop *loop;
+    struct ev_timer arrival, tick;
+    struct inj_gen gen;
+    uint64_t next_k; /* arrivals seen by the generator */
+    double next_t;   /* next arrival of ours, seconds; < 0 when none */
+    bool injecting;
+    uint64_t t0_ns;
+    uint64_t rng;
+    struct ho_user *users; /* alive, linked */
+    unsigned alive;
+    /* Results, merged after the run. */
+    struct ho_stat *by_name; /* scenario names */
+    struct ho_stat all;
+    uint64_t errs[ERR_COUNT];
+    uint64_t status_ko[600];
+    uint64_t requests, users_started, users_done;
+    struct ho_sec *secs;
+    unsigned nsecs;
+    struct scn_buf head, body;
+};
+
+struct ho_user {
+    struct ho_thread *th;
+    struct ho_user *prev, *next;
+    unsigned step;
+    bool failed;
+    struct http_conn *conn;
+    struct ev_timer timer;
+    uint64_t intended_ns; /* when the current request should start */
+    char *vals[SCN_MAX_VARS];
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- per-second series ---------------------------------------------------- */
+
+static unsigned sec_bucket(uint64_t us)
+{
+    if (us < 16)
+        return (unsigned)us;
+    unsigned msb = 63u - (unsigned)__builtin_clzll(us);
+    unsigned b = 16 + (msb - 4) * 8 + (unsigned)((us >> (msb - 3)) & 7);
+    return b < SEC_BUCKETS ? b : SEC_BUCKETS - 1;
+}
+
+/* The midpoint of a bucket, in microseconds. */
+static double sec_bucket_mid(unsigned b)
+{
+    if (b < 16)
+        return b;
+    unsigned msb = (b - 16) / 8 + 4, sub = (b - 16) % 8;
+    double low = (double)((8u + sub) * (UINT64_C(1) << (msb - 3)));
+    return low + (double)(UINT64_C(1) << (msb - 3)) / 2;
+}
+
+static double sec_p95_ms(const uint32_t *lat)
+{
+    uint64_t n = 0;
+    for (unsigned b = 0; b < SEC_BUCKETS; b++)
+        n += lat[b];
+    if (!n)
+        return 0;
+    uint64_t rank = (uint64_t)ceil(0.95 * (double)n), seen = 0;
+    for (unsigned b = 0; b < SEC_BUCKETS; b++) {
+        seen += lat[b];
+        if (seen >= rank)
+            return sec_bucket_mid(b) / 1e3;
+    }
+    return 0;
+}
+
+static struct ho_sec *th_sec(struct ho_thread *th)
+{
+    unsigned s = (unsigned)((now_ns() - th->t0_ns) / 1000000000u);
+    if (s >= th->nsecs) {
+        unsigned n = s + 16;
+        th->secs = mem_realloc(th->secs, n * sizeof *th->secs);
+        memset(th->secs + th->nsecs, 0, (n - th->nsecs) * sizeof *th->secs);
+        th->nsecs = n;
+    }
+    return &th->secs[s];
+}
+
+int ho_saturation(const struct ho_point *s, unsigned n, unsigned w)
+{
+    if (w == 0 || n < 2 * w)
+        return -1;
+    /* Trailing means over w seconds ending at i. */
+    double *r = mem_calloc(n, sizeof *r), *p = mem_calloc(n, sizeof *p);
+    for (unsigned i = w - 1; i < n; i++) {
+        for (unsigned k = i + 1 - w; k <= i; k++) {
+            r[i] += s[k].responses / w;
+            p[i] += s[k].p95_ms / w;
+        }
+    }
+    int found = -1;
+    for (unsigned i = w - 1; i + w < n; i++) {
+        if (r[i] > 0 && r[i + w] < 1.05 * r[i] && p[i + w] > 1.2 * p[i] &&
+            p[i + w] - p[i] >= 1.0) {
+            found = (int)i;
+            break;
+        }
+    }
+    mem_free(r);
+    mem_free(p);
+    return found;
+}
+
+/* ---- users ----------------------------------------------------------------- */
+
+static void user_run(struct ho_user *u);
+
+static void user_end(struct ho_user *u)
+{
+    struct ho_thread *th = u->th;
+    if (u->conn)
+        http_conn_close(u->conn);
+    ev_timer_stop(th->loop, &u->timer);
+    for (unsigned i = 0; i < SCN_MAX_VARS; i++)
+        mem_free(u->vals[i]);
+    if (u->prev)
+        u->prev->next = u->next;
+    else
+        th->users = u->next;
+    if (u->next)
+        u->next->prev = u->prev;
+    th->alive--;
+    th->users_done++;
+    th_sec(th)->ended++;
+    mem_free(u);
+}
+
+static const struct scn_request *user_req(const struct ho_user *u)
+{
+    return &u->th->cfg->scn->steps[u->step].req;
+}
+
+/* Records the end of the current request and moves past it. */
+static void user_record(struct ho_user *u, bool ok, enum ho_err err, int status)
+{
+    struct ho_thread *th = u->th;
+    const struct scn_request *r = user_req(u);
+    uint64_t t = now_ns(), lat = t > u->intended_ns ? t - u->intended_ns : 0;
+    struct ho_stat *st = &th->by_name[r->name];
+    hist_record(&st->h, lat);
+    hist_record(&th->all.h, lat);
+    struct ho_sec *sec = th_sec(th);
+    if (ok) {
+        st->ok++;
+        th->all.ok++;
+        sec->ok++;
+        sec->lat[sec_bucket(lat / 1000)]++;
+    } else {
+        st->ko++;
+        th->all.ko++;
+        sec->ko++;
+        th->errs[err]++;
+        if (err == ERR_STATUS && status >= 100 && status < 600)
+            th->status_ko[status]++;
+        u->failed = true;
+    }
+    u->step++;
+    /* The next request, if no pause comes first, is due now. */
+    u->intended_ns = t;
+}
+
+static void user_on_timer(struct ev_loop *loop, struct ev_timer *t)
+{
+    user_run(t->data);
+}
+
+/* Applies the request's extractions to an OK answer; false if one failed. */
+static bool user_extract(struct ho_user *u, const struct http_resp *resp)
+{
+    const struct scn_request *r = user_req(u);
+    for (unsigned i = 0; i < r->nextract; i++) {
+        const struct scn_extract *ex = &r->extract[i];
+        const char *v;
+        size_t vl;
+        if (resp->body_len > resp->body_kept ||
+            scn_path_eval(&ex->path, resp->body, resp->body_kept, ex->pick, &u->th->rng, &v,
+                          &vl) != 1)
+            return false;
+        mem_free(u->vals[ex->var]);
+        u->vals[ex->var] = mem_strndup(v, vl);
+    }
+    return true;
+}
+
+static void user_on_done(void *ctx, struct http_conn *c, void *req_ctx, enum http_outcome outcome,
+                         const struct http_resp *resp, int code)
+{
+    struct ho_user *u = ctx;
+    if (outcome == HTTP_DONE) {
+        const struct scn_request *r = user_req(u);
+        if (!scn_status_ok(r, resp->status))
+            user_record(u, false, ERR_STATUS, resp->status);
+        else if (!user_extract(u, resp))
+            user_record(u, false, ERR_CHECK, resp->status);
+        else
+            user_record(u, true, ERR_COUNT, resp->status);
+    } else {
+        user_record(u, false,
+                    outcome == HTTP_E_TIMEOUT    ? ERR_TIMEOUT
+                    : outcome == HTTP_E_PROTOCOL ? ERR_PROTOCOL
+                                                 : ERR_CLOSED,
+                    0);
+        http_conn_close(u->conn);
+        u->conn = NULL;
+    }
+    user_run(u);
+}
+
+static bool errno_is_generator(int err)
+{
+    return err == EMFILE || err == ENFILE || err == EADDRNOTAVAIL || err == ENOBUFS ||
+           err == ENOMEM;
+}
+
+static int user_render(struct ho_user *u);
+
+/* Writes the current request on the open connection. It is rendered again
+ * here: while this user was connecting, others used the thread's buffers
+ * (rendering gives the same text, but a fresh ${uuid}). */
+static void user_send(struct ho_user *u)
+{
+    struct ho_thread *th = u->th;
+    user_render(u);
+    if (http_conn_request(u->conn, th->head.data, th->head.len, th->body.data, th->body.len, u) <
+        0) {
+        user_record(u, false, ERR_CLOSED, 0);
+        http_conn_close(u->conn);
+        u->conn = NULL;
+        ev_timer_start(th->loop, &u->timer, 0, 0); /* continue from the loop */
+    }
+}
+
+static void user_on_connected(void *ctx, struct http_conn *c, int err)
+{
+    struct ho_user *u = ctx;
+    if (err) {
+        user_record(u, false, errno_is_generator(err) ? ERR_GEN_FDS : ERR_CONNECT, 0);
+        http_conn_close(u->conn);
+        u->conn = NULL;
+        user_run(u);
+        return;
+    }
+    user_send(u);
+}
+
+/* Renders the current request into th->head and th->body. Returns 0, or
+ * -1 when a variable it needs is unset. */
+static int user_render(struct ho_user *u)
+{
+    struct ho_thread *th = u->th;
+    const struct scenario *scn = th->cfg->scn;
+    const struct scn_request *r = user_req(u);
+    th->head.len = th->body.len = 0;
+    scn_buf_add(&th->head, r->method, strlen(r->method));
+    scn_buf_add(&th->head, " ", 1);
+    if (scn_render(&r->path, u->vals, &th->rng, &th->head))
+        return -1;
+    if (r->has_body && scn_render(&r->body, u->vals, &th->rng, &th->body))
+        return -1;
+    char line[128];
+    int n = snprintf(line, sizeof line, " HTTP/1.1\r\nHost: %s%s%s:%d\r\n",
+                     strchr(th->cfg->host, ':') ? "[" : "", th->cfg->host,
+                     strchr(th->cfg->host, ':') ? "]" : "", th->cfg->port);
+    scn_buf_add(&th->head, line, (size_t)n);
+    if (scn->headers)
+        scn_buf_add(&th->head, scn->headers, strlen(scn->headers));
+    if (r->has_body) {
+        n = snprintf(line, sizeof line, "Content-Type: application/json\r\nContent-Length: %zu\r\n",
+                     th->body.len);
+        scn_buf_add(&th->head, line, (size_t)n);
+    }
+    scn_buf_add(&th->head, "\r\n", 2);
+    return 0;
+}
+
+/* Starts the current request step; false if it ended at once (recorded). */
+static bool user_request(struct ho_user *u)
+{
+    struct ho_thread *th = u->th;
+    th->requests++;
+    th_sec(th)->sent++;
+    if (user_render(u) < 0) {
+        user_record(u, false, ERR_GEN_VAR, 0);
+        return false;
+    }
+    if (u->conn && http_conn_is_open(u->conn)) {
+        user_send(u);
+        return true;
+    }
+    if (u->conn)
+        http_conn_close(u->conn);
+    struct http_conn_opts o = {
+        .host = th->cfg->host,
+        .port = th->cfg->port,
+        .body_keep = user_req(u)->nextract ? HO_BODY_KEEP : 0,
+        .connect_timeout_ms = th->cfg->connect_timeout_ms,
+        .timeout_ms = th->cfg->request_timeout_ms,
+    };
+    struct http_events ev = {.connected = user_on_connected, .done = user_on_done, .ctx = u};
+    int err = 0;
+    u->conn = http_conn_connect(th->loop, &o, &ev, &err);
+    if (!u->conn) {
+        user_record(u, false, errno_is_generator(err) ? ERR_GEN_FDS : ERR_CONNECT, 0);
+        return false;
+    }
+    return true;
+}
+
+static void user_run(struct ho_user *u)
+{
+    const struct scenario *scn = u->th->cfg->scn;
+    while (u->step < scn->nsteps) {
+        const struct scn_step *st = &scn->steps[u->step];
+        if (st->kind == SCN_EXIT_IF_FAILED) {
+            if (u->failed)
+                break;
+            u->step++;
+        } else if (st->kind == SCN_PAUSE) {
+            double s = st->pause_min + (st->pause_max - st->pause_min) * inj_rand_unit(&u->th->rng);
+            uint64_t ns = (uint64_t)(s / u->th->cfg->time_scale * 1e9);
+            u->step++;
+            u->intended_ns += ns;
+            uint64_t now = now_ns();
+            uint64_t wait = u->intended_ns > now ? (u->intended_ns - now + 999999) / 1000000 : 0;
+            ev_timer_start(u->th->loop, &u->timer, wait, 0);
+            return;
+        } else if (user_request(u)) {
+            return;
+        }
+    }
+    user_end(u);
+}
+
+static void user_start(struct ho_thread *th, uint64_t intended_ns)
+{
+    struct ho_user *u = mem_calloc(1, sizeof *u);
+    u->th = th;
+    u->intended_ns = intended_ns;
+    ev_timer_init(&u->timer, user_on_timer, u);
+    const struct scenario *scn = th->cfg->scn;
+    for (unsigned i = 0; i < scn->nfeeders; i++) {
+        const struct scn_feeder *f = &scn->feeders[i];
+        char v[24];
+        snprintf(v, sizeof v, "%llu",
+                 (unsigned long long)(f->min + inj_rand(&th->rng) % (f->max - f->min + 1)));
+        u->vals[f->var] = mem_strdup(v);
+    }
+    u->next = th->users;
+    if (th->users)
+        th->users->prev = u;
+    th->users = u;
+    th->alive++;
+    th->users_started++;
+    th_sec(th)->started++;
+    user_run(u);
+}
+
+/* ---- threads ----------------------------------------------------------- */
+
+/* Our share of the open profile's arrivals: every threads-th one. */
+static void th_next_arrival(struct ho_thread *th)
+{
+    double t;
+    th->next_t = -1;
+    while (inj_gen_next(&th->gen, &t)) {
+        if (th->next_k++ % th->cfg->threads == th->index) {
+            th->next_t = t;
+            return;
+        }
+    }
+    th->injecting = false;
+}
+
+static void th_schedule_arrival(struct ho_thread *th)
+{
+    if (th->next_t < 0)
+        return;
+    uint64_t due = th->t0_ns + (uint64_t)(th->next_t * 1e9), now = now_ns();
+    ev_timer_start(th->loop, &th->arrival, due > now ? (due - now + 999999) / 1000000 : 0, 0);
+}
+
+static void th_on_arrival(struct ev_loop *loop, struct ev_timer *t)
+{
+    struct ho_thread *th = t->data;
+    uint64_t now = now_ns();
+    /* Everyone due by now starts, at the intended time each. */
+    while (th->next_t >= 0 && th->t0_ns + (uint64_t)(th->next_t * 1e9) <= now) {
+        user_start(th, th->t0_ns + (uint64_t)(th->next_t * 1e9));
+        th_next_arrival(th);
+    }
+    th_schedule_arrival(th);
+}
+
+static void th_on_tick(struct ev_loop *loop, struct ev_timer *t)
+{
+    struct ho_thread *th = t->data;
+    const struct ho_cfg *cfg = th->cfg;
+    uint64_t now = now_ns();
+    double el = (double)(now - th->t0_ns) / 1e9;
+    if (el >= cfg->max_duration_s) {
+        while (th->users) /* Gatling's maxDuration: the rest are cut off */
+            user_end(th->users);
+        th->injecting = false;
+    }
+    if (th->injecting && inj_profile_closed(cfg->prof)) {
+        double target;
+        if (!inj_closed_target(cfg->prof, el, &target)) {
+            th->injecting = false;
+        } else {
+            /* Our share of the target, the remainder to the first threads. */
+            unsigned total = (unsigned)target;
+            unsigned share = total / cfg->threads + (th->index < total % cfg->threads);
+            while (th->alive < share)
+                user_start(th, now);
+        }
+    }
+    if (!th->injecting && th->alive == 0)
+        ev_stop(loop);
+}
+
+static void *th_main(void *arg)
+{
+    struct ho_thread *th = arg;
+    ev_timer_init(&th->arrival, th_on_arrival, th);
+    ev_timer_init(&th->tick, th_on_tick, th);
+    th->injecting = true;
+    if (!inj_profile_closed(th->cfg->prof)) {
+        inj_gen_init(&th->gen, th->cfg->prof, th->cfg->seed);
+        th_next_arrival(th);
+        th_schedule_arrival(th);
+    }
+    ev_timer_start(th->loop, &th->tick, 0, HO_TICK_MS);
+    ev_run(th->loop);
+    return NULL;
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+/* The merged results of one run, kept for the JSON writer. */
+struct ho_report {
+    const struct scenario *scn;
+    struct ho_stat *by_name;
+    struct ho_stat all;
+    uint64_t errs[ERR_COUNT];
+    uint64_t status_ko[600];
+    uint64_t requests, users_started, users_done;
+    struct ho_sec *secs;
+    struct ho_point *points;
+    unsigned nsecs;
+    int saturation_s; /* -1: none */
+    double duration_s;
+    double server_cpu_pct, pg_cpu_pct, pg_rss_kb, pg_threads;
+    unsigned pg_procs;
+    bool pg;
+    struct ho_report *next; /* every run's, freed together */
+};
+
+struct ho_args {
+    struct ho_cfg cfg;
+    bool pg_sample;
+    unsigned sat_window;
+    struct ho_report *reports;
+};
+
+/* The PostgreSQL processes' probes: every process named postgres, found
+ * at each sample (backends come and go). */
+struct pg_probes {
+    struct probe *p;
+    unsigned n;
+};
+
+static void pg_scan(struct pg_probes *pg)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int pid = atoi(e->d_name);
+        if (pid <= 0)
+            continue;
+        char name[64], err[128];
+        if (probe_server_name(pid, name, sizeof name, err, sizeof err) < 0 ||
+            strcmp(name, "postgres"))
+            continue;
+        unsigned i;
+        for (i = 0; i < pg->n && pg->p[i].pid != pid; i++)
+            ;
+        if (i == pg->n) {
+            pg->p = mem_realloc(pg->p, (pg->n + 1) * sizeof *pg->p);
+            probe_start(&pg->p[pg->n++], pid);
+        }
+    }
+    closedir(d);
+    for (unsigned i = 0; i < pg->n; i++)
+        probe_sample(&pg->p[i]);
+}
+
+static void report_merge(struct ho_report *rep, struct ho_thread *ths, unsigned n)
+{
+    unsigned names = rep->scn->nnames;
+    rep->by_name = mem_calloc(names, sizeof *rep->by_name);
+    for (unsigned t = 0; t < n; t++) {
+        struct ho_thread *th = &ths[t];
+        for (unsigned i = 0; i < names; i++) {
+            hist_merge(&rep->by_name[i].h, &th->by_name[i].h);
+            rep->by_name[i].ok += th->by_name[i].ok;
+            rep->by_name[i].ko += th->by_name[i].ko;
+        }
+        hist_merge(&rep->all.h, &th->all.h);
+        rep->all.ok += th->all.ok;
+        rep->all.ko += th->all.ko;
+        for (unsigned e = 0; e < ERR_COUNT; e++)
+            rep->errs[e] += th->errs[e];
+        for (unsigned s = 0; s < 600; s++)
+            rep->status_ko[s] += th->status_ko[s];
+        rep->requests += th->requests;
+        rep->users_started += th->users_started;
+        rep->users_done += th->users_done;
+        if (th->nsecs > rep->nsecs) {
+            rep->secs = mem_realloc(rep->secs, th->nsecs * sizeof *rep->secs);
+            memset(rep->secs + rep->nsecs, 0, (th->nsecs - rep->nsecs) * sizeof *rep->secs);
+            rep->nsecs = th->nsecs;
+        }
+        for (unsigned s = 0; s < th->nsecs; s++) {
+            struct ho_sec *a = &rep->secs[s], *b = &th->secs[s];
+            a->started += b->started;
+            a->ended += b->ended;
+            a->sent += b->sent;
+            a->ok += b->ok;
+            a->ko += b->ko;
+            for (unsigned k = 0; k < SEC_BUCKETS; k++)
+                a->lat[k] += b->lat[k];
+        }
+    }
+    /* The series ends with the run's last second. */
+    unsigned last = (unsigned)ceil(rep->duration_s);
+    if (last < rep->nsecs)
+        rep->nsecs = last;
+    rep->points = mem_calloc(rep->nsecs ? rep->nsecs : 1, sizeof *rep->points);
+    double active = 0;
+    for (unsigned s = 0; s < rep->nsecs; s++) {
+        /* Gatling: alive before + started now - ended in the second before. */
+        active += (double)rep->secs[s].started - (s ? (double)rep->secs[s - 1].ended : 0);
+        rep->points[s].active = active;
+        rep->points[s].responses = rep->secs[s].ok + rep->secs[s].ko;
+        rep->points[s].p95_ms = sec_p95_ms(rep->secs[s].lat);
+    }
+}
+
+static void report_free(struct ho_report *rep)
+{
+    mem_free(rep->by_name);
+    mem_free(rep->secs);
+    mem_free(rep->points);
+    mem_free(rep);
+}
+
+static void json_stat(struct json *j, const char *name, const struct ho_stat *st, double dur)
+{
+    json_object_begin(j);
+    json_key(j, "name");
+    json_string(j, name);
+    const struct hist *h = &st->h;
+    static const struct {
+        const char *key;
+        double p;
+    } ps[] = {{"p50_ms", 50}, {"p75_ms", 75}, {"p95_ms", 95}, {"p99_ms", 99}};
+    json_key(j, "count");
+    json_int(j, (int64_t)h->count);
+    json_key(j, "ok");
+    json_int(j, (int64_t)st->ok);
+    json_key(j, "ko");
+    json_int(j, (int64_t)st->ko);
+    json_key(j, "min_ms");
+    json_number(j, h->count ? (double)h->min / 1e6 : 0);
+    json_key(j, "mean_ms");
+    json_number(j, hist_mean(h) / 1e6);
+    json_key(j, "max_ms");
+    json_number(j, h->count ? (double)h->max / 1e6 : 0);
+    for (size_t i = 0; i < sizeof ps / sizeof ps[0]; i++) {
+        json_key(j, ps[i].key);
+        json_number(j, (double)hist_percentile(h, ps[i].p) / 1e6);
+    }
+    json_key(j, "rps");
+    json_number(j, dur > 0 ? (double)h->count / dur : 0);
+    json_object_end(j);
+}
+
+static void report_json(struct json *j, const void *arg)
+{
+    const struct ho_report *rep = arg;
+    json_key(j, "http_open");
+    json_object_begin(j);
+    json_key(j, "scenario");
+    json_string(j, rep->scn->name);
+    json_key(j, "users_started");
+    json_int(j, (int64_t)rep->users_started);
+    json_key(j, "users_done");
+    json_int(j, (int64_t)rep->users_done);
+    json_key(j, "global");
+    json_stat(j, "all", &rep->all, rep->duration_s);
+    json_key(j, "requests");
+    json_array_begin(j);
+    for (unsigned i = 0; i < rep->scn->nnames; i++)
+        json_stat(j, rep->scn->names[i], &rep->by_name[i], rep->duration_s);
+    json_array_end(j);
+    json_key(j, "errors");
+    json_object_begin(j);
+    uint64_t gen = 0;
+    for (unsigned e = 0; e < ERR_COUNT; e++) {
+        json_key(j, err_names[e]);
+        json_int(j, (int64_t)rep->errs[e]);
+        if (err_is_generator(e))
+            gen += rep->errs[e];
+    }
+    json_key(j, "generator_total");
+    json_int(j, (int64_t)gen);
+    json_key(j, "server_total");
+    json_int(j, (int64_t)(rep->all.ko - gen));
+    json_key(j, "by_status");
+    json_object_begin(j);
+    for (unsigned s = 0; s < 600; s++) {
+        if (!rep->status_ko[s])
+            continue;
+        char k[8];
+        snprintf(k, sizeof k, "%u", s);
+        json_key(j, k);
+        json_int(j, (int64_t)rep->status_ko[s]);
+    }
+    json_object_end(j);
+    json_object_end(j);
+    json_key(j, "saturation");
+    if (rep->saturation_s >= 0) {
+        json_object_begin(j);
+        json_key(j, "second");
+        json_int(j, rep->saturation_s);
+        json_key(j, "active_users");
+        json_number(j, rep->points[rep->saturation_s].active);
+        json_object_end(j);
+    } else {
+        json_null(j);
+    }
+    json_key(j, "server_cpu_pct");
+    json_number(j, rep->server_cpu_pct);
+    if (rep->pg) {
+        json_key(j, "postgres");
+        json_object_begin(j);
+        json_key(j, "processes");
+        json_int(j, rep->pg_procs);
+        json_key(j, "cpu_pct");
+        json_number(j, rep->pg_cpu_pct);
+        json_key(j, "rss_max_kb");
+        json_number(j, rep->pg_rss_kb);
+        json_key(j, "threads_max");
+        json_number(j, rep->pg_threads);
+        json_object_end(j);
+    }
+    json_key(j, "series");
+    json_array_begin(j);
+    for (unsigned s = 0; s < rep->nsecs; s++) {
+        json_object_begin(j);
+        json_key(j, "t");
+        json_int(j, s);
+        json_key(j, "active_users");
+        json_number(j, rep->points[s].active);
+        json_key(j, "started");
+        json_int(j, rep->secs[s].started);
+        json_key(j, "requests");
+        json_int(j, rep->secs[s].sent);
+        json_key(j, "responses_ok");
+        json_int(j, rep->secs[s].ok);
+        json_key(j, "responses_ko");
+        json_int(j, rep->secs[s].ko);
+        json_key(j, "p95_ms");
+        json_number(j, rep->points[s].p95_ms);
+        json_object_end(j);
+    }
+    json_array_end(j);
+    json_object_end(j);
+}
+
+static void print_stat(FILE *f, const char *name, const struct ho_stat *st, double dur)
+{
+    const struct hist *h = &st->h;
+    fprintf(f, "%-24.24s %8llu %8llu %7llu %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.2f\n",
+            name, (unsigned long long)h->count, (unsigned long long)st->ok,
+            (unsigned long long)st->ko, h->count ? (double)h->min / 1e6 : 0, hist_mean(h) / 1e6,
+            (double)hist_percentile(h, 50) / 1e6, (double)hist_percentile(h, 75) / 1e6,
+            (double)hist_percentile(h, 95) / 1e6, (double)hist_percentile(h, 99) / 1e6,
+            h->count ? (double)h->max / 1e6 : 0, dur > 0 ? (double)h->count / dur : 0);
+}
+
+/* Gatling's console summary: global, per request, errors. */
+static void report_print(FILE *f, const struct ho_report *rep)
+{
+    fprintf(f, "---- %s: %llu users started, %llu done, %.1f s ", rep->scn->name,
+            (unsigned long long)rep->users_started, (unsigned long long)rep->users_done,
+            rep->duration_s);
+    fprintf(f, "----\n%-24s %8s %8s %7s %8s %8s %8s %8s %8s %8s %8s %9s\n", "request (ms)", "count",
+            "ok", "ko", "min", "mean", "p50", "p75", "p95", "p99", "max", "req/s");
+    print_stat(f, "Global", &rep->all, rep->duration_s);
+    for (unsigned i = 0; i < rep->scn->nnames; i++)
+        print_stat(f, rep->scn->names[i], &rep->by_name[i], rep->duration_s);
+    uint64_t ko = rep->all.ko;
+    if (ko) {
+        fprintf(f, "---- errors ----\n");
+        for (unsigned e = 0; e < ERR_COUNT; e++)
+            if (rep->errs[e])
+                fprintf(f, "> %-26s %8llu (%5.1f %%)%s\n", err_names[e],
+                        (unsigned long long)rep->errs[e], 100.0 * (double)rep->errs[e] / (double)ko,
+                        err_is_generator(e) ? " [load generator]" : "");
+        for (unsigned s = 0; s < 600; s++)
+            if (rep->status_ko[s])
+                fprintf(f, ">   status %u: %llu\n", s, (unsigned long long)rep->status_ko[s]);
+    }
+    if (rep->saturation_s >= 0)
+        fprintf(f, "saturation point: %.0f active users at second %d\n",
+                rep->points[rep->saturation_s].active, rep->saturation_s);
+    else
+        fprintf(f, "saturation point: not reached\n");
+}
+
+static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
+                  struct result_row *row)
+{
+    struct ho_args *a = arg;
+    struct ho_cfg cfg = a->cfg;
+    cfg.seed += rep_index;
+    struct ho_thread *ths = mem_calloc(cfg.threads, sizeof *ths);
+    struct probe probe;
+    struct pg_probes pg = {0};
+    probe_start(&probe, o->server_pid);
+    if (a->pg_sample)
+        pg_scan(&pg);
+    uint64_t t0 = now_ns();
+    unsigned started = 0;
+    for (unsigned i = 0; i < cfg.threads; i++) {
+        struct ho_thread *th = &ths[i];
+        th->cfg = &cfg;
+        th->index = i;
+        th->t0_ns = t0;
+        th->rng = cfg.seed * 1000003u + i;
+        th->loop = ev_loop_new();
+        th->by_name = mem_calloc(cfg.scn->nnames, sizeof *th->by_name);
+        if (pthread_create(&th->tid, NULL, th_main, th) != 0) {
+            ev_loop_free(th->loop);
+            mem_free(th->by_name);
+            snprintf(row->error, sizeof row->error, "cannot start thread %u", i);
+            break;
+        }
+        started++;
+    }
+    /* Sample while the threads run; each ends when its users have. */
+    for (unsigned done = 0; done < started;) {
+        struct timespec ts = {0, HO_SAMPLE_MS * 1000000L};
+        nanosleep(&ts, NULL);
+        probe_sample(&probe);
+        if (a->pg_sample)
+            pg_scan(&pg);
+        done = 0;
+        for (unsigned i = 0; i < started; i++) {
+            if (!ths[i].joined && pthread_tryjoin_np(ths[i].tid, NULL) == 0)
+                ths[i].joined = true;
+            done += ths[i].joined;
+        }
+    }
+    struct ho_report *rep = mem_calloc(1, sizeof *rep);
+    rep->scn = cfg.scn;
+    rep->duration_s = (double)(now_ns() - t0) / 1e9;
+    report_merge(rep, ths, started);
+    for (unsigned i = 0; i < started; i++) {
+        mem_free(ths[i].by_name);
+        mem_free(ths[i].secs);
+        scn_buf_free(&ths[i].head);
+        scn_buf_free(&ths[i].body);
+        ev_loop_free(ths[i].loop);
+    }
+    mem_free(ths);
+    rep->saturation_s = ho_saturation(rep->points, rep->nsecs, a->sat_window);
+    probe_finish(&probe, (double)rep->all.h.count, row);
+    if (o->server_pid && rep->duration_s > 0)
+        rep->server_cpu_pct = 100 * row->server_cpu_s / rep->duration_s;
+    if (a->pg_sample) {
+        rep->pg = true;
+        rep->pg_procs = pg.n;
+        double cpu = 0;
+        for (unsigned i = 0; i < pg.n; i++) {
+            cpu += pg.p[i].server_cpu - pg.p[i].server_cpu0;
+            rep->pg_rss_kb += (double)pg.p[i].rss_max_kb;
+            rep->pg_threads += (double)pg.p[i].threads_max;
+        }
+        rep->pg_cpu_pct = rep->duration_s > 0 ? 100 * cpu / rep->duration_s : 0;
+        mem_free(pg.p);
+    }
+    rep->next = a->reports;
+    a->reports = rep;
+
+    row->duration_s = rep->duration_s;
+    row->sent = (double)rep->requests;
+    row->received = (double)rep->all.ok;
+    row->lost = (double)rep->all.ko;
+    row->throughput = rep->duration_s > 0 ? (double)rep->all.h.count / rep->duration_s : 0;
+    result_set_latency(row, &rep->all.h);
+    row->err_connect = (double)rep->errs[ERR_CONNECT];
+    row->err_timeout = (double)rep->errs[ERR_TIMEOUT];
+    row->err_protocol = (double)(rep->errs[ERR_PROTOCOL] + rep->errs[ERR_CHECK]);
+    row->err_status = (double)rep->errs[ERR_STATUS];
+    row->err_closed = (double)rep->errs[ERR_CLOSED];
+    row->extra_json = report_json;
+    row->extra_arg = rep;
+    FILE *tf = o->json_path && !strcmp(o->json_path, "-") ? stderr : stdout;
+    report_print(tf, rep);
+    if (row->error[0])
+        return BENCH_EXIT_RUNTIME;
+    if (rep->all.h.count > 0 && rep->all.ok == 0 && rep->errs[ERR_CONNECT] == rep->all.ko) {
+        snprintf(row->error, sizeof row->error, "no connection to %s:%d succeeded", cfg.host,
+                 cfg.port);
+        return BENCH_EXIT_RUNTIME;
+    }
+    return BENCH_EXIT_OK;
+}
+
+/* ---- the CLI ------------------------------------------------------------ */
+
+enum {
+    OPT_SCENARIO = 2000,
+    OPT_INJECT,
+    OPT_TIME_SCALE,
+    OPT_MAX_DURATION,
+    OPT_REQUEST_TIMEOUT,
+    OPT_CONNECT_TIMEOUT,
+    OPT_SAT_WINDOW,
+    OPT_SEED,
+    OPT_PG,
+};
+
+static int parse_duration_opt(const struct bench_opts *o, const char *opt, const char *arg,
+                              double *out)
+{
+    if (inj_parse_duration(arg, strlen(arg), out) && *out > 0)
+        return 0;
+    return bench_usage_error(o, "%s wants a duration above 0 with its unit (500ms, 10s, 2m), not '%s'",
+                             opt, arg);
+}
+
+static int load_scenario(const struct bench_opts *o, const char *arg, struct scenario *scn)
+{
+    char err[256];
+    if (!strcmp(arg, "a2b")) {
+        if (scn_parse(scn_a2b_text, strlen(scn_a2b_text), scn, err, sizeof err) < 0)
+            return bench_usage_error(o, "built-in scenario: %s", err);
+        return 0;
+    }
+    char *text;
+    size_t len;
+    if (textfile_read(arg, &text, &len, err, sizeof err) < 0)
+        return bench_usage_error(o, "--scenario: %s", err);
+    int rc = scn_parse(text, len, scn, err, sizeof err);
+    mem_free(text);
+    if (rc < 0)
+        return bench_usage_error(o, "%s: %s", arg, err);
+    return 0;
+}
+
+int http_open_main(int argc, char **argv, const struct result_context *ctx)
+{
+    static const struct option longopts[] = {
+        {"scenario", required_argument, NULL, OPT_SCENARIO},
+        {"inject", required_argument, NULL, OPT_INJECT},
+        {"time-scale", required_argument, NULL, OPT_TIME_SCALE},
+        {"max-duration", required_argument, NULL, OPT_MAX_DURATION},
+        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
+        {"saturation-window", required_argument, NULL, OPT_SAT_WINDOW},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"pg-sample", no_argument, NULL, OPT_PG},
+        {"threads", required_argument, NULL, BENCH_OPT_THREADS},
+        BENCH_LONGOPTS_COMMON,
+        {NULL, 0, NULL, 0},
+    };
+    struct bench_opts o;
+    bench_opts_init(&o, "http-open", usage);
+    o.port = HO_DEFAULT_PORT;
+    o.target_arg = "127.0.0.1";
+    struct ho_args a = {.sat_window = 5};
+    a.cfg.time_scale = 1;
+    a.cfg.seed = 1;
+    double max_duration = 2000, req_timeout = 60, conn_timeout = 10;
+    const char *scn_arg = "a2b";
+    struct inj_profile prof = {0};
+    struct scenario scn = {0};
+    char err[256];
+    uint64_t v;
+    int c, rc = -1;
+    optind = 1;
+    while (rc < 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_SCENARIO:
+            scn_arg = optarg;
+            break;
+        case OPT_INJECT: {
+            struct inj_step st;
+            if (inj_parse_step(optarg, strlen(optarg), &st, err, sizeof err) < 0 ||
+                inj_profile_add(&prof, &st, err, sizeof err) < 0)
+                rc = bench_usage_error(&o, "--inject: %s", err);
+            break;
+        }
+        case OPT_TIME_SCALE: {
+            char *end;
+            errno = 0;
+            a.cfg.time_scale = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(a.cfg.time_scale > 0) ||
+                a.cfg.time_scale > 1e6)
+                rc = bench_usage_error(&o, "--time-scale wants a number above 0, not '%s'", optarg);
+            break;
+        }
+        case OPT_MAX_DURATION:
+            if (parse_duration_opt(&o, "--max-duration", optarg, &max_duration))
+                rc = BENCH_EXIT_USAGE;
+            break;
+        case OPT_REQUEST_TIMEOUT:
+            if (parse_duration_opt(&o, "--request-timeout", optarg, &req_timeout))
+                rc = BENCH_EXIT_USAGE;
+            break;
+        case OPT_CONNECT_TIMEOUT:
+            if (parse_duration_opt(&o, "--connect-timeout", optarg, &conn_timeout))
+                rc = BENCH_EXIT_USAGE;
+            break;
+        case OPT_SAT_WINDOW:
+            if (bench_parse_uint(&o, "--saturation-window", optarg, 1, 3600, &v))
+                rc = BENCH_EXIT_USAGE;
+            a.sat_window = (unsigned)v;
+            break;
+        case OPT_SEED:
+            if (bench_parse_uint(&o, "--seed", optarg, 0, UINT64_MAX, &a.cfg.seed))
+                rc = BENCH_EXIT_USAGE;
+            break;
+        case OPT_PG:
+            a.pg_sample = true;
+            break;
+        case BENCH_OPT_TARGET:
+            /* http://host:port[/]: the scheme and a bare slash are optional. */
+            o.target_arg = optarg;
+            if (!strncmp(o.target_arg, "http://", 7))
+                o.target_arg += 7;
+            else if (strstr(o.target_arg, "://"))
+                rc = bench_usage_error(&o, "--target: only http:// is supported");
+            if (rc < 0 && o.target_arg[0] && o.target_arg[strlen(o.target_arg) - 1] == '/') {
+                static char trimmed[256];
+                snprintf(trimmed, sizeof trimmed, "%.*s", (int)strlen(o.target_arg) - 1,
+                         o.target_arg);
+                o.target_arg = trimmed;
+            }
+            break;
+        default:
+            rc = bench_parse_option(&o, c, optarg);
+        }
+    }
+    if (rc >= 0)
+        return rc;
+    if (prof.n == 0) {
+        struct inj_step st;
+        const char *def = "ramp-users-per-sec 100 200 1000s randomized";
+        inj_parse_step(def, strlen(def), &st, err, sizeof err);
+        inj_profile_add(&prof, &st, err, sizeof err);
+    }
+    inj_profile_scale(&prof, a.cfg.time_scale);
+    rc = load_scenario(&o, scn_arg, &scn);
+    if (rc)
+        return rc;
+    rc = bench_finish_options(&o, argc, argv, 1);
+    if (rc) {
+        scn_free(&scn);
+        return rc;
+    }
+    a.cfg.scn = &scn;
+    a.cfg.prof = &prof;
+    a.cfg.host = o.host;
+    a.cfg.port = o.port;
+    a.cfg.threads = o.threads;
+    a.cfg.max_duration_s = max_duration / a.cfg.time_scale;
+    a.cfg.request_timeout_ms = (unsigned)ceil(req_timeout * 1000);
+    a.cfg.connect_timeout_ms = (unsigned)ceil(conn_timeout * 1000);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct result_row tmpl = {0};
+    tmpl.experiment = "http-open";
+    snprintf(tmpl.name, sizeof tmpl.name, "http-open/%s/%s", o.target, scn.name);
+    snprintf(tmpl.target, sizeof tmpl.target, "%s", o.target);
+    tmpl.throughput_def = "requests answered (OK or KO) per second of the whole run";
+    tmpl.op_def = "one HTTP request";
+    tmpl.op_unit = "req";
+    result_param(&tmpl, "threads", o.threads);
+    result_param(&tmpl, "time_scale", a.cfg.time_scale);
+    result_param(&tmpl, "users_planned", inj_profile_users(&prof));
+    result_param(&tmpl, "profile_s", inj_profile_duration(&prof));
+    result_param(&tmpl, "max_duration_s", a.cfg.max_duration_s);
+    result_param(&tmpl, "closed_model", inj_profile_closed(&prof));
+    result_param(&tmpl, "seed", (double)a.cfg.seed);
+
+    struct result_set rows = {0};
+    rc = bench_repeat(&o, ctx, &tmpl, ho_run, &a, &rows);
+    rc = bench_finish(&o, ctx, &rows, rc);
+    while (a.reports) {
+        struct ho_report *next = a.reports->next;
+        report_free(a.reports);
+        a.reports = next;
+    }
+    scn_free(&scn);
+    return rc;
+}
+
+/* ---- boot-up time --------------------------------------------------------- */
+
+/* Waits up to ms for events on fd; true if they came. */
+static bool wait_fd(int fd, short events, int ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = events};
+    return poll(&pfd, 1, ms) == 1;
+}
+
+/* One GET with Connection: close; true on a 200 answer. */
+static bool ready_once(const char *host, int port, const char *path)
+{
+    char err[NET_ERR_LEN], req[512], resp[16];
+    int fd = net_connect(host, port, err, sizeof err);
+    if (fd < 0)
+        return false;
+    bool ok = false;
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n",
+                     path, host, port);
+    if (wait_fd(fd, POLLOUT, 100) && net_connect_result(fd) == 0 &&
+        send(fd, req, (size_t)n, MSG_NOSIGNAL) == n && wait_fd(fd, POLLIN, 1000)) {
+        ssize_t r = recv(fd, resp, sizeof resp, 0);
+        ok = r >= 12 && !memcmp(resp, "HTTP/1.", 7) && !memcmp(resp + 9, "200", 3);
+    }
+    close(fd);
+    return ok;
+}
+
+double http_open_boot_time(char *const argv[], const char *host, int port, const char *path,
+                           double timeout_s, int *pid)
+{
+    *pid = 0;
+    uint64_t t0 = now_ns();
+    pid_t p = fork();
+    if (p < 0)
+        return -1;
+    if (p == 0) {
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    *pid = (int)p;
+    struct timespec ts = {0, 2000000};
+    while ((double)(now_ns() - t0) / 1e9 < timeout_s) {
+        if (ready_once(host, port, path))
+            return (double)(now_ns() - t0) / 1e9;
+        int status;
+        if (waitpid(p, &status, WNOHANG) == p) {
+            *pid = 0;
+            return -1;
+        }
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
