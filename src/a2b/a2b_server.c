@@ -204,7 +204,7 @@ static void write_metrics(struct a2b_worker *w, struct prom *p)
 
 /* ---- Routing ------------------------------------------------------------ */
 
-#define MAX_SEGMENTS 6
+#define MAX_SEGMENTS 8
 
 struct segs {
     struct {

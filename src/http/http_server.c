@@ -803,10 +803,6 @@ static void conn_pump(struct http_conn *c, bool progress)
 {
     for (int round = 0; round < 64 && c->state != C_CLOSED; round++) {
         bool moved = conn_write_done(c);
-        if (c->continue_due && !c->head && c->state == C_OPEN) {
-            outq_copy(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
-            c->continue_due = false;
-        }
         bool parsed = conn_parse(c);
         progress |= moved || parsed;
         /* A handler that answered at once leaves done requests behind. */
@@ -815,6 +811,11 @@ static void conn_pump(struct http_conn *c, bool progress)
     }
     if (c->state == C_CLOSED)
         return;
+    /* Owed once every earlier response is out, so it cannot overtake them. */
+    if (c->continue_due && !c->head && c->state == C_OPEN) {
+        outq_copy(&c->out, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+        c->continue_due = false;
+    }
     if (c->state == C_OPEN && c->phase == IN_DONE && !c->head && !c->cur)
         c->state = C_CLOSING;
     size_t before = outq_pending(&c->out);
