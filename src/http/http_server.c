@@ -413,7 +413,8 @@ static void sb_put(struct sbuf *b, const char *s, size_t n)
         b->cap = (b->len + n + 1) * 2;
         b->p = mem_realloc(b->p, b->cap);
     }
-    memcpy(b->p + b->len, s, n);
+    if (n > 0) /* s may be NULL then (a 201 without a body) */
+        memcpy(b->p + b->len, s, n);
     b->len += n;
     b->p[b->len] = 0;
 }

@@ -151,10 +151,6 @@ class Broker:
                                      stderr=self._err, cwd=workdir)
 
     # -- state
-    def _ports(self, m):
-        ports = [None if a == "off" else int(a.rsplit(":", 1)[1]) for a in m.groups()]
-        self.rest_port, self.grpc_port = ports
-
     def stderr_text(self):
         with open(self.stderr_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
@@ -329,6 +325,10 @@ class CarServer:
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=self._err, cwd=workdir)
         self.rest_port = self.grpc_port = None
+
+    def _ports(self, m):
+        ports = [None if a == "off" else int(a.rsplit(":", 1)[1]) for a in m.groups()]
+        self.rest_port, self.grpc_port = ports
 
     def stderr_text(self):
         with open(self.stderr_path, "rb") as f:
