@@ -372,6 +372,23 @@ class CarServer:
             assert marker not in text, "sanitizer report in car-server stderr:\n%s" % self.stderr_tail()
 
 
+def stop_servers(started, name):
+    """Stops every server of a factory with SIGTERM; fails the test unless
+    each exits 0 without a sanitizer report."""
+    errors = []
+    for s in started:
+        try:
+            rc = s.stop()
+            if rc != 0:
+                errors.append("%s exit code %r on SIGTERM (expected 0):\n%s" % (name, rc, s.stderr_tail()))
+            s.assert_no_sanitizer_reports()
+        except AssertionError as e:
+            errors.append(str(e))
+        s._err.close()
+    if errors:
+        pytest.fail("\n\n".join(errors))
+
+
 @pytest.fixture
 def car_server_factory(request, tmp_path):
     """car_server_factory(*extra_args) starts `shootout car-server` on free
@@ -392,18 +409,7 @@ def car_server_factory(request, tmp_path):
 
     yield start
 
-    errors = []
-    for s in started:
-        try:
-            rc = s.stop()
-            if rc != 0:
-                errors.append("car-server exit code %r on SIGTERM (expected 0):\n%s" % (rc, s.stderr_tail()))
-            s.assert_no_sanitizer_reports()
-        except AssertionError as e:
-            errors.append(str(e))
-        s._err.close()
-    if errors:
-        pytest.fail("\n\n".join(errors))
+    stop_servers(started, "car-server")
 
 
 @pytest.fixture
@@ -453,18 +459,7 @@ def a2b_server_factory(request, tmp_path):
 
     yield start
 
-    errors = []
-    for s in started:
-        try:
-            rc = s.stop()
-            if rc != 0:
-                errors.append("a2b-server exit code %r on SIGTERM (expected 0):\n%s" % (rc, s.stderr_tail()))
-            s.assert_no_sanitizer_reports()
-        except AssertionError as e:
-            errors.append(str(e))
-        s._err.close()
-    if errors:
-        pytest.fail("\n\n".join(errors))
+    stop_servers(started, "a2b-server")
 
 
 PG_BIN = os.environ.get("SHOOTOUT_PG_BIN", "/usr/lib/postgresql/15/bin")
