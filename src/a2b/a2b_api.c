@@ -112,6 +112,22 @@ static const char *status_name(int status)
         return "BAD_REQUEST";
     case 404:
         return "NOT_FOUND";
+    case 405:
+        return "METHOD_NOT_ALLOWED";
+    case 408:
+        return "REQUEST_TIMEOUT";
+    case 413:
+        return "PAYLOAD_TOO_LARGE";
+    case 415:
+        return "UNSUPPORTED_MEDIA_TYPE";
+    case 417:
+        return "EXPECTATION_FAILED";
+    case 431:
+        return "REQUEST_HEADER_FIELDS_TOO_LARGE";
+    case 501:
+        return "NOT_IMPLEMENTED";
+    case 505:
+        return "HTTP_VERSION_NOT_SUPPORTED";
     case 409:
         return "CONFLICT";
     case 503:

@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "car/car_rest_proto.h"
@@ -36,6 +35,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/outq.h"
+#include "http/http_server.h"
 
 #define REST_READ_CHUNK (64 * 1024)
 /* Bytes read from one connection per loop iteration before the others get
@@ -86,32 +86,11 @@ struct car_rest_conn {
     bool progress;   /* a request was answered or output written: the wait restarts */
 };
 
-/* The Date header, formatted once per second. */
-static const char *rest_date(void)
-{
-    static _Thread_local time_t cached = -1;
-    static _Thread_local char date[CAR_REST_DATE_LEN + 1];
-    static const char days[] = "SunMonTueWedThuFriSat";
-    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-    time_t now = time(NULL);
-    if (now != cached) {
-        struct tm tm;
-        gmtime_r(&now, &tm);
-        /* The moduli only tell the compiler how wide the fields are. */
-        snprintf(date, sizeof date, "%.3s, %02u %.3s %04u %02u:%02u:%02u GMT",
-                 days + 3 * ((unsigned)tm.tm_wday % 7), (unsigned)tm.tm_mday % 100,
-                 months + 3 * ((unsigned)tm.tm_mon % 12), (unsigned)(tm.tm_year + 1900) % 10000,
-                 (unsigned)tm.tm_hour % 100, (unsigned)tm.tm_min % 100, (unsigned)tm.tm_sec % 100);
-        cached = now;
-    }
-    return date;
-}
-
 static void rest_env(struct car_worker *w, struct car_rest_env *env)
 {
     env->max_header = w->cfg->max_header;
     env->max_body = w->cfg->max_body;
-    env->date = rest_date();
+    env->date = http_date();
     env->draining = w->draining;
     env->log_requests = w->cfg->log_requests;
     env->stats = &w->stats;

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/version.h"
+#include "http/http_server.h"
 
 /* More fields than this is a 431; real clients send about ten. */
 #define MAX_HEADERS 64
@@ -182,23 +183,6 @@ static bool str_is(struct http1_str s, const char *lit)
     return s.len == n && memcmp(s.ptr, lit, n) == 0;
 }
 
-/* The path of the target. RFC 9112 section 3.2.2: a server must accept the
- * absolute form ("http://host/path") as well as the usual origin form. */
-static struct http1_str target_path(struct http1_str path)
-{
-    static const char *const schemes[] = {"http://", "https://"};
-    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++) {
-        size_t n = strlen(schemes[i]);
-        if (path.len < n || !http1_str_eq((struct http1_str){path.ptr, n}, schemes[i]))
-            continue;
-        const char *slash = memchr(path.ptr + n, '/', path.len - n);
-        if (!slash)
-            return (struct http1_str){"/", 1};
-        return (struct http1_str){slash, path.len - (size_t)(slash - path.ptr)};
-    }
-    return path;
-}
-
 /* RFC 9110 section 10.1.1: 100-continue is the only expectation defined;
  * a server may answer any other with 417. HTTP/1.0 has none. */
 static bool expectation_failed(const struct http1_request *req, const struct http1_header *h)
@@ -226,7 +210,7 @@ static void start_request(struct car_rest_proto *p, const struct car_rest_env *e
     bool has_body = req->body == HTTP1_BODY_CHUNKED ||
                     (req->body == HTTP1_BODY_LENGTH && req->content_length > 0);
     bool too_large = req->body == HTTP1_BODY_LENGTH && req->content_length > env->max_body;
-    struct http1_str path = target_path(req->path);
+    struct http1_str path = http_target_path(req->path);
     bool get = str_is(req->method, "GET"), head = str_is(req->method, "HEAD");
     char err[128];
     struct answer a = {.head_only = head, .body = err};

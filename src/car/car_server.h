@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "core/ev.h"
+#include "core/srv.h"
 
 struct car_server_config {
     const char *bind;        /* default 127.0.0.1 */
@@ -46,23 +47,15 @@ struct car_stats {
 struct car_rest_conn;
 struct car_grpc_conn;
 
-struct car_server;
-
-/* One event loop and everything it owns. The protocol modules keep their
- * connections on the lists below and call car_worker_conn_closed when one
- * goes away. */
+/* One event loop and everything the Car protocols keep for it; the
+ * process skeleton (listeners, signals, drain) is core/srv.h's worker,
+ * base. The protocol modules keep their connections on the lists below and
+ * call car_worker_conn_closed when one goes away. */
 struct car_worker {
-    struct car_server *srv;
+    struct srv_worker *base;
     const struct car_server_config *cfg;
     struct ev_loop *loop;
-    unsigned index;
-    struct ev_io rest_listener;
-    struct ev_io grpc_listener;
-    struct ev_io wake;            /* eventfd: another thread asks us to drain */
-    struct ev_timer drain_timer;
-    int spare_fd;                 /* reserve for running out of descriptors */
     bool draining;
-    unsigned nconns;
     struct car_rest_conn *rest_conns;
     struct car_grpc_conn *grpc_conns;
     struct car_stats stats;
@@ -74,9 +67,6 @@ void car_server_config_defaults(struct car_server_config *cfg);
  * or worker could not be set up (logged). */
 int car_server_run(const struct car_server_config *cfg);
 
-/* Takes one connection slot; false (connection to be refused) at
- * max_connections. Released by car_worker_conn_closed. */
-bool car_worker_conn_opened(struct car_worker *w);
 /* A protocol module closed a connection; when draining and none is left,
  * the worker stops. */
 void car_worker_conn_closed(struct car_worker *w);

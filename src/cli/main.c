@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "a2b/a2b_server.h"
 #include "bench/bench.h"
 #include "bench/shootout_run.h"
 #include "broker/broker.h"
@@ -32,6 +33,8 @@ static const char usage_main[] =
     "             article's loadtest and pingtest and prints the tables\n"
     "  broker     MQTT 3.1.1 broker\n"
     "  car-server the Car service of the gRPC-vs-REST article over REST and gRPC\n"
+    "  a2b-server the a2b transfer-booking service of the Gatling article (HTTP/1.1,\n"
+    "             SQLite or PostgreSQL)\n"
     "  passwd     add, change or delete users in a broker password file\n"
     "  bench      load generators (mqtt-load, mqtt-ping); `shootout bench --help`\n"
     "  version    print the version\n"
@@ -91,6 +94,42 @@ static const char usage_car_server[] =
     "      --max-body-size B      REST request body (default 1048576; 413 over)\n"
     "      --max-message-size B   gRPC message (default 4194304;\n"
     "                             RESOURCE_EXHAUSTED over)\n"
+    "      --idle-timeout SECS    keep-alive connection without a request\n"
+    "                             (default 60)\n"
+    "      --request-timeout SECS time to send a whole request once begun\n"
+    "                             (default 10; slow clients are answered 408)\n"
+    "      --drain-timeout SECS   graceful shutdown bound (default 5)\n"
+    "  -v, --verbose              log every connection and request\n"
+    "  -h, --help                 this text\n";
+
+static const char usage_a2b_server[] =
+    "usage: shootout a2b-server [options]\n"
+    "\n"
+    "The a2b transfer-booking service of the Gatling article: the reference's\n"
+    "endpoints under /api/v1 (OpenAPI at /api/v1/openapi.json), health at\n"
+    "/actuator/health/{liveness,readiness}, Prometheus text at /metrics. Runs\n"
+    "in the foreground, logs to stderr, drains gracefully on SIGTERM or SIGINT.\n"
+    "\n"
+    "options:\n"
+    "  -b, --bind ADDR            listen address (default 127.0.0.1)\n"
+    "  -p, --port N               TCP port (default 8080; 0 picks a free one)\n"
+    "  -t, --threads N            worker threads, each with its own event loop\n"
+    "                             and SO_REUSEPORT listener (default 1)\n"
+    "      --db PATH|URI          SQLite file (default a2b.db in the current\n"
+    "                             directory, created and filled on first start)\n"
+    "                             or postgres://... (filled by --init)\n"
+    "      --init                 create and fill the database, then exit\n"
+    "                             (PostgreSQL: replaces schema a2b)\n"
+    "      --scale X              data set size, 1 = the reference's 200,000\n"
+    "                             users (default 1; tests use 0.01)\n"
+    "      --seed N               data set seed (default 1)\n"
+    "      --workers N            SQLite worker threads (default 2)\n"
+    "      --pool N               PostgreSQL connections per thread (default 4)\n"
+    "      --queue N              store requests waiting (default 1024; 503 over)\n"
+    "      --max-connections N    simultaneous connections (default 10000)\n"
+    "      --max-inflight N       pipelined requests per connection (default 16)\n"
+    "      --max-header-size B    request head (default 8192; 431 over)\n"
+    "      --max-body-size B      request body (default 1048576; 413 over)\n"
     "      --idle-timeout SECS    keep-alive connection without a request\n"
     "                             (default 60)\n"
     "      --request-timeout SECS time to send a whole request once begun\n"
@@ -288,6 +327,118 @@ static int cmd_car_server(int argc, char **argv)
     return car_server_run(&cfg);
 }
 
+static int cmd_a2b_server(int argc, char **argv)
+{
+    enum { O_DB = 256, O_INIT, O_SCALE, O_SEED, O_WORKERS, O_POOL, O_QUEUE, O_MAXCONN, O_INFLIGHT,
+           O_HEADER, O_BODY, O_IDLE, O_REQUEST, O_DRAIN };
+    static const struct option opts[] = {
+        {"bind", required_argument, NULL, 'b'},
+        {"port", required_argument, NULL, 'p'},
+        {"threads", required_argument, NULL, 't'},
+        {"db", required_argument, NULL, O_DB},
+        {"init", no_argument, NULL, O_INIT},
+        {"scale", required_argument, NULL, O_SCALE},
+        {"seed", required_argument, NULL, O_SEED},
+        {"workers", required_argument, NULL, O_WORKERS},
+        {"pool", required_argument, NULL, O_POOL},
+        {"queue", required_argument, NULL, O_QUEUE},
+        {"max-connections", required_argument, NULL, O_MAXCONN},
+        {"max-inflight", required_argument, NULL, O_INFLIGHT},
+        {"max-header-size", required_argument, NULL, O_HEADER},
+        {"max-body-size", required_argument, NULL, O_BODY},
+        {"idle-timeout", required_argument, NULL, O_IDLE},
+        {"request-timeout", required_argument, NULL, O_REQUEST},
+        {"drain-timeout", required_argument, NULL, O_DRAIN},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    struct a2b_server_config cfg;
+    a2b_server_config_defaults(&cfg);
+    struct http_server_config *h = &cfg.http;
+    int c, index = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "b:p:t:vh", opts, &index)) != -1) {
+        uint64_t v = 0;
+        bool ok = true;
+        char *end;
+        switch (c) {
+        case 'b': h->bind = optarg; break;
+        case 'p':
+            ok = opt_parse_uint(optarg, 0, 65535, &v) == 0;
+            h->port = (int)v;
+            break;
+        case 't':
+            ok = opt_parse_uint(optarg, 1, 1024, &v) == 0;
+            h->threads = (unsigned)v;
+            break;
+        case O_DB: cfg.db = optarg; break;
+        case O_INIT: cfg.init_only = true; break;
+        case O_SCALE:
+            cfg.scale = strtod(optarg, &end);
+            ok = end != optarg && *end == 0 && cfg.scale > 0 && cfg.scale <= 100;
+            break;
+        case O_SEED: ok = opt_parse_uint(optarg, 0, UINT64_MAX, &cfg.seed) == 0; break;
+        case O_WORKERS:
+            ok = opt_parse_uint(optarg, 1, 256, &v) == 0;
+            cfg.workers = (unsigned)v;
+            break;
+        case O_POOL:
+            ok = opt_parse_uint(optarg, 1, 256, &v) == 0;
+            cfg.pool = (unsigned)v;
+            break;
+        case O_QUEUE:
+            ok = opt_parse_uint(optarg, 1, 1000000, &v) == 0;
+            cfg.queue_max = (unsigned)v;
+            break;
+        case O_MAXCONN:
+            ok = opt_parse_uint(optarg, 1, 10000000, &v) == 0;
+            h->max_connections = (unsigned)v;
+            break;
+        case O_INFLIGHT:
+            ok = opt_parse_uint(optarg, 1, 1024, &v) == 0;
+            h->max_inflight = (unsigned)v;
+            break;
+        case O_HEADER:
+            ok = opt_parse_uint(optarg, 256, 1024 * 1024, &v) == 0;
+            h->max_header = (size_t)v;
+            break;
+        case O_BODY:
+            ok = opt_parse_uint(optarg, 0, 1024 * 1024 * 1024, &v) == 0;
+            h->max_body = (size_t)v;
+            break;
+        case O_IDLE:
+            ok = opt_parse_uint(optarg, 1, 86400, &v) == 0;
+            h->idle_timeout_ms = (uint32_t)v * 1000;
+            break;
+        case O_REQUEST:
+            ok = opt_parse_uint(optarg, 1, 86400, &v) == 0;
+            h->request_timeout_ms = (uint32_t)v * 1000;
+            break;
+        case O_DRAIN:
+            ok = opt_parse_uint(optarg, 1, 86400, &v) == 0;
+            h->drain_timeout_ms = (uint32_t)v * 1000;
+            break;
+        case 'v':
+            log_set_level(LOG_DEBUG);
+            h->log_requests = true;
+            break;
+        case 'h': fputs(usage_a2b_server, stdout); return 0;
+        default: return bad_usage(usage_a2b_server);
+        }
+        if (!ok) {
+            fprintf(stderr, "shootout a2b-server: invalid value '%s' for --%s\n", optarg,
+                    c == 'b' ? "bind" : c == 'p' ? "port" : c == 't' ? "threads" : opts[index].name);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "shootout a2b-server: unexpected argument '%s'\n", argv[optind]);
+        return bad_usage(usage_a2b_server);
+    }
+    return a2b_server_run(&cfg);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -297,6 +448,8 @@ int main(int argc, char **argv)
         return cmd_broker(argc - 1, argv + 1);
     if (!strcmp(cmd, "car-server"))
         return cmd_car_server(argc - 1, argv + 1);
+    if (!strcmp(cmd, "a2b-server"))
+        return cmd_a2b_server(argc - 1, argv + 1);
     if (!strcmp(cmd, "passwd"))
         return passwd_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))

@@ -326,6 +326,10 @@ class CarServer:
                                      stderr=self._err, cwd=workdir)
         self.rest_port = self.grpc_port = None
 
+    def _ports(self, m):
+        ports = [None if a == "off" else int(a.rsplit(":", 1)[1]) for a in m.groups()]
+        self.rest_port, self.grpc_port = ports
+
     def stderr_text(self):
         with open(self.stderr_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
@@ -342,8 +346,7 @@ class CarServer:
         while time.monotonic() < deadline:
             m = self.LISTENING.search(self.stderr_text())
             if m:
-                ports = [None if a == "off" else int(a.rsplit(":", 1)[1]) for a in m.groups()]
-                self.rest_port, self.grpc_port = ports
+                self._ports(m)
                 return
             if self.proc.poll() is not None:
                 raise AssertionError("car-server exited with %r during startup:\n%s" % (
@@ -369,6 +372,23 @@ class CarServer:
             assert marker not in text, "sanitizer report in car-server stderr:\n%s" % self.stderr_tail()
 
 
+def stop_servers(started, name):
+    """Stops every server of a factory with SIGTERM; fails the test unless
+    each exits 0 without a sanitizer report."""
+    errors = []
+    for s in started:
+        try:
+            rc = s.stop()
+            if rc != 0:
+                errors.append("%s exit code %r on SIGTERM (expected 0):\n%s" % (name, rc, s.stderr_tail()))
+            s.assert_no_sanitizer_reports()
+        except AssertionError as e:
+            errors.append(str(e))
+        s._err.close()
+    if errors:
+        pytest.fail("\n\n".join(errors))
+
+
 @pytest.fixture
 def car_server_factory(request, tmp_path):
     """car_server_factory(*extra_args) starts `shootout car-server` on free
@@ -389,21 +409,109 @@ def car_server_factory(request, tmp_path):
 
     yield start
 
-    errors = []
-    for s in started:
-        try:
-            rc = s.stop()
-            if rc != 0:
-                errors.append("car-server exit code %r on SIGTERM (expected 0):\n%s" % (rc, s.stderr_tail()))
-            s.assert_no_sanitizer_reports()
-        except AssertionError as e:
-            errors.append(str(e))
-        s._err.close()
-    if errors:
-        pytest.fail("\n\n".join(errors))
+    stop_servers(started, "car-server")
 
 
 @pytest.fixture
 def car_server(car_server_factory):
     """A car-server with default settings."""
     return car_server_factory()
+
+
+class A2bServer(CarServer):
+    """A running `shootout a2b-server` on a free port (port 0), named in its
+    start-up log line; its SQLite file (unless --db says otherwise) lives
+    in workdir."""
+
+    LISTENING = re.compile(r"a2b-server: HTTP/1\.1 on (\S+?), ")
+
+    def __init__(self, workdir, extra_args):
+        self.host = HOST
+        self.stderr_path = os.path.join(workdir, "a2b-server-%d.stderr" % len(os.listdir(workdir)))
+        self.argv = [SHOOTOUT_BIN, "a2b-server", "--bind", HOST, "--port", "0",
+                     "--scale", "0.01"] + list(extra_args)
+        self._err = open(self.stderr_path, "wb")
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=self._err, cwd=workdir)
+        self.port = None
+
+    def _ports(self, m):
+        self.port = int(m.group(1).rsplit(":", 1)[1])
+
+
+@pytest.fixture
+def a2b_server_factory(request, tmp_path):
+    """a2b_server_factory(*extra_args) starts `shootout a2b-server --scale
+    0.01` in tmp_path (so its a2b.db is there) and returns an A2bServer
+    (port). Each is stopped with SIGTERM at teardown and must exit 0 without
+    a sanitizer report."""
+    if IS_PEER:
+        pytest.skip("the a2b service has no Mosquitto peer")
+    if not shootout_available():
+        pytest.fail("binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
+    started = []
+
+    def start(*extra_args):
+        s = A2bServer(str(tmp_path), extra_args)
+        started.append(s)
+        s.wait_ready(timeout=60)
+        return s
+
+    yield start
+
+    stop_servers(started, "a2b-server")
+
+
+PG_BIN = os.environ.get("SHOOTOUT_PG_BIN", "/usr/lib/postgresql/15/bin")
+
+
+class PgCluster:
+    """A throw-away PostgreSQL server on a free loopback port (initdb and
+    pg_ctl as in tests/unit/test_a2b_store.c: as the postgres user when run
+    as root, since initdb refuses root)."""
+
+    def __init__(self, tmpdir):
+        import pwd
+        self.dir = tmpdir
+        self.port = free_port()
+        self.as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if os.geteuid() == 0:
+            pw = pwd.getpwnam("postgres")
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        self.uri = "postgresql://postgres@127.0.0.1:%d/postgres" % self.port
+        subprocess.run(self.as_pg + [os.path.join(PG_BIN, "initdb"), "-D", self.dir + "/data", "-A", "trust",
+                                     "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        self.start()
+
+    def _ctl(self, *args):
+        subprocess.run(self.as_pg + [os.path.join(PG_BIN, "pg_ctl"), "-D", self.dir + "/data"] + list(args),
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+
+    def start(self):
+        self._ctl("-l", self.dir + "/server.log", "-w", "-o",
+                  "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off" % (self.port, self.dir), "start")
+
+    def stop(self):
+        self._ctl("-m", "immediate", "-w", "stop")
+
+
+@pytest.fixture(scope="module")
+def pg_cluster(tmp_path_factory):
+    """A PostgreSQL server for the module's tests (PgCluster: uri, stop(),
+    start()); skipped with the reason when one cannot be started here."""
+    if not os.access(os.path.join(PG_BIN, "initdb"), os.X_OK):
+        pytest.skip("no PostgreSQL: %s/initdb not found (set SHOOTOUT_PG_BIN)" % PG_BIN)
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="shootout_pg_")
+    try:
+        cluster = PgCluster(tmp)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, KeyError, OSError) as e:
+        subprocess.run(["rm", "-rf", tmp])
+        pytest.skip("cannot start a PostgreSQL server here: %s" % e)
+    yield cluster
+    try:
+        cluster.stop()
+    except subprocess.CalledProcessError:
+        pass
+    subprocess.run(["rm", "-rf", tmp])

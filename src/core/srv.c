@@ -1,0 +1,284 @@
+/* srv.c - workers, listeners, accepting with a guard against running out
+ * of descriptors, signals and the graceful drain, for every server. */
+#include "core/srv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/net.h"
+
+#define SRV_ACCEPTS_PER_WAKE 256
+
+struct srv {
+    const struct srv_config *cfg;
+    const struct srv_hooks *hooks;
+    void *ctx;
+    struct srv_worker *workers;
+    unsigned nworkers;
+    atomic_uint nconns;
+};
+
+bool srv_worker_conn_opened(struct srv_worker *w)
+{
+    unsigned n = atomic_fetch_add(&w->srv->nconns, 1);
+    if (n >= w->srv->cfg->max_connections) {
+        atomic_fetch_sub(&w->srv->nconns, 1);
+        return false;
+    }
+    w->nconns++;
+    return true;
+}
+
+void srv_worker_conn_closed(struct srv_worker *w)
+{
+    atomic_fetch_sub(&w->srv->nconns, 1);
+    w->nconns--;
+    if (w->draining && w->nconns == 0)
+        ev_stop(w->loop);
+}
+
+static void srv_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
+{
+    struct srv_worker *w = io->data;
+    unsigned listener = (unsigned)(io - w->listeners);
+    for (int i = 0; i < SRV_ACCEPTS_PER_WAKE; i++) {
+        int fd = net_accept_guarded(io->fd, &w->spare_fd, NULL);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE) {
+                w->refused_connections++;
+                log_warn("out of file descriptors at %u connections: dropped a new one", w->nconns);
+            }
+            return;
+        }
+        if (!srv_worker_conn_opened(w)) {
+            /* Refusing by closing is what a client can act on at once;
+             * reading a request first would spend what the limit saves. */
+            w->refused_connections++;
+            close(fd);
+            continue;
+        }
+        w->srv->hooks->accept(w, listener, fd);
+    }
+}
+
+static bool srv_prepare(struct ev_loop *loop, void *data)
+{
+    struct srv_worker *w = data;
+    return w->srv->hooks->prepare ? w->srv->hooks->prepare(w) : false;
+}
+
+static void srv_close_listener(struct srv_worker *w, struct ev_io *l)
+{
+    if (l->fd < 0)
+        return;
+    ev_io_stop(w->loop, l);
+    close(l->fd);
+    l->fd = -1;
+}
+
+static void srv_on_drain_timeout(struct ev_loop *loop, struct ev_timer *t)
+{
+    struct srv_worker *w = t->data;
+    log_warn("worker %u: %u connections still busy after the drain timeout; closing them",
+             w->index, w->nconns);
+    w->srv->hooks->close_all(w);
+    ev_stop(loop);
+}
+
+static void srv_worker_drain(struct srv_worker *w)
+{
+    if (w->draining)
+        return;
+    w->draining = true;
+    for (unsigned i = 0; i < SRV_MAX_LISTENERS; i++)
+        srv_close_listener(w, &w->listeners[i]);
+    w->srv->hooks->drain(w);
+    if (w->nconns == 0) {
+        ev_stop(w->loop);
+        return;
+    }
+    ev_timer_start(w->loop, &w->drain_timer, w->srv->cfg->drain_timeout_ms, 0);
+}
+
+static void srv_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t events)
+{
+    uint64_t v;
+    while (read(io->fd, &v, sizeof v) == (ssize_t)sizeof v)
+        ;
+    srv_worker_drain(io->data);
+}
+
+static void srv_on_signal(struct ev_loop *loop, int signo, void *data)
+{
+    struct srv *s = data;
+    if (signo == SIGHUP) {
+        log_info("SIGHUP received: nothing to reload (settings are read at start)");
+        return;
+    }
+    log_info("%s received, draining", strsignal(signo));
+    uint64_t one = 1;
+    for (unsigned i = 0; i < s->nworkers; i++)
+        if (s->workers[i].wake.fd >= 0 && write(s->workers[i].wake.fd, &one, sizeof one) < 0)
+            log_warn("cannot wake worker %u: %s", i, strerror(errno));
+}
+
+static int srv_worker_listen(struct srv_worker *w, struct ev_io *l, int *port, int flags)
+{
+    char err[NET_ERR_LEN];
+    if (*port < 0)
+        return 0;
+    int fd = net_listen(w->srv->cfg->bind, *port, 1024, flags, err, sizeof err);
+    if (fd < 0) {
+        log_error("%s", err);
+        return -1;
+    }
+    *port = net_local_port(fd); /* port 0: the others share what worker 0 got */
+    l->fd = fd;
+    l->cb = srv_on_accept;
+    l->data = w;
+    ev_io_start(w->loop, l, EV_READ);
+    return 0;
+}
+
+static void srv_worker_free(struct srv *s, struct srv_worker *w, bool inited)
+{
+    if (!w->loop)
+        return;
+    if (inited) {
+        if (s->hooks->worker_fini)
+            s->hooks->worker_fini(w, s->ctx);
+    }
+    for (unsigned i = 0; i < SRV_MAX_LISTENERS; i++)
+        srv_close_listener(w, &w->listeners[i]);
+    ev_timer_stop(w->loop, &w->drain_timer);
+    if (w->wake.fd >= 0) {
+        ev_io_stop(w->loop, &w->wake);
+        close(w->wake.fd);
+    }
+    if (w->spare_fd >= 0)
+        close(w->spare_fd);
+    ev_loop_free(w->loop);
+    w->loop = NULL;
+}
+
+static int srv_worker_init(struct srv *s, struct srv_worker *w, unsigned index, bool *inited)
+{
+    memset(w, 0, sizeof *w);
+    w->srv = s;
+    w->index = index;
+    for (unsigned i = 0; i < SRV_MAX_LISTENERS; i++)
+        w->listeners[i].fd = -1;
+    w->wake.fd = w->spare_fd = -1;
+    w->loop = ev_loop_new();
+    if (!w->loop) {
+        log_error("cannot create an event loop: %s", strerror(errno));
+        return -1;
+    }
+    ev_set_prepare(w->loop, srv_prepare, w);
+    ev_timer_init(&w->drain_timer, srv_on_drain_timeout, w);
+    w->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (w->wake.fd < 0) {
+        log_error("cannot create an eventfd: %s", strerror(errno));
+        return -1;
+    }
+    w->wake.cb = srv_on_wake;
+    w->wake.data = w;
+    ev_io_start(w->loop, &w->wake, EV_READ);
+    w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (s->hooks->worker_init && s->hooks->worker_init(w, s->ctx) < 0)
+        return -1;
+    *inited = true;
+    return 0;
+}
+
+static void *srv_worker_thread(void *arg)
+{
+    struct srv_worker *w = arg;
+    if (ev_run(w->loop) < 0)
+        log_error("worker %u: event loop failed: %s", w->index, strerror(errno));
+    return NULL;
+}
+
+int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *ctx)
+{
+    signal(SIGPIPE, SIG_IGN);
+    net_raise_fd_limit();
+    struct srv s = {.cfg = cfg, .hooks = hooks, .ctx = ctx, .nworkers = cfg->threads ? cfg->threads : 1};
+    atomic_init(&s.nconns, 0);
+    s.workers = mem_calloc(s.nworkers, sizeof *s.workers);
+    bool *inited = mem_calloc(s.nworkers, sizeof *inited);
+    int rc = 1;
+    unsigned started = 0;
+    pthread_t *threads = mem_calloc(s.nworkers, sizeof *threads);
+
+    /* Signals reach worker 0's loop before any port opens, and threads
+     * created afterwards inherit the blocked mask, so a SIGTERM sent as
+     * soon as a port accepts is always a clean drain. */
+    if (srv_worker_init(&s, &s.workers[0], 0, &inited[0]) < 0)
+        goto out;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    if (ev_signal_start(s.workers[0].loop, &set, srv_on_signal, &s) < 0) {
+        log_error("cannot set up signal handling: %s", strerror(errno));
+        goto out;
+    }
+    int flags = s.nworkers > 1 ? NET_REUSEPORT : 0;
+    int ports[SRV_MAX_LISTENERS];
+    for (unsigned p = 0; p < SRV_MAX_LISTENERS; p++)
+        ports[p] = p < cfg->nports ? cfg->ports[p] : -1;
+    for (unsigned i = 0; i < s.nworkers; i++) {
+        struct srv_worker *w = &s.workers[i];
+        if (i > 0 && srv_worker_init(&s, w, i, &inited[i]) < 0)
+            goto out;
+        for (unsigned p = 0; p < cfg->nports; p++)
+            if (srv_worker_listen(w, &w->listeners[p], &ports[p], flags) < 0)
+                goto out;
+    }
+    if (hooks->listening)
+        hooks->listening(ctx, ports);
+    for (started = 1; started < s.nworkers; started++) {
+        int e = pthread_create(&threads[started], NULL, srv_worker_thread, &s.workers[started]);
+        if (e != 0) {
+            log_error("cannot start worker %u: %s", started, strerror(e));
+            break;
+        }
+    }
+    if (started < s.nworkers) {
+        /* Stop the workers already running, then fail. */
+        srv_on_signal(s.workers[0].loop, SIGTERM, &s);
+        for (unsigned i = 1; i < started; i++)
+            pthread_join(threads[i], NULL);
+        started = 0;
+        goto out;
+    }
+    rc = ev_run(s.workers[0].loop) < 0 ? 1 : 0;
+    if (rc)
+        log_error("event loop failed: %s", strerror(errno));
+    for (unsigned i = 1; i < started; i++)
+        pthread_join(threads[i], NULL);
+out:
+    for (unsigned i = 0; i < s.nworkers; i++)
+        if (inited[i])
+            hooks->close_all(&s.workers[i]);
+    if (hooks->stopped)
+        hooks->stopped(ctx);
+    for (unsigned i = 0; i < s.nworkers; i++)
+        srv_worker_free(&s, &s.workers[i], inited[i]);
+    mem_free(inited);
+    mem_free(threads);
+    mem_free(s.workers);
+    return rc;
+}

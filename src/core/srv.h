@@ -1,0 +1,83 @@
+/* srv.h - the process skeleton every TCP server of shootout shares: N
+ * worker threads, each with its own event loop and its own SO_REUSEPORT
+ * listeners, a global connection limit, accepting with a guard against
+ * running out of descriptors, signals on worker 0, and the graceful drain
+ * (stop accepting, let the protocol finish what is in progress, close
+ * within a timeout). The protocol plugs in through struct srv_hooks.
+ *
+ * Worker 0 runs on the calling thread and owns the signals; SIGTERM and
+ * SIGINT make every worker drain; SIGHUP is logged and ignored.
+ */
+#ifndef SHOOTOUT_SRV_H
+#define SHOOTOUT_SRV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/ev.h"
+
+#define SRV_MAX_LISTENERS 4
+
+struct srv;
+
+/* One event loop and what the skeleton keeps for it; the protocol keeps
+ * its own per-worker state in data. */
+struct srv_worker {
+    struct srv *srv;
+    struct ev_loop *loop;
+    unsigned index;
+    void *data;                /* the protocol's; set by hooks->worker_init */
+    bool draining;
+    unsigned nconns;
+    uint64_t refused_connections; /* over max_connections or out of descriptors */
+    struct ev_io listeners[SRV_MAX_LISTENERS];
+    struct ev_io wake;         /* eventfd: another thread asks us to drain */
+    struct ev_timer drain_timer;
+    int spare_fd;              /* reserve for running out of descriptors */
+};
+
+struct srv_config {
+    const char *bind;
+    int ports[SRV_MAX_LISTENERS]; /* -1 = off; 0 = a free port (shared by all workers) */
+    unsigned nports;
+    unsigned threads;             /* 0 = 1 */
+    unsigned max_connections;     /* all workers together */
+    uint32_t drain_timeout_ms;
+};
+
+/* Every hook is called on the worker's own thread, except listening,
+ * stopped and worker_fini (on the calling thread, with no loop running).
+ * Optional hooks may be NULL. */
+struct srv_hooks {
+    /* Sets w->data up, after w->loop exists. 0, or -1 (logged) to fail. Optional. */
+    int (*worker_init)(struct srv_worker *w, void *ctx);
+    /* A new connection on listener `listener` (index into ports), already
+     * counted: the protocol calls srv_worker_conn_closed when it goes. */
+    void (*accept)(struct srv_worker *w, unsigned listener, int fd);
+    /* Runs before the loop sleeps; true if work was left undone. Optional. */
+    bool (*prepare)(struct srv_worker *w);
+    /* w->draining was just set: close what is idle, finish the rest. */
+    void (*drain)(struct srv_worker *w);
+    /* Close every connection now (drain timeout, or teardown). */
+    void (*close_all)(struct srv_worker *w);
+    /* Every listener is bound; ports[i] holds the real port. Optional. */
+    void (*listening)(void *ctx, const int *ports);
+    /* All loops have stopped and every connection is closed; called once
+     * before the workers are freed. Optional. */
+    void (*stopped)(void *ctx);
+    /* Frees w->data; called for every worker that worker_init set up. Optional. */
+    void (*worker_fini)(struct srv_worker *w, void *ctx);
+};
+
+/* Runs until SIGTERM/SIGINT. Returns 0 after a clean stop, 1 if a listener
+ * or worker could not be set up (logged). */
+int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *ctx);
+
+/* Takes one connection slot for a connection the protocol opened itself;
+ * false at max_connections. Accepted connections are counted already. */
+bool srv_worker_conn_opened(struct srv_worker *w);
+/* A connection went away; when draining and none is left, the worker stops. */
+void srv_worker_conn_closed(struct srv_worker *w);
+
+#endif
