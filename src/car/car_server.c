@@ -18,11 +18,13 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
+#include "core/tls.h"
 
 #define CAR_ACCEPTS_PER_WAKE 256
 
 struct car_server {
     const struct car_server_config *cfg;
+    struct tls_ctx *grpc_tls;
     struct car_worker *workers;
     unsigned nworkers;
     atomic_uint nconns;
@@ -200,6 +202,7 @@ static int car_worker_init(struct car_server *s, struct car_worker *w, unsigned 
     memset(w, 0, sizeof *w);
     w->srv = s;
     w->cfg = s->cfg;
+    w->grpc_tls = s->grpc_tls;
     w->index = index;
     w->rest_listener.fd = w->grpc_listener.fd = w->wake.fd = w->spare_fd = -1;
     w->loop = ev_loop_new();
@@ -238,8 +241,9 @@ static void car_log_listening(const struct car_server_config *cfg, int rest_port
         snprintf(rest, sizeof rest, "%s%s%s:%d", l, cfg->bind, r, rest_port);
     if (grpc_port >= 0)
         snprintf(grpc, sizeof grpc, "%s%s%s:%d", l, cfg->bind, r, grpc_port);
-    log_info("shootout car-server: REST (HTTP/1.1) on %s, gRPC (h2c) on %s, %u worker%s", rest, grpc,
-             cfg->threads, cfg->threads == 1 ? "" : "s");
+    log_info("shootout car-server: REST (HTTP/1.1) on %s, gRPC (%s) on %s, %u worker%s", rest,
+             cfg->tls_cert ? cfg->tls_require_client_cert ? "h2, mutual TLS" : "h2, TLS" : "h2c",
+             grpc, cfg->threads, cfg->threads == 1 ? "" : "s");
 }
 
 int car_server_run(const struct car_server_config *cfg)
@@ -252,6 +256,22 @@ int car_server_run(const struct car_server_config *cfg)
     int rc = 1;
     unsigned started = 0;
     pthread_t *threads = mem_calloc(s.nworkers, sizeof *threads);
+
+    if (cfg->tls_cert && cfg->grpc_port >= 0) {
+        struct tls_config tc = {
+            .certfile = cfg->tls_cert,
+            .keyfile = cfg->tls_key,
+            .cafile = cfg->tls_ca,
+            .require_certificate = cfg->tls_require_client_cert,
+            .alpn = "h2",
+        };
+        char err[512];
+        s.grpc_tls = tls_server_ctx_new(&tc, err, sizeof err);
+        if (!s.grpc_tls) {
+            log_error("gRPC TLS: %s", err);
+            goto out;
+        }
+    }
 
     /* Signals reach worker 0's loop before any port opens, and threads
      * created afterwards inherit the blocked mask, so a SIGTERM sent as
@@ -318,5 +338,6 @@ out:
         car_worker_free(&s.workers[i]);
     mem_free(threads);
     mem_free(s.workers);
+    tls_ctx_free(s.grpc_tls);
     return rc;
 }
