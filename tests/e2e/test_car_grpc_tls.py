@@ -11,9 +11,10 @@ certificate from the same CA, and a second CA nobody trusts.
 
 import os
 import re
-import signal
+import select
 import socket
 import ssl
+import struct
 import subprocess
 import time
 
@@ -21,10 +22,12 @@ import grpc
 import pytest
 
 import conftest
+import h2_raw
 import test_bench
 from conftest import HOST, SHOOTOUT_BIN
 from test_car_grpc import article_message, check_stub, pb, send_stub  # noqa: F401 (pb: fixture)
 
+SEND_PATH = "/com.stevenpg.rvg.MessageService/send"
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 REFUSED = "TLS connection refused"
 
@@ -43,7 +46,8 @@ def openssl(*args, cwd):
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory):
-    """Paths of ca.pem, server.{pem,key}, client.{pem,key}, other-ca.pem."""
+    """Paths of ca.pem, server.{pem,key}, client.{pem,key}, other-ca.pem,
+    and elsewhere.{pem,key}: from the CA, for another host name only."""
     d = tmp_path_factory.mktemp("certs")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
     for ca in ("ca", "other-ca"):
@@ -51,7 +55,8 @@ def certs(tmp_path_factory):
                 "-subj", "/CN=shootout test " + ca, cwd=d)
     (d / "server.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
     (d / "client.ext").write_text("extendedKeyUsage=clientAuth\n")
-    for name in ("server", "client"):
+    (d / "elsewhere.ext").write_text("subjectAltName=DNS:elsewhere.example\n")
+    for name in ("server", "client", "elsewhere"):
         openssl("req", *ec, "-keyout", name + ".key", "-out", name + ".csr", "-subj",
                 "/CN=" + name, cwd=d)
         openssl("x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key",
@@ -60,9 +65,10 @@ def certs(tmp_path_factory):
     class Certs:
         pass
     c = Certs()
-    for name in ("ca", "other-ca", "server", "client"):
+    for name in ("ca", "other-ca", "server", "client", "elsewhere"):
         setattr(c, name.replace("-", "_"), str(d / (name + ".pem")))
     c.server_key, c.client_key = str(d / "server.key"), str(d / "client.key")
+    c.elsewhere_key = str(d / "elsewhere.key")
     return c
 
 
@@ -127,13 +133,89 @@ def test_calls_and_health_over_tls(car_server_factory, certs, pb):  # noqa: F811
 
 
 def test_large_request_spans_many_records(car_server_factory, certs, pb):  # noqa: F811
-    """A 3 MiB message arrives as ~200 TLS records, several per wake-up."""
+    """A 3 MiB message arrives as ~200 TLS records."""
     srv = car_server_factory(*tls_args(certs))
     m = article_message(pb)
     m.car.trim = "x" * (3 * 1024 * 1024)
     with tls_channel(srv, certs) as ch:
         assert send_stub(ch, pb)(m, timeout=20).status == "successful"
         send_ok(ch, pb)
+
+
+def test_client_that_stops_reading(car_server_factory, certs, pb):  # noqa: F811
+    """Back-pressure over TLS: a client with a tiny receive buffer sends
+    calls without reading until the server stops taking them (its socket is
+    full: its writes wait and it stops reading), then reads while sending
+    the rest. Every answer must arrive whole and in order: a TLS write
+    retried with other bytes, or bytes lost, would break the record stream
+    or the HTTP/2 frames."""
+    srv = car_server_factory(*tls_args(certs))
+    calls = 200000
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(10)
+    raw.connect((HOST, srv.grpc_port))
+    ctx = ssl.create_default_context(cafile=certs.ca)
+    ctx.set_alpn_protocols(["h2"])
+    sock = ctx.wrap_socket(raw, server_hostname="localhost")
+    sock.setblocking(False)
+    frame = h2_raw.H2Conn.frame_bytes
+    headers = h2_raw.encode_headers([(":method", "POST"), (":scheme", "https"), (":path", SEND_PATH),
+                                     (":authority", "localhost"), ("te", "trailers"),
+                                     ("content-type", "application/grpc")])
+    body = frame(h2_raw.DATA, h2_raw.FLAG_END_STREAM, 0, bytes(5))  # an empty Message
+    # Windows wide open, so that only the socket holds the answers back.
+    big = 2 ** 31 - 1
+    data = bytearray(h2_raw.PREFACE +
+                     frame(h2_raw.SETTINGS, 0, 0, struct.pack(">HI", h2_raw.SETTINGS_INITIAL_WINDOW_SIZE, big)) +
+                     frame(h2_raw.WINDOW_UPDATE, 0, 0, struct.pack(">I", big - 65535)))
+    for i in range(calls):
+        data += frame(h2_raw.HEADERS, h2_raw.FLAG_END_HEADERS, 1 + 2 * i, headers)
+        data += body[:5] + (1 + 2 * i).to_bytes(4, "big") + body[9:]
+    sent = 0
+
+    def pump():
+        nonlocal sent
+        while sent < len(data):
+            try:
+                sent += sock.send(data[sent:sent + 16384])
+            except (ssl.SSLWantWriteError, ssl.SSLWantReadError):
+                return
+
+    stalled_at = -1
+    while sent != stalled_at and sent < len(data):
+        stalled_at = sent
+        time.sleep(0.3)
+        pump()
+    assert sent < len(data), "the server kept reading: its socket never filled"
+
+    # The flood ignores SETTINGS_MAX_CONCURRENT_STREAMS, so some streams
+    # are refused (RST_STREAM REFUSED_STREAM); every one must end.
+    decoder, buf, ok, refused = h2_raw.HpackDecoder(), b"", 0, 0
+    deadline = time.monotonic() + 40
+    while ok + refused < calls:
+        assert time.monotonic() < deadline, "%d + %d of %d calls ended" % (ok, refused, calls)
+        pump()
+        try:
+            chunk = sock.recv(65536)
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            select.select([sock], [sock] if sent < len(data) else [], [], 1)
+            continue
+        assert chunk, "closed by the server after %d answers" % ok
+        buf += chunk
+        while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+            n, ftype, flags = int.from_bytes(buf[:3], "big"), buf[3], buf[4]
+            payload, buf = buf[9:9 + n], buf[9 + n:]
+            if ftype == h2_raw.HEADERS:
+                fields = dict(decoder.decode(payload))
+                if flags & h2_raw.FLAG_END_STREAM:
+                    assert fields.get("grpc-status") == "0", fields
+                    ok += 1
+            elif ftype == h2_raw.RST_STREAM:
+                assert payload == struct.pack(">I", 7), payload  # REFUSED_STREAM
+                refused += 1
+    assert ok > calls // 2
+    sock.close()
 
 
 def test_mutual_tls(car_server_factory, certs, pb):  # noqa: F811
@@ -186,7 +268,7 @@ def test_stalled_handshake_times_out(car_server_factory, certs):
 def test_sigterm_drains_with_tls_connections(car_server_factory, certs, pb):  # noqa: F811
     """Exit 0 on SIGTERM, promptly, with a connection mid-handshake and one
     that has finished a call (the drain timeout is far off)."""
-    srv = car_server_factory(*tls_args(certs), "--drain-timeout", "60")
+    srv = car_server_factory(*tls_args(certs), "--drain-timeout", "60", "--request-timeout", "60")
     with socket.create_connection((HOST, srv.grpc_port), timeout=5) as stalled, \
             tls_channel(srv, certs) as ch:
         send_ok(ch, pb)
@@ -249,6 +331,13 @@ def test_rpc_seq_over_tls(car_server_factory, certs, tmp_path):
     assert p.returncode == 1 and "certificate verify failed" in p.stderr, p.stderr
     # Cleartext against the TLS port.
     assert rpc_seq(srv, "--requests", "5").returncode == 1
+
+
+def test_rpc_seq_tls_checks_the_host_name(car_server_factory, certs):
+    srv = car_server_factory("--tls-cert", certs.elsewhere, "--tls-key", certs.elsewhere_key)
+    p = rpc_seq(srv, "--tls", "--tls-ca", certs.ca, "--requests", "5")
+    assert p.returncode == 1 and "certificate verify failed" in p.stderr, p.stderr
+    assert rpc_seq(srv, "--tls", "--requests", "5").returncode == 0  # not verified at all
 
 
 def test_rpc_seq_tls_against_h2c_fails(car_server_factory):
