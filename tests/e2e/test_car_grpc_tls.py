@@ -9,7 +9,6 @@ server certificate for 127.0.0.1 and localhost (subjectAltName), a client
 certificate from the same CA, and a second CA nobody trusts.
 """
 
-import os
 import re
 import select
 import socket
