@@ -44,10 +44,10 @@ struct h2_io {
     nghttp2_session *h2;
     struct outq out; /* what the socket did not take */
     bool write_blocked;
-    struct tls_conn *tls; /* NULL: cleartext; owned (h2_io_close frees it) */
-    bool tls_ready;       /* handshake done, h2 agreed */
-    bool read_wants_write;/* TLS: a read must wait for writability */
-    uint32_t write_wait;  /* TLS: what a blocked write waits for (EV_READ/EV_WRITE) */
+    struct tls_conn *tls;  /* NULL: cleartext; owned (h2_io_close frees it) */
+    bool tls_ready;        /* handshake done, h2 agreed */
+    bool read_wants_write; /* TLS: a read must wait for writability */
+    uint32_t write_wait;   /* TLS: what a blocked write waits for (EV_READ/EV_WRITE) */
 };
 
 /* Whether the connection speaks HTTP/2 yet: always in cleartext, after
