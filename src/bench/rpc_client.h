@@ -3,7 +3,8 @@
  * send Message records and report each call's outcome.
  *
  * Implementations: rpc_rest.c (HTTP/1.1 + JSON, POST /v1/create) and
- * rpc_grpc.c (HTTP/2 h2c + protobuf, /com.stevenpg.rvg.MessageService/send).
+ * rpc_grpc.c (HTTP/2 h2c, or TLS with ALPN h2, + protobuf,
+ * /com.stevenpg.rvg.MessageService/send).
  * The driver (rpc_seq.c) owns the loop, the records, the clock and the
  * statistics; a transport only moves calls.
  *
@@ -21,6 +22,7 @@
 #include "core/ev.h"
 
 struct rpc_conn; /* one connection; opaque, per protocol */
+struct tls_ctx;
 
 /* How a call ended. */
 enum rpc_outcome {
@@ -46,13 +48,21 @@ struct rpc_conn_opts {
      * depth or the number of concurrent HTTP/2 streams. */
     unsigned max_in_flight;
     bool gzip; /* gRPC: compress request messages (grpc-encoding: gzip) */
+    /* TLS: a client context (tls_client_ctx_new) with the protocol's ALPN
+     * id, shared by the connections and not owned (OpenSSL keeps what they
+     * need); NULL for cleartext. Only protocols with an alpn take it. */
+    struct tls_ctx *tls;
+    const char *server_name; /* TLS: SNI and the name the certificate must
+                                match when the context verifies; NULL: host */
 };
 
 struct rpc_protocol {
     const char *name; /* "rest" or "grpc" */
     int default_port; /* 8080 / 50051, as car-server */
+    const char *alpn; /* its ALPN id over TLS; NULL: no TLS support */
     /* Starts a non-blocking connect; NULL with *err (errno) if it cannot
-     * even start. events->connected follows. */
+     * even start. events->connected follows (with TLS, once the handshake
+     * is done; a failed one reports EPROTO and logs why). */
     struct rpc_conn *(*connect)(struct ev_loop *loop, const struct rpc_conn_opts *opts,
                                 const struct rpc_events *events, int *err);
     /* Sends one call. Returns 0, or -1 if the connection is closed or at

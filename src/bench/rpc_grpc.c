@@ -1,6 +1,7 @@
 /* rpc_grpc.c - the gRPC client transport (rpc_client.h): unary calls to
  * /com.stevenpg.rvg.MessageService/send over one nghttp2 client session per
- * connection (HTTP/2 cleartext with prior knowledge).
+ * connection (HTTP/2 cleartext with prior knowledge, or TLS with ALPN h2
+ * when opts->tls is set).
  *
  * A call is packed with protobuf-c behind its 5-byte prefix (gzip-
  * compressed with --gzip), submitted as HEADERS plus one DATA frame with
@@ -18,7 +19,7 @@
  * loop to come round.
  *
  * The socket is watched level-triggered: for writability while
- * connecting, then for reading, or for writability alone while the socket
+ * connecting, as the TLS handshake asks during it, then for reading, or for writability alone while the socket
  * is full. Callbacks may call call() and close(); close() from inside a
  * callback is carried out when our callback returns.
  */
@@ -34,6 +35,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
+#include "core/tls.h"
 #include "core/version.h"
 #include "http/grpc_frame.h"
 #include "http/h2_io.h"
@@ -67,6 +69,8 @@ struct rpc_conn {
     struct h2_io x; /* socket, session (NULL until connected), pending output */
     struct ev_loop *loop;
     struct rpc_events ev;
+    struct tls_ctx *tls;        /* not owned */
+    const char *server_name;    /* for TLS; the caller's */
     char authority[NET_ERR_LEN];
     nghttp2_nv hdrs[9];
     size_t nhdrs;
@@ -340,13 +344,40 @@ static void rpc_grpc_session_new(struct rpc_conn *c)
                   RPC_GRPC_WINDOW);
 }
 
+/* Connecting failed: the only report is connected(err). */
+static void rpc_grpc_connect_failed(struct rpc_conn *c, int err)
+{
+    c->dead = true;
+    ev_io_stop(c->loop, &c->x.io);
+    c->ev.connected(c->ev.ctx, c, err);
+}
+
+/* Advances the TLS handshake; once done, the connection is usable. */
+static void rpc_grpc_handshake(struct rpc_conn *c)
+{
+    const char *why = NULL;
+    int r = h2_io_handshake(&c->x, c->loop, &why);
+    if (r < 0) {
+        log_warn("grpc client %s: TLS: %s", c->authority, why);
+        rpc_grpc_connect_failed(c, EPROTO);
+    } else if (r == 0) {
+        rpc_grpc_session_new(c);
+        c->connected = true;
+        c->ev.connected(c->ev.ctx, c, 0);
+    }
+}
+
+/* The TCP connection is up (or failed): start TLS, or the session. */
 static void rpc_grpc_connected(struct rpc_conn *c)
 {
     int err = net_connect_result(c->x.io.fd);
     if (err) {
-        c->dead = true;
-        ev_io_stop(c->loop, &c->x.io);
-        c->ev.connected(c->ev.ctx, c, err);
+        rpc_grpc_connect_failed(c, err);
+        return;
+    }
+    if (c->tls) {
+        c->x.tls = tls_conn_new(c->tls, c->x.io.fd, c->server_name);
+        rpc_grpc_handshake(c);
         return;
     }
     rpc_grpc_session_new(c);
@@ -359,9 +390,11 @@ static void rpc_grpc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t even
 {
     struct rpc_conn *c = io->data;
     c->depth++;
-    if (!c->connected) {
+    if (c->x.tls && !c->connected) {
+        rpc_grpc_handshake(c);
+    } else if (!c->connected) {
         rpc_grpc_connected(c);
-    } else if ((events & EV_READ) && !c->x.write_blocked) {
+    } else if (h2_io_may_read(&c->x, events)) {
         const char *why = NULL;
         if (h2_io_read(&c->x, RPC_GRPC_READ_BUDGET, &why) < 0)
             rpc_grpc_die(c, errno, why);
@@ -389,6 +422,8 @@ static struct rpc_conn *rpc_grpc_connect(struct ev_loop *loop, const struct rpc_
     c->loop = loop;
     c->ev = *events;
     c->gzip = opts->gzip;
+    c->tls = opts->tls;
+    c->server_name = opts->server_name ? opts->server_name : opts->host;
     c->x.io.fd = fd;
     c->x.io.cb = rpc_grpc_on_io;
     c->x.io.data = c;
@@ -411,7 +446,7 @@ static struct rpc_conn *rpc_grpc_connect(struct ev_loop *loop, const struct rpc_
      * PROTOCOL-HTTP2.md gives. */
     size_t n = 0;
     c->hdrs[n++] = RPC_NV(":method", "POST");
-    c->hdrs[n++] = RPC_NV(":scheme", "http");
+    c->hdrs[n++] = RPC_NV(":scheme", c->tls ? "https" : "http");
     c->hdrs[n++] = RPC_NV(":path", "/com.stevenpg.rvg.MessageService/send");
     c->hdrs[n++] = RPC_NV(":authority", c->authority);
     c->hdrs[n++] = RPC_NV("te", "trailers");
@@ -467,6 +502,7 @@ static void rpc_grpc_close(struct rpc_conn *c)
 const struct rpc_protocol rpc_grpc_protocol = {
     .name = "grpc",
     .default_port = 50051,
+    .alpn = "h2",
     .connect = rpc_grpc_connect,
     .call = rpc_grpc_call,
     .close = rpc_grpc_close,

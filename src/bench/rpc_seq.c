@@ -13,6 +13,7 @@
 #include "bench/probe.h"
 #include "car/car_fake.h"
 #include "core/mem.h"
+#include "core/tls.h"
 
 static const char usage[] =
     "usage: shootout bench rpc-seq [options]\n"
@@ -43,6 +44,9 @@ static const char usage[] =
     "                        concurrent streams over --connections\n"
     "  --connections K       gRPC: connections the streams spread over (default 1)\n"
     "  --gzip                gRPC: compress the requests (grpc-encoding: gzip)\n"
+    "  --tls                 gRPC over TLS with ALPN h2 (car-server --tls-cert)\n"
+    "  --tls-ca FILE         with --tls: verify the server's certificate against\n"
+    "                        these PEM CAs and the target's host (default: none)\n"
     "  --seed S              records come from seed S + run index (default 1)\n" BENCH_HELP_RUNS
     BENCH_HELP_JSON
     "  --timeout SECS        fail when no call is answered for SECS (default 10)\n"
@@ -287,6 +291,11 @@ static int seq_run(const struct bench_opts *o, void *arg, unsigned rep, struct r
         .max_in_flight = (s->concurrency + r->nconns - 1) / r->nconns,
         .gzip = s->gzip,
     };
+    char tls_err[200];
+    if (s->tls && !(co.tls = tls_client_ctx_new(
+                        &(struct tls_config){.cafile = s->tls_ca, .alpn = s->proto->alpn},
+                        tls_err, sizeof tls_err)))
+        seq_fail(r, FAIL_CONNECT, "TLS: %s", tls_err);
     struct rpc_events ev = {.connected = seq_connected, .done = seq_done, .ctx = r};
     r->t_start_ns = mc_now_ns();
     for (unsigned i = 0; i < r->nconns && !r->failed; i++) {
@@ -309,6 +318,7 @@ static int seq_run(const struct bench_opts *o, void *arg, unsigned rep, struct r
     for (unsigned i = 0; i < r->nconns; i++)
         if (r->conns[i])
             s->proto->close(r->conns[i]);
+    tls_ctx_free(co.tls);
     ev_loop_free(r->loop);
     int rc = !r->failed                  ? BENCH_EXIT_OK
              : r->fail == FAIL_TIMEOUT ? BENCH_EXIT_MISSED
@@ -340,6 +350,7 @@ int rpc_seq_exec(const struct bench_opts *o, const struct rpc_seq_opts *s,
     result_param(&tmpl, "connections", rest ? s->concurrency : s->connections);
     result_param(&tmpl, "grpc", !rest);
     result_param(&tmpl, "gzip", s->gzip);
+    result_param(&tmpl, "tls", s->tls);
     result_param(&tmpl, "seed", (double)s->seed);
     return bench_repeat(o, ctx, &tmpl, seq_run, (void *)s, out);
 }
@@ -354,6 +365,8 @@ int rpc_seq_main(int argc, char **argv, const struct result_context *ctx)
         OPT_CONNECTIONS,
         OPT_GZIP,
         OPT_SEED,
+        OPT_TLS,
+        OPT_TLS_CA,
     };
     static const struct option opts[] = {
         {"protocol", required_argument, NULL, OPT_PROTOCOL},
@@ -363,6 +376,8 @@ int rpc_seq_main(int argc, char **argv, const struct result_context *ctx)
         {"connections", required_argument, NULL, OPT_CONNECTIONS},
         {"gzip", no_argument, NULL, OPT_GZIP},
         {"seed", required_argument, NULL, OPT_SEED},
+        {"tls", no_argument, NULL, OPT_TLS},
+        {"tls-ca", required_argument, NULL, OPT_TLS_CA},
         BENCH_LONGOPTS_COMMON,
         {NULL, 0, NULL, 0},
     };
@@ -400,6 +415,12 @@ int rpc_seq_main(int argc, char **argv, const struct result_context *ctx)
         case OPT_SEED:
             bad = bench_parse_uint(&o, "--seed", optarg, 0, UINT32_MAX, &s.seed);
             break;
+        case OPT_TLS:
+            s.tls = true;
+            break;
+        case OPT_TLS_CA:
+            s.tls_ca = optarg;
+            break;
         default: {
             int rc = bench_parse_option(&o, c, optarg);
             if (rc >= 0)
@@ -414,6 +435,10 @@ int rpc_seq_main(int argc, char **argv, const struct result_context *ctx)
         return bench_usage_error(&o, "%s is for grpc: REST opens one connection per concurrent "
                                      "call and sends JSON as it is",
                                  connections ? "--connections" : "--gzip");
+    if (s.tls_ca && !s.tls)
+        return bench_usage_error(&o, "--tls-ca goes with --tls");
+    if (s.tls && !s.proto->alpn)
+        return bench_usage_error(&o, "--tls is for grpc: the REST client speaks cleartext only");
     s.concurrency = (unsigned)concurrency;
     s.connections = connections ? (unsigned)connections : 1;
     if (s.connections > s.concurrency)

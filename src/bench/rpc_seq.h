@@ -27,6 +27,9 @@ struct rpc_seq_opts {
     unsigned concurrency; /* calls in flight at once */
     unsigned connections; /* gRPC: connections the calls spread over (<= concurrency) */
     bool gzip;            /* gRPC: compressed requests */
+    bool tls;             /* gRPC over TLS (ALPN h2) */
+    const char *tls_ca;   /* TLS: verify the server against this PEM CA file;
+                             NULL: no verification */
     uint64_t seed;        /* of the records; run r uses seed + r */
 };
 

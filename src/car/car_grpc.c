@@ -1,5 +1,6 @@
 /* car_grpc.c - the Car service over gRPC: one nghttp2 server session per
- * connection (HTTP/2 cleartext with prior knowledge) on the worker's loop.
+ * connection (HTTP/2 cleartext with prior knowledge, or over TLS with ALPN
+ * h2 when the server has a certificate) on the worker's loop.
  *
  * I/O (h2_io.h): the socket is watched level-triggered for reading; a
  * wake-up reads what the socket has (up to a budget; the rest is reported
@@ -23,7 +24,8 @@
  * Deadlines: a call must have received its whole request by its
  * grpc-timeout, and by the server's request timeout in any case; otherwise
  * it ends with DEADLINE_EXCEEDED and RST_STREAM(CANCEL). One timer per
- * connection serves every stream's deadline and the idle timeout.
+ * connection serves every stream's deadline and the idle timeout; before
+ * that, the TLS handshake must be done within the request timeout.
  */
 #include "car/car_grpc.h"
 
@@ -38,6 +40,7 @@
 #include "car/car_server.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/tls.h"
 #include "health.pb-c.h"
 #include "http/grpc_frame.h"
 #include "http/h2_io.h"
@@ -622,10 +625,33 @@ static bool car_grpc_flush(struct car_grpc_conn *c)
     return true;
 }
 
+/* Advances the TLS handshake; false if the connection is not ready (yet,
+ * or closed). A refused client is logged whatever -v says: it is a
+ * configuration problem on one side or the other. */
+static bool car_grpc_handshake(struct car_grpc_conn *c)
+{
+    const char *why = NULL;
+    int r = h2_io_handshake(&c->x, c->w->loop, &why);
+    if (r < 0) {
+        log_info("grpc fd %d: TLS connection refused: %s", c->x.io.fd, why);
+        car_grpc_close(c, why);
+        return false;
+    }
+    if (r == 0 && c->w->cfg->log_requests)
+        log_debug("grpc fd %d: %s handshake done, h2", c->x.io.fd, tls_protocol(c->x.tls));
+    return r == 0;
+}
+
 static void car_grpc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
     struct car_grpc_conn *c = io->data;
-    if ((events & EV_READ) && !c->x.write_blocked) {
+    if (!h2_io_ready(&c->x)) {
+        if (!car_grpc_handshake(c))
+            return;
+        c->last_read_ms = ev_now(loop);
+        ev_timer_stop(loop, &c->timer);
+        ev_timer_start(loop, &c->timer, c->w->cfg->idle_timeout_ms, 0);
+    } else if (h2_io_may_read(&c->x, events)) {
         const char *why = NULL;
         c->reading = true;
         int r = h2_io_read(&c->x, CAR_GRPC_READ_BUDGET, &why);
@@ -659,6 +685,12 @@ static void car_grpc_goaway(struct car_grpc_conn *c)
 static void car_grpc_on_timer(struct ev_loop *loop, struct ev_timer *t)
 {
     struct car_grpc_conn *c = t->data;
+    if (!h2_io_ready(&c->x)) {
+        log_info("grpc fd %d: TLS connection refused: no handshake within the request timeout",
+                 c->x.io.fd);
+        car_grpc_close(c, "TLS handshake timeout");
+        return;
+    }
     uint64_t now = ev_now(loop), idle = c->w->cfg->idle_timeout_ms;
     uint64_t next = (c->x.write_blocked ? c->blocked_since_ms : c->last_read_ms) + idle;
     bool receiving = false;
@@ -697,8 +729,11 @@ void car_grpc_accept(struct car_worker *w, int fd)
     c->x.io.fd = fd;
     c->x.io.cb = car_grpc_on_io;
     c->x.io.data = c;
+    if (w->grpc_tls)
+        c->x.tls = tls_conn_new(w->grpc_tls, fd, NULL);
     if (ev_io_start(w->loop, &c->x.io, EV_READ) < 0) {
         log_warn("cannot watch fd %d: %s", fd, strerror(errno));
+        tls_conn_free(c->x.tls);
         close(fd);
         mem_free(c);
         car_worker_conn_closed(w);
@@ -707,14 +742,15 @@ void car_grpc_accept(struct car_worker *w, int fd)
     car_grpc_session_new(c);
     c->last_read_ms = ev_now(w->loop);
     ev_timer_init(&c->timer, car_grpc_on_timer, c);
-    ev_timer_start(w->loop, &c->timer, w->cfg->idle_timeout_ms, 0);
+    ev_timer_start(w->loop, &c->timer,
+                   c->x.tls ? w->cfg->request_timeout_ms : w->cfg->idle_timeout_ms, 0);
     c->next = w->grpc_conns;
     if (w->grpc_conns)
         w->grpc_conns->prev = c;
     w->grpc_conns = c;
     if (w->cfg->log_requests)
         log_debug("grpc fd %d: connection accepted", fd);
-    car_grpc_flush(c); /* our SETTINGS, the server connection preface */
+    car_grpc_flush(c); /* our SETTINGS, the server connection preface; after TLS's */
 }
 
 bool car_grpc_prepare(struct car_worker *w) { return false; }
@@ -724,6 +760,10 @@ void car_grpc_drain(struct car_worker *w)
     struct car_grpc_conn *next;
     for (struct car_grpc_conn *c = w->grpc_conns; c; c = next) {
         next = c->next;
+        if (!h2_io_ready(&c->x)) {
+            car_grpc_close(c, "server draining"); /* no call can be in progress */
+            continue;
+        }
         car_grpc_goaway(c);
         car_grpc_flush(c);
     }

@@ -1,7 +1,7 @@
 /* car_grpc.h - the Car service over gRPC (HTTP/2 cleartext with prior
- * knowledge, nghttp2): /com.stevenpg.rvg.MessageService/send answered
- * Result{status:"successful"} as in the article, and
- * /grpc.health.v1.Health/Check.
+ * knowledge, or TLS with ALPN h2; nghttp2):
+ * /com.stevenpg.rvg.MessageService/send answered Result{status:"successful"}
+ * as in the article, and /grpc.health.v1.Health/Check.
  */
 #ifndef SHOOTOUT_CAR_GRPC_H
 #define SHOOTOUT_CAR_GRPC_H

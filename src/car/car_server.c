@@ -11,9 +11,11 @@
 #include "car/car_rest.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/tls.h"
 
 struct car_server {
     const struct car_server_config *cfg;
+    struct tls_ctx *grpc_tls;
     struct car_worker *workers;
 };
 
@@ -43,6 +45,7 @@ static int car_worker_init(struct srv_worker *base, void *ctx)
     struct car_worker *w = &s->workers[base->index];
     w->base = base;
     w->cfg = s->cfg;
+    w->grpc_tls = s->grpc_tls;
     w->loop = base->loop;
     base->data = w;
     return 0;
@@ -93,8 +96,9 @@ static void car_log_listening(const struct car_server_config *cfg, int rest_port
         snprintf(rest, sizeof rest, "%s%s%s:%d", l, cfg->bind, r, rest_port);
     if (grpc_port >= 0)
         snprintf(grpc, sizeof grpc, "%s%s%s:%d", l, cfg->bind, r, grpc_port);
-    log_info("shootout car-server: REST (HTTP/1.1) on %s, gRPC (h2c) on %s, %u worker%s", rest, grpc,
-             cfg->threads, cfg->threads == 1 ? "" : "s");
+    log_info("shootout car-server: REST (HTTP/1.1) on %s, gRPC (%s) on %s, %u worker%s", rest,
+             cfg->tls_cert ? cfg->tls_require_client_cert ? "h2, mutual TLS" : "h2, TLS" : "h2c",
+             grpc, cfg->threads, cfg->threads == 1 ? "" : "s");
 }
 
 static void car_listening(void *ctx, const int *ports)
@@ -122,7 +126,26 @@ int car_server_run(const struct car_server_config *cfg)
         .max_connections = cfg->max_connections,
         .drain_timeout_ms = cfg->drain_timeout_ms,
     };
-    struct car_server s = {.cfg = cfg, .workers = mem_calloc(sc.threads, sizeof *s.workers)};
+    struct car_server s = {.cfg = cfg};
+    /* Built once, before any worker starts, and only read after: every
+     * worker's connections share it, as OpenSSL allows for a configured
+     * SSL_CTX. */
+    if (cfg->tls_cert && cfg->grpc_port >= 0) {
+        struct tls_config tc = {
+            .certfile = cfg->tls_cert,
+            .keyfile = cfg->tls_key,
+            .cafile = cfg->tls_ca,
+            .require_certificate = cfg->tls_require_client_cert,
+            .alpn = "h2",
+        };
+        char err[512];
+        s.grpc_tls = tls_server_ctx_new(&tc, err, sizeof err);
+        if (!s.grpc_tls) {
+            log_error("gRPC TLS: %s", err);
+            return 1;
+        }
+    }
+    s.workers = mem_calloc(sc.threads, sizeof *s.workers);
     int rc = srv_run(&sc, &hooks, &s);
     if (rc == 0) {
         struct car_stats total = {0};
@@ -141,5 +164,6 @@ int car_server_run(const struct car_server_config *cfg)
                  (unsigned long long)total.refused_connections);
     }
     mem_free(s.workers);
+    tls_ctx_free(s.grpc_tls);
     return rc;
 }

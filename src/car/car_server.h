@@ -8,6 +8,10 @@
  * signals; SIGTERM/SIGINT make every worker drain (stop accepting, finish
  * the calls in progress, GOAWAY on HTTP/2) and close within the drain
  * timeout.
+ *
+ * TLS: one OpenSSL context, configured before any worker starts and never
+ * changed after, serves every worker's connections; OpenSSL allows an
+ * SSL_CTX to be shared so (its session cache locks itself).
  */
 #ifndef SHOOTOUT_CAR_SERVER_H
 #define SHOOTOUT_CAR_SERVER_H
@@ -33,6 +37,10 @@ struct car_server_config {
     uint32_t request_timeout_ms;/* a started request must be complete, default 10 s */
     uint32_t drain_timeout_ms;  /* graceful shutdown bound, default 5 s */
     bool log_requests;       /* -v: one line per request */
+    /* gRPC over TLS with ALPN h2 when tls_cert and tls_key are set (REST
+     * stays cleartext); tls_ca + tls_require_client_cert: mutual TLS. */
+    const char *tls_cert, *tls_key, *tls_ca;
+    bool tls_require_client_cert;
 };
 
 /* What a worker counts; summed over workers and logged at shutdown. */
@@ -47,6 +55,8 @@ struct car_stats {
 struct car_rest_conn;
 struct car_grpc_conn;
 
+struct tls_ctx;
+
 /* One event loop and everything the Car protocols keep for it; the
  * process skeleton (listeners, signals, drain) is core/srv.h's worker,
  * base. The protocol modules keep their connections on the lists below and
@@ -54,6 +64,7 @@ struct car_grpc_conn;
 struct car_worker {
     struct srv_worker *base;
     const struct car_server_config *cfg;
+    struct tls_ctx *grpc_tls;     /* NULL: h2c; shared read-only by all workers */
     struct ev_loop *loop;
     bool draining;
     struct car_rest_conn *rest_conns;

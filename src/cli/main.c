@@ -99,6 +99,11 @@ static const char usage_car_server[] =
     "      --request-timeout SECS time to send a whole request once begun\n"
     "                             (default 10; slow clients are answered 408)\n"
     "      --drain-timeout SECS   graceful shutdown bound (default 5)\n"
+    "      --tls-cert FILE        with --tls-key: gRPC over TLS (ALPN h2 only)\n"
+    "      --tls-key FILE         PEM private key of --tls-cert\n"
+    "      --tls-ca FILE          PEM CAs for client certificates\n"
+    "      --tls-require-client-cert  mutual TLS: clients need a certificate\n"
+    "                             that chains to --tls-ca (REST stays cleartext)\n"
     "  -v, --verbose              log every connection and request\n"
     "  -h, --help                 this text\n";
 
@@ -234,7 +239,21 @@ static int parse_port_or_off(const char *arg, int *out)
 
 static int cmd_car_server(int argc, char **argv)
 {
-    enum { O_REST = 256, O_GRPC, O_MAXCONN, O_HEADER, O_BODY, O_MESSAGE, O_IDLE, O_REQUEST, O_DRAIN };
+    enum {
+        O_REST = 256,
+        O_GRPC,
+        O_MAXCONN,
+        O_HEADER,
+        O_BODY,
+        O_MESSAGE,
+        O_IDLE,
+        O_REQUEST,
+        O_DRAIN,
+        O_TLS_CERT,
+        O_TLS_KEY,
+        O_TLS_CA,
+        O_TLS_REQUIRE,
+    };
     static const struct option opts[] = {
         {"bind", required_argument, NULL, 'b'},
         {"rest-port", required_argument, NULL, O_REST},
@@ -247,6 +266,10 @@ static int cmd_car_server(int argc, char **argv)
         {"idle-timeout", required_argument, NULL, O_IDLE},
         {"request-timeout", required_argument, NULL, O_REQUEST},
         {"drain-timeout", required_argument, NULL, O_DRAIN},
+        {"tls-cert", required_argument, NULL, O_TLS_CERT},
+        {"tls-key", required_argument, NULL, O_TLS_KEY},
+        {"tls-ca", required_argument, NULL, O_TLS_CA},
+        {"tls-require-client-cert", no_argument, NULL, O_TLS_REQUIRE},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -300,6 +323,18 @@ static int cmd_car_server(int argc, char **argv)
             ok = opt_parse_uint(optarg, 1, 86400, &v) == 0;
             cfg.drain_timeout_ms = (uint32_t)v * 1000;
             break;
+        case O_TLS_CERT:
+            cfg.tls_cert = optarg;
+            break;
+        case O_TLS_KEY:
+            cfg.tls_key = optarg;
+            break;
+        case O_TLS_CA:
+            cfg.tls_ca = optarg;
+            break;
+        case O_TLS_REQUIRE:
+            cfg.tls_require_client_cert = true;
+            break;
         case 'v':
             log_set_level(LOG_DEBUG);
             cfg.log_requests = true;
@@ -322,6 +357,16 @@ static int cmd_car_server(int argc, char **argv)
     }
     if (cfg.rest_port < 0 && cfg.grpc_port < 0) {
         fprintf(stderr, "shootout car-server: both listeners are off; nothing to serve\n");
+        return EXIT_USAGE;
+    }
+    const char *tls_misuse = !cfg.tls_cert != !cfg.tls_key ? "--tls-cert and --tls-key go together"
+                             : !cfg.tls_cert && (cfg.tls_ca || cfg.tls_require_client_cert)
+                                 ? "--tls-ca and --tls-require-client-cert need --tls-cert"
+                             : cfg.tls_require_client_cert && !cfg.tls_ca
+                                 ? "--tls-require-client-cert needs --tls-ca"
+                                 : NULL;
+    if (tls_misuse) {
+        fprintf(stderr, "shootout car-server: %s\n", tls_misuse);
         return EXIT_USAGE;
     }
     return car_server_run(&cfg);

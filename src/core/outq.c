@@ -113,7 +113,10 @@ static void outq_compact(struct outq *q)
     }
 }
 
-int outq_flush(struct outq *q, int fd)
+/* fn NULL: writev on fd, where a short write means the socket is full.
+ * Otherwise fn, which may take less while having room (TLS takes one
+ * record per call), so only EAGAIN stops it. */
+static int outq_drain(struct outq *q, int fd, outq_writev_fn fn, void *arg)
 {
     while (q->count > 0) {
         struct iovec iov[OUTQ_IOV];
@@ -128,7 +131,7 @@ int outq_flush(struct outq *q, int fd)
             offered += iov[n].iov_len;
             n++;
         }
-        ssize_t w = writev(fd, iov, n);
+        ssize_t w = fn ? fn(arg, iov, n) : writev(fd, iov, n);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
@@ -154,7 +157,7 @@ int outq_flush(struct outq *q, int fd)
             q->count--;
             q->head_sent = 0;
         }
-        if ((size_t)w < offered) {
+        if (!fn && (size_t)w < offered) {
             /* Short write: the socket buffer is full. */
             outq_compact(q);
             return 1;
@@ -162,6 +165,16 @@ int outq_flush(struct outq *q, int fd)
     }
     outq_release_memory(q);
     return 0;
+}
+
+int outq_flush(struct outq *q, int fd)
+{
+    return outq_drain(q, fd, NULL, NULL);
+}
+
+int outq_flush_with(struct outq *q, outq_writev_fn fn, void *arg)
+{
+    return outq_drain(q, -1, fn, arg);
 }
 
 void outq_clear(struct outq *q)

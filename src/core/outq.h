@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 /* A shared block's reference count; embed it in the shared object and
  * give a release function that frees the object when the count is 0. */
@@ -60,6 +62,14 @@ static inline size_t outq_pending(const struct outq *q) { return q->bytes; }
  * written, 1 when the socket is full (wait for writability), -1 with errno
  * on a write error (the connection is dead). */
 int outq_flush(struct outq *q, int fd);
+
+/* A transport's writev (TLS): the bytes taken, which may be fewer than
+ * offered while it still has room, or -1 with errno (EAGAIN: full, wait
+ * for what the transport says). */
+typedef ssize_t (*outq_writev_fn)(void *arg, const struct iovec *iov, int iovcnt);
+/* outq_flush through fn, with the same results; it goes on until fn fails
+ * or everything is taken. */
+int outq_flush_with(struct outq *q, outq_writev_fn fn, void *arg);
 
 /* Drops everything pending and frees the queue's memory. */
 void outq_clear(struct outq *q);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/tls.h"
 
 #define H2_IO_CHUNK (64 * 1024)
 
@@ -43,8 +44,51 @@ void h2_io_session(struct h2_io *x, bool server, const struct h2_io_callbacks *c
     nghttp2_session_set_local_window_size(x->h2, NGHTTP2_FLAG_NONE, 0, window);
 }
 
+/* Hands n bytes of h2_io_rbuf to the session: 0 or -1 (see h2_io_read). */
+static int h2_io_feed(struct h2_io *x, size_t n, const char **why)
+{
+    ssize_t rv = nghttp2_session_mem_recv(x->h2, h2_io_rbuf, n);
+    if (rv < 0) {
+        errno = 0;
+        *why = nghttp2_strerror((int)rv);
+        return -1;
+    }
+    return 0;
+}
+
+/* h2_io_read over TLS. A read returns one record's plaintext at most, so
+ * it stops once OpenSSL holds nothing more: what is still in the socket
+ * makes it readable again. */
+static int h2_io_tls_read(struct h2_io *x, size_t budget, const char **why)
+{
+    size_t done = 0;
+    x->read_wants_write = false;
+    while (done < budget) {
+        ssize_t n = tls_read(x->tls, h2_io_rbuf, sizeof h2_io_rbuf);
+        if (n == TLS_WANT_READ)
+            return 0;
+        if (n == TLS_WANT_WRITE) {
+            x->read_wants_write = true; /* h2_io_flush watches for it */
+            return 0;
+        }
+        if (n < 0) {
+            errno = 0;
+            *why = n == TLS_CLOSED ? "closed by peer (TLS close_notify)" : tls_conn_error(x->tls);
+            return -1;
+        }
+        if (h2_io_feed(x, (size_t)n, why) < 0)
+            return -1;
+        done += (size_t)n;
+        if (!tls_read_pending(x->tls))
+            return 0;
+    }
+    return 0;
+}
+
 int h2_io_read(struct h2_io *x, size_t budget, const char **why)
 {
+    if (x->tls)
+        return h2_io_tls_read(x, budget, why);
     size_t done = 0;
     while (done < budget) {
         ssize_t n = read(x->io.fd, h2_io_rbuf, sizeof h2_io_rbuf);
@@ -61,12 +105,8 @@ int h2_io_read(struct h2_io *x, size_t budget, const char **why)
             *why = strerror(errno);
             return -1;
         }
-        ssize_t rv = nghttp2_session_mem_recv(x->h2, h2_io_rbuf, (size_t)n);
-        if (rv < 0) {
-            errno = 0;
-            *why = nghttp2_strerror((int)rv);
+        if (h2_io_feed(x, (size_t)n, why) < 0)
             return -1;
-        }
         done += (size_t)n;
         if ((size_t)n < sizeof h2_io_rbuf)
             return 0;
@@ -74,20 +114,68 @@ int h2_io_read(struct h2_io *x, size_t budget, const char **why)
     return 0;
 }
 
+int h2_io_handshake(struct h2_io *x, struct ev_loop *loop, const char **why)
+{
+    int r = tls_handshake(x->tls);
+    if (r == TLS_WANT_READ || r == TLS_WANT_WRITE) {
+        ev_io_modify(loop, &x->io, r == TLS_WANT_READ ? EV_READ : EV_WRITE);
+        return 1;
+    }
+    if (r != TLS_OK) {
+        *why = r == TLS_CLOSED ? "closed by peer during the TLS handshake" : tls_conn_error(x->tls);
+        return -1;
+    }
+    size_t len;
+    const char *alpn = tls_alpn(x->tls, &len);
+    if (!alpn || len != 2 || memcmp(alpn, "h2", 2) != 0) {
+        *why = "the TLS peer did not negotiate HTTP/2 (ALPN h2)";
+        return -1;
+    }
+    x->tls_ready = true;
+    ev_io_modify(loop, &x->io, EV_READ);
+    return 0;
+}
+
+/* writev through TLS, for outq_flush_with and h2_io_write: bytes taken,
+ * or -1 with errno EAGAIN (x->write_wait says for what) or EPROTO
+ * (tls_conn_error says why). */
+static ssize_t h2_io_tls_writev(void *arg, const struct iovec *iov, int iovcnt)
+{
+    struct h2_io *x = arg;
+    ssize_t w = tls_writev(x->tls, iov, iovcnt);
+    if (w >= 0)
+        return w;
+    if (w == TLS_WANT_READ || w == TLS_WANT_WRITE) {
+        x->write_wait = w == TLS_WANT_READ ? EV_READ : EV_WRITE;
+        errno = EAGAIN;
+    } else {
+        errno = EPROTO;
+    }
+    return -1;
+}
+
+static const char *h2_io_write_error(const struct h2_io *x)
+{
+    return x->tls && errno == EPROTO ? tls_conn_error(x->tls) : strerror(errno);
+}
+
 /* Writes p[0..len) with out empty; what the socket does not take goes
  * into out. 0, 1 (socket full) or -1. */
 static int h2_io_write(struct h2_io *x, const uint8_t *p, size_t len, const char **why)
 {
     while (len > 0) {
-        ssize_t w = write(x->io.fd, p, len);
+        ssize_t w = x->tls ? h2_io_tls_writev(x, &(struct iovec){(void *)p, len}, 1)
+                           : write(x->io.fd, p, len);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                /* TLS took nothing and must be offered these bytes
+                 * first next time: they head out. */
                 outq_copy(&x->out, p, len);
                 return 1;
             }
-            *why = strerror(errno);
+            *why = h2_io_write_error(x);
             return -1;
         }
         p += w;
@@ -101,9 +189,10 @@ static int h2_io_write(struct h2_io *x, const uint8_t *p, size_t len, const char
 static int h2_io_send(struct h2_io *x, const char **why)
 {
     if (outq_pending(&x->out) > 0) {
-        int r = outq_flush(&x->out, x->io.fd);
+        int r = x->tls ? outq_flush_with(&x->out, h2_io_tls_writev, x)
+                       : outq_flush(&x->out, x->io.fd);
         if (r < 0)
-            *why = strerror(errno);
+            *why = h2_io_write_error(x);
         if (r != 0)
             return r;
     }
@@ -140,16 +229,18 @@ static int h2_io_send(struct h2_io *x, const char **why)
 
 enum h2_io_flushed h2_io_flush(struct h2_io *x, struct ev_loop *loop, const char **why)
 {
+    if (!h2_io_ready(x))
+        return H2_IO_OPEN; /* the SETTINGS wait in the session */
     int r = h2_io_send(x, why);
     if (r < 0)
         return H2_IO_ERROR;
-    if (r == 1 && !x->write_blocked) {
-        x->write_blocked = true;
-        ev_io_modify(loop, &x->io, EV_WRITE);
-    } else if (r == 0 && x->write_blocked) {
-        x->write_blocked = false;
-        ev_io_modify(loop, &x->io, EV_READ);
-    }
+    x->write_blocked = r == 1;
+    uint32_t watch = EV_READ;
+    if (r == 1)
+        watch = x->tls ? x->write_wait : EV_WRITE;
+    else if (x->read_wants_write)
+        watch = EV_WRITE;
+    ev_io_modify(loop, &x->io, watch); /* no system call when unchanged */
     if (r == 0 && !nghttp2_session_want_read(x->h2) && !nghttp2_session_want_write(x->h2))
         return H2_IO_FINISHED;
     return H2_IO_OPEN;
@@ -161,6 +252,12 @@ void h2_io_close(struct h2_io *x, struct ev_loop *loop)
         nghttp2_session_del(x->h2);
     x->h2 = NULL;
     ev_io_stop(loop, &x->io);
+    if (x->tls) {
+        if (x->tls_ready)
+            tls_shutdown(x->tls); /* one try: the socket closes next anyway */
+        tls_conn_free(x->tls);
+        x->tls = NULL;
+    }
     close(x->io.fd);
     x->io.fd = -1;
     outq_clear(&x->out);

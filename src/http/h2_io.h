@@ -15,6 +15,16 @@
  * does not read cannot make us queue without bound.
  *
  * Both use per-thread scratch buffers: one loop per thread, as everywhere.
+ *
+ * TLS (optional, core/tls.h): the caller sets x->tls right after the
+ * connect or accept and drives h2_io_handshake until it is done; the
+ * connection is HTTP/2 only if ALPN agreed on "h2" (RFC 9113 section 3.3).
+ * Then reading and writing go through OpenSSL with the same shape: one
+ * write per wake-up, the rest kept in out. Two differences: OpenSSL may
+ * hold a decrypted record the socket no longer announces, so a read goes
+ * on while it does; and a TLS write may wait for readability, or a read
+ * for writability (key updates), so the socket is watched for whatever
+ * TLS asked. Cleartext costs one branch more per call, nothing else.
  */
 #ifndef SHOOTOUT_H2_IO_H
 #define SHOOTOUT_H2_IO_H
@@ -27,12 +37,30 @@
 #include "core/ev.h"
 #include "core/outq.h"
 
+struct tls_conn;
+
 struct h2_io {
     struct ev_io io; /* caller-set fd, cb and data; first, so io callbacks find us */
     nghttp2_session *h2;
     struct outq out; /* what the socket did not take */
     bool write_blocked;
+    struct tls_conn *tls;  /* NULL: cleartext; owned (h2_io_close frees it) */
+    bool tls_ready;        /* handshake done, h2 agreed */
+    bool read_wants_write; /* TLS: a read must wait for writability */
+    uint32_t write_wait;   /* TLS: what a blocked write waits for (EV_READ/EV_WRITE) */
 };
+
+/* Whether the connection speaks HTTP/2 yet: always in cleartext, after
+ * h2_io_handshake with TLS. */
+static inline bool h2_io_ready(const struct h2_io *x) { return !x->tls || x->tls_ready; }
+
+/* Whether a wake-up with `events` should read: not while a write waits
+ * (its retry comes first, and reading more would queue more answers), and
+ * on writability for a TLS read that waits for it. */
+static inline bool h2_io_may_read(const struct h2_io *x, uint32_t events)
+{
+    return !x->write_blocked && (events & (x->read_wants_write ? EV_WRITE : EV_READ));
+}
 
 /* The callbacks a session needs; NULL for those not wanted. */
 struct h2_io_callbacks {
@@ -60,6 +88,12 @@ void h2_io_session(struct h2_io *x, bool server, const struct h2_io_callbacks *c
  * connection preface). *why says which, for logs. */
 int h2_io_read(struct h2_io *x, size_t budget, const char **why);
 
+/* Advances the TLS handshake and watches the socket for what it waits for.
+ * Returns 1 while it goes on, 0 once done with ALPN "h2" agreed (the
+ * socket is then watched for reading), or -1 with *why: the handshake
+ * failed, or the peer did not negotiate h2. */
+int h2_io_handshake(struct h2_io *x, struct ev_loop *loop, const char **why);
+
 enum h2_io_flushed {
     H2_IO_ERROR = -1,   /* a write or session error (errno, *why) */
     H2_IO_OPEN = 0,     /* written, or waiting for writability */
@@ -69,12 +103,14 @@ enum h2_io_flushed {
 };
 
 /* Writes what out kept and what the session has to send, and watches the
- * socket for what comes next (see the top of this file). */
+ * socket for what comes next (see the top of this file). Before the TLS
+ * handshake is done it writes nothing (H2_IO_OPEN). */
 enum h2_io_flushed h2_io_flush(struct h2_io *x, struct ev_loop *loop, const char **why);
 
 /* Stops watching the socket (so that the caller may free x at once, even
- * with events of this wake-up still to come), closes it, and frees the
- * session and the pending output. */
+ * with events of this wake-up still to come), sends TLS close_notify if it
+ * can at once, closes the socket, and frees the session, the TLS
+ * connection and the pending output. */
 void h2_io_close(struct h2_io *x, struct ev_loop *loop);
 
 /* A DATA source of bytes held by the caller, for nghttp2_data_provider. */
