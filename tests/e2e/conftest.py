@@ -314,7 +314,8 @@ class CarServer:
     """A running `shootout car-server` on free ports (port 0), which it names
     in its start-up log line."""
 
-    LISTENING = re.compile(r"REST \(HTTP/1\.1\) on (\S+?|off), gRPC \(h2c\) on (\S+?|off), ")
+    LISTENING = re.compile(r"REST \(HTTP/1\.1\) on (\S+?|off), gRPC \((?:h2c|h2, TLS|h2, mutual TLS)\) "
+                           r"on (\S+?|off), ")
 
     def __init__(self, workdir, extra_args):
         self.host = HOST

@@ -9,7 +9,6 @@ server certificate for 127.0.0.1 and localhost (subjectAltName), a client
 certificate from the same CA, and a second CA nobody trusts.
 """
 
-import re
 import select
 import socket
 import ssl
@@ -20,7 +19,6 @@ import time
 import grpc
 import pytest
 
-import conftest
 import h2_raw
 import test_bench
 from conftest import HOST, SHOOTOUT_BIN
@@ -29,14 +27,6 @@ from test_car_grpc import article_message, check_stub, pb, send_stub  # noqa: F4
 SEND_PATH = "/com.stevenpg.rvg.MessageService/send"
 UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
 REFUSED = "TLS connection refused"
-
-
-@pytest.fixture(autouse=True)
-def tls_listening_line(monkeypatch):
-    """conftest's CarServer waits for "gRPC (h2c) on ..."; with TLS the
-    start-up line says "gRPC (h2, TLS) on ..." instead."""
-    monkeypatch.setattr(conftest.CarServer, "LISTENING", re.compile(
-        r"REST \(HTTP/1\.1\) on (\S+?|off), gRPC \((?:h2c|h2, TLS|h2, mutual TLS)\) on (\S+?|off), "))
 
 
 def openssl(*args, cwd):
