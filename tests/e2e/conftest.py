@@ -112,6 +112,11 @@ class Broker:
         self.returncode = None
         if kind == "mosquitto":
             conf = os.path.join(workdir, "mosquitto-%d.conf" % port)
+            if persistence_dir:
+                # Mosquitto does not create it, and as root it runs as user
+                # mosquitto.
+                os.makedirs(persistence_dir, exist_ok=True)
+                os.chmod(persistence_dir, 0o777)
             lines = [
                 "per_listener_settings false",
                 "persistence true\npersistence_location %s/" % persistence_dir
