@@ -7,10 +7,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/persist.h"
 #include "broker/retain.h"
 #include "broker/subtree.h"
 #include "core/log.h"
@@ -33,6 +35,7 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->queue_qos0 = false;
     cfg->connect_timeout_ms = 10000;
     cfg->sys_interval_s = 10;
+    snprintf(cfg->persistence.location, sizeof cfg->persistence.location, "broker-data");
 }
 
 static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
@@ -54,7 +57,11 @@ static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t ev
     }
 }
 
-static void broker_on_sweep(struct ev_loop *loop, struct ev_timer *t) { conn_sweep(t->data); }
+static void broker_on_sweep(struct ev_loop *loop, struct ev_timer *t)
+{
+    conn_sweep(t->data);
+    persist_tick(t->data);
+}
 
 static void broker_on_sys(struct ev_loop *loop, struct ev_timer *t) { sys_tree_publish(t->data); }
 
@@ -115,6 +122,7 @@ void broker_shutdown(struct broker *b)
     while ((c = b->conns))
         conn_kick(b, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down", true);
     conn_prepare(b);
+    persist_close(b);
     /* Delayed wills would only reach sessions that are about to go too. */
     size_t i = 0;
     struct hmap_slot *slot;
@@ -162,6 +170,11 @@ int broker_run(const struct broker_config *cfg)
      * the port accept may send SIGTERM at once and must get a clean stop. */
     struct broker b;
     broker_init(&b, cfg, loop);
+    if (cfg->persistence.on && persist_open(&b) < 0) {
+        broker_shutdown(&b);
+        ev_loop_free(loop);
+        return 1;
+    }
     int lfd = net_listen(cfg->bind, cfg->port, 1024, 0, err, sizeof err);
     if (lfd < 0) {
         log_error("%s", err);

@@ -20,6 +20,11 @@ struct broker_config {
     bool queue_qos0;           /* queue QoS 0 for offline persistent sessions */
     uint32_t connect_timeout_ms; /* time allowed between accept and CONNECT */
     uint32_t sys_interval_s;   /* $SYS/broker/... update period; 0 = off */
+    struct {                   /* docs/persistence.md */
+        bool on;
+        char location[1024];   /* data directory; default broker-data */
+        uint32_t sync_interval_ms; /* 0: fdatasync every commit */
+    } persistence;
 };
 
 /* Fills in the defaults documented in docs/broker.md. */

@@ -10,7 +10,7 @@
 #include "core/mem.h"
 #include "core/opt.h"
 
-enum conf_kind { CONF_U32, CONF_SIZE, CONF_SECONDS_MS, CONF_BOOL, CONF_PORT, CONF_BIND };
+enum conf_kind { CONF_U32, CONF_SIZE, CONF_SECONDS_MS, CONF_BOOL, CONF_PORT, CONF_BIND, CONF_DIR };
 
 struct conf_setting {
     const char *keyword; /* in files */
@@ -33,6 +33,10 @@ static const struct conf_setting conf_settings[] = {
     {"queue_qos0_messages", "queue-qos0", CONF_BOOL, CFG(queue_qos0), 0, 0},
     {"connect_timeout", "connect-timeout", CONF_SECONDS_MS, CFG(connect_timeout_ms), 1, 3600},
     {"sys_interval", "sys-interval", CONF_U32, CFG(sys_interval_s), 0, 86400},
+    {"persistence", "persistence", CONF_BOOL, CFG(persistence.on), 0, 0},
+    {"persistence_location", "persistence-location", CONF_DIR, CFG(persistence.location), 0, 0},
+    {"persistence_sync_interval", "persistence-sync-interval", CONF_U32,
+     CFG(persistence.sync_interval_ms), 0, 3600000},
 };
 
 /* Mosquitto keywords whose value shootout already behaves as: accepted
@@ -41,7 +45,6 @@ static const struct {
     const char *keyword, *value;
 } conf_as_is[] = {
     {"allow_anonymous", "true"},
-    {"persistence", "false"},
     {"per_listener_settings", "false"},
 };
 
@@ -50,6 +53,8 @@ static const struct {
 static const char *const conf_ignored[] = {
     "log_dest", "log_type", "log_timestamp", "log_timestamp_format", "user", "pid_file",
     "connection_messages",
+    /* Mosquitto's snapshot settings: the log is always current. */
+    "persistence_file", "autosave_interval", "autosave_on_changes",
 };
 
 static int conf_error(char *err, size_t errlen, const char *fmt, ...)
@@ -80,6 +85,11 @@ int broker_conf_set(struct broker_config *cfg, const char *name, const char *val
             return conf_error(err, errlen, "%s wants an address, not '%s'", name, value);
         snprintf(cfg->bind_storage, sizeof cfg->bind_storage, "%s", value);
         cfg->bind = cfg->bind_storage;
+        return 0;
+    case CONF_DIR:
+        if (!value[0] || strlen(value) >= sizeof cfg->persistence.location)
+            return conf_error(err, errlen, "%s wants a directory, not '%s'", name, value);
+        snprintf(field, sizeof cfg->persistence.location, "%s", value);
         return 0;
     case CONF_BOOL:
         if (!strcmp(value, "true"))

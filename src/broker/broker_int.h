@@ -110,6 +110,7 @@ struct delivery {
     uint8_t qos;
     bool retain;
     bool shared;     /* chosen through a shared subscription */
+    uint64_t entry;  /* persist.c: its log entry id; 0 = not in the log */
 };
 
 struct inflight {
@@ -152,6 +153,7 @@ struct session {
     /* Routing scratch: dedups overlapping subscriptions per message. */
     uint32_t match_gen;
     uint32_t match_idx; /* its entry in b->matches */
+    bool persisted;     /* persist.c: its SESSION record is live in the log */
 };
 
 /* One session a message is routed to, and how. */
@@ -217,6 +219,7 @@ struct broker {
     size_t out_high, out_low;
     uint32_t queue_high, queue_low;
     struct broker_stats stats;
+    struct persist *persist; /* persist.c; NULL with persistence off */
 };
 
 /* Our MQTT 5 Receive Maximum: QoS 2 messages a client may have waiting for
@@ -301,6 +304,10 @@ void session_deliver(struct broker *b, struct session *s, struct msg *m, const s
 /* After CONNACK on a resumed session: resend the inflight window with DUP
  * and fill it from the queue. */
 void session_resume(struct broker *b, struct session *s);
+/* persist.c, at start: puts back a copy of m that was queued or in flight
+ * in state (enum plog_state) with packet_id. */
+void session_restore(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
+                     uint8_t state, uint16_t packet_id);
 /* Acknowledgement flows for messages the broker sent; reason is the MQTT 5
  * reason code (0 from MQTT 3.1.1). */
 void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id,
@@ -331,6 +338,10 @@ void conn_resume(struct broker *b, struct conn *c);
 /* Remember / forget a subscription for cleanup; returns true if new. */
 bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, subtree_opts opts);
 bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len);
+/* Remembers a subscription and adds it to the tree or its group (filter
+ * must not be a malformed shared one); returns true if new. */
+bool session_subscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
+                       subtree_opts opts);
 /* Removes one remembered subscription from the tree or its group. */
 void session_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len);
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/persist.h"
 #include "core/inbuf.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -139,7 +140,9 @@ void conn_kick(struct broker *b, struct conn *c, uint8_t reason, const char *why
         return;
     if (c->v5 && c->state == CONN_ACTIVE)
         conn_write_reason(c, MQTT_DISCONNECT, 0, reason, why);
-    conn_write_out(b, c);
+    /* No acknowledgement may leave before its records are durable. */
+    if (persist_commit(b))
+        conn_write_out(b, c);
     conn_close(b, c, why, graceful);
 }
 
@@ -354,6 +357,10 @@ bool conn_prepare(struct broker *b)
         if (c->state != CONN_CLOSED)
             conn_read_resumed(b, c);
     }
+    /* Group commit: what this iteration's packets changed is durable
+     * before any acknowledgement of them leaves; else retry next time. */
+    if (!persist_commit(b))
+        return true;
     while (b->dirty) {
         struct conn *c = b->dirty;
         b->dirty = c->dirty_next;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "broker/broker_int.h"
+#include "broker/persist.h"
 #include "core/log.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
@@ -126,6 +127,7 @@ static void connect_accept(struct broker *b, struct conn *c, const struct mqtt5_
     else
         s->expiry_s = ci->clean_start ? 0 : SESSION_NEVER;
     session_attach(b, s, c);
+    persist_session(b, s);
     b->nclients++;
     c->keepalive = ci->keepalive;
     c->state = CONN_ACTIVE;

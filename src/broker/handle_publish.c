@@ -12,6 +12,7 @@
  * copy, to one member, whatever else matched.
  */
 #include "broker/broker_int.h"
+#include "broker/persist.h"
 #include "broker/retain.h"
 #include "broker/subtree.h"
 #include "core/mem.h"
@@ -86,6 +87,7 @@ static inline void route_deliver(struct broker *b, struct msg *m)
 
 static void route_retain(struct broker *b, struct msg *m)
 {
+    persist_retain(b, m);
     if (m->payload_len == 0)
         retain_set(b->retained, msg_topic(m), m->topic_len, NULL);
     else
@@ -172,6 +174,8 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
     int seen = p.qos == 2 ? session_qos2_seen(origin, p.packet_id, c->v5 ? broker_receive_max(b) : UINT32_MAX) : 0;
     if (seen < 0)
         return MQTT5_RC_RECEIVE_MAXIMUM_EXCEEDED; /* [MQTT-3.3.4-9] */
+    if (p.qos == 2 && !seen)
+        persist_qos2_in(b, origin, p.packet_id, true);
     b->nmatches = 0;
     if (seen) {
         /* A retransmission: acknowledge again, deliver nothing. */
@@ -227,6 +231,8 @@ int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t 
         return 0;
     }
     bool known = session_qos2_release(c->session, id);
+    if (known)
+        persist_qos2_in(b, c->session, id, false);
     if (!c->v5)
         mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_PUBCOMP, id);
     else

@@ -4,6 +4,7 @@
  * for authorization.
  */
 #include "broker/broker_int.h"
+#include "broker/persist.h"
 #include "broker/retain.h"
 #include "broker/subtree.h"
 #include "core/mem.h"
@@ -40,12 +41,8 @@ static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes 
     *send_retained = false;
     if (shared < 0)
         return s->v5 ? MQTT5_RC_TOPIC_FILTER_INVALID : MQTT_SUBACK_FAILURE;
-    subtree_opts opts = sub_opts(options, sub_id);
-    bool is_new = session_add_sub(s, filter.ptr, filter.len, opts);
-    if (shared)
-        share_add(b, filter.ptr, filter.len, inner, s, opts);
-    else
-        subtree_add(b->subs, filter.ptr, filter.len, s, opts);
+    bool is_new = session_subscribe(b, s, filter.ptr, filter.len, sub_opts(options, sub_id));
+    persist_sub(b, s, filter.ptr, filter.len, options, sub_id, true);
     /* Retained messages follow the SUBACK, for every filter, even one that
      * only replaced an existing subscription (MQTT-3.8.4-3), unless MQTT 5's
      * Retain Handling says otherwise; never for a shared one (4.8.2). */
@@ -140,8 +137,10 @@ int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, ui
     mqtt_filter_iter_init(&it, &f);
     while (mqtt_filter_next(&it, &filter, &unused)) {
         bool had = session_remove_sub(c->session, filter.ptr, filter.len);
-        if (had)
+        if (had) {
             session_unsubscribe(b, c->session, filter.ptr, filter.len);
+            persist_sub(b, c->session, filter.ptr, filter.len, 0, 0, false);
+        }
         codes[n++] = had ? MQTT5_RC_SUCCESS : MQTT5_RC_NO_SUBSCRIPTION_EXISTED;
     }
     if (!c->v5) {

@@ -54,6 +54,7 @@ struct msg *msg_new(const uint8_t *topic, size_t topic_len, const uint8_t *paylo
     m->enc5 = NULL;
     m->enc5_len = 0;
     m->hdr5_len = 0;
+    m->plog_id = 0;
     uint8_t *p = m->enc;
     *p++ = MQTT_PUBLISH << 4;
     p += mqtt_encode_varint(p, rl);

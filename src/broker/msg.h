@@ -40,6 +40,7 @@ struct msg {
     uint8_t *enc5;        /* owned: the MQTT 5 QoS 0 encoding, once a subscriber needed it */
     uint32_t enc5_len;
     uint8_t hdr5_len;
+    uint64_t plog_id;     /* persist.c: its id in the log; 0 = not stored */
     uint8_t enc[];        /* 0x30, Remaining Length, topic length, topic, payload */
 };
 

@@ -143,6 +143,7 @@ static bool codec_rec(struct codec *c, struct plog_rec *r)
         struct plog_session *s = &r->session;
         C_STR(c, s->client_id);
         C_U32(c, s->expiry);
+        C_U64(c, s->expires_at_ms);
         C_U8(c, s->protocol);
         C_BOOL(c, s->has_will);
         C_BOOL(c, s->will_retain);

@@ -64,6 +64,9 @@ struct plog_bytes {
 struct plog_session {
     struct plog_bytes client_id;
     uint32_t expiry;   /* session expiry interval, seconds */
+    /* Wall-clock (CLOCK_REALTIME) ms when the offline session expires;
+     * 0 while connected or if it never does. */
+    uint64_t expires_at_ms;
     uint8_t protocol;  /* MQTT protocol level: 4 or 5 */
     bool has_will;
     bool will_retain;

@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "broker/broker_int.h"
+#include "broker/persist.h"
+#include "broker/plog.h"
 #include "broker/subtree.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -61,6 +63,7 @@ static void session_publish_will(struct broker *b, struct msg *will)
 void session_destroy(struct broker *b, struct session *s)
 {
     struct msg *will = s->will;
+    persist_session_del(b, s);
     timers_remove(b, s);
     session_release_publishers(b, s, true);
     for (uint32_t i = 0; i < s->nsubs; i++) {
@@ -108,6 +111,7 @@ void session_detach(struct broker *b, struct session *s, struct msg *will, uint3
         s->expires_ms = now + (uint64_t)s->expiry_s * 1000;
     if (s->will || s->expiry_s != SESSION_NEVER)
         timers_add(b, s);
+    persist_session(b, s);
 }
 
 void session_attach(struct broker *b, struct session *s, struct conn *c)
@@ -243,21 +247,32 @@ static void session_send_qos0(struct broker *b, struct conn *c, struct msg *m, c
         b->stats.msgs_out++;
 }
 
-static void session_send_inflight(struct broker *b, struct session *s, struct msg *m,
-                                  const struct delivery *d)
+/* A new slot at the end of the inflight window. */
+static struct inflight *session_inflight_add(struct broker *b, struct session *s)
 {
-    uint16_t packet_id = session_next_packet_id(s);
-    if (!session_write(b, s->conn, m, d, packet_id, false))
-        return;
     if (s->ninflight == s->inflight_cap) {
         s->inflight_cap = s->inflight_cap ? s->inflight_cap * 2 : 4;
         if (s->inflight_cap > b->cfg->max_inflight)
             s->inflight_cap = b->cfg->max_inflight;
+        if (s->inflight_cap <= s->ninflight) /* restored beyond a smaller window */
+            s->inflight_cap = s->ninflight + 1;
         s->inflight = mem_realloc(s->inflight, s->inflight_cap * sizeof *s->inflight);
     }
-    struct inflight *f = &s->inflight[s->ninflight++];
+    return &s->inflight[s->ninflight++];
+}
+
+static void session_send_inflight(struct broker *b, struct session *s, struct msg *m,
+                                  const struct delivery *d)
+{
+    uint16_t packet_id = session_next_packet_id(s);
+    if (!session_write(b, s->conn, m, d, packet_id, false)) {
+        persist_entry_del(b, d);
+        return;
+    }
+    struct inflight *f = session_inflight_add(b, s);
     f->msg = msg_ref(m);
     f->d = *d;
+    f->d.entry = persist_out(b, s, m, d, PLOG_PUBLISH_SENT, packet_id);
     f->packet_id = packet_id;
     f->state = d->qos == 1 ? WAIT_PUBACK : WAIT_PUBREC;
     b->stats.msgs_out++;
@@ -283,6 +298,27 @@ static void session_enqueue(struct broker *b, struct session *s, struct msg *m,
     struct queued *e = &s->queue[(s->qhead + s->qlen++) % s->qcap];
     e->msg = msg_ref(m);
     e->d = *d;
+    if (!d->entry)
+        e->d.entry = persist_out(b, s, m, d, PLOG_QUEUED, 0);
+}
+
+void session_restore(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
+                     uint8_t state, uint16_t packet_id)
+{
+    if (state == PLOG_QUEUED || (state == PLOG_PUBLISH_SENT && s->ninflight >= b->cfg->max_inflight)) {
+        session_enqueue(b, s, m, d);
+        return;
+    }
+    struct inflight *f = session_inflight_add(b, s);
+    f->d = *d;
+    f->packet_id = packet_id;
+    if (state == PLOG_PUBREL_SENT) {
+        f->msg = NULL;
+        f->state = WAIT_PUBCOMP;
+    } else {
+        f->msg = msg_ref(m);
+        f->state = d->qos == 1 ? WAIT_PUBACK : WAIT_PUBREC;
+    }
 }
 
 /* Moves queued messages into the inflight window while it has room. */
@@ -293,9 +329,10 @@ static void session_pump(struct broker *b, struct session *s)
         struct queued e = s->queue[s->qhead];
         s->qhead = (s->qhead + 1) % s->qcap;
         s->qlen--;
-        if (e.msg->expires_ms && msg_expired(e.msg, now))
+        if (e.msg->expires_ms && msg_expired(e.msg, now)) {
             b->stats.dropped_expired++; /* [MQTT-3.3.2-5] */
-        else if (e.d.qos == 0)
+            persist_entry_del(b, &e.d);
+        } else if (e.d.qos == 0)
             session_send_qos0(b, s->conn, e.msg, &e.d);
         else
             session_send_inflight(b, s, e.msg, &e.d);
@@ -393,9 +430,10 @@ void session_deliver(struct broker *b, struct session *s, struct msg *m, const s
 }
 
 /* Drops inflight entry i (acknowledged, or never to be sent). */
-static void session_inflight_remove(struct session *s, uint32_t i)
+static void session_inflight_remove(struct broker *b, struct session *s, uint32_t i)
 {
     struct inflight *f = &s->inflight[i];
+    persist_entry_del(b, &f->d);
     if (f->msg)
         msg_unref(f->msg);
     memmove(f, f + 1, (s->ninflight - i - 1) * sizeof *f);
@@ -416,7 +454,7 @@ void session_resume(struct broker *b, struct session *s)
         if (f->state == WAIT_PUBCOMP) {
             mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_PUBREL, f->packet_id);
         } else if (!session_write(b, c, f->msg, &f->d, f->packet_id, true)) {
-            session_inflight_remove(s, i);
+            session_inflight_remove(b, s, i);
             continue;
         }
         i++;
@@ -433,17 +471,22 @@ static void session_handoff_shared(struct broker *b, struct session *s)
     uint32_t i = 0;
     while (i < s->ninflight) {
         struct inflight *f = &s->inflight[i];
-        if (f->d.shared && f->state != WAIT_PUBCOMP && share_redeliver(b, s, f->msg, &f->d))
-            session_inflight_remove(s, i);
+        struct delivery d = f->d;
+        d.entry = 0; /* the other member's copy is its own */
+        if (d.shared && f->state != WAIT_PUBCOMP && share_redeliver(b, s, f->msg, &d))
+            session_inflight_remove(b, s, i);
         else
             i++;
     }
     uint32_t kept = 0, n = s->qlen;
     for (uint32_t k = 0; k < n; k++) {
         struct queued e = s->queue[(s->qhead + k) % s->qcap];
-        if (e.d.shared && share_redeliver(b, s, e.msg, &e.d))
+        struct delivery d = e.d;
+        d.entry = 0;
+        if (e.d.shared && share_redeliver(b, s, e.msg, &d)) {
+            persist_entry_del(b, &e.d);
             msg_unref(e.msg);
-        else
+        } else
             s->queue[(s->qhead + kept++) % s->qcap] = e;
     }
     s->qlen = kept;
@@ -463,7 +506,7 @@ void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t p
             return;
         if (reason >= 0x80) {
             /* MQTT 5: the receiver refused it; the flow ends here (4.3.3). */
-            session_inflight_remove(s, i);
+            session_inflight_remove(b, s, i);
             session_pump(b, s);
             return;
         }
@@ -472,6 +515,7 @@ void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t p
             f->msg = NULL;
         }
         f->state = WAIT_PUBCOMP;
+        persist_pubrel_sent(b, &f->d, packet_id);
         mqtt_encode_ack(outq_reserve(&s->conn->out, MQTT_ACK_LEN), MQTT_PUBREL, packet_id);
         conn_mark_dirty(b, s->conn);
         return;
@@ -479,7 +523,7 @@ void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t p
     if ((type == MQTT_PUBACK) != (f->state == WAIT_PUBACK) ||
         (type == MQTT_PUBCOMP && f->state != WAIT_PUBCOMP))
         return;
-    session_inflight_remove(s, i);
+    session_inflight_remove(b, s, i);
     session_pump(b, s);
 }
 
@@ -549,6 +593,18 @@ bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len)
         }
     }
     return false;
+}
+
+bool session_subscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
+                       subtree_opts opts)
+{
+    size_t inner;
+    bool is_new = session_add_sub(s, filter, len, opts);
+    if (share_parse(filter, len, &inner) > 0)
+        share_add(b, filter, len, inner, s, opts);
+    else
+        subtree_add(b->subs, filter, len, s, opts);
+    return is_new;
 }
 
 void session_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len)

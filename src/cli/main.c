@@ -71,6 +71,12 @@ static const char usage_broker[] =
     "                                (default 10)\n"
     "      --sys-interval SECS       period of the $SYS/broker/... figures\n"
     "                                (default 10; 0 turns them off)\n"
+    "      --persistence             keep sessions, subscriptions, retained and\n"
+    "                                QoS 1/2 messages across restarts and crashes\n"
+    "                                (docs/persistence.md)\n"
+    "      --persistence-location DIR  its data directory (default broker-data)\n"
+    "      --persistence-sync-interval MS  0 (default): fdatasync before every\n"
+    "                                acknowledgement; N: at most every N ms\n"
     "  -v, --verbose                 log every connect and disconnect\n"
     "  -h, --help                    this text\n";
 
@@ -165,6 +171,9 @@ static int cmd_broker(int argc, char **argv)
         {"queue-qos0", no_argument, NULL, 0},
         {"connect-timeout", required_argument, NULL, 0},
         {"sys-interval", required_argument, NULL, 0},
+        {"persistence", no_argument, NULL, 0},
+        {"persistence-location", required_argument, NULL, 0},
+        {"persistence-sync-interval", required_argument, NULL, 0},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},

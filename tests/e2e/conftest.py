@@ -99,8 +99,9 @@ def shootout_available():
 class Broker:
     """A running broker process: shootout, or mosquitto as the peer."""
 
-    def __init__(self, workdir, kind, port, limits, verbose, extra_args):
+    def __init__(self, workdir, kind, port, limits, verbose, extra_args, persistence_dir=None):
         self.kind = kind
+        self.expected_rc = 0  # at teardown, after SIGTERM (kill() changes it)
         self.host = HOST
         self.port = port
         self.limits = dict(limits)
@@ -111,9 +112,15 @@ class Broker:
         self.returncode = None
         if kind == "mosquitto":
             conf = os.path.join(workdir, "mosquitto-%d.conf" % port)
+            if persistence_dir:
+                # Mosquitto does not create it, and as root it runs as user
+                # mosquitto.
+                os.makedirs(persistence_dir, exist_ok=True)
+                os.chmod(persistence_dir, 0o777)
             lines = [
                 "per_listener_settings false",
-                "persistence false",
+                "persistence true\npersistence_location %s/" % persistence_dir
+                if persistence_dir else "persistence false",
                 "allow_anonymous true",
                 "log_dest stderr",
                 "log_type all" if verbose else "log_type error\nlog_type warning\nlog_type notice\nlog_type information",
@@ -143,6 +150,8 @@ class Broker:
             }
             for key, value in limits.items():
                 argv += [flag_names[key], str(value)]
+            if persistence_dir:
+                argv += ["--persistence", "--persistence-location", persistence_dir]
         argv += list(extra_args)
         self.argv = argv
         self._err = open(self.stderr_path, "wb")
@@ -209,6 +218,12 @@ class Broker:
         self.returncode = self.proc.returncode
         return self.returncode
 
+    def kill(self):
+        """SIGKILL, as a crash: no shutdown work at all."""
+        self.expected_rc = -signal.SIGKILL
+        self.proc.kill()
+        self.proc.wait(STOP_TIMEOUT)
+
     def close_files(self):
         for f in (self._err, self._out):
             try:
@@ -254,7 +269,7 @@ def broker_factory(request, tmp_path):
     started = []
     request.node._e2e_brokers = started
 
-    def start(verbose=None, extra_args=(), **limits):
+    def start(verbose=None, extra_args=(), port=None, persistence_dir=None, **limits):
         if verbose is None:
             verbose = bool(os.environ.get("SHOOTOUT_E2E_VERBOSE"))
         if IS_PEER:
@@ -266,7 +281,8 @@ def broker_factory(request, tmp_path):
                             "or SHOOTOUT_TEST_PEER=mosquitto)" % SHOOTOUT_BIN)
         last = None
         for _attempt in range(3):  # a free port can be taken between probe and bind
-            b = Broker(str(tmp_path), kind, free_port(), limits, verbose, extra_args)
+            b = Broker(str(tmp_path), kind, port or free_port(), limits, verbose, extra_args,
+                       persistence_dir)
             started.append(b)
             try:
                 b.wait_ready()
@@ -291,8 +307,9 @@ def broker_factory(request, tmp_path):
         except AssertionError as e:
             errors.append(str(e))
             rc = b.proc.returncode
-        if b.kind == "shootout" and rc != 0:
-            errors.append("broker exit code %r on SIGTERM (expected 0):\n%s" % (rc, b.stderr_tail()))
+        if b.kind == "shootout" and rc != b.expected_rc:
+            errors.append("broker exit code %r on SIGTERM (expected %r):\n%s" % (
+                rc, b.expected_rc, b.stderr_tail()))
         try:
             b.assert_no_sanitizer_reports()
         except AssertionError as e:

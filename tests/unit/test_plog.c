@@ -54,8 +54,9 @@ static char *rec_line(const struct plog_rec *r)
     case PLOG_SESSION: {
         const struct plog_session *s = &r->session;
         put_hex(&o, end, s->client_id);
-        o += sprintf(o, "%u|%u|%d|%d|%u|%u|", s->expiry, s->protocol, s->has_will, s->will_retain,
-                     s->will_qos, s->will_delay);
+        o += sprintf(o, "%u|%llu|%u|%d|%d|%u|%u|", s->expiry,
+                     (unsigned long long)s->expires_at_ms, s->protocol, s->has_will,
+                     s->will_retain, s->will_qos, s->will_delay);
         put_hex(&o, end, s->will_topic);
         put_hex(&o, end, s->will_payload);
         put_hex(&o, end, s->will_props);
@@ -328,7 +329,8 @@ static char wbuf[8][64]; /* strings the records point to, per call site */
 static void w_session(struct plog *l, const char *cid, uint32_t expiry, bool will)
 {
     struct plog_rec r = {.type = PLOG_SESSION};
-    r.session = (struct plog_session){.client_id = B(cid), .expiry = expiry, .protocol = 5};
+    r.session = (struct plog_session){.client_id = B(cid), .expiry = expiry, .protocol = 5,
+                                      .expires_at_ms = 1767225600000ull + expiry};
     if (will) {
         r.session.has_will = true;
         r.session.will_retain = expiry & 1;

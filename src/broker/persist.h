@@ -1,0 +1,100 @@
+/* persist.h - the broker's state made durable: every change to a session
+ * that outlives its connection (its subscriptions, its QoS 1/2 messages in
+ * either direction) and to the retained messages becomes a plog record as
+ * it happens, and at start the log rebuilds them (docs/persistence.md,
+ * "Wiring").
+ *
+ * The hooks are inline tests ahead of the calls: of b->persist, of
+ * s->persisted (true only for a session whose record is in the log) or of
+ * an entry id (non-zero only for a copy in the log), so with persistence
+ * off the broker pays one predictable branch per hook.
+ */
+#ifndef SHOOTOUT_PERSIST_H
+#define SHOOTOUT_PERSIST_H
+
+#include "broker/broker_int.h"
+
+/* broker.c: opens the log in cfg->persistence.location and rebuilds the
+ * broker's state from it. Returns -1 (logged) if the directory cannot be
+ * used at all, e.g. another broker holds it; a damaged log is reported,
+ * never fatal. */
+int persist_open(struct broker *b);
+/* Commits what is pending and closes the log; sessions destroyed after it
+ * are not removed from the log. */
+void persist_close(struct broker *b);
+/* From a timer: compaction upkeep and the periodic sync. */
+void persist_tick(struct broker *b);
+
+/* conn.c, before any output is flushed: makes the records appended so far
+ * durable. False if that failed: nothing may be acknowledged yet. */
+bool persist_commit_(struct broker *b);
+static inline bool persist_commit(struct broker *b) { return !b->persist || persist_commit_(b); }
+
+/* A session connected, or went offline (its expiry clock started): its
+ * record, or its removal if it now ends with its connection. */
+void persist_session_(struct broker *b, struct session *s);
+static inline void persist_session(struct broker *b, struct session *s)
+{
+    if (b->persist)
+        persist_session_(b, s);
+}
+void persist_session_del_(struct broker *b, struct session *s);
+static inline void persist_session_del(struct broker *b, struct session *s)
+{
+    if (s->persisted)
+        persist_session_del_(b, s);
+}
+
+void persist_sub_(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
+                  uint8_t options, uint32_t sub_id, bool add);
+static inline void persist_sub(struct broker *b, struct session *s, const uint8_t *filter,
+                               size_t len, uint8_t options, uint32_t sub_id, bool add)
+{
+    if (s->persisted)
+        persist_sub_(b, s, filter, len, options, sub_id, add);
+}
+
+/* m became the retained message of its topic (or cleared it, if empty). */
+void persist_retain_(struct broker *b, struct msg *m);
+static inline void persist_retain(struct broker *b, struct msg *m)
+{
+    if (b->persist)
+        persist_retain_(b, m);
+}
+
+/* A copy of m to s was queued (state PLOG_QUEUED) or sent (PLOG_PUBLISH_SENT
+ * with its packet id): records it, or its new state if d->entry says it is
+ * in the log already. Returns the entry id to keep in the delivery, 0 for a
+ * copy that is not persisted (QoS 0, or a session that is not). */
+uint64_t persist_out_(struct broker *b, struct session *s, struct msg *m,
+                      const struct delivery *d, uint8_t state, uint16_t packet_id);
+static inline uint64_t persist_out(struct broker *b, struct session *s, struct msg *m,
+                                   const struct delivery *d, uint8_t state, uint16_t packet_id)
+{
+    return d->entry || s->persisted ? persist_out_(b, s, m, d, state, packet_id) : 0;
+}
+/* A sent QoS 2 copy got its PUBREC (PUBREL sent). */
+void persist_entry_state_(struct broker *b, uint64_t entry, uint8_t state, uint16_t packet_id);
+static inline void persist_pubrel_sent(struct broker *b, const struct delivery *d, uint16_t packet_id)
+{
+    if (d->entry)
+        persist_entry_state_(b, d->entry, 3 /* PLOG_PUBREL_SENT */, packet_id);
+}
+/* The copy is done with: acknowledged, dropped, expired or handed on. */
+void persist_entry_del_(struct broker *b, uint64_t entry);
+static inline void persist_entry_del(struct broker *b, const struct delivery *d)
+{
+    if (d->entry)
+        persist_entry_del_(b, d->entry);
+}
+
+/* A QoS 2 PUBLISH from s's client was taken (PUBREC to be sent) / its
+ * PUBREL came. */
+void persist_qos2_in_(struct broker *b, struct session *s, uint16_t packet_id, bool add);
+static inline void persist_qos2_in(struct broker *b, struct session *s, uint16_t packet_id, bool add)
+{
+    if (s->persisted)
+        persist_qos2_in_(b, s, packet_id, add);
+}
+
+#endif

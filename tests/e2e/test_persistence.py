@@ -1,0 +1,259 @@
+"""Persistence (docs/persistence.md): sessions, subscriptions, retained
+messages and QoS 1/2 flows survive a restart and a kill -9 of the broker.
+
+Against Mosquitto (SHOOTOUT_TEST_PEER=mosquitto) the tests that need a
+crash to keep what was acknowledged are shootout_only: Mosquitto writes its
+state only at autosave and at a clean exit, so kill -9 loses it."""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+import mqtt_raw as r
+from conftest import HOST, SHOOTOUT_BIN, free_port
+
+TOTAL = 3000
+KILL_AFTER = 1200   # acknowledged messages before the kill
+WINDOW = 100        # PUBLISHes sent before reading their acknowledgements
+
+
+def restart(broker_factory, old, data, kill, **limits):
+    if kill:
+        old.kill()
+    else:
+        assert old.stop() == 0 or old.kind != "shootout"
+    return broker_factory(port=old.port, persistence_dir=data, **limits)
+
+
+def park(b, client_id, v5):
+    """A persistent session subscribed to d/1 at QoS 1 and d/2 at QoS 2, offline."""
+    c = b.raw()
+    if v5:
+        c.park_session5(client_id, [("d/1", 1), ("d/2", 2)], session_expiry=3600)
+    else:
+        c.connect_ok(client_id, clean_session=False)
+        c.subscribe(1, [("d/1", 1), ("d/2", 2)])
+        c.send(r.disconnect())
+        assert c.wait_closed() == []
+    return c
+
+
+def publish_until_killed(b, total, kill_after):
+    """Publishes alternately at QoS 1 (d/1) and QoS 2 (d/2) in windows,
+    kills the broker with SIGKILL once kill_after are acknowledged, in the
+    middle of a window. Returns the payloads acknowledged (PUBACK, or
+    PUBREC: the broker then owns a QoS 2 message)."""
+    pub = b.raw()
+    pub.connect_ok("pub")
+    acked, killed, i = set(), False, 0
+    while i < total and not killed:
+        pending = {}
+        for _ in range(WINDOW):
+            if i == total:
+                break
+            qos = 1 + i % 2
+            pid = 1 + i % 60000
+            pending[pid] = str(i).encode()
+            pub.send(r.publish("d/%d" % qos, pending[pid], qos=qos, packet_id=pid))
+            i += 1
+        if len(acked) >= kill_after:
+            b.kill()
+            killed = True
+        try:
+            for _ in range(3 * WINDOW):
+                if not pending:
+                    break
+                p = pub.recv_packet(5)
+                if p.type == r.PUBACK:
+                    acked.add(pending.pop(p.packet_id))
+                elif p.type == r.PUBREC:
+                    acked.add(pending.pop(p.packet_id))
+                    pub.send(r.pubrel(p.packet_id))
+        except (r.Closed, ConnectionError, OSError):
+            assert killed
+    pub.close()
+    return acked, i
+
+
+def drain(c, quiet=1.5, limit=60):
+    """Receives and acknowledges until the broker is quiet; returns the PUBLISHes."""
+    got, deadline = [], time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            p = c.recv_packet(quiet)
+        except TimeoutError:
+            return got
+        if p.type == r.PUBLISH:
+            got.append(p)
+            if p.qos:
+                c.send(r.puback(p.packet_id) if p.qos == 1 else r.pubrec(p.packet_id))
+        elif p.type == r.PUBREL:
+            c.send(r.pubcomp(p.packet_id))
+    raise AssertionError("broker still sending after %ds" % limit)
+
+
+def reconnect(b, client_id, v5):
+    c = b.raw()
+    if v5:
+        ack = c.connect5_ok(client_id, clean_start=False, properties=[(r.SESSION_EXPIRY, 3600)])
+    else:
+        ack = c.connect_ok(client_id, clean_session=False)
+    assert ack.session_present
+    return c
+
+
+@pytest.mark.shootout_only  # Mosquitto keeps nothing it had not autosaved at kill -9
+@pytest.mark.parametrize("v5", [False, True], ids=["mqtt311", "mqtt5"])
+def test_acknowledged_messages_survive_kill9_and_restart(broker_factory, tmp_path, v5):
+    data = str(tmp_path / "data")
+    b = broker_factory(persistence_dir=data, max_queued_messages=10 * TOTAL)
+    park(b, "sub", v5)
+    acked, sent = publish_until_killed(b, TOTAL, KILL_AFTER)
+    assert KILL_AFTER <= len(acked) < sent, "the kill must land in the middle"
+    b = broker_factory(port=b.port, persistence_dir=data, max_queued_messages=10 * TOTAL)
+    b = restart(broker_factory, b, data, kill=False, max_queued_messages=10 * TOTAL)  # and clean
+    c = reconnect(b, "sub", v5)
+    got = drain(c)
+    by_qos = {1: [], 2: []}
+    for p in got:
+        by_qos[p.qos].append(p.payload)
+    received = set(by_qos[1]) | set(by_qos[2])
+    missing = sorted(acked - received, key=int)
+    assert not missing, "%d acknowledged messages lost, e.g. %r" % (len(missing), missing[:10])
+    assert len(by_qos[2]) == len(set(by_qos[2])), "QoS 2 duplicates"
+    qos1_dups = len(by_qos[1]) - len(set(by_qos[1]))
+    assert qos1_dups <= WINDOW, "%d QoS 1 duplicates" % qos1_dups
+    assert all(int(x) % 2 == 0 for x in by_qos[1]) and all(int(x) % 2 == 1 for x in by_qos[2])
+    c.close()
+    # Delivered and acknowledged: gone for good, also after another restart.
+    b = restart(broker_factory, b, data, kill=True)
+    c = reconnect(b, "sub", v5)
+    assert drain(c, quiet=1.0) == []
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "kill9"])
+def test_retained_and_subscriptions_survive(broker_factory, tmp_path, kill):
+    if os.environ.get("SHOOTOUT_TEST_PEER") == "mosquitto":
+        if kill:
+            pytest.skip("shootout_only: Mosquitto loses what it had not autosaved at kill -9")
+        if os.geteuid() == 0:
+            pytest.skip("Mosquitto started as root runs as user mosquitto, which cannot "
+                        "reach pytest's private tmp_path")
+    data = str(tmp_path / "data")
+    b = broker_factory(persistence_dir=data)
+    pub = b.raw()
+    pub.connect_ok("pub")
+    pub.send(r.publish("keep/a", b"A", qos=1, retain=True, packet_id=1))
+    pub.expect(r.PUBACK)
+    pub.send(r.publish("keep/b", b"B", qos=1, retain=True, packet_id=2))
+    pub.expect(r.PUBACK)
+    pub.send(r.publish("keep/b", b"", qos=1, retain=True, packet_id=3))  # cleared
+    pub.expect(r.PUBACK)
+    park(b, "sub", v5=False)
+    b = restart(broker_factory, b, data, kill)
+    c = reconnect(b, "sub", v5=False)
+    pub = b.raw()
+    pub.connect_ok("pub2")
+    pub.send(r.publish("d/1", b"after", qos=1, packet_id=1))
+    pub.expect(r.PUBACK)
+    p = c.expect(r.PUBLISH)
+    assert (p.topic, p.payload, p.qos) == ("d/1", b"after", 1)
+    c.send(r.puback(p.packet_id))
+    fresh = b.raw()
+    fresh.connect_ok("fresh")
+    fresh.subscribe(1, [("keep/#", 0)])
+    got = [(x.topic, x.payload, x.retain) for x in fresh.pending]
+    got += [(x.topic, x.payload, x.retain) for x in drain(fresh, quiet=0.5)]
+    assert got == [("keep/a", b"A", True)]
+
+
+@pytest.mark.shootout_only
+def test_inflight_redelivered_with_dup_and_qos2_pubrel_completes(broker_factory, tmp_path):
+    data = str(tmp_path / "data")
+    b = broker_factory(persistence_dir=data)
+    sub = b.raw()
+    sub.connect_ok("sub", clean_session=False)
+    sub.subscribe(1, [("t", 2)])
+    pub = b.raw()
+    pub.connect_ok("pub", clean_session=False)
+    # Inbound QoS 2 left at PUBREC: the message is delivered, PUBREL pending.
+    pub.send(r.publish("t", b"q2", qos=2, packet_id=7))
+    pub.expect(r.PUBREC)
+    p = sub.expect(r.PUBLISH)
+    assert (p.payload, p.qos, p.dup) == (b"q2", 2, False)
+    # The subscriber never acknowledges it: outbound QoS 2 inflight.
+    b = restart(broker_factory, b, data, kill=True)
+    sub = reconnect(b, "sub", v5=False)
+    p = sub.expect(r.PUBLISH)
+    assert (p.payload, p.qos, p.dup) == (b"q2", 2, True)
+    sub.send(r.pubrec(p.packet_id))
+    rel = sub.expect(r.PUBREL)
+    # The publisher resends the PUBLISH (DUP) and its PUBREL: the broker
+    # knows the id, so it completes without delivering twice.
+    pub = reconnect(b, "pub", v5=False)
+    pub.send(r.publish("t", b"q2", qos=2, dup=True, packet_id=7))
+    pub.expect(r.PUBREC)
+    pub.send(r.pubrel(7))
+    pub.expect(r.PUBCOMP)
+    # PUBREL sent to the subscriber survives a restart too.
+    b = restart(broker_factory, b, data, kill=True)
+    sub = reconnect(b, "sub", v5=False)
+    again = sub.expect(r.PUBREL)
+    assert again.packet_id == rel.packet_id
+    sub.send(r.pubcomp(rel.packet_id))
+    sub.expect_nothing(1.0)
+
+
+def log_files(data):
+    return sorted(f for f in os.listdir(data) if f.startswith("log.") and "." not in f[4:])
+
+
+@pytest.mark.shootout_only
+def test_corrupt_log_keeps_the_intact_prefix(broker_factory, tmp_path):
+    data = str(tmp_path / "data")
+    b = broker_factory(persistence_dir=data)
+    pub = b.raw()
+    pub.connect_ok("pub")
+    for i in range(200):
+        pub.send(r.publish("keep/%03d" % i, b"x" * 200, qos=1, retain=True, packet_id=i + 1))
+        pub.expect(r.PUBACK)
+    b.stop()
+    name = os.path.join(data, log_files(data)[-1])
+    size = os.path.getsize(name)
+    with open(name, "r+b") as f:  # flip bytes in the middle
+        f.seek(size // 2)
+        chunk = f.read(16)
+        f.seek(size // 2)
+        f.write(bytes(x ^ 0xFF for x in chunk))
+    b = broker_factory(port=b.port, persistence_dir=data)
+    assert "persistence" in b.stderr_text() and "moved aside" in b.stderr_text() or \
+        "saved" in b.stderr_text(), b.stderr_tail()
+    fresh = b.raw()
+    fresh.connect_ok("fresh")
+    fresh.subscribe(1, [("keep/#", 0)])
+    topics = [x.topic for x in fresh.pending] + [x.topic for x in drain(fresh, quiet=0.5)]
+    assert 20 < len(topics) < 200, len(topics)
+    assert sorted(topics) == ["keep/%03d" % i for i in range(len(topics))], "not a prefix"
+    # A torn tail: the last file cut inside a record.
+    b.stop()
+    name = os.path.join(data, log_files(data)[-1])
+    with open(name, "ab") as f:
+        f.write(b"\x01\x02\x03")
+    b = broker_factory(port=b.port, persistence_dir=data)
+    fresh = b.raw()
+    fresh.connect_ok("fresh2")
+    fresh.subscribe(1, [("keep/#", 0)])
+    assert len(fresh.pending) + len(drain(fresh, quiet=0.5)) == len(topics)
+
+
+@pytest.mark.shootout_only  # Mosquitto does not lock its directory
+def test_second_broker_on_the_same_directory_exits_1(broker_factory, tmp_path):
+    data = str(tmp_path / "data")
+    broker_factory(persistence_dir=data)
+    p = subprocess.run([SHOOTOUT_BIN, "broker", "--bind", HOST, "--port", str(free_port()),
+                        "--persistence", "--persistence-location", data],
+                       capture_output=True, timeout=10)
+    assert p.returncode == 1
+    assert b"persistence" in p.stderr, p.stderr
