@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "broker/auth.h"
+#include "broker/metrics.h"
+
 struct broker_config {
     const char *bind;          /* listen address; default 127.0.0.1 */
     char bind_storage[256];    /* holds bind when it came from a flag or a file */
@@ -20,6 +23,8 @@ struct broker_config {
     bool queue_qos0;           /* queue QoS 0 for offline persistent sessions */
     uint32_t connect_timeout_ms; /* time allowed between accept and CONNECT */
     uint32_t sys_interval_s;   /* $SYS/broker/... update period; 0 = off */
+    struct broker_auth_config auth; /* password_file, acl_file, allow_anonymous */
+    struct broker_obs_config obs;   /* metrics_port, connection_messages */
 };
 
 /* Fills in the defaults documented in docs/broker.md. */

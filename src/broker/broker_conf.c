@@ -10,14 +10,14 @@
 #include "core/mem.h"
 #include "core/opt.h"
 
-enum conf_kind { CONF_U32, CONF_SIZE, CONF_SECONDS_MS, CONF_BOOL, CONF_PORT, CONF_BIND };
+enum conf_kind { CONF_U32, CONF_SIZE, CONF_SECONDS_MS, CONF_BOOL, CONF_PORT, CONF_BIND, CONF_PATH };
 
 struct conf_setting {
     const char *keyword; /* in files */
     const char *flag;    /* long command-line option */
     enum conf_kind kind;
     size_t offset;       /* into struct broker_config */
-    uint64_t min, max;
+    uint64_t min, max;   /* CONF_PATH: max is the field's size */
 };
 
 #define CFG(field) offsetof(struct broker_config, field)
@@ -33,6 +33,14 @@ static const struct conf_setting conf_settings[] = {
     {"queue_qos0_messages", "queue-qos0", CONF_BOOL, CFG(queue_qos0), 0, 0},
     {"connect_timeout", "connect-timeout", CONF_SECONDS_MS, CFG(connect_timeout_ms), 1, 3600},
     {"sys_interval", "sys-interval", CONF_U32, CFG(sys_interval_s), 0, 86400},
+    /* auth.c and metrics.c */
+    {"password_file", "password-file", CONF_PATH, CFG(auth.password_file), 0,
+     sizeof(((struct broker_config *)0)->auth.password_file)},
+    {"acl_file", "acl-file", CONF_PATH, CFG(auth.acl_file), 0,
+     sizeof(((struct broker_config *)0)->auth.acl_file)},
+    {"allow_anonymous", "allow-anonymous", CONF_BOOL, CFG(auth.allow_anonymous), 0, 0},
+    {"metrics_port", "metrics-port", CONF_PORT, CFG(obs.metrics_port), 0, 65535},
+    {"connection_messages", "connection-messages", CONF_BOOL, CFG(obs.connection_messages), 0, 0},
 };
 
 /* Mosquitto keywords whose value shootout already behaves as: accepted
@@ -40,7 +48,6 @@ static const struct conf_setting conf_settings[] = {
 static const struct {
     const char *keyword, *value;
 } conf_as_is[] = {
-    {"allow_anonymous", "true"},
     {"persistence", "false"},
     {"per_listener_settings", "false"},
 };
@@ -49,7 +56,6 @@ static const struct {
  * nothing about what clients see, so a migrated file may keep them. */
 static const char *const conf_ignored[] = {
     "log_dest", "log_type", "log_timestamp", "log_timestamp_format", "user", "pid_file",
-    "connection_messages",
 };
 
 static int conf_error(char *err, size_t errlen, const char *fmt, ...)
@@ -80,6 +86,12 @@ int broker_conf_set(struct broker_config *cfg, const char *name, const char *val
             return conf_error(err, errlen, "%s wants an address, not '%s'", name, value);
         snprintf(cfg->bind_storage, sizeof cfg->bind_storage, "%s", value);
         cfg->bind = cfg->bind_storage;
+        return 0;
+    case CONF_PATH:
+        if (!value[0] || strlen(value) >= s->max)
+            return conf_error(err, errlen, "%s wants a file name shorter than %llu bytes", name,
+                              (unsigned long long)s->max);
+        snprintf(field, s->max, "%s", value);
         return 0;
     case CONF_BOOL:
         if (!strcmp(value, "true"))

@@ -68,7 +68,20 @@ static const char usage_broker[] =
     "                                (default 10)\n"
     "      --sys-interval SECS       period of the $SYS/broker/... figures\n"
     "                                (default 10; 0 turns them off)\n"
-    "  -v, --verbose                 log every connect and disconnect\n"
+    "      --password-file FILE      check usernames and passwords against a\n"
+    "                                Mosquitto password file (`shootout passwd`)\n"
+    "      --acl-file FILE           Mosquitto ACL file for publish, subscribe\n"
+    "                                and delivery\n"
+    "      --allow-anonymous true|false\n"
+    "                                let clients without a username in\n"
+    "                                (default true)\n"
+    "                                (SIGHUP reloads the password and ACL files)\n"
+    "      --metrics-port N          serve Prometheus GET /metrics on this port\n"
+    "                                of the listen address (default off)\n"
+    "      --connection-messages true|false\n"
+    "                                log each connect and disconnect at info\n"
+    "                                level (default true)\n"
+    "  -v, --verbose                 debug logging\n"
     "  -h, --help                    this text\n";
 
 static const char usage_car_server[] =
@@ -121,6 +134,11 @@ static int cmd_broker(int argc, char **argv)
         {"queue-qos0", no_argument, NULL, 0},
         {"connect-timeout", required_argument, NULL, 0},
         {"sys-interval", required_argument, NULL, 0},
+        {"password-file", required_argument, NULL, 0},
+        {"acl-file", required_argument, NULL, 0},
+        {"allow-anonymous", required_argument, NULL, 0},
+        {"metrics-port", required_argument, NULL, 0},
+        {"connection-messages", required_argument, NULL, 0},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
