@@ -149,7 +149,25 @@ static void mconn_close(struct metrics_server *srv, struct metrics_conn *mc)
     mem_free(mc);
 }
 
-/* Writes what the socket takes; closes once the response is out. */
+/* Once the response is out: our side is shut and what the client still
+ * sends is read and dropped until it closes (or the timeout), because
+ * closing with unread input would reset the connection and could destroy
+ * the response before the client read it (a 431 for an over-long head). */
+static void mconn_drain(struct metrics_server *srv, struct metrics_conn *mc)
+{
+    char sink[4096];
+    for (;;) {
+        ssize_t n = read(mc->io.fd, sink, sizeof sink);
+        if (n > 0 || (n < 0 && errno == EINTR))
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        mconn_close(srv, mc);
+        return;
+    }
+}
+
+/* Writes what the socket takes; drains once the response is out. */
 static void mconn_write(struct metrics_server *srv, struct metrics_conn *mc)
 {
     while (mc->out_off < mc->out_len) {
@@ -164,7 +182,9 @@ static void mconn_write(struct metrics_server *srv, struct metrics_conn *mc)
         }
         mc->out_off += (size_t)n;
     }
-    mconn_close(srv, mc);
+    shutdown(mc->io.fd, SHUT_WR);
+    ev_io_modify(srv->b->loop, &mc->io, EV_READ);
+    mconn_drain(srv, mc);
 }
 
 static void mconn_respond(struct metrics_server *srv, struct metrics_conn *mc, int status,
@@ -235,7 +255,10 @@ static void mconn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
     struct metrics_server *srv = io->data;
     struct metrics_conn *mc = (struct metrics_conn *)io;
     if (mc->out) {
-        mconn_write(srv, mc);
+        if (mc->out_off < mc->out_len)
+            mconn_write(srv, mc);
+        else
+            mconn_drain(srv, mc);
         return;
     }
     ssize_t n = read(io->fd, mc->in + mc->in_len, sizeof mc->in - mc->in_len);
