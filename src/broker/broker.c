@@ -36,6 +36,9 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->connect_timeout_ms = 10000;
     cfg->sys_interval_s = 10;
     snprintf(cfg->persistence.location, sizeof cfg->persistence.location, "broker-data");
+    cfg->auth.allow_anonymous = true;
+    cfg->obs.metrics_port = -1;
+    cfg->obs.connection_messages = true;
 }
 
 static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
@@ -70,9 +73,9 @@ static bool broker_prepare(struct ev_loop *loop, void *data) { return conn_prepa
 static void broker_on_signal(struct ev_loop *loop, int signo, void *data)
 {
     if (signo == SIGHUP) {
-        /* Mosquitto reloads on SIGHUP; a migrated service manager may send
-         * it, and it must not stop the broker. */
-        log_info("SIGHUP received: nothing to reload (settings are read at start)");
+        /* As Mosquitto: the password file and the ACL are read again; the
+         * other settings stay as they were read at start. */
+        auth_reload(data);
         return;
     }
     log_info("%s received, shutting down", strsignal(signo));
@@ -116,6 +119,7 @@ void broker_shutdown(struct broker *b)
 {
     if (b->listener.fd >= 0)
         close(b->listener.fd);
+    metrics_stop(b);
     ev_timer_stop(b->loop, &b->sweep);
     ev_timer_stop(b->loop, &b->sys);
     struct conn *c;
@@ -136,6 +140,7 @@ void broker_shutdown(struct broker *b)
     while ((slot = hmap_next(&b->sessions, &i)))
         session_destroy(b, slot->val);
     hmap_free(&b->sessions);
+    auth_free(b);
     hmap_free(&b->share_groups);
     subtree_free(b->subs);
     subtree_free(b->shared);
@@ -158,7 +163,7 @@ void broker_shutdown(struct broker *b)
 
 int broker_run(const struct broker_config *cfg)
 {
-    char err[NET_ERR_LEN];
+    char err[NET_ERR_LEN] = "";
     signal(SIGPIPE, SIG_IGN);
     long fds = net_raise_fd_limit();
     struct ev_loop *loop = ev_loop_new();
@@ -170,14 +175,11 @@ int broker_run(const struct broker_config *cfg)
      * the port accept may send SIGTERM at once and must get a clean stop. */
     struct broker b;
     broker_init(&b, cfg, loop);
-    if (cfg->persistence.on && persist_open(&b) < 0) {
-        broker_shutdown(&b);
-        ev_loop_free(loop);
-        return 1;
-    }
-    int lfd = net_listen(cfg->bind, cfg->port, 1024, 0, err, sizeof err);
-    if (lfd < 0) {
-        log_error("%s", err);
+    int lfd = -1;
+    if ((cfg->persistence.on && persist_open(&b) < 0) || auth_init(&b) < 0 || metrics_start(&b) < 0 ||
+        (lfd = net_listen(cfg->bind, cfg->port, 1024, 0, err, sizeof err)) < 0) {
+        if (err[0])
+            log_error("%s", err);
         broker_shutdown(&b);
         ev_loop_free(loop);
         return 1;

@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "broker/auth.h"
+#include "broker/metrics.h"
+
 struct broker_config {
     const char *bind;          /* listen address; default 127.0.0.1 */
     char bind_storage[256];    /* holds bind when it came from a flag or a file */
@@ -25,6 +28,8 @@ struct broker_config {
         char location[1024];   /* data directory; default broker-data */
         uint32_t sync_interval_ms; /* 0: fdatasync every commit */
     } persistence;
+    struct broker_auth_config auth; /* password_file, acl_file, allow_anonymous */
+    struct broker_obs_config obs;   /* metrics_port, connection_messages */
 };
 
 /* Fills in the defaults documented in docs/broker.md. */

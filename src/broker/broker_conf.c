@@ -10,14 +10,14 @@
 #include "core/mem.h"
 #include "core/opt.h"
 
-enum conf_kind { CONF_U32, CONF_SIZE, CONF_SECONDS_MS, CONF_BOOL, CONF_PORT, CONF_BIND, CONF_DIR };
+enum conf_kind { CONF_U32, CONF_SIZE, CONF_SECONDS_MS, CONF_BOOL, CONF_PORT, CONF_BIND, CONF_PATH };
 
 struct conf_setting {
     const char *keyword; /* in files */
     const char *flag;    /* long command-line option */
     enum conf_kind kind;
     size_t offset;       /* into struct broker_config */
-    uint64_t min, max;
+    uint64_t min, max;   /* CONF_PATH: max is the field's size */
 };
 
 #define CFG(field) offsetof(struct broker_config, field)
@@ -34,9 +34,18 @@ static const struct conf_setting conf_settings[] = {
     {"connect_timeout", "connect-timeout", CONF_SECONDS_MS, CFG(connect_timeout_ms), 1, 3600},
     {"sys_interval", "sys-interval", CONF_U32, CFG(sys_interval_s), 0, 86400},
     {"persistence", "persistence", CONF_BOOL, CFG(persistence.on), 0, 0},
-    {"persistence_location", "persistence-location", CONF_DIR, CFG(persistence.location), 0, 0},
+    {"persistence_location", "persistence-location", CONF_PATH, CFG(persistence.location), 0,
+     sizeof(((struct broker_config *)0)->persistence.location)},
     {"persistence_sync_interval", "persistence-sync-interval", CONF_U32,
      CFG(persistence.sync_interval_ms), 0, 3600000},
+    /* auth.c and metrics.c */
+    {"password_file", "password-file", CONF_PATH, CFG(auth.password_file), 0,
+     sizeof(((struct broker_config *)0)->auth.password_file)},
+    {"acl_file", "acl-file", CONF_PATH, CFG(auth.acl_file), 0,
+     sizeof(((struct broker_config *)0)->auth.acl_file)},
+    {"allow_anonymous", "allow-anonymous", CONF_BOOL, CFG(auth.allow_anonymous), 0, 0},
+    {"metrics_port", "metrics-port", CONF_PORT, CFG(obs.metrics_port), 0, 65535},
+    {"connection_messages", "connection-messages", CONF_BOOL, CFG(obs.connection_messages), 0, 0},
 };
 
 /* Mosquitto keywords whose value shootout already behaves as: accepted
@@ -44,7 +53,6 @@ static const struct conf_setting conf_settings[] = {
 static const struct {
     const char *keyword, *value;
 } conf_as_is[] = {
-    {"allow_anonymous", "true"},
     {"per_listener_settings", "false"},
 };
 
@@ -52,7 +60,6 @@ static const struct {
  * nothing about what clients see, so a migrated file may keep them. */
 static const char *const conf_ignored[] = {
     "log_dest", "log_type", "log_timestamp", "log_timestamp_format", "user", "pid_file",
-    "connection_messages",
     /* Mosquitto's snapshot settings: the log is always current. */
     "persistence_file", "autosave_interval", "autosave_on_changes",
 };
@@ -86,10 +93,11 @@ int broker_conf_set(struct broker_config *cfg, const char *name, const char *val
         snprintf(cfg->bind_storage, sizeof cfg->bind_storage, "%s", value);
         cfg->bind = cfg->bind_storage;
         return 0;
-    case CONF_DIR:
-        if (!value[0] || strlen(value) >= sizeof cfg->persistence.location)
-            return conf_error(err, errlen, "%s wants a directory, not '%s'", name, value);
-        snprintf(field, sizeof cfg->persistence.location, "%s", value);
+    case CONF_PATH:
+        if (!value[0] || strlen(value) >= s->max)
+            return conf_error(err, errlen, "%s wants a file name shorter than %llu bytes", name,
+                              (unsigned long long)s->max);
+        snprintf(field, s->max, "%s", value);
         return 0;
     case CONF_BOOL:
         if (!strcmp(value, "true"))

@@ -16,7 +16,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "broker/auth.h"
 #include "broker/broker.h"
+#include "broker/metrics.h"
 #include "broker/msg.h"
 #include "core/ev.h"
 #include "core/hmap.h"
@@ -154,6 +156,7 @@ struct session {
     uint32_t match_gen;
     uint32_t match_idx; /* its entry in b->matches */
     bool persisted;     /* persist.c: its SESSION record is live in the log */
+    struct session_auth auth; /* auth.c: its ACL handle */
 };
 
 /* One session a message is routed to, and how. */
@@ -220,6 +223,8 @@ struct broker {
     uint32_t queue_high, queue_low;
     struct broker_stats stats;
     struct persist *persist; /* persist.c; NULL with persistence off */
+    struct broker_auth auth; /* auth.c: password file, ACL, their counters */
+    struct broker_obs obs;   /* metrics.c: the /metrics endpoint, log state */
 };
 
 /* Our MQTT 5 Receive Maximum: QoS 2 messages a client may have waiting for
@@ -281,7 +286,7 @@ int handle_disconnect(struct broker *b, struct conn *c, const uint8_t *body, uin
  * wills and $SYS). Takes no ownership of m. Wills, $SYS and retained
  * messages enter here; a client's plain PUBLISH is routed by
  * handle_publish itself (it skips building a message nobody subscribed
- * to), which is the hook for publish authorization. */
+ * to), and asks the ACL first (auth_may_publish). */
 void broker_publish(struct broker *b, struct msg *m, struct session *origin);
 
 /* session.c */

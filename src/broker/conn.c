@@ -67,7 +67,7 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
 {
     if (c->state == CONN_CLOSED)
         return;
-    log_debug("client %s (fd %d) disconnected: %s", conn_name(c), c->io.fd, reason);
+    metrics_log_disconnect(b, c, reason);
     close(c->io.fd);
     c->state = CONN_CLOSED;
     b->nconns--;
@@ -143,6 +143,7 @@ void conn_kick(struct broker *b, struct conn *c, uint8_t reason, const char *why
     /* No acknowledgement may leave before its records are durable. */
     if (persist_commit(b))
         conn_write_out(b, c);
+    b->obs.kick_reason = reason;
     conn_close(b, c, why, graceful);
 }
 
@@ -324,6 +325,7 @@ void conn_accept(struct broker *b, int fd)
     c->over_limit = b->nconns >= b->cfg->max_connections;
     c->last_rx_ms = ev_now(b->loop);
     b->nconns++;
+    b->obs.accepted++;
     c->next = b->conns;
     if (b->conns)
         b->conns->prev = c;

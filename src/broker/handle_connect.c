@@ -2,8 +2,8 @@
  * identifiers, session takeover and resumption, wills, the limits an MQTT 5
  * client sets, and the CONNACK; and the client's DISCONNECT.
  *
- * connect_accept() is the one place a client is let in: the hook for
- * authentication.
+ * connect_accept() is the one place a client is let in; auth_connect()
+ * decides before it whether the client may come in.
  */
 #include <stdio.h>
 #include <string.h>
@@ -139,9 +139,7 @@ static void connect_accept(struct broker *b, struct conn *c, const struct mqtt5_
                           c->v5 ? &ci->will_props : NULL, ev_now(b->loop));
         c->will_delay_s = ci->will_props.will_delay;
     }
-    log_debug("client %s (fd %d) connected, MQTT %s, clean=%d keepalive=%u%s", s->client_id,
-              c->io.fd, c->v5 ? "5.0" : "3.1.1", ci->clean_start, ci->keepalive,
-              session_present ? ", session resumed" : "");
+    metrics_log_connect(b, c, ci, session_present);
     connack(b, c, session_present, assigned_id);
     if (session_present)
         session_resume(b, s);
@@ -188,7 +186,12 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
         } while (hmap_get(&b->sessions, assigned, id_len));
         id = (const uint8_t *)assigned;
     }
+    struct acl_client *acl;
+    uint8_t denied = auth_connect(b, c, &ci, id, id_len, &acl);
+    if (denied)
+        return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, denied);
     connect_accept(b, c, &ci, id, id_len, id == (const uint8_t *)assigned && c->v5 ? assigned : NULL);
+    auth_session_bind(b, c->session, acl, &ci);
     return 0;
 }
 

@@ -72,6 +72,8 @@ static inline void route_deliver(struct broker *b, struct msg *m)
 {
     for (uint32_t i = 0; i < b->nmatches; i++) {
         const struct route_match *r = &b->matches[i];
+        if (r->s->auth.filtered && !auth_may_deliver(b, r->s, msg_topic(m), m->topic_len))
+            continue;
         uint8_t qos = sub_opts_qos(r->opts);
         struct delivery d = {
             .sub_id = sub_opts_id(r->opts),
@@ -177,8 +179,12 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
     if (p.qos == 2 && !seen)
         persist_qos2_in(b, origin, p.packet_id, true);
     b->nmatches = 0;
-    if (seen) {
-        /* A retransmission: acknowledge again, deliver nothing. */
+    bool denied = !seen && origin->auth.acl && !auth_may_publish(b, origin, p.topic.ptr, p.topic.len);
+    if (seen || denied) {
+        /* A retransmission: acknowledge again, deliver nothing. A denied
+         * message is acknowledged as Mosquitto does, and MQTT 5 says why. */
+        if (denied && c->v5 && p.qos == 2)
+            session_qos2_release(origin, p.packet_id); /* no PUBREL follows 0x87 */
     } else if (p.retain) {
         struct msg *m = msg_new(p.topic.ptr, p.topic.len, p.payload.ptr, p.payload.len, p.qos,
                                 true, p.props, now);
@@ -204,7 +210,9 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
             mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), type, p.packet_id);
         else
             conn_write_reason(c, type, p.packet_id,
-                              b->nmatches || seen ? MQTT5_RC_SUCCESS : MQTT5_RC_NO_MATCHING_SUBSCRIBERS,
+                              denied ? MQTT5_RC_NOT_AUTHORIZED
+                              : b->nmatches || seen ? MQTT5_RC_SUCCESS
+                                                    : MQTT5_RC_NO_MATCHING_SUBSCRIBERS,
                               NULL);
         conn_mark_dirty(b, c);
     }

@@ -1,7 +1,7 @@
 /* handle_subscribe.c - SUBSCRIBE (with retained-message delivery) and
  * UNSUBSCRIBE, in both protocol versions. Granting a subscription
- * (sub_grant) is the one place a subscription enters the broker: the hook
- * for authorization.
+ * (sub_grant) is the one place a subscription enters the broker, where the
+ * ACL is asked (auth_subscribe).
  */
 #include "broker/broker_int.h"
 #include "broker/persist.h"
@@ -21,6 +21,8 @@ static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, 
 {
     struct retained_ctx *r = ctx;
     struct msg *m = value;
+    if (r->s->auth.filtered && !auth_may_deliver(r->b, r->s, topic, topic_len))
+        return;
     uint8_t granted = sub_opts_qos(r->opts);
     struct delivery d = {
         .sub_id = sub_opts_id(r->opts),
@@ -41,6 +43,8 @@ static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes 
     *send_retained = false;
     if (shared < 0)
         return s->v5 ? MQTT5_RC_TOPIC_FILTER_INVALID : MQTT_SUBACK_FAILURE;
+    if (auth_subscribe(b, s, filter.ptr, filter.len) == ACL_SUB_DENIED)
+        return s->v5 ? MQTT5_RC_NOT_AUTHORIZED : MQTT_SUBACK_FAILURE;
     bool is_new = session_subscribe(b, s, filter.ptr, filter.len, sub_opts(options, sub_id));
     persist_sub(b, s, filter.ptr, filter.len, options, sub_id, true);
     /* Retained messages follow the SUBACK, for every filter, even one that

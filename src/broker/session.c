@@ -80,6 +80,7 @@ void session_destroy(struct broker *b, struct session *s)
     mem_free(s->inflight);
     mem_free(s->queue);
     mem_free(s->qos2_in);
+    auth_session_free(s);
     mem_free(s->client_id);
     mem_free(s);
     /* A will whose delay outlasted the session goes when the session ends

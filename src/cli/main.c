@@ -77,7 +77,20 @@ static const char usage_broker[] =
     "      --persistence-location DIR  its data directory (default broker-data)\n"
     "      --persistence-sync-interval MS  0 (default): fdatasync before every\n"
     "                                acknowledgement; N: at most every N ms\n"
-    "  -v, --verbose                 log every connect and disconnect\n"
+    "      --password-file FILE      check usernames and passwords against a\n"
+    "                                Mosquitto password file (`shootout passwd`)\n"
+    "      --acl-file FILE           Mosquitto ACL file for publish, subscribe\n"
+    "                                and delivery\n"
+    "      --allow-anonymous true|false\n"
+    "                                let clients without a username in\n"
+    "                                (default true)\n"
+    "                                (SIGHUP reloads the password and ACL files)\n"
+    "      --metrics-port N          serve Prometheus GET /metrics on this port\n"
+    "                                of the listen address (default off)\n"
+    "      --connection-messages true|false\n"
+    "                                log each connect and disconnect at info\n"
+    "                                level (default true)\n"
+    "  -v, --verbose                 debug logging\n"
     "  -h, --help                    this text\n";
 
 static const char usage_car_server[] =
@@ -174,6 +187,11 @@ static int cmd_broker(int argc, char **argv)
         {"persistence", no_argument, NULL, 0},
         {"persistence-location", required_argument, NULL, 0},
         {"persistence-sync-interval", required_argument, NULL, 0},
+        {"password-file", required_argument, NULL, 0},
+        {"acl-file", required_argument, NULL, 0},
+        {"allow-anonymous", required_argument, NULL, 0},
+        {"metrics-port", required_argument, NULL, 0},
+        {"connection-messages", required_argument, NULL, 0},
         {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},

@@ -6,6 +6,7 @@ Mosquitto instead, which validates the tests themselves; tests marked
 `shootout_only` are skipped then.
 """
 
+import getpass
 import os
 import re
 import signal
@@ -99,7 +100,8 @@ def shootout_available():
 class Broker:
     """A running broker process: shootout, or mosquitto as the peer."""
 
-    def __init__(self, workdir, kind, port, limits, verbose, extra_args, persistence_dir=None):
+    def __init__(self, workdir, kind, port, limits, verbose, extra_args, persistence_dir=None,
+                 conf_lines=()):
         self.kind = kind
         self.expected_rc = 0  # at teardown, after SIGTERM (kill() changes it)
         self.host = HOST
@@ -126,6 +128,11 @@ class Broker:
                 "log_type all" if verbose else "log_type error\nlog_type warning\nlog_type notice\nlog_type information",
                 "log_timestamp_format %H:%M:%S",
             ]
+            if conf_lines:
+                # Mosquitto started as root otherwise drops to user
+                # mosquitto, which cannot read the test's files.
+                lines = [l for l in lines if not l.startswith("allow_anonymous")]
+                lines += ["user %s" % getpass.getuser()] + list(conf_lines)
             if "max_packet_size" in limits:
                 lines.append("max_packet_size %d" % limits["max_packet_size"])
             if "max_queued_messages" in limits:
@@ -152,6 +159,11 @@ class Broker:
                 argv += [flag_names[key], str(value)]
             if persistence_dir:
                 argv += ["--persistence", "--persistence-location", persistence_dir]
+            if conf_lines:
+                conf = os.path.join(workdir, "shootout-%d.conf" % port)
+                with open(conf, "w") as f:
+                    f.write("\n".join(conf_lines) + "\n")
+                argv += ["-c", conf]
         argv += list(extra_args)
         self.argv = argv
         self._err = open(self.stderr_path, "wb")
@@ -194,6 +206,20 @@ class Broker:
                 time.sleep(0.02)
         raise AssertionError("broker did not accept connections on port %d within %.0fs:\n%s" % (
             self.port, timeout, self.stderr_tail()))
+
+    def reload(self, timeout=5):
+        """Sends SIGHUP and waits until the broker says it reloaded (or, for
+        ours, that the reload failed). Returns the new log text."""
+        marker = "Reloading config" if self.kind == "mosquitto" else "SIGHUP"
+        before = self.stderr_text().count(marker)
+        self.proc.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + timeout
+        while self.stderr_text().count(marker) == before:
+            assert time.monotonic() < deadline, "no reload logged:\n" + self.stderr_tail()
+            time.sleep(0.02)
+        if self.kind == "mosquitto":
+            time.sleep(0.3)  # it logs before it reloads
+        return self.stderr_text()
 
     def assert_alive(self):
         assert self.running(), "broker exited unexpectedly with %r:\n%s" % (
@@ -263,13 +289,15 @@ class Broker:
 def broker_factory(request, tmp_path):
     """broker_factory(max_connections=..., max_packet_size=...,
     max_queued_messages=..., max_inflight_messages=..., verbose=False,
-    extra_args=()) starts a broker and returns a Broker. Every broker is
+    extra_args=(), conf_lines=()) starts a broker and returns a Broker.
+    conf_lines are configuration file lines both brokers understand
+    (password_file, acl_file, allow_anonymous ...). Every broker is
     stopped with SIGTERM at teardown; for shootout its exit code must be 0,
     and no broker may print a sanitizer report."""
     started = []
     request.node._e2e_brokers = started
 
-    def start(verbose=None, extra_args=(), port=None, persistence_dir=None, **limits):
+    def start(verbose=None, extra_args=(), port=None, persistence_dir=None, conf_lines=(), **limits):
         if verbose is None:
             verbose = bool(os.environ.get("SHOOTOUT_E2E_VERBOSE"))
         if IS_PEER:
@@ -282,7 +310,7 @@ def broker_factory(request, tmp_path):
         last = None
         for _attempt in range(3):  # a free port can be taken between probe and bind
             b = Broker(str(tmp_path), kind, port or free_port(), limits, verbose, extra_args,
-                       persistence_dir)
+                       persistence_dir, conf_lines)
             started.append(b)
             try:
                 b.wait_ready()

@@ -75,8 +75,8 @@ def test_flags_override_the_file_wherever_they_stand(tmp_path):
 
 @pytest.mark.parametrize("content,message", [
     ("max_connections many\n", "broker.conf:1: max_connections wants a whole number"),
-    ("port 1883\npassword_file /etc/passwd\n", "broker.conf:2: unknown setting 'password_file'"),
-    ("allow_anonymous false\n", "broker.conf:1: 'allow_anonymous' other than true is not supported yet"),
+    ("port 1883\nauth_plugin /etc/passwd\n", "broker.conf:2: unknown setting 'auth_plugin'"),
+    ("allow_anonymous maybe\n", "broker.conf:1: allow_anonymous wants true or false, not 'maybe'"),
 ])
 def test_bad_config_file_exits_1_naming_the_line(tmp_path, content, message):
     conf = tmp_path / "broker.conf"

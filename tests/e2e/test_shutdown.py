@@ -100,8 +100,9 @@ def test_sigterm_during_publish_flood(broker):
 
 
 def test_sighup_does_not_stop_the_broker(broker):
-    """Mosquitto reloads on SIGHUP; ours has nothing to reload yet, but a
-    service manager sending it must not take the broker down."""
+    """SIGHUP reloads the password and ACL files (test_auth.py, test_acl.py);
+    without them it has nothing to reload, and it must not take the broker
+    down."""
     sub = broker.raw_connected("hup-sub")
     sub.subscribe(1, [("hup/t", 0)])
     broker.proc.send_signal(signal.SIGHUP)

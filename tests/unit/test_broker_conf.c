@@ -84,22 +84,47 @@ static void test_file_with_mosquitto_keywords(void **state)
     assert_true(cfg.queue_qos0);
 }
 
+static void test_auth_and_metrics_keywords(void **state)
+{
+    const char *text = "password_file /etc/mosquitto/passwd\n"
+                       "acl_file acl.txt\n"
+                       "allow_anonymous false\n"
+                       "metrics_port 9234\n"
+                       "connection_messages false\n";
+    assert_true(cfg.auth.allow_anonymous);
+    assert_int_equal(cfg.obs.metrics_port, -1);
+    assert_true(cfg.obs.connection_messages);
+    assert_int_equal(broker_conf_parse(&cfg, text, "a.conf", err, sizeof err), 0);
+    assert_string_equal(cfg.auth.password_file, "/etc/mosquitto/passwd");
+    assert_string_equal(cfg.auth.acl_file, "acl.txt");
+    assert_false(cfg.auth.allow_anonymous);
+    assert_int_equal(cfg.obs.metrics_port, 9234);
+    assert_false(cfg.obs.connection_messages);
+    assert_int_equal(broker_conf_set(&cfg, "acl-file", "other", err, sizeof err), 0);
+    assert_string_equal(cfg.auth.acl_file, "other");
+    char longname[600];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    assert_int_equal(broker_conf_set(&cfg, "password-file", longname, err, sizeof err), -1);
+    assert_non_null(strstr(err, "password-file wants a file name shorter than 512 bytes"));
+}
+
 static void test_file_errors_name_the_line(void **state)
 {
     assert_int_equal(broker_conf_parse(&cfg, "port 1883\nmax_connections lots\n", "b.conf", err,
                                        sizeof err),
                      -1);
     assert_non_null(strstr(err, "b.conf:2: max_connections wants a whole number"));
-    assert_int_equal(broker_conf_parse(&cfg, "allow_anonymous false\n", "c.conf", err, sizeof err), -1);
-    assert_non_null(strstr(err, "c.conf:1: 'allow_anonymous' other than true is not supported yet"));
+    assert_int_equal(broker_conf_parse(&cfg, "allow_anonymous no\n", "c.conf", err, sizeof err), -1);
+    assert_non_null(strstr(err, "c.conf:1: allow_anonymous wants true or false, not 'no'"));
     assert_int_equal(broker_conf_parse(&cfg, "persistence true\n", "d.conf", err, sizeof err), -1);
     assert_int_equal(
         broker_conf_parse(&cfg, "listener 1\nlistener 2\n", "e.conf", err, sizeof err), -1);
     assert_non_null(strstr(err, "e.conf:2: only one listener"));
     assert_int_equal(broker_conf_parse(&cfg, "max_connections 1 2\n", "f.conf", err, sizeof err), -1);
     assert_non_null(strstr(err, "f.conf:1: max_connections wants exactly one value"));
-    assert_int_equal(broker_conf_parse(&cfg, "password_file /etc/p\n", "g.conf", err, sizeof err), -1);
-    assert_non_null(strstr(err, "unknown setting 'password_file'"));
+    assert_int_equal(broker_conf_parse(&cfg, "auth_plugin /etc/p\n", "g.conf", err, sizeof err), -1);
+    assert_non_null(strstr(err, "unknown setting 'auth_plugin'"));
 }
 
 static void test_load_missing_file(void **state)
@@ -130,6 +155,7 @@ int main(void)
         cmocka_unit_test_setup(test_ranges_and_bad_values_refused, setup),
         cmocka_unit_test_setup(test_bind_is_copied, setup),
         cmocka_unit_test_setup(test_file_with_mosquitto_keywords, setup),
+        cmocka_unit_test_setup(test_auth_and_metrics_keywords, setup),
         cmocka_unit_test_setup(test_file_errors_name_the_line, setup),
         cmocka_unit_test_setup(test_load_missing_file, setup),
         cmocka_unit_test_setup(test_load_file, setup),

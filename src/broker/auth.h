@@ -1,0 +1,82 @@
+/* auth.h - authentication and authorization in the broker: the password
+ * file (passwd.h) checked at CONNECT, the ACL file (acl.h) bound to each
+ * session and checked on PUBLISH in, SUBSCRIBE and delivery, and both
+ * reloaded on SIGHUP. docs/security.md describes the behaviour.
+ *
+ * Cost with neither file configured: one NULL test of the session's ACL
+ * handle per PUBLISH in and one flag test per delivery, nothing else.
+ */
+#ifndef SHOOTOUT_AUTH_H
+#define SHOOTOUT_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/acl.h"
+#include "broker/passwd.h"
+
+struct broker;
+struct conn;
+struct session;
+struct mqtt5_connect;
+
+/* The broker's settings (struct broker_config.auth). */
+struct broker_auth_config {
+    char password_file[512]; /* "" = none */
+    char acl_file[512];      /* "" = none */
+    bool allow_anonymous;    /* clients without a username may connect */
+};
+
+/* The loaded files and their counters (struct broker.auth). */
+struct broker_auth {
+    struct passwd_table *passwd; /* NULL without password_file */
+    struct acl *acl;             /* NULL without acl_file */
+    uint64_t refused_bad_password, refused_unknown_user, refused_anonymous;
+    uint64_t denied_publish, denied_subscribe, denied_deliver, denied_will;
+};
+
+/* What a session carries (struct session.auth). The handle lives with the
+ * session, not the connection, so that messages queued for an offline
+ * session are checked with the rules of the client that owns it. */
+struct session_auth {
+    struct acl_client *acl; /* NULL without acl_file: nothing is checked */
+    char *username;         /* owned; kept to rebind on reload; NULL = none */
+    uint16_t username_len;
+    /* Some subscription needs acl_client_check(ACL_READ) per delivery
+     * (ACL_SUB_FILTERED, or no longer granted after a reload). */
+    bool filtered;
+};
+
+/* Loads the configured files into b->auth. Returns 0, or -1 after logging
+ * the error (file:line). */
+int auth_init(struct broker *b);
+/* Frees the files; every session must be gone. */
+void auth_free(struct broker *b);
+/* SIGHUP: loads both files again; on success swaps them in and rebinds
+ * every session, else keeps the old ones and logs why. */
+void auth_reload(struct broker *b);
+
+/* CONNECT with the final client id: checks the credentials and the will
+ * topic. Returns 0 with *acl the client's new ACL handle (NULL without an
+ * ACL) to give to auth_session_bind, or an MQTT 5 reason code to refuse
+ * with (0x86 bad username or password, 0x87 not authorized). */
+uint8_t auth_connect(struct broker *b, const struct conn *c, const struct mqtt5_connect *ci,
+                     const uint8_t *id, size_t id_len, struct acl_client **acl);
+/* The client is in: s takes acl (see auth_connect) and the username. */
+void auth_session_bind(struct broker *b, struct session *s, struct acl_client *acl,
+                       const struct mqtt5_connect *ci);
+/* Frees what the session holds. */
+void auth_session_free(struct session *s);
+
+/* The slow halves of the checks; callers test s->auth.acl (publish) or
+ * s->auth.filtered (delivery) first, so that the fast path stays a load
+ * and a branch. */
+bool auth_may_publish(struct broker *b, struct session *s, const uint8_t *topic, size_t len);
+bool auth_may_deliver(struct broker *b, struct session *s, const uint8_t *topic, size_t len);
+/* SUBSCRIBE: the ACL's answer for one filter ($share/<name>/ is checked
+ * as its inner filter); marks the session filtered when it must be. */
+enum acl_sub_result auth_subscribe(struct broker *b, struct session *s, const uint8_t *filter,
+                                   size_t len);
+
+#endif

@@ -1,0 +1,57 @@
+/* metrics.h - what the broker tells its operator: the Prometheus endpoint
+ * (GET /metrics on metrics_port, a tiny HTTP/1.1 responder on the broker's
+ * loop) and the connect and disconnect log lines, in a stable key=value
+ * format that docs/broker.md describes.
+ */
+#ifndef SHOOTOUT_METRICS_H
+#define SHOOTOUT_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct broker;
+struct conn;
+struct mqtt5_connect;
+struct metrics_server;
+
+/* The broker's settings (struct broker_config.obs). */
+struct broker_obs_config {
+    int metrics_port;         /* -1 = no endpoint (default); 0 picks a free port */
+    bool connection_messages; /* log connects and disconnects (default true) */
+};
+
+/* The broker's state (struct broker.obs). */
+struct broker_obs {
+    struct metrics_server *server; /* NULL while there is no endpoint */
+    uint64_t accepted;             /* TCP connections accepted */
+    /* The MQTT 5 reason code conn_kick is closing a connection with, for
+     * the disconnect line conn_close then writes; 0 outside conn_kick. */
+    uint8_t kick_reason;
+};
+
+/* Opens the endpoint if one is configured. Returns 0, or -1 after logging
+ * why it could not listen. */
+int metrics_start(struct broker *b);
+/* Closes the endpoint and its connections. */
+void metrics_stop(struct broker *b);
+
+/* Writes the broker's figures in the Prometheus text format into a new
+ * NUL-terminated string (mem_free it); *len is its length. */
+char *metrics_render(struct broker *b, size_t *len);
+
+/* "ADDR:PORT" of the connection's peer, into buf. */
+const char *metrics_peer(const struct conn *c, char *buf, size_t len);
+/* Writes bytes[0..len) as a log value: as they are when they are printable
+ * and hold no blank, '"' or '=', else quoted with "\" and \xNN escapes;
+ * truncated to fit out (room for at least 8 bytes). */
+const char *metrics_log_value(char *out, size_t outlen, const void *bytes, size_t len);
+
+/* event=connect ... for a client let in. */
+void metrics_log_connect(struct broker *b, const struct conn *c, const struct mqtt5_connect *ci,
+                         bool session_present);
+/* event=disconnect ... for a client that was let in; why is conn_close's
+ * reason text. */
+void metrics_log_disconnect(struct broker *b, const struct conn *c, const char *why);
+
+#endif
