@@ -1,5 +1,5 @@
 /* a2b_pg.c - the a2b schema, COPY load and non-blocking operations on
- * PostgreSQL through libpq. */
+ * PostgreSQL through libpq, with connections re-made in the background. */
 #include "a2b/a2b_pg.h"
 
 #include <inttypes.h>
@@ -331,42 +331,57 @@ static const struct {
 
 struct pg_req {
     struct a2b_request base;
-    char num[2][24];  /* numeric parameters as text */
-    PGresult *result; /* the statement's result, once it came */
+    char num[2][24]; /* numeric parameters as text */
 };
+
+/* A connection's life: open() makes it READY (blocking); a loss closes it
+ * (DOWN) and the retry timer starts the way back through CONNECTING and
+ * PREPARING, both bounded by that same timer. */
+enum conn_state { CONN_DOWN, CONN_CONNECTING, CONN_PREPARING, CONN_READY };
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+/* Connecting and preparing together, on a server that accepts the socket
+ * but never answers. */
+#define SETUP_TIMEOUT_MS 5000
 
 struct pg_conn {
     struct a2b_pg *pg;
-    PGconn *conn;
+    PGconn *conn; /* NULL while DOWN */
     struct ev_io io;
-    struct pg_req *req; /* running, or NULL when idle */
-    bool broken;
+    struct ev_timer retry;  /* DOWN: next attempt; CONNECTING, PREPARING: deadline */
+    enum conn_state state;
+    int prepared;           /* PREPARING: statements prepared so far */
+    uint64_t backoff_ms;    /* the wait before the next attempt */
+    struct pg_req *req;     /* READY: running, or NULL when idle */
+    PGresult *result;       /* the running statement's first result, once it came */
 };
 
 struct a2b_pg {
     struct ev_loop *loop;
+    char *conninfo;
     struct pg_conn *conns;
     unsigned nconns;
     struct a2b_request_list wait; /* waiting for a connection */
     unsigned waiting, queue_max;
     struct a2b_request_list done; /* answered without the database */
-    struct ev_timer defer;                /* delivers the done list on the next iteration */
+    struct ev_timer defer;        /* delivers the done list on the next iteration */
     unsigned pending;
+    struct a2b_pg_stats *stats;
     void (*completed)(void *owner);
     void *owner;
 };
 
-static void req_free(struct pg_req *r)
+static void stat_add(atomic_uint_fast64_t *n, int64_t d)
 {
-    PQclear(r->result);
-    a2b_request_free(&r->base);
+    atomic_fetch_add_explicit(n, (uint_fast64_t)d, memory_order_relaxed);
 }
 
 static void complete(struct a2b_pg *pg, struct pg_req *r)
 {
     pg->pending--;
     r->base.cb(&r->base.res, r->base.ctx);
-    req_free(r);
+    a2b_request_free(&r->base);
     if (pg->completed)
         pg->completed(pg->owner);
 }
@@ -375,17 +390,21 @@ static void complete(struct a2b_pg *pg, struct pg_req *r)
  * itself. */
 static void defer(struct a2b_pg *pg, struct pg_req *r)
 {
-    PQclear(r->result);
-    r->result = NULL;
     a2b_request_push(&pg->done, &r->base);
     if (!ev_timer_active(&pg->defer))
         ev_timer_start(pg->loop, &pg->defer, 0, 0);
 }
 
-static bool any_live(const struct a2b_pg *pg)
+static void defer_unavailable(struct a2b_pg *pg, struct pg_req *r)
+{
+    a2b_result_error(&r->base.res, 503, "The database connection was lost");
+    defer(pg, r);
+}
+
+static bool any_ready(const struct a2b_pg *pg)
 {
     for (unsigned i = 0; i < pg->nconns; i++)
-        if (!pg->conns[i].broken)
+        if (pg->conns[i].state == CONN_READY)
             return true;
     return false;
 }
@@ -406,9 +425,8 @@ static double row_real(const struct a2b_row *row, int col)
 }
 
 /* Turns the statement's rows into op's result. */
-static void result_rows(struct pg_req *r)
+static void result_rows(struct pg_req *r, const PGresult *pr)
 {
-    const PGresult *pr = r->result;
     int n = PQntuples(pr);
     struct a2b_row row = {.cursor = pr, .text = row_text, .integer = row_integer, .real = row_real};
     bool one = r->base.op == A2B_BOOKING || r->base.op == A2B_USER;
@@ -438,9 +456,8 @@ static void result_rows(struct pg_req *r)
     a2b_result_json(&r->base.res, &b);
 }
 
-static void result_from_pg(struct pg_req *r)
+static void result_from_pg(struct pg_req *r, const PGresult *pr)
 {
-    const PGresult *pr = r->result;
     ExecStatusType st = PQresultStatus(pr);
     if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
         log_warn("a2b %s: %s", a2b_op_name(r->base.op), pr ? PQresultErrorMessage(pr) : "no result");
@@ -472,17 +489,27 @@ static void result_from_pg(struct pg_req *r)
         a2b_result_up(&r->base.res);
         break;
     default:
-        result_rows(r);
+        result_rows(r, pr);
     }
 }
 
-static bool conn_start(struct pg_conn *c, struct pg_req *r);
+/* The server ended the session with this statement's error (an
+ * administrator's shutdown, a crash: SQLSTATE class 57P; a connection
+ * exception: class 08), or libpq saw the connection go. */
+static bool result_means_lost(const PGconn *conn, const PGresult *pr)
+{
+    const char *state = pr ? PQresultErrorField(pr, PG_DIAG_SQLSTATE) : NULL;
+    return PQstatus(conn) == CONNECTION_BAD ||
+           (state && (strncmp(state, "57P", 3) == 0 || strncmp(state, "08", 2) == 0));
+}
 
-/* Starts waiting requests on c while it is idle and alive. */
+static void conn_start(struct pg_conn *c, struct pg_req *r);
+
+/* Starts waiting requests on c while it is idle and ready. */
 static void conn_take_next(struct pg_conn *c)
 {
     struct a2b_pg *pg = c->pg;
-    while (!c->broken && !c->req && pg->wait.head) {
+    while (c->state == CONN_READY && !c->req && pg->wait.head) {
         pg->waiting--;
         conn_start(c, (struct pg_req *)a2b_request_pop(&pg->wait));
     }
@@ -493,47 +520,102 @@ static void conn_finish(struct pg_conn *c)
 {
     struct pg_req *r = c->req;
     c->req = NULL;
+    stat_add(&c->pg->stats->busy, -1);
     complete(c->pg, r);
     conn_take_next(c);
 }
 
-/* A connection that failed is not used again (no reconnection yet). Its
- * request is answered 503 (later, through defer), and so are the waiting
- * ones once no connection is left. */
-static void conn_broken(struct pg_conn *c)
+/* Closes c's libpq connection (its request, if any, is the caller's), and
+ * schedules the next attempt after the backoff, which doubles for the one
+ * after. */
+static void conn_close(struct pg_conn *c)
+{
+    struct a2b_pg *pg = c->pg;
+    if (c->state == CONN_READY)
+        stat_add(&pg->stats->connected, -1);
+    if (c->io.events)
+        ev_io_stop(pg->loop, &c->io);
+    ev_timer_stop(pg->loop, &c->retry);
+    PQclear(c->result);
+    c->result = NULL;
+    PQfinish(c->conn);
+    c->conn = NULL;
+    c->state = CONN_DOWN;
+}
+
+static void conn_retry_later(struct pg_conn *c)
+{
+    conn_close(c);
+    ev_timer_start(c->pg->loop, &c->retry, c->backoff_ms, 0);
+    c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
+}
+
+/* A serving connection failed: its request is answered 503 (later,
+ * through defer), and so are the waiting ones if no connection is left
+ * ready: requests fail fast rather than wait for a reconnection. */
+static void conn_lost(struct pg_conn *c)
 {
     struct a2b_pg *pg = c->pg;
     log_error("a2b: PostgreSQL connection lost: %s", PQerrorMessage(c->conn));
-    c->broken = true;
-    ev_io_stop(pg->loop, &c->io);
+    stat_add(&pg->stats->lost, 1);
     if (c->req) {
-        a2b_result_error(&c->req->base.res, 503, "The database connection was lost");
-        defer(pg, c->req);
+        stat_add(&pg->stats->busy, -1);
+        defer_unavailable(pg, c->req);
         c->req = NULL;
     }
+    c->backoff_ms = BACKOFF_MIN_MS;
+    conn_retry_later(c);
     struct a2b_request *r;
-    while (!any_live(pg) && (r = a2b_request_pop(&pg->wait))) {
+    while (!any_ready(pg) && (r = a2b_request_pop(&pg->wait))) {
         pg->waiting--;
-        a2b_result_error(&r->res, 503, "The database connection was lost");
-        defer(pg, (struct pg_req *)r);
+        defer_unavailable(pg, (struct pg_req *)r);
     }
+}
+
+/* An attempt to re-make c failed (why is in PQerrorMessage or why). */
+static void conn_failed(struct pg_conn *c, const char *why)
+{
+    log_warn("a2b: PostgreSQL reconnection failed (next attempt in %" PRIu64 " ms): %s",
+             c->backoff_ms, why ? why : c->conn ? PQerrorMessage(c->conn) : "out of memory");
+    stat_add(&c->pg->stats->failures, 1);
+    conn_retry_later(c);
+}
+
+/* A connection in trouble: lost if it was serving, else a failed attempt. */
+static void conn_broke(struct pg_conn *c)
+{
+    if (c->state == CONN_READY)
+        conn_lost(c);
+    else
+        conn_failed(c, NULL);
+}
+
+/* Watches c's socket for events. While the connection is being set up,
+ * libpq may replace its socket, so the registration is made afresh. */
+static bool conn_watch(struct pg_conn *c, uint32_t events)
+{
+    if (c->io.events)
+        ev_io_stop(c->pg->loop, &c->io);
+    c->io.fd = PQsocket(c->conn);
+    return ev_io_start(c->pg->loop, &c->io, events) == 0;
 }
 
 static bool conn_flush(struct pg_conn *c)
 {
     int rc = PQflush(c->conn);
     if (rc < 0) {
-        conn_broken(c);
+        conn_broke(c);
         return false;
     }
     ev_io_modify(c->pg->loop, &c->io, rc ? EV_READ | EV_WRITE : EV_READ);
     return true;
 }
 
-/* Sends r on c. False if c broke (r is then answered 503 later). */
-static bool conn_start(struct pg_conn *c, struct pg_req *r)
+/* Sends r on c; if c breaks, r is answered 503 later. */
+static void conn_start(struct pg_conn *c, struct pg_req *r)
 {
     c->req = r;
+    stat_add(&c->pg->stats->busy, 1);
     const char *values[4] = {0};
     const struct a2b_args *a = &r->base.args;
     /* Parameters in the order of stmts[op]; numbers as text. */
@@ -567,38 +649,142 @@ static bool conn_start(struct pg_conn *c, struct pg_req *r)
     for (int i = 0; i < 2; i++)
         if (!values[i])
             values[i] = r->num[i];
-    if (!PQsendQueryPrepared(c->conn, a2b_op_name(r->base.op), stmts[r->base.op].nparams, values, NULL, NULL, 0)) {
-        conn_broken(c);
-        return false;
+    if (!PQsendQueryPrepared(c->conn, a2b_op_name(r->base.op), stmts[r->base.op].nparams, values, NULL, NULL, 0))
+        conn_lost(c);
+    else
+        conn_flush(c);
+}
+
+/* The connection is set up: it serves from now on. */
+static void conn_ready(struct pg_conn *c)
+{
+    struct a2b_pg *pg = c->pg;
+    ev_timer_stop(pg->loop, &c->retry);
+    c->state = CONN_READY;
+    c->backoff_ms = BACKOFF_MIN_MS;
+    stat_add(&pg->stats->connected, 1);
+    log_info("a2b: PostgreSQL connection re-made");
+    stat_add(&pg->stats->reconnects, 1);
+    conn_take_next(c);
+}
+
+/* Sends the next statement to prepare, or puts c to work once all are. */
+static void conn_prepare_next(struct pg_conn *c)
+{
+    int op = c->prepared;
+    if (op == A2B_OP_COUNT)
+        conn_ready(c);
+    else if (!PQsendPrepare(c->conn, a2b_op_name(op), stmts[op].sql, stmts[op].nparams, stmts[op].types))
+        conn_failed(c, NULL);
+    else
+        conn_flush(c);
+}
+
+/* One step of PQconnectPoll, then wait for what it asked for. */
+static void conn_connect_poll(struct pg_conn *c)
+{
+    switch (PQconnectPoll(c->conn)) {
+    case PGRES_POLLING_READING:
+        if (!conn_watch(c, EV_READ))
+            conn_failed(c, "cannot watch the socket");
+        break;
+    case PGRES_POLLING_WRITING:
+        if (!conn_watch(c, EV_WRITE))
+            conn_failed(c, "cannot watch the socket");
+        break;
+    case PGRES_POLLING_OK:
+        c->state = CONN_PREPARING;
+        c->prepared = 0;
+        if (PQsetnonblocking(c->conn, 1) != 0 || !conn_watch(c, EV_READ))
+            conn_failed(c, NULL);
+        else
+            conn_prepare_next(c);
+        break;
+    default:
+        conn_failed(c, NULL);
     }
-    return conn_flush(c);
+}
+
+/* The retry timer: a DOWN connection's next attempt, or a set-up that
+ * took too long. */
+static void conn_on_retry(struct ev_loop *loop, struct ev_timer *t)
+{
+    struct pg_conn *c = t->data;
+    if (c->state != CONN_DOWN) {
+        conn_failed(c, "timed out");
+        return;
+    }
+    /* libpq resolves a host name here, blocking; an address does not. */
+    c->conn = PQconnectStart(c->pg->conninfo);
+    if (!c->conn || PQstatus(c->conn) == CONNECTION_BAD) {
+        conn_failed(c, NULL);
+        return;
+    }
+    c->state = CONN_CONNECTING;
+    ev_timer_start(loop, &c->retry, SETUP_TIMEOUT_MS, 0);
+    /* libpq: start as if PQconnectPoll had asked to wait for writing. */
+    if (!conn_watch(c, EV_WRITE))
+        conn_failed(c, "cannot watch the socket");
+}
+
+/* Collects the running statement's results; true once it is over (its
+ * first result in c->result). */
+static bool conn_statement_over(struct pg_conn *c)
+{
+    while (!PQisBusy(c->conn)) {
+        PGresult *pr = PQgetResult(c->conn);
+        if (!pr)
+            return true;
+        if (!c->result)
+            c->result = pr;
+        else
+            PQclear(pr);
+    }
+    return false;
 }
 
 static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
     struct pg_conn *c = io->data;
+    if (c->state == CONN_CONNECTING) {
+        conn_connect_poll(c);
+        return;
+    }
     if ((events & EV_WRITE) && !conn_flush(c))
         return;
     if (!(events & EV_READ))
         return;
-    if (!PQconsumeInput(c->conn)) {
-        conn_broken(c);
+    if (!PQconsumeInput(c->conn) || PQstatus(c->conn) == CONNECTION_BAD) {
+        conn_broke(c);
         return;
     }
-    /* Only our own statements produce results; anything else (a notice)
-     * has been consumed. */
-    while (c->req && !PQisBusy(c->conn)) {
-        PGresult *pr = PQgetResult(c->conn);
-        if (!pr) {
-            result_from_pg(c->req);
-            conn_finish(c);
+    /* Anything that is not our statement's (a notice) has been consumed. */
+    bool running = c->state == CONN_PREPARING || c->req;
+    if (!running || !conn_statement_over(c))
+        return;
+    PGresult *pr = c->result;
+    c->result = NULL;
+    if (c->state == CONN_PREPARING) {
+        bool ok = PQresultStatus(pr) == PGRES_COMMAND_OK;
+        PQclear(pr);
+        if (!ok) {
+            conn_failed(c, NULL);
             return;
         }
-        if (!c->req->result)
-            c->req->result = pr;
-        else
-            PQclear(pr);
+        c->prepared++;
+        conn_prepare_next(c);
+        return;
     }
+    if (PQresultStatus(pr) != PGRES_TUPLES_OK && PQresultStatus(pr) != PGRES_COMMAND_OK &&
+        result_means_lost(c->conn, pr)) {
+        log_warn("a2b %s: %s", a2b_op_name(c->req->base.op), PQresultErrorMessage(pr));
+        PQclear(pr);
+        conn_lost(c);
+        return;
+    }
+    result_from_pg(c->req, pr);
+    PQclear(pr);
+    conn_finish(c);
 }
 
 static void on_defer(struct ev_loop *loop, struct ev_timer *t)
@@ -616,15 +802,24 @@ struct a2b_pg *a2b_pg_open(struct ev_loop *loop, const struct a2b_pg_config *cfg
 {
     struct a2b_pg *pg = mem_calloc(1, sizeof *pg);
     pg->loop = loop;
+    pg->conninfo = mem_strdup(cfg->conninfo);
     pg->nconns = cfg->conns ? cfg->conns : 4;
     pg->queue_max = cfg->queue_max ? cfg->queue_max : 1024;
+    pg->stats = cfg->stats;
     pg->completed = cfg->completed;
     pg->owner = cfg->owner;
     ev_timer_init(&pg->defer, on_defer, pg);
+    stat_add(&pg->stats->conns, pg->nconns);
     pg->conns = mem_calloc(pg->nconns, sizeof *pg->conns);
     for (unsigned i = 0; i < pg->nconns; i++) {
         struct pg_conn *c = &pg->conns[i];
         c->pg = pg;
+        c->io = (struct ev_io){.fd = -1, .cb = conn_on_io, .data = c};
+        ev_timer_init(&c->retry, conn_on_retry, c);
+        c->backoff_ms = BACKOFF_MIN_MS;
+    }
+    for (unsigned i = 0; i < pg->nconns; i++) {
+        struct pg_conn *c = &pg->conns[i];
         c->conn = PQconnectdb(cfg->conninfo);
         if (PQstatus(c->conn) != CONNECTION_OK)
             goto fail;
@@ -636,9 +831,10 @@ struct a2b_pg *a2b_pg_open(struct ev_loop *loop, const struct a2b_pg_config *cfg
             if (!ok)
                 goto fail;
         }
-        c->io = (struct ev_io){.fd = PQsocket(c->conn), .cb = conn_on_io, .data = c};
-        if (PQsetnonblocking(c->conn, 1) != 0 || ev_io_start(loop, &c->io, EV_READ) < 0)
+        if (PQsetnonblocking(c->conn, 1) != 0 || !conn_watch(c, EV_READ))
             goto fail;
+        c->state = CONN_READY;
+        stat_add(&pg->stats->connected, 1);
         continue;
     fail:
         snprintf(err, errlen, "a2b: %s", PQerrorMessage(c->conn));
@@ -655,17 +851,17 @@ void a2b_pg_close(struct a2b_pg *pg)
     ev_timer_stop(pg->loop, &pg->defer);
     for (unsigned i = 0; i < pg->nconns; i++) {
         struct pg_conn *c = &pg->conns[i];
-        if (!c->conn)
-            continue;
-        if (c->io.events)
-            ev_io_stop(pg->loop, &c->io);
-        if (c->req)
-            req_free(c->req);
-        PQfinish(c->conn);
+        if (c->req) {
+            stat_add(&pg->stats->busy, -1);
+            a2b_request_free(&c->req->base);
+        }
+        conn_close(c);
     }
+    stat_add(&pg->stats->conns, -(int64_t)pg->nconns);
     a2b_request_list_free(&pg->wait);
     a2b_request_list_free(&pg->done);
     mem_free(pg->conns);
+    mem_free(pg->conninfo);
     mem_free(pg);
 }
 
@@ -676,7 +872,7 @@ int a2b_pg_submit(struct a2b_pg *pg, enum a2b_op op, const struct a2b_args *args
 {
     struct pg_conn *idle = NULL;
     for (unsigned i = 0; i < pg->nconns && !idle; i++)
-        if (!pg->conns[i].req && !pg->conns[i].broken)
+        if (pg->conns[i].state == CONN_READY && !pg->conns[i].req)
             idle = &pg->conns[i];
     bool valid = (unsigned)op < A2B_OP_COUNT;
     if (valid && !idle && pg->waiting >= pg->queue_max)
@@ -688,9 +884,8 @@ int a2b_pg_submit(struct a2b_pg *pg, enum a2b_op op, const struct a2b_args *args
         defer(pg, r);
     } else if (!a2b_args_check(op, &r->base.args, &r->base.res)) {
         defer(pg, r);
-    } else if (!any_live(pg)) {
-        a2b_result_error(&r->base.res, 503, "The database connection was lost");
-        defer(pg, r);
+    } else if (!any_ready(pg)) {
+        defer_unavailable(pg, r);
     } else if (idle) {
         conn_start(idle, r);
     } else {

@@ -9,12 +9,19 @@
  * then on the loop only ever sends, flushes and reads when the socket is
  * ready. A request waits in a bounded queue while every connection is busy.
  *
+ * A connection that breaks fails its request with 503, is closed, and is
+ * re-made in the background (PQconnectStart/PQconnectPoll on the loop,
+ * statements prepared again before it serves), retried after 100 ms, then
+ * twice as long after each failure, up to 5 s. While no connection is
+ * ready, requests fail at once with 503 rather than wait.
+ *
  * The schema is the reference's in schema a2b: jsonb locations, a tsrange
  * duration, money prices, and the phone index on phone.
  */
 #ifndef SHOOTOUT_A2B_PG_H
 #define SHOOTOUT_A2B_PG_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -28,10 +35,22 @@ struct a2b_pg;
  * with a message in err. */
 int a2b_pg_init(const char *conninfo, uint64_t seed, double scale, char *err, size_t errlen);
 
+/* Pool usage, for /metrics: shared by the pools of a store (one per
+ * loop), so relaxed atomics, summed over them. */
+struct a2b_pg_stats {
+    atomic_uint_fast64_t conns;      /* connections of the open pools */
+    atomic_uint_fast64_t connected;  /* of those, ready to serve */
+    atomic_uint_fast64_t busy;       /* of those, running a request */
+    atomic_uint_fast64_t lost;       /* ready connections that broke */
+    atomic_uint_fast64_t reconnects; /* connections re-made after a loss */
+    atomic_uint_fast64_t failures;   /* attempts to re-make one that failed */
+};
+
 struct a2b_pg_config {
     const char *conninfo;
     unsigned conns;     /* connections; 0 = 4 */
     unsigned queue_max; /* requests waiting for a connection; 0 = 1024 */
+    struct a2b_pg_stats *stats; /* required; outlives the pool */
     /* Called on the loop after each callback, for the owner's counters. */
     void (*completed)(void *owner);
     void *owner;
@@ -47,7 +66,8 @@ void a2b_pg_close(struct a2b_pg *pg);
 
 /* Queues op (arguments copied). 0: cb(res, ctx) will run on the loop. -1:
  * every connection is busy and queue_max requests already wait; cb will
- * never run. A lost connection fails its request with 503. */
+ * never run. A lost connection fails its request with 503, and so does
+ * every request while no connection is ready. */
 int a2b_pg_submit(struct a2b_pg *pg, enum a2b_op op, const struct a2b_args *args, a2b_done_fn cb,
                   void *ctx);
 

@@ -196,6 +196,27 @@ static void write_metrics(struct a2b_worker *w, struct prom *p)
     prom_sample(p, "a2b_store_in_flight", NULL, 0, (double)(st.submitted - st.completed));
     prom_family(p, "a2b_store_queued", PROM_GAUGE, "Operations waiting for a worker (SQLite)");
     prom_sample(p, "a2b_store_queued", NULL, 0, (double)a2b_store_queued(s->store));
+    if (st.pg_conns) {
+        const struct {
+            const char *name;
+            enum prom_type type;
+            const char *help;
+            uint64_t value;
+        } pool[] = {
+            {"a2b_pg_connections", PROM_GAUGE, "PostgreSQL connections in the pools", st.pg_conns},
+            {"a2b_pg_connected", PROM_GAUGE, "PostgreSQL connections ready to serve", st.pg_connected},
+            {"a2b_pg_busy", PROM_GAUGE, "PostgreSQL connections running a request", st.pg_busy},
+            {"a2b_pg_lost_total", PROM_COUNTER, "PostgreSQL connections that broke", st.pg_lost},
+            {"a2b_pg_reconnects_total", PROM_COUNTER, "PostgreSQL connections re-made after a loss",
+             st.pg_reconnects},
+            {"a2b_pg_reconnect_failures_total", PROM_COUNTER,
+             "Attempts to re-make a PostgreSQL connection that failed", st.pg_failures},
+        };
+        for (size_t i = 0; i < sizeof pool / sizeof pool[0]; i++) {
+            prom_family(p, pool[i].name, pool[i].type, pool[i].help);
+            prom_sample(p, pool[i].name, NULL, 0, (double)pool[i].value);
+        }
+    }
     prom_family(p, "process_uptime_seconds", PROM_GAUGE, "Seconds since the server started");
     prom_sample(p, "process_uptime_seconds", NULL, 0, difftime(time(NULL), s->started));
     prom_family(p, "process_start_time_seconds", PROM_GAUGE, "Start time, seconds since the epoch");

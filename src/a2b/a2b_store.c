@@ -52,7 +52,29 @@ struct a2b_store {
     unsigned nworkers;
     struct a2b_worker *workers;
     atomic_uint_fast64_t submitted, completed, rejected;
+    struct a2b_pg_stats pg_stats; /* the clients' pools, summed */
+    /* The owner's reference and each client's: a PostgreSQL pool counts
+     * into pg_stats until it closes, which may be after a2b_store_close. */
+    atomic_uint refs;
 };
+
+static struct a2b_store *store_new(void)
+{
+    struct a2b_store *s = mem_calloc(1, sizeof *s);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->work, NULL);
+    atomic_init(&s->refs, 1);
+    return s;
+}
+
+static void store_unref(struct a2b_store *s)
+{
+    if (atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    pthread_cond_destroy(&s->work);
+    pthread_mutex_destroy(&s->lock);
+    mem_free(s);
+}
 
 static void deliver(struct store_req *r)
 {
@@ -103,9 +125,7 @@ static void store_stop_workers(struct a2b_store *s)
 struct a2b_store *a2b_store_open(const struct a2b_store_config *cfg, char *err, size_t errlen)
 {
     if (cfg->pg_conninfo) {
-        struct a2b_store *s = mem_calloc(1, sizeof *s);
-        pthread_mutex_init(&s->lock, NULL);
-        pthread_cond_init(&s->work, NULL);
+        struct a2b_store *s = store_new();
         s->pg_conninfo = mem_strdup(cfg->pg_conninfo);
         s->pg_conns = cfg->pg_conns;
         s->queue_max = cfg->queue_max;
@@ -121,9 +141,7 @@ struct a2b_store *a2b_store_open(const struct a2b_store_config *cfg, char *err, 
                  (unsigned long long)cfg->seed, cfg->scale,
                  (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     }
-    struct a2b_store *s = mem_calloc(1, sizeof *s);
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->work, NULL);
+    struct a2b_store *s = store_new();
     s->queue_max = cfg->queue_max ? cfg->queue_max : 1024;
     s->nworkers = cfg->workers ? cfg->workers : 2;
     s->workers = mem_calloc(s->nworkers, sizeof *s->workers);
@@ -163,9 +181,8 @@ void a2b_store_close(struct a2b_store *s)
         a2b_sqlite_close(s->workers[i].db);
     mem_free(s->workers);
     mem_free(s->pg_conninfo);
-    pthread_cond_destroy(&s->work);
-    pthread_mutex_destroy(&s->lock);
-    mem_free(s);
+    s->pg_conninfo = NULL;
+    store_unref(s);
 }
 
 static void client_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t events)
@@ -205,9 +222,11 @@ struct a2b_store_client *a2b_store_client_new(struct a2b_store *s, struct ev_loo
     pthread_mutex_init(&c->lock, NULL);
     if (s->pg_conninfo) {
         struct a2b_pg_config pc = {.conninfo = s->pg_conninfo, .conns = s->pg_conns,
-                                   .queue_max = s->queue_max, .completed = count_completed, .owner = s};
+                                   .queue_max = s->queue_max, .stats = &s->pg_stats,
+                                   .completed = count_completed, .owner = s};
         if (!(c->pg = a2b_pg_open(loop, &pc, err, errlen)))
             goto fail;
+        atomic_fetch_add(&s->refs, 1);
         return c;
     }
     c->wake = (struct ev_io){.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), .cb = client_on_wake, .data = c};
@@ -215,6 +234,7 @@ struct a2b_store_client *a2b_store_client_new(struct a2b_store *s, struct ev_loo
         snprintf(err, errlen, "a2b store: eventfd: %s", strerror(errno));
         goto fail;
     }
+    atomic_fetch_add(&s->refs, 1);
     return c;
 fail:
     if (c->wake.fd >= 0)
@@ -235,6 +255,7 @@ void a2b_store_client_free(struct a2b_store_client *c)
     }
     a2b_request_list_free(&c->done);
     pthread_mutex_destroy(&c->lock);
+    store_unref(c->store);
     mem_free(c);
 }
 
@@ -275,6 +296,13 @@ void a2b_store_get_stats(struct a2b_store *s, struct a2b_store_stats *out)
     out->submitted = atomic_load_explicit(&s->submitted, memory_order_relaxed);
     out->completed = atomic_load_explicit(&s->completed, memory_order_relaxed);
     out->rejected = atomic_load_explicit(&s->rejected, memory_order_relaxed);
+    const struct a2b_pg_stats *p = &s->pg_stats;
+    out->pg_conns = atomic_load_explicit(&p->conns, memory_order_relaxed);
+    out->pg_connected = atomic_load_explicit(&p->connected, memory_order_relaxed);
+    out->pg_busy = atomic_load_explicit(&p->busy, memory_order_relaxed);
+    out->pg_lost = atomic_load_explicit(&p->lost, memory_order_relaxed);
+    out->pg_reconnects = atomic_load_explicit(&p->reconnects, memory_order_relaxed);
+    out->pg_failures = atomic_load_explicit(&p->failures, memory_order_relaxed);
 }
 
 unsigned a2b_store_queued(struct a2b_store *s)

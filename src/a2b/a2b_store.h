@@ -46,6 +46,9 @@ struct a2b_store_stats {
     uint64_t submitted; /* accepted by submit */
     uint64_t completed; /* callbacks run */
     uint64_t rejected;  /* refused because the queue was full */
+    /* PostgreSQL: the clients' pools summed (a2b_pg_stats); 0 on SQLite. */
+    uint64_t pg_conns, pg_connected, pg_busy; /* now */
+    uint64_t pg_lost, pg_reconnects, pg_failures; /* since the start */
 };
 
 /* Creates the database if path does not exist (logging how long the load
@@ -54,7 +57,8 @@ struct a2b_store_stats {
 struct a2b_store *a2b_store_open(const struct a2b_store_config *cfg, char *err, size_t errlen);
 
 /* Stops the workers (each finishes the request it is running) and frees
- * the store. Requests still queued are dropped without their callbacks.
+ * the store (what its clients still count into, once they are freed too).
+ * Requests still queued are dropped without their callbacks.
  * Free the clients right after this, without running their loops in
  * between, or before it once they have nothing pending. */
 void a2b_store_close(struct a2b_store *s);

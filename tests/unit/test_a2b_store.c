@@ -7,7 +7,8 @@
  *
  * The PostgreSQL group starts its own server (initdb, pg_ctl from
  * PG_BIN, as the postgres user when run as root) in a temporary directory
- * on a free loopback port, and is skipped with a message if that fails. */
+ * on a free loopback port, and is skipped with a message if that fails;
+ * it stops and restarts that server under the pool to test reconnection. */
 #include <arpa/inet.h>
 #include <libpq-fe.h>
 #include <netinet/in.h>
@@ -150,6 +151,7 @@ static int sqlite_teardown(void **state)
 /* ---- a PostgreSQL server of our own ---------------------------------- */
 
 static char pg_dir[64];
+static int pg_port;
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...)
@@ -176,10 +178,23 @@ static int free_port(void)
 /* initdb refuses to run as root: then the server runs as postgres. */
 static const char *as_postgres(void) { return geteuid() == 0 ? "runuser -u postgres -- " : ""; }
 
+/* Starts the initialised cluster and waits until it accepts connections. */
+static int pg_ctl_start(void)
+{
+    return sh("%s%s/pg_ctl -D %s/data -l %s/server.log -w -o \"-p %d -k %s -c listen_addresses=127.0.0.1"
+              " -c fsync=off\" start >/dev/null 2>&1",
+              as_postgres(), PG_BIN, pg_dir, pg_dir, pg_port, pg_dir);
+}
+
+static int pg_ctl_stop(void)
+{
+    return sh("%s%s/pg_ctl -D %s/data -m immediate -w stop >/dev/null 2>&1", as_postgres(), PG_BIN, pg_dir);
+}
+
 static bool pg_start(void)
 {
     snprintf(pg_dir, sizeof pg_dir, "/tmp/test_a2b_pg_XXXXXX");
-    int port = free_port();
+    int port = pg_port = free_port();
     if (access(PG_BIN "/initdb", X_OK) || !mkdtemp(pg_dir) || port < 0) {
         print_message("skipping the PostgreSQL tests: no %s/initdb or no temp dir\n", PG_BIN);
         return false;
@@ -191,9 +206,7 @@ static bool pg_start(void)
     }
     if (sh("%s%s/initdb -D %s/data -A trust -U postgres --no-sync -E UTF8 --locale=C >%s/initdb.log 2>&1",
            as_postgres(), PG_BIN, pg_dir, pg_dir) ||
-        sh("%s%s/pg_ctl -D %s/data -l %s/server.log -w -o \"-p %d -k %s -c listen_addresses=127.0.0.1"
-           " -c fsync=off\" start >/dev/null 2>&1",
-           as_postgres(), PG_BIN, pg_dir, pg_dir, port, pg_dir)) {
+        pg_ctl_start()) {
         print_message("skipping the PostgreSQL tests: the server did not start (see %s)\n", pg_dir);
         return false;
     }
@@ -203,7 +216,7 @@ static bool pg_start(void)
 
 static void pg_stop(void)
 {
-    sh("%s%s/pg_ctl -D %s/data -m immediate stop >/dev/null 2>&1", as_postgres(), PG_BIN, pg_dir);
+    pg_ctl_stop();
     sh("rm -rf %s", pg_dir);
     pg_conninfo[0] = '\0';
 }
@@ -591,6 +604,55 @@ static void test_full_load_time(void **state)
                   "created in %.2f s on SQLite\n", secs);
 }
 
+/* PostgreSQL stopped under the pool: requests fail with 503 and nothing
+ * crashes; started again: within seconds every connection of the pool is
+ * re-made (with its prepared statements) and serves. */
+static void test_pg_reconnect(void **state)
+{
+    struct a2b_store_stats st;
+    a2b_store_get_stats(store, &st);
+    assert_int_equal(st.pg_conns, 4);
+    assert_int_equal(st.pg_connected, 4);
+    assert_int_equal(pg_ctl_stop(), 0);
+    run(A2B_READY, (struct a2b_args){0});
+    assert_int_equal(res.status, 503);
+    run(A2B_USER, (struct a2b_args){.user_id = 1});
+    assert_int_equal(res.status, 503);
+    /* The idle connections see the server go too. */
+    for (int i = 0; i < 200 && (a2b_store_get_stats(store, &st), st.pg_connected > 0); i++)
+        ev_run_once(waiter.loop, 10);
+    assert_int_equal(st.pg_connected, 0);
+    assert_int_equal(st.pg_lost, 4);
+    assert_int_equal(st.pg_busy, 0);
+    /* Nothing waits for a connection: readiness answers at once. */
+    run(A2B_READY, (struct a2b_args){0});
+    assert_int_equal(res.status, 503);
+    /* Attempts while the server is down fail (refused), backing off. */
+    for (int i = 0; i < 50; i++)
+        ev_run_once(waiter.loop, 10);
+    a2b_store_get_stats(store, &st);
+    assert_true(st.pg_failures >= 4);
+    assert_int_equal(st.pg_reconnects, 0);
+
+    assert_int_equal(pg_ctl_start(), 0);
+    for (int i = 0; i < 1500 && (a2b_store_get_stats(store, &st), st.pg_connected < 4); i++)
+        ev_run_once(waiter.loop, 10);
+    assert_int_equal(st.pg_connected, 4);
+    assert_int_equal(st.pg_reconnects, 4);
+    /* Four at once: one on each connection. */
+    unsigned before = waiter.done;
+    for (int64_t id = 1; id <= 4; id++)
+        assert_int_equal(a2b_store_submit(client, A2B_USER, &(struct a2b_args){.user_id = id}, on_done, &waiter), 0);
+    a2b_store_get_stats(store, &st);
+    assert_int_equal(st.pg_busy, 4);
+    run_until(&waiter, before + 4);
+    assert_int_equal(waiter.done, before + 4);
+    for (unsigned i = before; i < before + 4; i++)
+        assert_int_equal(waiter.statuses[i % 64], 200);
+    a2b_store_get_stats(store, &st);
+    assert_int_equal(st.pg_busy, 0);
+}
+
 static void test_pg_full_load_time(void **state)
 {
     char err[512];
@@ -621,6 +683,7 @@ int main(void)
     };
     const struct CMUnitTest pg_tests[] = {
         SHARED_TESTS,
+        cmocka_unit_test(test_pg_reconnect),
         cmocka_unit_test(test_pg_full_load_time),
     };
     int failed = cmocka_run_group_tests_name("sqlite", sqlite_tests, sqlite_setup, sqlite_teardown);
