@@ -211,12 +211,12 @@ function route(path, handlers) {
   });
 }
 
-// gzip as a2b-server: level 1, for bodies from 1 KiB, when Accept-Encoding
+// gzip as a2b-server: level 1, for bodies over 1 KiB, when Accept-Encoding
 // allows it (q-values honoured), with Vary: Accept-Encoding.
 const COMPRESS = {
   global: true,
   encodings: ['gzip'],
-  threshold: 1024,
+  threshold: 1025, // a2b-server compresses bodies over 1024 bytes
   zlibOptions: { level: 1 },
   customTypes: /^application\/json$/,
 };
