@@ -174,3 +174,13 @@ $(PEER_B)/obj/%.o: peers/grpc-cpp/%.cc | $(PEER_GEN_CC)
 
 $(PEER_B)/car-grpc-cpp-server: $(PEER_OBJ)
 	$(CXX) -o $@ $^ $(PEER_LIBS)
+
+# ---- The Node.js a2b peer (peers/a2b-node): its npm dependencies, pinned by
+# package-lock.json. Skipped with a message when npm is not installed.
+.PHONY: node-peer
+node-peer:
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix peers/a2b-node --no-audit --no-fund; \
+	else \
+		echo "node-peer: npm is not installed; skipping peers/a2b-node (see scripts/install-deps.sh)"; \
+	fi

@@ -24,6 +24,8 @@ packages=(
   mosquitto libgrpc++-dev protobuf-compiler-grpc g++ nghttp2-client wrk
   # the library car_json is measured against (make json-bench)
   libcjson-dev
+  # the Node.js a2b peer (make node-peer; fastify 5 needs Node 20+, npm comes with NodeSource's nodejs)
+  nodejs
 )
 
 missing=()
