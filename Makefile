@@ -5,7 +5,8 @@
 #   make test            unit tests (cmocka) then end-to-end tests (pytest)
 #   make check           `make test` with gcc and with ASan + UBSan, plus the
 #                        unit tests built with clang (builds the peers first)
-#   make peers           the benchmark peers (the gRPC C++ server) in build/peers/
+#   make peers           the gRPC C++ peer in build/peers/
+#   make node-peer       the Node.js a2b peer's npm packages (peers/a2b-node)
 #   make json-bench      the car_json vs cJSON measurement (build/perf/json_bench)
 #   make fuzz            libFuzzer targets (clang) in build/fuzz/
 #   make fuzz-run        runs each fuzz target for FUZZ_SECONDS (default 60)
@@ -104,9 +105,9 @@ e2e: $(B)/shootout
 
 test: unit e2e
 
-# The gRPC C++ peer is built first so that its end-to-end tests run too.
+# The peers are built first so that their end-to-end tests run too.
 check:
-	$(MAKE) peers
+	$(MAKE) peers node-peer
 	$(MAKE) test
 	$(MAKE) CC=clang all unit
 	$(MAKE) test SANITIZE=1
@@ -124,7 +125,7 @@ fuzz-run: fuzz
 	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 build/fuzz/corpus-$$n tests/fuzz/corpus/$$n; \
 	done
 
-run: $(B)/shootout peers
+run: $(B)/shootout peers node-peer
 	$(B)/shootout run $(RUN_ARGS)
 
 # The measurement behind car_json (tests/perf/json_bench.c, against cJSON):
@@ -180,7 +181,8 @@ $(PEER_B)/car-grpc-cpp-server: $(PEER_OBJ)
 .PHONY: node-peer
 node-peer:
 	@if command -v npm >/dev/null 2>&1; then \
-		npm ci --prefix peers/a2b-node --no-audit --no-fund; \
+		npm ci --prefix peers/a2b-node --no-audit --no-fund || \
+		echo "node-peer: npm ci failed (is the npm registry reachable?); the Node peer is skipped"; \
 	else \
 		echo "node-peer: npm is not installed; skipping peers/a2b-node (see scripts/install-deps.sh)"; \
 	fi
