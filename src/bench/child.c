@@ -233,7 +233,7 @@ int child_start_on_free_port(struct child *c, child_launch_fn launch, void *arg,
     return child_give_up(c, err, len);
 }
 
-static int child_finish(struct child *c, bool must_exit_0, FILE *out)
+int child_finish(struct child *c, bool must_exit_0, FILE *out)
 {
     if (!c->started)
         return 0;

@@ -75,6 +75,11 @@ typedef int (*child_launch_fn)(struct child *c, int port, void *arg, char *err, 
 int child_start_on_free_port(struct child *c, child_launch_fn launch, void *arg, char *err,
                              size_t len);
 
+/* Stops c if it started and says how it ended on out; with must_exit_0,
+ * an end other than exit 0 is a failure, and its last words go to stderr.
+ * 0, or -1 if it died earlier (child_alive said so) or failed so. */
+int child_finish(struct child *c, bool must_exit_0, FILE *out);
+
 /* Stops the started children of cs[0..n) and says how each ended on out.
  * cs[0] is ours and must exit 0; if it did not, its last words go to
  * stderr. 0, or -1 if one died earlier (child_alive said so) or ours did

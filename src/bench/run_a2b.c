@@ -169,13 +169,15 @@ static void build_figures(struct run_a2b *j)
     if (textfile_read(path, &text, &len, err, sizeof err) == 0) {
         j->build_s = strtod(text, NULL);
         const char *how = strchr(text, ' ');
-        snprintf(j->build_note, sizeof j->build_note, "build time: %.*s", (int)strcspn(how ? how + 1 : "", "\n"),
-                 how ? how + 1 : "");
+        how = how ? how + 1 : "";
+        snprintf(j->build_note, sizeof j->build_note,
+                 "build s: wall time of the last %.*s (the Makefile's record)",
+                 (int)strcspn(how, "\n"), how);
         mem_free(text);
     } else {
         snprintf(j->build_note, sizeof j->build_note,
-                 "build time: n/a (no clean build recorded: %.40s... is written by a make from a "
-                 "clean tree)", path);
+                 "build s: n/a (no clean build recorded: the Makefile writes .build-seconds "
+                 "beside the binary when it builds a clean tree)");
     }
 }
 
@@ -448,7 +450,7 @@ static int measure(struct run_a2b *j, int i)
     fflush(o->out);
     bool ok = load(j, i);
     /* Ours must exit 0 on SIGTERM; the peer is only stopped. */
-    if (child_finish_all(&t->proc, 1, o->out) < 0 && (i != T_NODE || t->proc.lost))
+    if (child_finish(&t->proc, i != T_NODE, o->out) < 0)
         rc = BENCH_EXIT_RUNTIME;
     else if (!ok)
         rc = BENCH_EXIT_MISSED;
@@ -663,7 +665,8 @@ int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job)
         else
             tally(measure(j, T_NODE), &runtime, &missed);
     }
-    if (j->pg.started && child_finish_all(&j->pg, 1, o->out) < 0 && j->pg.lost)
+    /* runuser dies of the SIGTERM it forwards: only a death before counts. */
+    if (child_finish(&j->pg, false, o->out) < 0)
         runtime = true;
     rm_tree(j->dir);
     rm_tree(j->pg_dir);
