@@ -512,11 +512,14 @@ static void print_table(FILE *f, const struct run_a2b *j)
                "on a data set that\n"
                "  already exists; the first start's data load is apart:",
             j->build_note, o->exe, A2B_READY_PATH);
+    const char *sep = " ";
     for (int i = 0; i < T_NODE; i++)
-        if (!isnan(j->t[i].fig.data_load_s))
-            fprintf(f, " %s %.2f s", i == T_SQLITE ? "SQLite file created and filled in" :
-                                                     "; PostgreSQL loaded in",
+        if (!isnan(j->t[i].fig.data_load_s)) {
+            fprintf(f, "%s%s %.2f s", sep, i == T_SQLITE ? "SQLite file created and filled in" :
+                                                          "PostgreSQL loaded in",
                     j->t[i].fig.data_load_s);
+            sep = "; ";
+        }
     fprintf(f, "\n  requests, KO %%, RPS, p95: Gatling's global statistics (KO includes the load "
                "generator's own failures;\n"
                "  RPS = requests / run time; p95 over OK and KO); sat.users: the active users at "
