@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -171,23 +172,34 @@ bool child_alive(struct child *c)
     return false;
 }
 
+int child_wait_exit(struct child *c, uint64_t timeout_ns)
+{
+    if (!c->pid)
+        return -1;
+    uint64_t deadline = mc_now_ns() + timeout_ns;
+    int status = 0;
+    pid_t w;
+    while ((w = waitpid(c->pid, &status, WNOHANG)) == 0 && mc_now_ns() < deadline)
+        sleep_ms(10);
+    if (w == 0)
+        return -1;
+    child_gone(c);
+    return status;
+}
+
 int child_stop(struct child *c)
 {
     if (!child_alive(c))
         return -1;
     kill(c->pid, SIGTERM);
-    uint64_t deadline = mc_now_ns() + CHILD_STOP_TIMEOUT_NS;
-    int status = 0;
-    pid_t w;
-    while ((w = waitpid(c->pid, &status, WNOHANG)) == 0 && mc_now_ns() < deadline)
-        sleep_ms(10);
-    if (w == 0) {
+    int status = child_wait_exit(c, CHILD_STOP_TIMEOUT_NS);
+    if (status < 0) {
         fprintf(stderr, "shootout run: %s (pid %d) did not stop within %llu s of SIGTERM: killing it\n",
                 c->name, (int)c->pid, CHILD_STOP_TIMEOUT_NS / 1000000000ull);
         kill(c->pid, SIGKILL);
         waitpid(c->pid, &status, 0);
+        child_gone(c);
     }
-    child_gone(c);
     return status;
 }
 
@@ -221,7 +233,7 @@ int child_start_on_free_port(struct child *c, child_launch_fn launch, void *arg,
     return child_give_up(c, err, len);
 }
 
-static int child_finish(struct child *c, bool must_exit_0, FILE *out)
+int child_finish(struct child *c, bool must_exit_0, FILE *out)
 {
     if (!c->started)
         return 0;
@@ -321,6 +333,21 @@ int child_wait_line(struct child *c, const char *needle, char *line, size_t len,
         }
         sleep_ms(20);
     }
+}
+
+bool child_find_program(const char *name, const char *fallback, char *path, size_t len)
+{
+    for (const char *p = getenv("PATH"); p && *p;) {
+        size_t n = strcspn(p, ":");
+        if (n > 0) {
+            snprintf(path, len, "%.*s/%s", (int)n, p, name);
+            if (access(path, X_OK) == 0)
+                return true;
+        }
+        p += n + (p[n] == ':');
+    }
+    snprintf(path, len, "%s", fallback);
+    return access(path, X_OK) == 0;
 }
 
 int child_free_port(char *err, size_t len)

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -43,6 +44,11 @@ int child_spawn(struct child *c, char *const argv[], int keep_fd, char *err, siz
  * died and marks it lost. Returns whether it runs. */
 bool child_alive(struct child *c);
 
+/* Waits up to timeout_ns for c to exit by itself (a command that runs to
+ * its end). Returns the wait status, or -1 if it still runs (or was not
+ * running). */
+int child_wait_exit(struct child *c, uint64_t timeout_ns);
+
 /* SIGTERM, then SIGKILL if it has not exited within 10 s. Returns the wait
  * status, or -1 if c was not running. */
 int child_stop(struct child *c);
@@ -69,6 +75,11 @@ typedef int (*child_launch_fn)(struct child *c, int port, void *arg, char *err, 
 int child_start_on_free_port(struct child *c, child_launch_fn launch, void *arg, char *err,
                              size_t len);
 
+/* Stops c if it started and says how it ended on out; with must_exit_0,
+ * an end other than exit 0 is a failure, and its last words go to stderr.
+ * 0, or -1 if it died earlier (child_alive said so) or failed so. */
+int child_finish(struct child *c, bool must_exit_0, FILE *out);
+
 /* Stops the started children of cs[0..n) and says how each ended on out.
  * cs[0] is ours and must exit 0; if it did not, its last words go to
  * stderr. 0, or -1 if one died earlier (child_alive said so) or ours did
@@ -80,6 +91,11 @@ void child_log_tail(const struct child *c, char *out, size_t len);
 
 /* "exit 0", "killed by Terminated", ... */
 void child_describe_status(int status, char *out, size_t len);
+
+/* The program name on PATH, else fallback (a directory often missing from
+ * a user's PATH, as /usr/sbin): its path in path, and whether it is
+ * executable. */
+bool child_find_program(const char *name, const char *fallback, char *path, size_t len);
 
 /* A free 127.0.0.1 port: bind port 0, read it, close. Another process may
  * take it before the child binds it; callers retry then. -1 with err. */

@@ -603,7 +603,7 @@ struct ho_report {
     unsigned nsecs;
     int saturation_s; /* -1: none */
     double duration_s;
-    double server_cpu_pct, pg_cpu_pct, pg_rss_kb, pg_threads;
+    double server_cpu_pct, server_rss_kb, server_threads, pg_cpu_pct, pg_rss_kb, pg_threads;
     unsigned pg_procs;
     bool pg;
     struct ho_report *next; /* every run's, freed together */
@@ -615,6 +615,8 @@ struct ho_args {
     unsigned sat_window;
     struct ho_report *reports;
 };
+
+#define HO_REFERENCE_INJECT "ramp-users-per-sec 100 200 1000s randomized"
 
 /* The PostgreSQL processes' probes: every process named postgres, found
  * at each sample (backends come and go). */
@@ -935,6 +937,8 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
     probe_finish(&probe, (double)rep->all.h.count, row);
     if (o->server_pid && rep->duration_s > 0)
         rep->server_cpu_pct = 100 * row->server_cpu_s / rep->duration_s;
+    rep->server_rss_kb = row->server_rss_max_kb;
+    rep->server_threads = row->server_threads_max;
     if (a->pg_sample) {
         rep->pg = true;
         rep->pg_procs = pg.n;
@@ -963,7 +967,8 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
     row->err_closed = (double)rep->errs[ERR_CLOSED];
     row->extra_json = report_json;
     row->extra_arg = rep;
-    FILE *tf = o->json_path && !strcmp(o->json_path, "-") ? stderr : stdout;
+    /* A caller with its own tables (brief) keeps stdout for them. */
+    FILE *tf = o->brief || (o->json_path && !strcmp(o->json_path, "-")) ? stderr : stdout;
     report_print(tf, rep);
     if (row->error[0])
         return BENCH_EXIT_RUNTIME;
@@ -1037,10 +1042,8 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
     bench_opts_init(&o, "http-open", usage);
     o.port = HO_DEFAULT_PORT;
     o.target_arg = "127.0.0.1";
-    struct ho_args a = {.sat_window = 5};
-    a.cfg.time_scale = 1;
-    a.cfg.seed = 1;
-    double max_duration = 2000, req_timeout = 60, conn_timeout = 10;
+    struct http_open_test t;
+    http_open_test_init(&t);
     const char *scn_arg = "a2b";
     struct inj_profile prof = {0};
     struct scenario scn = {0};
@@ -1063,35 +1066,34 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
         case OPT_TIME_SCALE: {
             char *end;
             errno = 0;
-            a.cfg.time_scale = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(a.cfg.time_scale > 0) ||
-                a.cfg.time_scale > 1e6)
+            t.time_scale = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(t.time_scale > 0) || t.time_scale > 1e6)
                 rc = bench_usage_error(&o, "--time-scale wants a number above 0, not '%s'", optarg);
             break;
         }
         case OPT_MAX_DURATION:
-            if (parse_duration_opt(&o, "--max-duration", optarg, &max_duration))
+            if (parse_duration_opt(&o, "--max-duration", optarg, &t.max_duration_s))
                 rc = BENCH_EXIT_USAGE;
             break;
         case OPT_REQUEST_TIMEOUT:
-            if (parse_duration_opt(&o, "--request-timeout", optarg, &req_timeout))
+            if (parse_duration_opt(&o, "--request-timeout", optarg, &t.request_timeout_s))
                 rc = BENCH_EXIT_USAGE;
             break;
         case OPT_CONNECT_TIMEOUT:
-            if (parse_duration_opt(&o, "--connect-timeout", optarg, &conn_timeout))
+            if (parse_duration_opt(&o, "--connect-timeout", optarg, &t.connect_timeout_s))
                 rc = BENCH_EXIT_USAGE;
             break;
         case OPT_SAT_WINDOW:
             if (bench_parse_uint(&o, "--saturation-window", optarg, 1, 3600, &v))
                 rc = BENCH_EXIT_USAGE;
-            a.sat_window = (unsigned)v;
+            t.sat_window = (unsigned)v;
             break;
         case OPT_SEED:
-            if (bench_parse_uint(&o, "--seed", optarg, 0, UINT64_MAX, &a.cfg.seed))
+            if (bench_parse_uint(&o, "--seed", optarg, 0, UINT64_MAX, &t.seed))
                 rc = BENCH_EXIT_USAGE;
             break;
         case OPT_PG:
-            a.pg_sample = true;
+            t.pg_sample = true;
             break;
         case BENCH_OPT_TARGET:
             /* http://host:port[/]: the scheme and a bare slash are optional. */
@@ -1113,13 +1115,8 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
     }
     if (rc >= 0)
         return rc;
-    if (prof.n == 0) {
-        struct inj_step st;
-        const char *def = "ramp-users-per-sec 100 200 1000s randomized";
-        inj_parse_step(def, strlen(def), &st, err, sizeof err);
-        inj_profile_add(&prof, &st, err, sizeof err);
-    }
-    inj_profile_scale(&prof, a.cfg.time_scale);
+    if (prof.n == 0)
+        http_open_reference_profile(&prof);
     rc = load_scenario(&o, scn_arg, &scn);
     if (rc)
         return rc;
@@ -1128,41 +1125,124 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
         scn_free(&scn);
         return rc;
     }
-    a.cfg.scn = &scn;
-    a.cfg.prof = &prof;
-    a.cfg.host = o.host;
-    a.cfg.port = o.port;
-    a.cfg.threads = o.threads;
-    a.cfg.max_duration_s = max_duration / a.cfg.time_scale;
-    a.cfg.request_timeout_ms = (unsigned)ceil(req_timeout * 1000);
-    a.cfg.connect_timeout_ms = (unsigned)ceil(conn_timeout * 1000);
+    t.scn = &scn;
+    t.prof = &prof;
+    struct result_set rows = {0};
+    rc = http_open_exec(&o, &t, ctx, &rows);
+    rc = bench_finish(&o, ctx, &rows, rc);
+    http_open_test_free(&t);
+    scn_free(&scn);
+    return rc;
+}
+
+void http_open_reference_profile(struct inj_profile *p)
+{
+    struct inj_step st;
+    char err[128];
+    *p = (struct inj_profile){0};
+    inj_parse_step(HO_REFERENCE_INJECT, strlen(HO_REFERENCE_INJECT), &st, err, sizeof err);
+    inj_profile_add(p, &st, err, sizeof err);
+}
+
+void http_open_test_init(struct http_open_test *t)
+{
+    *t = (struct http_open_test){
+        .time_scale = 1,
+        .max_duration_s = 2000,
+        .request_timeout_s = 60,
+        .connect_timeout_s = 10,
+        .seed = 1,
+        .sat_window = 5,
+    };
+}
+
+int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
+                   const struct result_context *ctx, struct result_set *rows)
+{
+    struct inj_profile prof = *t->prof;
+    inj_profile_scale(&prof, t->time_scale);
+    struct ho_args a = {
+        .cfg = {
+            .scn = t->scn,
+            .prof = &prof,
+            .host = o->host,
+            .port = o->port,
+            .threads = o->threads,
+            .time_scale = t->time_scale,
+            .max_duration_s = t->max_duration_s / t->time_scale,
+            .request_timeout_ms = (unsigned)ceil(t->request_timeout_s * 1000),
+            .connect_timeout_ms = (unsigned)ceil(t->connect_timeout_s * 1000),
+            .seed = t->seed,
+        },
+        .pg_sample = t->pg_sample,
+        .sat_window = t->sat_window,
+    };
     signal(SIGPIPE, SIG_IGN);
 
     struct result_row tmpl = {0};
     tmpl.experiment = "http-open";
-    snprintf(tmpl.name, sizeof tmpl.name, "http-open/%s/%s", o.target, scn.name);
-    snprintf(tmpl.target, sizeof tmpl.target, "%s", o.target);
+    snprintf(tmpl.name, sizeof tmpl.name, "http-open/%s/%s", o->target, t->scn->name);
+    snprintf(tmpl.target, sizeof tmpl.target, "%s", o->target);
     tmpl.throughput_def = "requests answered (OK or KO) per second of the whole run";
     tmpl.op_def = "one HTTP request";
     tmpl.op_unit = "req";
-    result_param(&tmpl, "threads", o.threads);
-    result_param(&tmpl, "time_scale", a.cfg.time_scale);
+    result_param(&tmpl, "threads", o->threads);
+    result_param(&tmpl, "time_scale", t->time_scale);
     result_param(&tmpl, "users_planned", inj_profile_users(&prof));
     result_param(&tmpl, "profile_s", inj_profile_duration(&prof));
     result_param(&tmpl, "max_duration_s", a.cfg.max_duration_s);
     result_param(&tmpl, "closed_model", inj_profile_closed(&prof));
-    result_param(&tmpl, "seed", (double)a.cfg.seed);
+    result_param(&tmpl, "seed", (double)t->seed);
 
-    struct result_set rows = {0};
-    rc = bench_repeat(&o, ctx, &tmpl, ho_run, &a, &rows);
-    rc = bench_finish(&o, ctx, &rows, rc);
-    while (a.reports) {
-        struct ho_report *next = a.reports->next;
-        report_free(a.reports);
-        a.reports = next;
-    }
-    scn_free(&scn);
+    int rc = bench_repeat(o, ctx, &tmpl, ho_run, &a, rows);
+    /* Newest first, behind any earlier exec's. */
+    struct ho_report **tail = &a.reports;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = t->reports;
+    t->reports = a.reports;
     return rc;
+}
+
+bool http_open_last_summary(const struct http_open_test *t, struct http_open_summary *s)
+{
+    const struct ho_report *rep = t->reports;
+    if (!rep)
+        return false;
+    uint64_t gen = 0;
+    for (unsigned e = 0; e < ERR_COUNT; e++)
+        if (err_is_generator(e))
+            gen += rep->errs[e];
+    double active_max = 0;
+    for (unsigned i = 0; i < rep->nsecs; i++)
+        active_max = fmax(active_max, rep->points[i].active);
+    *s = (struct http_open_summary){
+        .requests = (double)rep->all.h.count,
+        .ko = (double)rep->all.ko,
+        .ko_generator = (double)gen,
+        .rps = rep->duration_s > 0 ? (double)rep->all.h.count / rep->duration_s : 0,
+        .p95_ms = (double)hist_percentile(&rep->all.h, 95) / 1e6,
+        .duration_s = rep->duration_s,
+        .users_started = (double)rep->users_started,
+        .users_done = (double)rep->users_done,
+        .active_max = active_max,
+        .saturation_users = rep->saturation_s >= 0 ? rep->points[rep->saturation_s].active : -1,
+        .server_cpu_pct = rep->server_cpu_pct,
+        .server_rss_kb = rep->server_rss_kb,
+        .server_threads = rep->server_threads,
+        .pg = rep->pg,
+        .pg_cpu_pct = rep->pg_cpu_pct,
+    };
+    return true;
+}
+
+void http_open_test_free(struct http_open_test *t)
+{
+    while (t->reports) {
+        struct ho_report *next = t->reports->next;
+        report_free(t->reports);
+        t->reports = next;
+    }
 }
 
 /* ---- boot-up time --------------------------------------------------------- */
@@ -1193,6 +1273,28 @@ static bool ready_once(const char *host, int port, const char *path)
     return ok;
 }
 
+/* Whether process pid has exited, without reaping it: its parent (a
+ * caller's child.h, say) still reaps it and learns how it ended. */
+static bool exited(int pid)
+{
+    siginfo_t si = {0};
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+bool http_open_wait_ready(const char *host, int port, const char *path, double timeout_s, int pid)
+{
+    uint64_t t0 = now_ns();
+    struct timespec ts = {0, 2000000};
+    while ((double)(now_ns() - t0) / 1e9 < timeout_s) {
+        if (ready_once(host, port, path))
+            return true;
+        if (exited(pid))
+            return false;
+        nanosleep(&ts, NULL);
+    }
+    return false;
+}
+
 double http_open_boot_time(char *const argv[], const char *host, int port, const char *path,
                            double timeout_s, int *pid)
 {
@@ -1206,16 +1308,11 @@ double http_open_boot_time(char *const argv[], const char *host, int port, const
         _exit(127);
     }
     *pid = (int)p;
-    struct timespec ts = {0, 2000000};
-    while ((double)(now_ns() - t0) / 1e9 < timeout_s) {
-        if (ready_once(host, port, path))
-            return (double)(now_ns() - t0) / 1e9;
-        int status;
-        if (waitpid(p, &status, WNOHANG) == p) {
-            *pid = 0;
-            return -1;
-        }
-        nanosleep(&ts, NULL);
+    if (http_open_wait_ready(host, port, path, timeout_s, *pid))
+        return (double)(now_ns() - t0) / 1e9;
+    if (exited(*pid)) {
+        waitpid(p, NULL, 0);
+        *pid = 0;
     }
     return -1;
 }

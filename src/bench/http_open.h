@@ -11,11 +11,60 @@
 #ifndef SHOOTOUT_HTTP_OPEN_H
 #define SHOOTOUT_HTTP_OPEN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+#include "bench/bench.h"
+#include "bench/inject.h"
 #include "bench/result.h"
+#include "bench/scenario.h"
 
 int http_open_main(int argc, char **argv, const struct result_context *ctx);
+
+/* A test as the CLI runs it, for a caller that sets it up itself
+ * (shootout run). http_open_test_init sets the CLI's defaults; the caller
+ * sets scn and prof, which must outlive the test. */
+struct ho_report;
+struct http_open_test {
+    const struct scenario *scn;
+    const struct inj_profile *prof; /* unscaled: durations are divided by time_scale */
+    double time_scale;              /* > 0 */
+    double max_duration_s;          /* before time_scale (default 2000) */
+    double request_timeout_s, connect_timeout_s;
+    uint64_t seed;
+    unsigned sat_window; /* seconds, the saturation rule's w */
+    bool pg_sample;      /* also sample every process named postgres */
+    /* Every run's merged results, newest first: the rows' JSON refers to
+     * them, so http_open_test_free comes after the rows are written. */
+    struct ho_report *reports;
+};
+
+void http_open_test_init(struct http_open_test *t);
+/* The reference's `rampUsersPerSec(100).to(200).during(1000 s).randomized()`. */
+void http_open_reference_profile(struct inj_profile *p);
+
+/* Runs t o->runs times against o's host and port on o->threads loops,
+ * sampling o->server_pid, and appends the rows (named after o->target) to
+ * rows; with o->brief the console report goes to stderr. Returns the exit
+ * code, as `shootout bench http-open`. */
+int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
+                   const struct result_context *ctx, struct result_set *rows);
+
+/* The last run's global figures, in the terms of the reference's table
+ * (docs/http_open.md defines each). */
+struct http_open_summary {
+    double requests, ko, ko_generator; /* ko includes ko_generator */
+    double rps, p95_ms, duration_s;
+    double users_started, users_done, active_max;
+    double saturation_users; /* -1: not reached */
+    double server_cpu_pct, server_rss_kb, server_threads;
+    bool pg;
+    double pg_cpu_pct;
+};
+
+/* false if t has not run. */
+bool http_open_last_summary(const struct http_open_test *t, struct http_open_summary *s);
+void http_open_test_free(struct http_open_test *t);
 
 /* One second of the series, as the saturation point reads it. */
 struct ho_point {
@@ -36,6 +85,11 @@ int ho_saturation(const struct ho_point *series, unsigned n, unsigned w);
  * Returns the seconds from just before the exec to that answer, or a
  * negative value on failure; *pid receives the server's pid (also on a
  * timeout, for the caller to stop it), or 0 if it could not start. */
+/* Polls http://host:port/path with GET until it answers 200, at most
+ * timeout_s, while process pid (our child) runs; it is not reaped. Returns
+ * whether it answered 200. */
+bool http_open_wait_ready(const char *host, int port, const char *path, double timeout_s, int pid);
+
 double http_open_boot_time(char *const argv[], const char *host, int port, const char *path,
                            double timeout_s, int *pid);
 

@@ -1,6 +1,7 @@
 /* shootout_run.c - `shootout run`: the options, the MQTT part (the brokers
  * as child processes, the article's grid against each, its tables), then
- * the RPC part (run_rpc.c), and one JSON file with every row. */
+ * the RPC part (run_rpc.c) and the a2b part (run_a2b.c), and one JSON file
+ * with every row. */
 #include "bench/shootout_run.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 #include "bench/mqtt_load.h"
 #include "bench/mqtt_ping.h"
 #include "bench/report_html.h"
+#include "bench/run_a2b.h"
 #include "bench/run_rpc.h"
 #include "bench/run_table.h"
 #include "core/net.h"
@@ -33,6 +35,10 @@
 #define RUN_MQTT_RUNS 3
 #define RUN_RPC_RUNS 10 /* as the article */
 #define RUN_RPC_QUICK_RUNS 2
+/* The a2b profile's time scale: the reference's 1000 s ramp in 100 s, about
+ * two minutes per target with the users' tails; --quick: 25 s. */
+#define RUN_A2B_TIME_SCALE 10.0
+#define RUN_A2B_QUICK_TIME_SCALE 40.0
 #define RUN_HOST "127.0.0.1"
 /* Descriptors the largest grid point needs in this process: connections
  * plus stdio, epoll and eventfds. */
@@ -41,7 +47,7 @@
 static const char usage[] =
     "usage: shootout run [options]\n"
     "\n"
-    "The main job, in two parts.\n"
+    "The main job, in three parts.\n"
     "\n"
     "MQTT: starts our MQTT broker and, if it is installed, Mosquitto, each on a\n"
     "free 127.0.0.1 port, and races them with the MQTT shootout article's two\n"
@@ -59,6 +65,13 @@ static const char usage[] =
     "the slower protocol is, growth per step), latency and CPU per call, and the\n"
     "throughput at 10 and 50 calls in flight.\n"
     "\n"
+    "a2b: our a2b-server on SQLite and, when PostgreSQL is installed (a temporary\n"
+    "server) or given (--pg), on PostgreSQL, then the Node peer (peers/a2b-node)\n"
+    "on it: boot-up time, then the Gatling article's open-model journey with its\n"
+    "durations and pauses divided by a time scale. Prints the article's table\n"
+    "(build time, size, boot-up, requests, KO %, RPS, p95, saturation point, RAM,\n"
+    "CPU, threads, PostgreSQL CPU) with its published rows quoted beneath.\n"
+    "\n"
     "Every run goes into one JSON file and a self-contained HTML page with the\n"
     "charts. The servers are stopped at the end, and when this command is\n"
     "interrupted.\n"
@@ -66,8 +79,15 @@ static const char usage[] =
     "options:\n"
     "  --runs R         runs per grid point and server (default 3 for MQTT and 10\n"
     "                   for RPC, as the articles; 1 and 2 with --quick)\n"
-    "  --quick          fewer runs and half the messages and calls: about a minute\n"
-    "  --only mqtt|rpc  run one part\n"
+    "  --quick          fewer runs, half the messages and calls, a2b time scale 40\n"
+    "  --only mqtt|rpc|a2b  run one part\n"
+    "  --a2b-time-scale F  divide the a2b profile's durations and pauses by F\n"
+    "                   (default 10: about 2 minutes per target)\n"
+    "  --full-profile   the a2b profile unscaled, as Gatling ran it (about 35\n"
+    "                   minutes per target); the same as --a2b-time-scale 1\n"
+    "  --pg URI|none    the a2b part's PostgreSQL: an existing server\n"
+    "                   (postgres://...; schema a2b is replaced), or none\n"
+    "                   (default: a temporary server when PostgreSQL is installed)\n"
     "  --json FILE      where to write the results (default shootout-results.json;\n"
     "                   '-': stdout, and the tables go to stderr)\n"
     "  --html FILE      where to write the HTML report (default\n"
@@ -81,7 +101,7 @@ static const char usage[] =
 
 enum { LOADTEST, PINGTEST, NEXPERIMENTS };
 enum { OURS, PEER, NBROKERS }; /* ours first, as child_finish_all wants */
-enum { PART_MQTT = 1, PART_RPC = 2 };
+enum { PART_MQTT = 1, PART_RPC = 2, PART_A2B = 4 };
 #define MAX_POINTS 4
 
 /* The article's grid. For the loadtest a is the connection count; for the
@@ -101,6 +121,8 @@ static const struct experiment {
 struct run {
     unsigned runs, rpc_runs, threads;
     double scale;
+    double a2b_time_scale; /* 0: the default for --quick or not */
+    const char *pg_uri;
     const char *json_path;
     const char *html_path; /* NULL: no HTML report */
     bool no_peer;
@@ -178,23 +200,6 @@ static int broker_start(struct run *r, int i, const char *exe, char *err, size_t
     return child_start_on_free_port(&r->brokers[i], broker_launch, &l, err, len);
 }
 
-/* Mosquitto on PATH, else Debian's /usr/sbin/mosquitto (sbin is often not
- * on a user's PATH). */
-static bool find_mosquitto(char *path, size_t len)
-{
-    for (const char *p = getenv("PATH"); p && *p;) {
-        size_t n = strcspn(p, ":");
-        if (n > 0) {
-            snprintf(path, len, "%.*s/mosquitto", (int)n, p);
-            if (access(path, X_OK) == 0)
-                return true;
-        }
-        p += n + (p[n] == ':');
-    }
-    snprintf(path, len, "/usr/sbin/mosquitto");
-    return access(path, X_OK) == 0;
-}
-
 /* Starts the brokers and says where they listen. 0, or the exit code. */
 static int brokers_start(struct run *r, FILE *out)
 {
@@ -210,7 +215,8 @@ static int brokers_start(struct run *r, FILE *out)
         return 0;
     }
     char mosq[4096];
-    if (!find_mosquitto(mosq, sizeof mosq)) {
+    /* Debian's is in /usr/sbin, often not on a user's PATH. */
+    if (!child_find_program("mosquitto", "/usr/sbin/mosquitto", mosq, sizeof mosq)) {
         fprintf(out, "shootout run: mosquitto is not installed (Debian package mosquitto): "
                      "measuring our broker alone\n");
         return 0;
@@ -403,7 +409,19 @@ __attribute__((format(printf, 1, 2))) static int run_usage_error(const char *fmt
 /* 0 to go on, or the exit code to return at once. */
 static int run_parse(struct run *r, int argc, char **argv)
 {
-    enum { OPT_RUNS = 1, OPT_QUICK, OPT_ONLY, OPT_JSON, OPT_HTML, OPT_THREADS, OPT_NO_PEER, OPT_SCALE };
+    enum {
+        OPT_RUNS = 1,
+        OPT_QUICK,
+        OPT_ONLY,
+        OPT_JSON,
+        OPT_HTML,
+        OPT_THREADS,
+        OPT_NO_PEER,
+        OPT_SCALE,
+        OPT_A2B_TIME_SCALE,
+        OPT_FULL_PROFILE,
+        OPT_PG,
+    };
     static const struct option opts[] = {
         {"runs", required_argument, NULL, OPT_RUNS},
         {"quick", no_argument, NULL, OPT_QUICK},
@@ -412,6 +430,9 @@ static int run_parse(struct run *r, int argc, char **argv)
         {"html", required_argument, NULL, OPT_HTML},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"no-peer", no_argument, NULL, OPT_NO_PEER},
+        {"a2b-time-scale", required_argument, NULL, OPT_A2B_TIME_SCALE},
+        {"full-profile", no_argument, NULL, OPT_FULL_PROFILE},
+        {"pg", required_argument, NULL, OPT_PG},
         /* Not in --help: for the tests, which need a job of seconds. */
         {"scale", required_argument, NULL, OPT_SCALE},
         {"help", no_argument, NULL, 'h'},
@@ -437,8 +458,10 @@ static int run_parse(struct run *r, int argc, char **argv)
                 r->parts = PART_MQTT;
             else if (!strcmp(optarg, "rpc"))
                 r->parts = PART_RPC;
+            else if (!strcmp(optarg, "a2b"))
+                r->parts = PART_A2B;
             else
-                return run_usage_error("--only wants mqtt or rpc, not '%s'", optarg);
+                return run_usage_error("--only wants mqtt, rpc or a2b, not '%s'", optarg);
             break;
         case OPT_JSON:
             r->json_path = optarg;
@@ -454,6 +477,23 @@ static int run_parse(struct run *r, int argc, char **argv)
             break;
         case OPT_NO_PEER:
             r->no_peer = true;
+            break;
+        case OPT_A2B_TIME_SCALE:
+            errno = 0;
+            r->a2b_time_scale = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(r->a2b_time_scale >= 1) ||
+                r->a2b_time_scale > 1e6)
+                return run_usage_error("--a2b-time-scale wants a number from 1 up, not '%s'",
+                                       optarg);
+            break;
+        case OPT_FULL_PROFILE:
+            r->a2b_time_scale = 1;
+            break;
+        case OPT_PG:
+            if (strcmp(optarg, "none") && strncmp(optarg, "postgres://", 11) &&
+                strncmp(optarg, "postgresql://", 13))
+                return run_usage_error("--pg wants postgres://... or none, not '%s'", optarg);
+            r->pg_uri = optarg;
             break;
         case OPT_SCALE:
             errno = 0;
@@ -474,6 +514,8 @@ static int run_parse(struct run *r, int argc, char **argv)
         return run_usage_error("unexpected argument '%s'", argv[optind]);
     r->runs = runs ? (unsigned)runs : quick ? 1 : RUN_MQTT_RUNS;
     r->rpc_runs = runs ? (unsigned)runs : quick ? RUN_RPC_QUICK_RUNS : RUN_RPC_RUNS;
+    if (!r->a2b_time_scale)
+        r->a2b_time_scale = quick ? RUN_A2B_QUICK_TIME_SCALE : RUN_A2B_TIME_SCALE;
     if (quick)
         r->scale *= RUN_QUICK_SCALE;
     return -1;
@@ -495,7 +537,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
         .scale = 1,
         .json_path = "shootout-results.json",
         .html_path = "shootout-report.html",
-        .parts = PART_MQTT | PART_RPC,
+        .parts = PART_MQTT | PART_RPC | PART_A2B,
     };
     child_init(&r.brokers[OURS], "shootout");
     child_init(&r.brokers[PEER], "mosquitto");
@@ -536,6 +578,21 @@ int shootout_run_main(int argc, char **argv, const char *version)
         };
         rc = run_worse(rc, run_rpc(&ro));
     }
+    struct run_a2b *a2b = NULL;
+    if (r.parts & PART_A2B) {
+        /* --scale (tests) shortens the profile and shrinks the data set. */
+        struct run_a2b_opts ao = {
+            .time_scale = r.a2b_time_scale / r.scale,
+            .data_scale = r.scale < 1 ? r.scale : 1,
+            .exe = r.exe,
+            .pg_uri = r.pg_uri,
+            .no_peer = r.no_peer,
+            .out = out,
+            .ctx = &r.ctx,
+            .rows = &r.rows,
+        };
+        rc = run_worse(rc, run_a2b(&ao, &a2b));
+    }
 
     char err[256];
     if (result_write_json(r.json_path, &r.ctx, r.rows.rows, r.rows.n, err, sizeof err) < 0) {
@@ -555,6 +612,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
         }
     }
     result_set_free(&r.rows);
+    run_a2b_free(a2b);
     result_context_free(&r.ctx);
     for (int i = 0; i < NBROKERS; i++)
         child_free(&r.brokers[i]);

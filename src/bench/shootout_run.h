@@ -1,4 +1,4 @@
-/* shootout_run.h - `shootout run`, the main job, in two parts.
+/* shootout_run.h - `shootout run`, the main job, in three parts.
  *
  * MQTT: starts our broker and, where installed, Mosquitto, each as a child
  * process on a free loopback port; runs the MQTT article's loadtest and
@@ -10,7 +10,10 @@
  * gRPC-vs-REST article's sweep of sequential calls and its three tables,
  * latency and CPU per call, and throughput with calls in flight.
  *
- * `--only mqtt|rpc` runs one part. Every row goes into one JSON document;
+ * a2b (run_a2b.h): our a2b-server on SQLite and PostgreSQL and the Node
+ * peer under the Gatling article's journey, time-scaled; its table.
+ *
+ * `--only mqtt|rpc|a2b` runs one part. Every row goes into one JSON document;
  * the servers are stopped at the end of their part.
  *
  * Exit codes: 0 success, 1 a server could not start, died, or (ours) did

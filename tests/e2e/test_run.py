@@ -184,8 +184,57 @@ def test_help():
 
 
 @pytest.mark.parametrize("args", [["--bogus"], ["--runs", "0"], ["--threads", "x"],
-                                  ["--scale", "0"], ["stray"]])
+                                  ["--scale", "0"], ["stray"], ["--only", "a2c"],
+                                  ["--a2b-time-scale", "0.5"], ["--pg", "mysql://x"]])
 def test_usage_errors(args):
     p = run(*args)
     assert p.returncode == EXIT_USAGE
     assert "shootout run --help" in p.stderr
+
+
+# ---- the a2b part ---------------------------------------------------------
+
+A2B_COLUMNS = ["build s", "MB", "boot s", "requests", "KO %", "RPS", "p95 ms", "sat.users",
+               "RAM MB", "CPU %", "threads", "PG CPU %"]
+A2B_KEYS = ["build_s", "artifact_mb", "boot_s", "total_requests", "ko_pct", "rps", "p95_ms",
+            "saturation_users", "ram_mb", "cpu_pct", "threads_max", "postgres_cpu_pct"]
+QUOTED = "quoted: MacBook Pro i7 4-core, Gatling, unscaled profile"
+
+
+def test_a2b_part_prints_the_articles_table_and_quotes_its_rows(tmp_path):
+    """--only a2b at a tiny scale, SQLite only (--pg none): the article's
+    columns for our server, its rows quoted beneath, JSON rows for both, and
+    no server left behind."""
+    out = tmp_path / "r.json"
+    p = run("--only", "a2b", "--scale", "0.01", "--pg", "none", "--json", out, "--html", "none",
+            cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    header = next(line for line in lines if "build s" in line)
+    assert header.split() == " ".join(A2B_COLUMNS).split()
+    ours = next(line for line in lines if line.startswith("shootout a2b-server, SQLite "))
+    cells = ours[len("shootout a2b-server, SQLite"):].split()
+    assert len(cells) == len(A2B_COLUMNS), ours
+    assert int(cells[3]) > 0  # requests
+    assert cells[-1] == "n/a"  # no PostgreSQL under SQLite
+    assert re.search(r"PostgreSQL +not measured: no PostgreSQL: --pg none", p.stdout)
+    assert "time scale 1000" in p.stdout
+    marker = lines.index(next(line for line in lines if QUOTED in line))
+    assert lines.index(ours) < marker
+    assert any(line.startswith("Spring Web jar ") for line in lines[marker:])
+    assert any(line.startswith("Quarkus native exe ") for line in lines[marker:])
+
+    rows = json.loads(out.read_text())["benchmarks"]
+    measured = [r for r in rows if r["experiment"] == "a2b"]
+    assert len(measured) == 1
+    a2b = measured[0]["a2b"]
+    assert set(A2B_KEYS) <= set(a2b)
+    assert a2b["quoted"] is None and a2b["time_scale"] == 1000
+    assert a2b["total_requests"] == int(cells[3]) and a2b["postgres_cpu_pct"] is None
+    quoted = [r for r in rows if r["experiment"] == "a2b-quoted"]
+    assert len(quoted) >= 4 and all(r["a2b"]["quoted"] == QUOTED for r in quoted)
+    assert [r for r in rows if r["experiment"] == "http-open"][0]["http_open"]["global"]["count"] > 0
+
+    pid = int(re.search(r"SQLite, pid (\d+)", p.stdout).group(1))
+    assert_gone([pid])
+    assert "stopped shootout (pid %d): exit 0" % pid in p.stdout

@@ -1,0 +1,42 @@
+/* run_a2b.h - the a2b part of `shootout run`: the Gatling article's
+ * experiment (load-testing notes §1) against our a2b-server on SQLite and,
+ * where PostgreSQL can run, on PostgreSQL and against the Node peer
+ * (peers/a2b-node) on the same database. For each: boot-up time, then
+ * the reference's open-model journey (http_open.h) with its profile's
+ * durations and pauses divided by a time scale; then the article's table
+ * (build time, artifact size, boot-up, total requests, KO %, RPS, p95,
+ * saturation point, RAM, CPU, threads, PostgreSQL CPU) with the article's
+ * published Spring and Quarkus rows quoted beneath, marked as such.
+ */
+#ifndef SHOOTOUT_RUN_A2B_H
+#define SHOOTOUT_RUN_A2B_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "bench/result.h"
+
+struct run_a2b_opts {
+    double time_scale; /* the profile's durations and pauses are divided by it; 1: Gatling's */
+    double data_scale; /* the data set, 1 = the reference's 200,000 users */
+    const char *exe;   /* our binary, which serves `a2b-server` */
+    /* An existing PostgreSQL server (postgres://...), "none" for none, or
+     * NULL: a temporary one when PostgreSQL is installed. */
+    const char *pg_uri;
+    bool no_peer; /* leave out the Node peer */
+    FILE *out;    /* the table; progress goes to stderr */
+    const struct result_context *ctx;
+    struct result_set *rows; /* the job's rows; this part's are appended */
+};
+
+struct run_a2b;
+
+/* Measures, stops every server it started and prints the table. Returns
+ * 0, 1 if a server (or PostgreSQL) could not start or died, or ours did
+ * not exit 0 on SIGTERM, or 3 if a load test failed with the servers up.
+ * *job receives what the appended rows' JSON refers to: free it with
+ * run_a2b_free once the results are written. */
+int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job);
+void run_a2b_free(struct run_a2b *job);
+
+#endif
