@@ -13,6 +13,7 @@
 #include "broker/broker_int.h"
 #include "broker/retain.h"
 #include "broker/subtree.h"
+#include "broker/transport.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
@@ -33,6 +34,7 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->queue_qos0 = false;
     cfg->connect_timeout_ms = 10000;
     cfg->sys_interval_s = 10;
+    cfg->listeners.n = 1;
 }
 
 static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
@@ -41,7 +43,9 @@ static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t ev
     for (int i = 0; i < BROKER_ACCEPTS_PER_WAKE; i++) {
         int fd = net_accept_guarded(io->fd, &b->spare_fd, NULL);
         if (fd >= 0) {
-            conn_accept(b, fd);
+            struct conn *c = conn_accept(b, fd);
+            if (c && transport_attach(b, c, io) < 0)
+                conn_close(b, c, "cannot set up TLS", true);
             continue;
         }
         if (errno == EINTR || errno == ECONNABORTED)
@@ -109,6 +113,7 @@ void broker_shutdown(struct broker *b)
 {
     if (b->listener.fd >= 0)
         close(b->listener.fd);
+    transport_close_listeners(b);
     ev_timer_stop(b->loop, &b->sweep);
     ev_timer_stop(b->loop, &b->sys);
     struct conn *c;
@@ -162,7 +167,9 @@ int broker_run(const struct broker_config *cfg)
      * the port accept may send SIGTERM at once and must get a clean stop. */
     struct broker b;
     broker_init(&b, cfg, loop);
-    int lfd = net_listen(cfg->bind, cfg->port, 1024, 0, err, sizeof err);
+    int lfd = -1;
+    if (transport_listen(&b, broker_on_accept, err, sizeof err) == 0)
+        lfd = net_listen(cfg->bind, cfg->port, 1024, 0, err, sizeof err);
     if (lfd < 0) {
         log_error("%s", err);
         broker_shutdown(&b);

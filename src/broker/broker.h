@@ -8,6 +8,24 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Listeners: the default one (port, bind_address) and those a
+ * configuration file adds with `listener PORT [ADDRESS]`. */
+#define BROKER_LISTENERS_MAX 8
+#define BROKER_PATH_MAX 256
+
+/* How one listener's connections carry MQTT (mosquitto.conf's names). A
+ * certfile makes it TLS. */
+struct broker_listener {
+    int port;                       /* unused for the default listener */
+    char bind[256];                 /* "" = the default listener's address */
+    bool websockets;                /* protocol websockets */
+    bool require_certificate;
+    bool use_identity_as_username;  /* the client certificate's CN is the username */
+    char certfile[BROKER_PATH_MAX], keyfile[BROKER_PATH_MAX];
+    char cafile[BROKER_PATH_MAX], capath[BROKER_PATH_MAX];
+    char tls_version[16];           /* "" = tlsv1.2 */
+};
+
 struct broker_config {
     const char *bind;          /* listen address; default 127.0.0.1 */
     char bind_storage[256];    /* holds bind when it came from a flag or a file */
@@ -20,6 +38,10 @@ struct broker_config {
     bool queue_qos0;           /* queue QoS 0 for offline persistent sessions */
     uint32_t connect_timeout_ms; /* time allowed between accept and CONNECT */
     uint32_t sys_interval_s;   /* $SYS/broker/... update period; 0 = off */
+    struct {
+        struct broker_listener v[BROKER_LISTENERS_MAX]; /* v[0]: the default listener */
+        uint32_t n;                                     /* >= 1 */
+    } listeners;
 };
 
 /* Fills in the defaults documented in docs/broker.md. */

@@ -26,6 +26,8 @@
 #include "broker/subtree.h"
 
 struct session;
+struct transport;
+struct transport_listeners;
 
 /* Topic aliases we accept from a client (CONNACK Topic Alias Maximum) and
  * use at most towards one: Mosquitto's default. */
@@ -80,6 +82,7 @@ struct conn {
     struct session *blocked_on;
     struct conn *wait_prev, *wait_next; /* blocked_on->waiters */
     uint64_t blocked_since_ms;
+    struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
 };
 
 /* A subscription's options word in the subscription tree: MQTT 5's
@@ -217,6 +220,7 @@ struct broker {
     size_t out_high, out_low;
     uint32_t queue_high, queue_low;
     struct broker_stats stats;
+    struct transport_listeners *transports; /* transport.h */
 };
 
 /* Our MQTT 5 Receive Maximum: QoS 2 messages a client may have waiting for
@@ -237,7 +241,7 @@ void broker_shutdown(struct broker *b);
 void sys_tree_publish(struct broker *b);
 
 /* conn.c */
-void conn_accept(struct broker *b, int fd);
+struct conn *conn_accept(struct broker *b, int fd);
 /* Queues the connection for a flush at the end of this loop iteration. */
 void conn_mark_dirty(struct broker *b, struct conn *c);
 /* Closes the socket now (publishing the will unless graceful) and detaches

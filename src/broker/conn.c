@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/transport.h"
 #include "core/inbuf.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -67,6 +68,8 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
     if (c->state == CONN_CLOSED)
         return;
     log_debug("client %s (fd %d) disconnected: %s", conn_name(c), c->io.fd, reason);
+    if (c->tp)
+        transport_free(c);
     close(c->io.fd);
     c->state = CONN_CLOSED;
     b->nconns--;
@@ -128,7 +131,7 @@ void conn_write_reason(struct conn *c, uint8_t type, uint16_t packet_id, uint8_t
 static int conn_write_out(struct broker *b, struct conn *c)
 {
     size_t before = outq_pending(&c->out);
-    int r = outq_flush(&c->out, c->io.fd);
+    int r = c->tp ? transport_flush(b, c) : outq_flush(&c->out, c->io.fd);
     b->stats.bytes_out += before - outq_pending(&c->out);
     return r;
 }
@@ -242,7 +245,7 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
     while (c->state <= CONN_ACTIVE && !c->blocked_on) {
         size_t cap;
         uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
-        ssize_t n = read(c->io.fd, buf, cap);
+        ssize_t n = c->tp ? transport_read(b, c, buf, cap) : read(c->io.fd, buf, cap);
         if (n == 0) {
             conn_close(b, c, "closed by client", false);
             return;
@@ -251,7 +254,7 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                conn_close(b, c, strerror(errno), false);
+                conn_close(b, c, c->tp ? transport_error(c) : strerror(errno), false);
             return;
         }
         b->stats.bytes_in += (uint64_t)n;
@@ -265,8 +268,8 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
         inbuf_consumed(&c->in, data, len, (size_t)used);
         if (c->blocked_on)
             return; /* conn_resume picks up where this stopped */
-        if ((size_t)n < cap && !hup)
-            return;
+        if ((size_t)n < cap && !hup && !c->tp)
+            return; /* a transport is read until EAGAIN (transport.h) */
         if ((size_t)n >= budget) {
             conn_defer_read(b, c);
             return;
@@ -297,15 +300,17 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
     struct conn *c = (struct conn *)io;
     if (c->state == CONN_CLOSED)
         return;
-    if ((events & EV_WRITE) && c->write_blocked) {
+    /* Under TLS a write may wait for readability and a read for
+     * writability: a transport takes either edge for both. */
+    if ((events & EV_WRITE || c->tp) && c->write_blocked) {
         c->write_blocked = false;
         conn_mark_dirty(b, c);
     }
-    if (events & EV_READ)
+    if (events & EV_READ || c->tp)
         conn_read(b, c, events & EV_HUP);
 }
 
-void conn_accept(struct broker *b, int fd)
+struct conn *conn_accept(struct broker *b, int fd)
 {
     struct conn *c = mem_calloc(1, sizeof *c);
     c->io.fd = fd;
@@ -315,7 +320,7 @@ void conn_accept(struct broker *b, int fd)
         log_warn("cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
         mem_free(c);
-        return;
+        return NULL;
     }
     c->state = CONN_NEW;
     c->over_limit = b->nconns >= b->cfg->max_connections;
@@ -325,6 +330,7 @@ void conn_accept(struct broker *b, int fd)
     if (b->conns)
         b->conns->prev = c;
     b->conns = c;
+    return c;
 }
 
 static void conn_flush(struct broker *b, struct conn *c)

@@ -61,6 +61,14 @@ static inline size_t outq_pending(const struct outq *q) { return q->bytes; }
  * on a write error (the connection is dead). */
 int outq_flush(struct outq *q, int fd);
 
+/* For writers other than writev (TLS, WebSocket framing): fills iov with
+ * up to max pieces of the pending output, limit bytes at most, and returns
+ * how many, with their total in *bytes; after writing some, the caller
+ * drops the n bytes written with outq_consumed. */
+struct iovec;
+int outq_iov(const struct outq *q, struct iovec *iov, int max, size_t limit, size_t *bytes);
+void outq_consumed(struct outq *q, size_t n);
+
 /* Drops everything pending and frees the queue's memory. */
 void outq_clear(struct outq *q);
 
