@@ -198,6 +198,19 @@ const char *transport_error(const struct conn *c)
 
 const char *transport_username(const struct conn *c) { return c->tp ? c->tp->username : NULL; }
 
+/* A tls_* call did not complete (status < 0): -1 with errno EAGAIN to
+ * wait for readiness, or EPROTO after an error. */
+static ssize_t tp_tls_failed(struct transport *t, int status)
+{
+    if (status == TLS_WANT_READ || status == TLS_WANT_WRITE) {
+        errno = EAGAIN;
+    } else {
+        t->error = tls_conn_error(t->tls);
+        errno = EPROTO;
+    }
+    return -1;
+}
+
 /* The layer under WebSocket: the socket or TLS. read()'s contract. */
 static ssize_t tp_lower_read(struct transport *t, int fd, void *buf, size_t cap)
 {
@@ -213,15 +226,7 @@ static ssize_t tp_lower_read(struct transport *t, int fd, void *buf, size_t cap)
     ssize_t n = tls_read(t->tls, buf, cap);
     if (n > 0)
         return n;
-    if (n == TLS_CLOSED)
-        return 0;
-    if (n == TLS_WANT_READ || n == TLS_WANT_WRITE) {
-        errno = EAGAIN;
-    } else {
-        t->error = tls_conn_error(t->tls);
-        errno = EPROTO;
-    }
-    return -1;
+    return n == TLS_CLOSED ? 0 : tp_tls_failed(t, (int)n);
 }
 
 /* Returns bytes taken, or -1 with errno (EAGAIN: try again on readiness). */
@@ -235,30 +240,15 @@ static ssize_t tp_lower_writev(struct transport *t, int fd, const struct iovec *
         return w;
     }
     ssize_t w = tls_writev(t->tls, iov, n);
-    if (w > 0)
-        return w;
-    if (w == TLS_WANT_READ || w == TLS_WANT_WRITE) {
-        errno = EAGAIN;
-    } else {
-        t->error = tls_conn_error(t->tls);
-        errno = EPROTO;
-    }
-    return -1;
+    return w > 0 ? w : tp_tls_failed(t, (int)w);
 }
 
 static int tp_handshake(struct broker *b, struct conn *c)
 {
     struct transport *t = c->tp;
     int r = tls_handshake(t->tls);
-    if (r == TLS_WANT_READ || r == TLS_WANT_WRITE) {
-        errno = EAGAIN;
-        return -1;
-    }
-    if (r != TLS_OK) {
-        t->error = tls_conn_error(t->tls);
-        errno = EPROTO;
-        return -1;
-    }
+    if (r != TLS_OK)
+        return (int)tp_tls_failed(t, r);
     t->state = t->ws ? TP_UPGRADE : TP_OPEN;
     if (t->l->cfg->use_identity_as_username) {
         char cn[256];
