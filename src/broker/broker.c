@@ -15,6 +15,7 @@
 #include "broker/persist.h"
 #include "broker/retain.h"
 #include "broker/subtree.h"
+#include "broker/transport.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
@@ -39,6 +40,7 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->auth.allow_anonymous = true;
     cfg->obs.metrics_port = -1;
     cfg->obs.connection_messages = true;
+    cfg->listeners.n = 1;
 }
 
 static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
@@ -47,7 +49,9 @@ static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t ev
     for (int i = 0; i < BROKER_ACCEPTS_PER_WAKE; i++) {
         int fd = net_accept_guarded(io->fd, &b->spare_fd, NULL);
         if (fd >= 0) {
-            conn_accept(b, fd);
+            struct conn *c = conn_accept(b, fd);
+            if (c && transport_attach(b, c, io) < 0)
+                conn_close(b, c, "cannot set up TLS", true);
             continue;
         }
         if (errno == EINTR || errno == ECONNABORTED)
@@ -120,6 +124,7 @@ void broker_shutdown(struct broker *b)
     if (b->listener.fd >= 0)
         close(b->listener.fd);
     metrics_stop(b);
+    transport_close_listeners(b);
     ev_timer_stop(b->loop, &b->sweep);
     ev_timer_stop(b->loop, &b->sys);
     struct conn *c;
@@ -177,6 +182,7 @@ int broker_run(const struct broker_config *cfg)
     broker_init(&b, cfg, loop);
     int lfd = -1;
     if ((cfg->persistence.on && persist_open(&b) < 0) || auth_init(&b) < 0 || metrics_start(&b) < 0 ||
+        transport_listen(&b, broker_on_accept, err, sizeof err) < 0 ||
         (lfd = net_listen(cfg->bind, cfg->port, 1024, 0, err, sizeof err)) < 0) {
         if (err[0])
             log_error("%s", err);

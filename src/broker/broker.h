@@ -10,6 +10,23 @@
 
 #include "broker/auth.h"
 #include "broker/metrics.h"
+/* Listeners: the default one (port, bind_address) and those a
+ * configuration file adds with `listener PORT [ADDRESS]`. */
+#define BROKER_LISTENERS_MAX 8
+#define BROKER_PATH_MAX 256
+
+/* How one listener's connections carry MQTT (mosquitto.conf's names). A
+ * certfile makes it TLS. */
+struct broker_listener {
+    int port;                       /* unused for the default listener */
+    char bind[256];                 /* "" = the default listener's address */
+    bool websockets;                /* protocol websockets */
+    bool require_certificate;
+    bool use_identity_as_username;  /* the client certificate's CN is the username */
+    char certfile[BROKER_PATH_MAX], keyfile[BROKER_PATH_MAX];
+    char cafile[BROKER_PATH_MAX], capath[BROKER_PATH_MAX];
+    char tls_version[16];           /* "" = tlsv1.2 */
+};
 
 struct broker_config {
     const char *bind;          /* listen address; default 127.0.0.1 */
@@ -30,6 +47,10 @@ struct broker_config {
     } persistence;
     struct broker_auth_config auth; /* password_file, acl_file, allow_anonymous */
     struct broker_obs_config obs;   /* metrics_port, connection_messages */
+    struct {
+        struct broker_listener v[BROKER_LISTENERS_MAX]; /* v[0]: the default listener */
+        uint32_t n;                                     /* >= 1 */
+    } listeners;
 };
 
 /* Fills in the defaults documented in docs/broker.md. */

@@ -144,9 +144,85 @@ static int conf_words(char *line, char *words[3])
     return n;
 }
 
+/* Per-listener settings: they apply to the listener of the last
+ * `listener` line (the default listener before any). */
+#define LST(field) offsetof(struct broker_listener, field), sizeof ((struct broker_listener *)0)->field
+static const struct {
+    const char *keyword;
+    size_t offset, size; /* a string field, or a bool when size is 1 */
+} conf_listener_settings[] = {
+    {"certfile", LST(certfile)},
+    {"keyfile", LST(keyfile)},
+    {"cafile", LST(cafile)},
+    {"capath", LST(capath)},
+    {"tls_version", LST(tls_version)},
+    {"require_certificate", LST(require_certificate)},
+    {"use_identity_as_username", LST(use_identity_as_username)},
+};
+
+/* listener PORT [ADDRESS]: the first sets the default listener's port and
+ * address, as `port` and `bind_address` do; each further one adds a
+ * listener. */
+static int conf_listener(struct broker_config *cfg, char **w, int n, int *listeners, char *err,
+                         size_t errlen)
+{
+    if (n < 2 || n > 3)
+        return conf_error(err, errlen, "listener wants a port and an optional address");
+    if (++*listeners == 1) {
+        if (broker_conf_set(cfg, "port", w[1], err, errlen) < 0)
+            return -1;
+        return n == 3 ? broker_conf_set(cfg, "bind_address", w[2], err, errlen) : 0;
+    }
+    if (cfg->listeners.n == BROKER_LISTENERS_MAX)
+        return conf_error(err, errlen, "at most %d listeners", BROKER_LISTENERS_MAX);
+    struct broker_listener *l = &cfg->listeners.v[cfg->listeners.n];
+    memset(l, 0, sizeof *l);
+    uint64_t port;
+    if (opt_parse_uint(w[1], 0, 65535, &port) < 0)
+        return conf_error(err, errlen, "listener wants a port from 0 to 65535, not '%s'", w[1]);
+    l->port = (int)port;
+    if (n == 3 && snprintf(l->bind, sizeof l->bind, "%s", w[2]) >= (int)sizeof l->bind)
+        return conf_error(err, errlen, "listener address too long");
+    cfg->listeners.n++;
+    return 0;
+}
+
+/* Sets *handled if name is a per-listener setting; returns -1 on a bad
+ * value. */
+static int conf_listener_setting(struct broker_config *cfg, const char *name, const char *value,
+                                 char *err, size_t errlen, bool *handled)
+{
+    struct broker_listener *l = &cfg->listeners.v[cfg->listeners.n - 1];
+    *handled = true;
+    if (!strcmp(name, "protocol")) {
+        if (strcmp(value, "mqtt") && strcmp(value, "websockets"))
+            return conf_error(err, errlen, "protocol wants mqtt or websockets, not '%s'", value);
+        l->websockets = !strcmp(value, "websockets");
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof conf_listener_settings / sizeof conf_listener_settings[0]; i++) {
+        if (strcmp(name, conf_listener_settings[i].keyword))
+            continue;
+        char *field = (char *)l + conf_listener_settings[i].offset;
+        if (conf_listener_settings[i].size == 1) {
+            if (strcmp(value, "true") && strcmp(value, "false"))
+                return conf_error(err, errlen, "%s wants true or false, not '%s'", name, value);
+            *(bool *)field = !strcmp(value, "true");
+            return 0;
+        }
+        if (snprintf(field, conf_listener_settings[i].size, "%s", value) >=
+            (int)conf_listener_settings[i].size)
+            return conf_error(err, errlen, "%s value too long", name);
+        return 0;
+    }
+    *handled = false;
+    return 0;
+}
+
 static int conf_line(struct broker_config *cfg, char *line, int *listeners, char *err, size_t errlen)
 {
     char *w[3];
+    bool handled = false;
     int n = conf_words(line, w);
     if (n == 0 || w[0][0] == '#')
         return 0;
@@ -161,16 +237,12 @@ static int conf_line(struct broker_config *cfg, char *line, int *listeners, char
         return conf_error(err, errlen, "'%s' other than %s is not supported yet", w[0],
                           conf_as_is[i].value);
     }
-    if (!strcmp(w[0], "listener")) {
-        /* listener PORT [ADDRESS]: one listener for now. */
-        if (++*listeners > 1)
-            return conf_error(err, errlen, "only one listener is supported yet");
-        if (n < 2 || n > 3)
-            return conf_error(err, errlen, "listener wants a port and an optional address");
-        if (broker_conf_set(cfg, "port", w[1], err, errlen) < 0)
-            return -1;
-        return n == 3 ? broker_conf_set(cfg, "bind_address", w[2], err, errlen) : 0;
-    }
+    if (!strcmp(w[0], "listener"))
+        return conf_listener(cfg, w, n, listeners, err, errlen);
+    if (n == 2 && conf_listener_setting(cfg, w[0], w[1], err, errlen, &handled) < 0)
+        return -1;
+    if (handled)
+        return 0;
     if (n != 2)
         return conf_error(err, errlen, "%s wants exactly one value", w[0]);
     return broker_conf_set(cfg, w[0], w[1], err, errlen);

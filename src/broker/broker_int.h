@@ -28,6 +28,8 @@
 #include "broker/subtree.h"
 
 struct session;
+struct transport;
+struct transport_listeners;
 
 /* Topic aliases we accept from a client (CONNACK Topic Alias Maximum) and
  * use at most towards one: Mosquitto's default. */
@@ -82,6 +84,7 @@ struct conn {
     struct session *blocked_on;
     struct conn *wait_prev, *wait_next; /* blocked_on->waiters */
     uint64_t blocked_since_ms;
+    struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
 };
 
 /* A subscription's options word in the subscription tree: MQTT 5's
@@ -225,6 +228,7 @@ struct broker {
     struct persist *persist; /* persist.c; NULL with persistence off */
     struct broker_auth auth; /* auth.c: password file, ACL, their counters */
     struct broker_obs obs;   /* metrics.c: the /metrics endpoint, log state */
+    struct transport_listeners *transports; /* transport.h */
 };
 
 /* Our MQTT 5 Receive Maximum: QoS 2 messages a client may have waiting for
@@ -245,7 +249,7 @@ void broker_shutdown(struct broker *b);
 void sys_tree_publish(struct broker *b);
 
 /* conn.c */
-void conn_accept(struct broker *b, int fd);
+struct conn *conn_accept(struct broker *b, int fd);
 /* Queues the connection for a flush at the end of this loop iteration. */
 void conn_mark_dirty(struct broker *b, struct conn *c);
 /* Closes the socket now (publishing the will unless graceful) and detaches

@@ -15,6 +15,7 @@
 
 #include "broker/broker_int.h"
 #include "broker/persist.h"
+#include "broker/transport.h"
 #include "core/inbuf.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -68,6 +69,8 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
     if (c->state == CONN_CLOSED)
         return;
     metrics_log_disconnect(b, c, reason);
+    if (c->tp)
+        transport_free(c);
     close(c->io.fd);
     c->state = CONN_CLOSED;
     b->nconns--;
@@ -129,7 +132,7 @@ void conn_write_reason(struct conn *c, uint8_t type, uint16_t packet_id, uint8_t
 static int conn_write_out(struct broker *b, struct conn *c)
 {
     size_t before = outq_pending(&c->out);
-    int r = outq_flush(&c->out, c->io.fd);
+    int r = c->tp ? transport_flush(b, c) : outq_flush(&c->out, c->io.fd);
     b->stats.bytes_out += before - outq_pending(&c->out);
     return r;
 }
@@ -246,7 +249,7 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
     while (c->state <= CONN_ACTIVE && !c->blocked_on) {
         size_t cap;
         uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
-        ssize_t n = read(c->io.fd, buf, cap);
+        ssize_t n = c->tp ? transport_read(b, c, buf, cap) : read(c->io.fd, buf, cap);
         if (n == 0) {
             conn_close(b, c, "closed by client", false);
             return;
@@ -255,7 +258,7 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                conn_close(b, c, strerror(errno), false);
+                conn_close(b, c, c->tp ? transport_error(c) : strerror(errno), false);
             return;
         }
         b->stats.bytes_in += (uint64_t)n;
@@ -269,8 +272,8 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
         inbuf_consumed(&c->in, data, len, (size_t)used);
         if (c->blocked_on)
             return; /* conn_resume picks up where this stopped */
-        if ((size_t)n < cap && !hup)
-            return;
+        if ((size_t)n < cap && !hup && !c->tp)
+            return; /* a transport is read until EAGAIN (transport.h) */
         if ((size_t)n >= budget) {
             conn_defer_read(b, c);
             return;
@@ -301,15 +304,17 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
     struct conn *c = (struct conn *)io;
     if (c->state == CONN_CLOSED)
         return;
-    if ((events & EV_WRITE) && c->write_blocked) {
+    /* Under TLS a write may wait for readability and a read for
+     * writability: a transport takes either edge for both. */
+    if ((events & EV_WRITE || c->tp) && c->write_blocked) {
         c->write_blocked = false;
         conn_mark_dirty(b, c);
     }
-    if (events & EV_READ)
+    if (events & EV_READ || c->tp)
         conn_read(b, c, events & EV_HUP);
 }
 
-void conn_accept(struct broker *b, int fd)
+struct conn *conn_accept(struct broker *b, int fd)
 {
     struct conn *c = mem_calloc(1, sizeof *c);
     c->io.fd = fd;
@@ -319,7 +324,7 @@ void conn_accept(struct broker *b, int fd)
         log_warn("cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
         mem_free(c);
-        return;
+        return NULL;
     }
     c->state = CONN_NEW;
     c->over_limit = b->nconns >= b->cfg->max_connections;
@@ -330,6 +335,7 @@ void conn_accept(struct broker *b, int fd)
     if (b->conns)
         b->conns->prev = c;
     b->conns = c;
+    return c;
 }
 
 static void conn_flush(struct broker *b, struct conn *c)

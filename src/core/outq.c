@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/uio.h>
 
@@ -113,6 +114,53 @@ static void outq_compact(struct outq *q)
     }
 }
 
+int outq_iov(const struct outq *q, struct iovec *iov, int max, size_t limit, size_t *bytes)
+{
+    int n = 0;
+    size_t offered = 0;
+    for (uint32_t i = 0; i < q->count && n < max && offered < limit; i++) {
+        const struct outq_ent *e = &q->ents[q->head + i];
+        const uint8_t *base = e->owner ? e->ptr : q->own + e->off;
+        uint32_t skip = i == 0 ? q->head_sent : 0;
+        size_t len = e->len - skip;
+        iov[n].iov_base = (void *)(base + skip);
+        iov[n].iov_len = len < limit - offered ? len : limit - offered;
+        offered += iov[n].iov_len;
+        n++;
+    }
+    *bytes = offered;
+    return n;
+}
+
+/* Drops n written bytes from the front. */
+static void outq_drop(struct outq *q, size_t n)
+{
+    q->bytes -= n;
+    while (n > 0) {
+        struct outq_ent *e = &q->ents[q->head];
+        uint32_t rest = e->len - q->head_sent;
+        if (n < rest) {
+            q->head_sent += (uint32_t)n;
+            break;
+        }
+        n -= rest;
+        if (e->owner)
+            outq_rc_put(e->owner);
+        q->head++;
+        q->count--;
+        q->head_sent = 0;
+    }
+}
+
+void outq_consumed(struct outq *q, size_t n)
+{
+    outq_drop(q, n);
+    if (q->count == 0)
+        outq_release_memory(q);
+    else
+        outq_compact(q);
+}
+
 /* fn NULL: writev on fd, where a short write means the socket is full.
  * Otherwise fn, which may take less while having room (TLS takes one
  * record per call), so only EAGAIN stops it. */
@@ -120,17 +168,8 @@ static int outq_drain(struct outq *q, int fd, outq_writev_fn fn, void *arg)
 {
     while (q->count > 0) {
         struct iovec iov[OUTQ_IOV];
-        int n = 0;
-        size_t offered = 0;
-        for (uint32_t i = 0; i < q->count && n < OUTQ_IOV; i++) {
-            struct outq_ent *e = &q->ents[q->head + i];
-            const uint8_t *base = e->owner ? e->ptr : q->own + e->off;
-            uint32_t skip = i == 0 ? q->head_sent : 0;
-            iov[n].iov_base = (void *)(base + skip);
-            iov[n].iov_len = e->len - skip;
-            offered += iov[n].iov_len;
-            n++;
-        }
+        size_t offered;
+        int n = outq_iov(q, iov, OUTQ_IOV, SIZE_MAX, &offered);
         ssize_t w = fn ? fn(arg, iov, n) : writev(fd, iov, n);
         if (w < 0) {
             if (errno == EINTR)
@@ -141,22 +180,7 @@ static int outq_drain(struct outq *q, int fd, outq_writev_fn fn, void *arg)
             }
             return -1;
         }
-        size_t left = (size_t)w;
-        q->bytes -= left;
-        while (left > 0) {
-            struct outq_ent *e = &q->ents[q->head];
-            uint32_t rest = e->len - q->head_sent;
-            if (left < rest) {
-                q->head_sent += (uint32_t)left;
-                break;
-            }
-            left -= rest;
-            if (e->owner)
-                outq_rc_put(e->owner);
-            q->head++;
-            q->count--;
-            q->head_sent = 0;
-        }
+        outq_drop(q, (size_t)w);
         if (!fn && (size_t)w < offered) {
             /* Short write: the socket buffer is full. */
             outq_compact(q);

@@ -63,6 +63,8 @@ static inline size_t outq_pending(const struct outq *q) { return q->bytes; }
  * on a write error (the connection is dead). */
 int outq_flush(struct outq *q, int fd);
 
+struct iovec;
+
 /* A transport's writev (TLS): the bytes taken, which may be fewer than
  * offered while it still has room, or -1 with errno (EAGAIN: full, wait
  * for what the transport says). */
@@ -70,6 +72,12 @@ typedef ssize_t (*outq_writev_fn)(void *arg, const struct iovec *iov, int iovcnt
 /* outq_flush through fn, with the same results; it goes on until fn fails
  * or everything is taken. */
 int outq_flush_with(struct outq *q, outq_writev_fn fn, void *arg);
+/* For writers other than writev (TLS, WebSocket framing): fills iov with
+ * up to max pieces of the pending output, limit bytes at most, and returns
+ * how many, with their total in *bytes; after writing some, the caller
+ * drops the n bytes written with outq_consumed. */
+int outq_iov(const struct outq *q, struct iovec *iov, int max, size_t limit, size_t *bytes);
+void outq_consumed(struct outq *q, size_t n);
 
 /* Drops everything pending and frees the queue's memory. */
 void outq_clear(struct outq *q);

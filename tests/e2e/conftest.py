@@ -101,7 +101,7 @@ class Broker:
     """A running broker process: shootout, or mosquitto as the peer."""
 
     def __init__(self, workdir, kind, port, limits, verbose, extra_args, persistence_dir=None,
-                 conf_lines=()):
+                 conf_lines=(), conf_text=""):
         self.kind = kind
         self.expected_rc = 0  # at teardown, after SIGTERM (kill() changes it)
         self.host = HOST
@@ -142,6 +142,12 @@ class Broker:
             lines.append("listener %d %s" % (port, HOST))
             if "max_connections" in limits:
                 lines.append("max_connections %d" % limits["max_connections"])
+            if conf_text:
+                if not conf_lines:
+                    # Run as root, Mosquitto would drop to user mosquitto,
+                    # who cannot read the certificates in pytest's tmp dirs.
+                    lines.append("user %s" % getpass.getuser())
+                lines.append(conf_text)
             with open(conf, "w") as f:
                 f.write("\n".join(lines) + "\n")
             argv = [MOSQUITTO_BIN, "-c", conf]
@@ -159,11 +165,15 @@ class Broker:
                 argv += [flag_names[key], str(value)]
             if persistence_dir:
                 argv += ["--persistence", "--persistence-location", persistence_dir]
-            if conf_lines:
-                conf = os.path.join(workdir, "shootout-%d.conf" % port)
-                with open(conf, "w") as f:
-                    f.write("\n".join(conf_lines) + "\n")
-                argv += ["-c", conf]
+            if conf_lines or conf_text:
+                # Global lines first; conf_text follows the default listener
+                # and adds to it (or adds more listeners).
+                path = os.path.join(workdir, "shootout-%d.conf" % port)
+                with open(path, "w") as f:
+                    f.write("".join(line + "\n" for line in conf_lines))
+                    if conf_text:
+                        f.write("listener %d %s\n%s\n" % (port, HOST, conf_text))
+                argv += ["-c", path]
         argv += list(extra_args)
         self.argv = argv
         self._err = open(self.stderr_path, "wb")
@@ -289,15 +299,18 @@ class Broker:
 def broker_factory(request, tmp_path):
     """broker_factory(max_connections=..., max_packet_size=...,
     max_queued_messages=..., max_inflight_messages=..., verbose=False,
-    extra_args=(), conf_lines=()) starts a broker and returns a Broker.
-    conf_lines are configuration file lines both brokers understand
-    (password_file, acl_file, allow_anonymous ...). Every broker is
+    extra_args=(), conf_lines=(), conf="") starts a broker and returns a
+    Broker. conf_lines are configuration file lines both brokers understand
+    (password_file, acl_file, allow_anonymous ...); conf holds lines that
+    follow the default listener's `listener PORT 127.0.0.1`, e.g. more
+    listeners. Every broker is
     stopped with SIGTERM at teardown; for shootout its exit code must be 0,
     and no broker may print a sanitizer report."""
     started = []
     request.node._e2e_brokers = started
 
-    def start(verbose=None, extra_args=(), port=None, persistence_dir=None, conf_lines=(), **limits):
+    def start(verbose=None, extra_args=(), port=None, persistence_dir=None, conf_lines=(), conf="",
+              **limits):
         if verbose is None:
             verbose = bool(os.environ.get("SHOOTOUT_E2E_VERBOSE"))
         if IS_PEER:
@@ -310,7 +323,7 @@ def broker_factory(request, tmp_path):
         last = None
         for _attempt in range(3):  # a free port can be taken between probe and bind
             b = Broker(str(tmp_path), kind, port or free_port(), limits, verbose, extra_args,
-                       persistence_dir, conf_lines)
+                       persistence_dir, conf_lines, conf)
             started.append(b)
             try:
                 b.wait_ready()
@@ -561,3 +574,45 @@ def pg_cluster(tmp_path_factory):
     except subprocess.CalledProcessError:
         pass
     subprocess.run(["rm", "-rf", tmp])
+
+
+def _openssl(*args, cwd):
+    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.PIPE, timeout=30)
+
+
+def _make_ca(d, name):
+    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=" + name,
+             "-keyout", name + ".key", "-out", name + ".pem", cwd=d)
+
+
+def _make_cert(d, name, cn, ca, san=None):
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=" + cn, "-keyout", name + ".key",
+             "-out", name + ".csr", cwd=d)
+    ext = []
+    if san:
+        with open(os.path.join(d, name + ".ext"), "w") as f:
+            f.write("subjectAltName=%s\n" % san)
+        ext = ["-extfile", name + ".ext"]
+    _openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem", "-CAkey", ca + ".key",
+             "-CAcreateserial", "-days", "2", "-out", name + ".pem", *ext, cwd=d)
+
+
+@pytest.fixture(scope="session")
+def tls_certs(tmp_path_factory):
+    """Certificates made with the openssl CLI: a CA with a server
+    certificate (SAN 127.0.0.1 and localhost) and a client certificate
+    (CN tls-user), and a second, wrong CA with a client certificate of its
+    own. Returns a dict of paths: ca, server_cert, server_key, client_cert,
+    client_key, wrong_ca, wrong_client_cert, wrong_client_key."""
+    d = str(tmp_path_factory.mktemp("certs"))
+    _make_ca(d, "ca")
+    _make_cert(d, "server", "localhost", "ca", "IP:127.0.0.1,DNS:localhost")
+    _make_cert(d, "client", "tls-user", "ca")
+    _make_ca(d, "wrongca")
+    _make_cert(d, "wrongclient", "intruder", "wrongca")
+    p = lambda n: os.path.join(d, n)
+    return dict(ca=p("ca.pem"), server_cert=p("server.pem"), server_key=p("server.key"),
+                client_cert=p("client.pem"), client_key=p("client.key"),
+                wrong_ca=p("wrongca.pem"), wrong_client_cert=p("wrongclient.pem"),
+                wrong_client_key=p("wrongclient.key"))

@@ -17,7 +17,9 @@ DEFAULT_TIMEOUT = 5.0
 
 class PahoClient:
     def __init__(self, host, port, client_id, clean_session=True, keepalive=60, will=None,
-                 protocol=mqtt.MQTTv311):
+                 protocol=mqtt.MQTTv311, transport="tcp", tls=None):
+        """transport: "tcp" or "websockets"; tls: keyword arguments of
+        paho's tls_set (ca_certs, certfile, keyfile), or None for no TLS."""
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -25,7 +27,9 @@ class PahoClient:
         # MQTT 5 has Clean Start on connect() instead of a clean session.
         session = {} if protocol == mqtt.MQTTv5 else {"clean_session": clean_session}
         self.c = mqtt.Client(client_id=client_id, protocol=protocol, reconnect_on_failure=False,
-                             **session)
+                             transport=transport, **session)
+        if tls is not None:
+            self.c.tls_set(**tls)
         if will is not None:
             # will: dict(topic=..., payload=..., qos=..., retain=..., properties=... (MQTT 5))
             self.c.will_set(will["topic"], will.get("payload"), will.get("qos", 0),
@@ -213,9 +217,9 @@ class PahoClient5(PahoClient):
     Received messages keep paho's .properties; disconnect_rc is the server's
     DISCONNECT reason code (an int) when it sent one."""
 
-    def __init__(self, host, port, client_id, keepalive=60, will=None):
+    def __init__(self, host, port, client_id, keepalive=60, will=None, transport="tcp", tls=None):
         super().__init__(host, port, client_id, keepalive=keepalive, will=will,
-                         protocol=mqtt.MQTTv5)
+                         protocol=mqtt.MQTTv5, transport=transport, tls=tls)
         self.connack_props = None
         self.disconnect_props = None
         self.c.on_connect = self._on_connect5

@@ -109,6 +109,34 @@ static void test_auth_and_metrics_keywords(void **state)
     assert_non_null(strstr(err, "password-file wants a file name shorter than 512 bytes"));
 }
 
+static void test_listeners(void **state)
+{
+    const char *text = "certfile /d/ca.pem\n"
+                       "listener 1883\n"
+                       "listener 8883 ::1\n"
+                       "certfile /c.pem\n"
+                       "require_certificate true\n"
+                       "use_identity_as_username true\n"
+                       "tls_version tlsv1.3\n"
+                       "listener 9001\n"
+                       "protocol websockets\n"
+                       "max_connections 7\n";
+    assert_int_equal(broker_conf_parse(&cfg, text, "l.conf", err, sizeof err), 0);
+    assert_int_equal(cfg.port, 1883);
+    assert_int_equal(cfg.listeners.n, 3);
+    assert_string_equal(cfg.listeners.v[0].certfile, "/d/ca.pem");
+    assert_int_equal(cfg.listeners.v[1].port, 8883);
+    assert_string_equal(cfg.listeners.v[1].bind, "::1");
+    assert_string_equal(cfg.listeners.v[1].certfile, "/c.pem");
+    assert_true(cfg.listeners.v[1].require_certificate);
+    assert_true(cfg.listeners.v[1].use_identity_as_username);
+    assert_string_equal(cfg.listeners.v[1].tls_version, "tlsv1.3");
+    assert_false(cfg.listeners.v[1].websockets);
+    assert_true(cfg.listeners.v[2].websockets);
+    assert_string_equal(cfg.listeners.v[2].certfile, "");
+    assert_int_equal(cfg.max_connections, 7);
+}
+
 static void test_file_errors_name_the_line(void **state)
 {
     assert_int_equal(broker_conf_parse(&cfg, "port 1883\nmax_connections lots\n", "b.conf", err,
@@ -119,8 +147,9 @@ static void test_file_errors_name_the_line(void **state)
     assert_non_null(strstr(err, "c.conf:1: allow_anonymous wants true or false, not 'no'"));
     assert_int_equal(broker_conf_parse(&cfg, "persistence true\n", "d.conf", err, sizeof err), -1);
     assert_int_equal(
-        broker_conf_parse(&cfg, "listener 1\nlistener 2\n", "e.conf", err, sizeof err), -1);
-    assert_non_null(strstr(err, "e.conf:2: only one listener"));
+        broker_conf_parse(&cfg, "listener 1\nlistener 2\nprotocol ws\n", "e.conf", err, sizeof err),
+        -1);
+    assert_non_null(strstr(err, "e.conf:3: protocol wants mqtt or websockets"));
     assert_int_equal(broker_conf_parse(&cfg, "max_connections 1 2\n", "f.conf", err, sizeof err), -1);
     assert_non_null(strstr(err, "f.conf:1: max_connections wants exactly one value"));
     assert_int_equal(broker_conf_parse(&cfg, "auth_plugin /etc/p\n", "g.conf", err, sizeof err), -1);
@@ -156,6 +185,7 @@ int main(void)
         cmocka_unit_test_setup(test_bind_is_copied, setup),
         cmocka_unit_test_setup(test_file_with_mosquitto_keywords, setup),
         cmocka_unit_test_setup(test_auth_and_metrics_keywords, setup),
+        cmocka_unit_test_setup(test_listeners, setup),
         cmocka_unit_test_setup(test_file_errors_name_the_line, setup),
         cmocka_unit_test_setup(test_load_missing_file, setup),
         cmocka_unit_test_setup(test_load_file, setup),

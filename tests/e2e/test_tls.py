@@ -1,0 +1,161 @@
+"""MQTT over TLS: listeners with certfile/keyfile, client certificates,
+use_identity_as_username, and plain and TLS listeners side by side.
+Certificates are made at test time (conftest.tls_certs)."""
+
+import os
+import socket
+import ssl
+import subprocess
+
+import pytest
+
+from conftest import HOST, IS_PEER, SHOOTOUT_BIN, free_port
+from mqtt_paho import PahoClient, PahoClient5
+
+
+def tls_conf(certs, port, require=False, identity=False, protocol="mqtt"):
+    lines = ["listener %d %s" % (port, HOST), "protocol %s" % protocol,
+             "certfile %s" % certs["server_cert"], "keyfile %s" % certs["server_key"],
+             "cafile %s" % certs["ca"]]
+    if require:
+        lines.append("require_certificate true")
+    if identity:
+        lines.append("use_identity_as_username true")
+    return "\n".join(lines)
+
+
+def client_tls(certs, client=True, ca=None):
+    kw = dict(ca_certs=ca or certs["ca"])
+    if client:
+        kw.update(certfile=certs["client_cert"], keyfile=certs["client_key"])
+    return kw
+
+
+def paho(broker, port, cid, certs=None, v5=False, **kw):
+    cls = PahoClient5 if v5 else PahoClient
+    c = cls(HOST, port, cid, tls=client_tls(certs, **kw) if certs else None)
+    broker.clients.append(c)
+    return c
+
+
+@pytest.mark.parametrize("qos", [0, 1, 2])
+@pytest.mark.parametrize("v5", [False, True], ids=["v311", "v5"])
+def test_pubsub_over_tls(broker_factory, tls_certs, qos, v5):
+    port = free_port()
+    b = broker_factory(conf=tls_conf(tls_certs, port))
+    sub = paho(b, port, "tls-sub", tls_certs, v5)
+    sub.connect()
+    sub.subscribe("tls/t", qos)
+    pub = paho(b, port, "tls-pub", tls_certs, v5)
+    pub.connect()
+    for i in range(20):
+        pub.publish("tls/t", b"m%d" % i + b"x" * (i * 3000), qos)
+    got = sub.get_n(20)
+    assert [m.payload[:4].rstrip(b"x") for m in got] == [b"m%d" % i for i in range(20)]
+    assert all(m.qos == qos for m in got)
+
+
+def test_plain_and_tls_listeners_cross(broker_factory, tls_certs):
+    port = free_port()
+    b = broker_factory(conf=tls_conf(tls_certs, port))
+    plain = b.paho("plain-sub")
+    plain.subscribe("x/#", 1)
+    tls = paho(b, port, "tls-sub", tls_certs)
+    tls.connect()
+    tls.subscribe("x/#", 1)
+    tls.publish("x/from-tls", b"1", 1)
+    plain_pub = b.paho("plain-pub")
+    plain_pub.publish("x/from-plain", b"2", 1)
+    for c in (plain, tls):
+        got = sorted((m.topic, m.payload) for m in c.get_n(2))
+        assert got == [("x/from-plain", b"2"), ("x/from-tls", b"1")]
+
+
+def test_require_certificate(broker_factory, tls_certs):
+    port = free_port()
+    b = broker_factory(conf=tls_conf(tls_certs, port, require=True))
+    good = paho(b, port, "with-cert", tls_certs)
+    good.connect()
+    # No client certificate: the handshake fails (TLS 1.3 reports it on
+    # the first read), while the other client is still served.
+    nocert = paho(b, port, "no-cert", tls_certs, client=False)
+    with pytest.raises((ssl.SSLError, ConnectionError, AssertionError, OSError)):
+        nocert.connect(timeout=2)
+    # A certificate from another CA fails too.
+    wrong = PahoClient(HOST, port, "wrong-ca", tls=dict(
+        ca_certs=tls_certs["ca"], certfile=tls_certs["wrong_client_cert"],
+        keyfile=tls_certs["wrong_client_key"]))
+    b.clients.append(wrong)
+    with pytest.raises((ssl.SSLError, ConnectionError, AssertionError, OSError)):
+        wrong.connect(timeout=2)
+    good.subscribe("still/here", 0)
+    good.publish("still/here", b"ok", 0)
+    assert good.get().payload == b"ok"
+
+
+def test_client_rejects_wrong_server_ca(broker_factory, tls_certs):
+    port = free_port()
+    b = broker_factory(conf=tls_conf(tls_certs, port))
+    c = paho(b, port, "distrust", tls_certs, ca=tls_certs["wrong_ca"])
+    with pytest.raises(ssl.SSLError):
+        c.connect(timeout=2)
+
+
+@pytest.mark.shootout_only  # the log line is shootout's
+def test_use_identity_as_username_logs_cn(broker_factory, tls_certs):
+    port = free_port()
+    b = broker_factory(conf=tls_conf(tls_certs, port, require=True, identity=True))
+    c = paho(b, port, "ident", tls_certs)
+    c.connect()
+    c.disconnect()
+    assert "certificate CN 'tls-user' is the username" in b.stderr_text()
+
+
+def test_mosquitto_clients_with_cafile(broker_factory, tls_certs):
+    port = free_port()
+    b = broker_factory(conf=tls_conf(tls_certs, port))
+    common = ["-h", HOST, "-p", str(port), "--cafile", tls_certs["ca"], "-q", "1"]
+    sub = subprocess.Popen(["mosquitto_sub", *common, "-t", "cli/t", "-C", "1", "-W", "10"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        watcher = paho(b, port, "watch", tls_certs)
+        watcher.connect()
+        watcher.subscribe("cli/t", 1)
+        # Publish until mosquitto_sub (subscribed at some point) gets one.
+        for _ in range(50):
+            subprocess.run(["mosquitto_pub", *common, "-t", "cli/t", "-m", "hello"], check=True,
+                           timeout=10)
+            watcher.get()
+            if sub.poll() is not None:
+                break
+            try:
+                sub.wait(0.2)
+            except subprocess.TimeoutExpired:
+                pass
+        out, err = sub.communicate(timeout=10)
+        assert sub.returncode == 0, err
+        assert out.strip() == b"hello"
+    finally:
+        if sub.poll() is None:
+            sub.kill()
+            sub.wait(5)
+
+
+@pytest.mark.shootout_only  # exit codes and messages are shootout's
+@pytest.mark.parametrize("setting,expect", [
+    ("certfile /nonexistent/server.pem", "/nonexistent/server.pem"),
+    ("keyfile /nonexistent/server.key", "/nonexistent/server.key"),
+    ("keyfile {client_key}", "{client_key}"),
+])
+def test_bad_certificate_settings_exit_1(tls_certs, tmp_path, setting, expect):
+    conf = tmp_path / "b.conf"
+    lines = {"certfile": "certfile %s" % tls_certs["server_cert"],
+             "keyfile": "keyfile %s" % tls_certs["server_key"]}
+    setting = setting.format(**tls_certs)
+    lines[setting.split()[0]] = setting
+    conf.write_text("listener %d %s\nlistener %d %s\n%s\n%s\n" % (
+        free_port(), HOST, free_port(), HOST, lines["certfile"], lines["keyfile"]))
+    r = subprocess.run([SHOOTOUT_BIN, "broker", "-c", str(conf)], stdin=subprocess.DEVNULL,
+                       capture_output=True, timeout=20)
+    assert r.returncode == 1, r.stderr
+    assert expect.format(**tls_certs).encode() in r.stderr, r.stderr
