@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "broker/broker_int.h"
+#include "broker/transport.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt5.h"
@@ -132,7 +133,8 @@ uint8_t auth_connect(struct broker *b, const struct conn *c, const struct mqtt5_
             why = "anonymous";
             reason = MQTT5_RC_NOT_AUTHORIZED;
         }
-    } else if (b->auth.passwd) {
+    } else if (b->auth.passwd && !transport_username(c)) {
+        /* A certificate identity was proven by the TLS handshake. */
         switch (passwd_check(b->auth.passwd, user, ulen, ci->password.ptr,
                              ci->has_password ? ci->password.len : 0)) {
         case PASSWD_OK:

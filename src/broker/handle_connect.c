@@ -10,6 +10,7 @@
 
 #include "broker/broker_int.h"
 #include "broker/persist.h"
+#include "broker/transport.h"
 #include "core/log.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
@@ -185,6 +186,14 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
             id_len = (size_t)snprintf(assigned, sizeof assigned, "auto-%08x", ++b->next_auto_id);
         } while (hmap_get(&b->sessions, assigned, id_len));
         id = (const uint8_t *)assigned;
+    }
+    /* use_identity_as_username: the verified client certificate names the
+     * user, whatever CONNECT says (auth_connect then asks no password). */
+    const char *cert_user = transport_username(c);
+    if (cert_user) {
+        ci.has_username = true;
+        ci.username.ptr = (const uint8_t *)cert_user;
+        ci.username.len = (uint32_t)strlen(cert_user);
     }
     struct acl_client *acl;
     uint8_t denied = auth_connect(b, c, &ci, id, id_len, &acl);

@@ -111,6 +111,31 @@ def test_use_identity_as_username_logs_cn(broker_factory, tls_certs):
     assert "certificate CN 'tls-user' is the username" in b.stderr_text()
 
 
+@pytest.mark.shootout_only  # our connect log line names the user
+def test_identity_is_the_username_for_passwords_and_acl(broker_factory, tls_certs, tmp_path):
+    """The certificate's CN is the user: no password is asked even though a
+    password file is in force (tls-user is not in it), and the ACL applies
+    the rules of user tls-user whatever username CONNECT carries."""
+    pw = tmp_path / "passwd"
+    subprocess.run([SHOOTOUT_BIN, "passwd", "-c", "-b", str(pw), "someone", "secret"], check=True,
+                   capture_output=True, timeout=30)
+    acl = tmp_path / "acl"
+    acl.write_text("user tls-user\ntopic readwrite mine/#\n")
+    port = free_port()
+    b = broker_factory(conf_lines=["password_file %s" % pw, "acl_file %s" % acl],
+                       conf=tls_conf(tls_certs, port, require=True, identity=True))
+    sub = paho(b, port, "ident-sub", tls_certs)
+    sub.connect()
+    assert sub.subscribe("mine/t", 1) == [1]
+    assert sub.subscribe("other/t", 1) == [0x80]  # not tls-user's to read
+    pub = paho(b, port, "ident-pub", tls_certs)
+    pub.c.username_pw_set("someone", "wrong")  # ignored: the certificate decides
+    pub.connect()
+    pub.publish("mine/t", b"x", qos=1)
+    assert sub.get().payload == b"x"
+    assert "username=tls-user" in b.stderr_text()
+
+
 def test_mosquitto_clients_with_cafile(broker_factory, tls_certs):
     port = free_port()
     b = broker_factory(conf=tls_conf(tls_certs, port))
