@@ -145,7 +145,8 @@ static void test_file_errors_name_the_line(void **state)
     assert_non_null(strstr(err, "b.conf:2: max_connections wants a whole number"));
     assert_int_equal(broker_conf_parse(&cfg, "allow_anonymous no\n", "c.conf", err, sizeof err), -1);
     assert_non_null(strstr(err, "c.conf:1: allow_anonymous wants true or false, not 'no'"));
-    assert_int_equal(broker_conf_parse(&cfg, "persistence true\n", "d.conf", err, sizeof err), -1);
+    assert_int_equal(broker_conf_parse(&cfg, "persistence maybe\n", "d.conf", err, sizeof err), -1);
+    assert_non_null(strstr(err, "d.conf:1: persistence wants true or false, not 'maybe'"));
     assert_int_equal(
         broker_conf_parse(&cfg, "listener 1\nlistener 2\nprotocol ws\n", "e.conf", err, sizeof err),
         -1);
