@@ -433,4 +433,4 @@ def test_run_rpc_part_measures(car_server, tmp_path):
 def test_run_only_usage():
     p = run("--only", "http")
     assert p.returncode == EXIT_USAGE
-    assert "--only wants mqtt or rpc" in p.stderr
+    assert "--only wants mqtt, rpc or a2b" in p.stderr
