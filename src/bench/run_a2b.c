@@ -304,7 +304,7 @@ static bool pg_prepare(struct run_a2b *j, bool *runtime)
     }
     for (int i = T_PG; i < NTARGETS; i++) {
         if (err[0])
-            snprintf(j->t[i].note, sizeof j->t[i].note, "no PostgreSQL: %s", err);
+            snprintf(j->t[i].note, sizeof j->t[i].note, "no PostgreSQL: %.280s", err);
         j->t[i].fig.data_load_s = load_s;
     }
     return !err[0];
@@ -664,7 +664,7 @@ int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job)
         char why[4400];
         node_missing(j, why, sizeof why);
         if (why[0])
-            snprintf(j->t[T_NODE].note, sizeof j->t[T_NODE].note, "%s", why);
+            snprintf(j->t[T_NODE].note, sizeof j->t[T_NODE].note, "%.300s", why);
         else
             tally(measure(j, T_NODE), &runtime, &missed);
     }
