@@ -11,14 +11,9 @@
 
 #include "a2b/a2b_body.h"
 #include "core/mem.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(ok)      \
-    do {               \
-        if (!(ok))     \
-            abort();   \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

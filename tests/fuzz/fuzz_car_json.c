@@ -17,15 +17,9 @@
 #include <string.h>
 
 #include "car/car_json.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* A macro so that a crash report names the line of the broken check. */
-#define check(ok)                                                                                  \
-    do {                                                                                           \
-        if (!(ok))                                                                                 \
-            abort();                                                                               \
-    } while (0)
 
 static bool same_str(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 

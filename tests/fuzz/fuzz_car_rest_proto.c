@@ -22,14 +22,9 @@
 
 #include "car/car_rest_proto.h"
 #include "car/car_server.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(ok)                                                                                 \
-    do {                                                                                          \
-        if (!(ok))                                                                                \
-            abort();                                                                              \
-    } while (0)
 
 #define MAX_INPUT 8192
 #define CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"

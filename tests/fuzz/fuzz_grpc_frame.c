@@ -23,15 +23,9 @@
 
 #include "core/mem.h"
 #include "http/grpc_frame.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* A macro so that a crash report names the line of the broken check. */
-#define check(ok)                                                                                  \
-    do {                                                                                           \
-        if (!(ok))                                                                                 \
-            abort();                                                                               \
-    } while (0)
 
 #define MAX_MSGS 64
 

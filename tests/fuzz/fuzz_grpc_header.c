@@ -20,14 +20,9 @@
 #include <strings.h>
 
 #include "http/grpc_frame.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define check(ok)                                                                                  \
-    do {                                                                                           \
-        if (!(ok))                                                                                 \
-            abort();                                                                               \
-    } while (0)
 
 static void check_timeout(const char *s, size_t len)
 {

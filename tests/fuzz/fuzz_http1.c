@@ -19,17 +19,11 @@
 #include <string.h>
 
 #include "http/http1.h"
+#include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MAX_HEADERS 16
-
-/* A macro so that a crash report names the line of the broken check. */
-#define check(ok)                                                                                 \
-    do {                                                                                          \
-        if (!(ok))                                                                                \
-            abort();                                                                              \
-    } while (0)
 
 static void check_in(struct http1_str s, const char *lo, const char *hi)
 {
