@@ -97,8 +97,48 @@ def shootout_available():
     return os.path.isfile(SHOOTOUT_BIN) and os.access(SHOOTOUT_BIN, os.X_OK)
 
 
-class Broker:
+class ServerProcess:
+    """What every server process under test shares: its stderr log, whether
+    it runs, and stopping it by signal. Subclasses set what (its name in
+    messages), proc and stderr_path."""
+
+    what = "server"
+
+    def stderr_text(self):
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def stderr_tail(self, limit=20000):
+        text = self.stderr_text()
+        return ("...\n" + text[-limit:] if len(text) > limit else text) or "(empty)"
+
+    def running(self):
+        return self.proc.poll() is None
+
+    def assert_no_sanitizer_reports(self):
+        text = self.stderr_text()
+        for marker in SANITIZER_MARKERS:
+            assert marker not in text, "sanitizer report in %s stderr:\n%s" % (self.what, self.stderr_tail())
+
+    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
+        """Sends sig and waits for the exit; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+                raise AssertionError("%s did not exit within %.0fs of signal %d:\n%s" % (
+                    self.what, timeout, sig, self.stderr_tail()))
+        self.returncode = self.proc.returncode
+        return self.returncode
+
+
+class Broker(ServerProcess):
     """A running broker process: shootout, or mosquitto as the peer."""
+
+    what = "broker"
 
     def __init__(self, workdir, kind, port, limits, verbose, extra_args, persistence_dir=None,
                  conf_lines=(), conf_text=""):
@@ -182,19 +222,6 @@ class Broker:
                                      stderr=self._err, cwd=workdir)
 
     # -- state
-    def stderr_text(self):
-        with open(self.stderr_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def stderr_tail(self, limit=20000):
-        text = self.stderr_text()
-        if len(text) > limit:
-            text = "...\n" + text[-limit:]
-        return text or "(empty)"
-
-    def running(self):
-        return self.proc.poll() is None
-
     def wait_ready(self, timeout=START_TIMEOUT):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -234,25 +261,6 @@ class Broker:
     def assert_alive(self):
         assert self.running(), "broker exited unexpectedly with %r:\n%s" % (
             self.proc.returncode, self.stderr_tail())
-
-    def assert_no_sanitizer_reports(self):
-        text = self.stderr_text()
-        for marker in SANITIZER_MARKERS:
-            assert marker not in text, "sanitizer report in broker stderr:\n%s" % self.stderr_tail()
-
-    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
-        """Sends sig and waits for the exit; returns the exit code."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-                raise AssertionError("broker did not exit within %.0fs of signal %d:\n%s" % (
-                    timeout, sig, self.stderr_tail()))
-        self.returncode = self.proc.returncode
-        return self.returncode
 
     def kill(self):
         """SIGKILL, as a crash: no shutdown work at all."""
@@ -368,9 +376,11 @@ def broker(broker_factory):
 
 # ---- the Car service (shootout car-server) ---------------------------------
 
-class CarServer:
+class CarServer(ServerProcess):
     """A running `shootout car-server` on free ports (port 0), which it names
     in its start-up log line."""
+
+    what = "car-server"
 
     LISTENING = re.compile(r"REST \(HTTP/1\.1\) on (\S+?|off), gRPC \((?:h2c|h2, TLS|h2, mutual TLS)\) "
                            r"on (\S+?|off), ")
@@ -389,17 +399,6 @@ class CarServer:
         ports = [None if a == "off" else int(a.rsplit(":", 1)[1]) for a in m.groups()]
         self.rest_port, self.grpc_port = ports
 
-    def stderr_text(self):
-        with open(self.stderr_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def stderr_tail(self, limit=20000):
-        text = self.stderr_text()
-        return ("...\n" + text[-limit:] if len(text) > limit else text) or "(empty)"
-
-    def running(self):
-        return self.proc.poll() is None
-
     def wait_ready(self, timeout=START_TIMEOUT):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -408,27 +407,10 @@ class CarServer:
                 self._ports(m)
                 return
             if self.proc.poll() is not None:
-                raise AssertionError("car-server exited with %r during startup:\n%s" % (
-                    self.proc.returncode, self.stderr_tail()))
+                raise AssertionError("%s exited with %r during startup:\n%s" % (
+                    self.what, self.proc.returncode, self.stderr_tail()))
             time.sleep(0.02)
-        raise AssertionError("car-server did not start within %.0fs:\n%s" % (timeout, self.stderr_tail()))
-
-    def stop(self, sig=signal.SIGTERM, timeout=STOP_TIMEOUT):
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-                raise AssertionError("car-server did not exit within %.0fs of signal %d:\n%s" % (
-                    timeout, sig, self.stderr_tail()))
-        return self.proc.returncode
-
-    def assert_no_sanitizer_reports(self):
-        text = self.stderr_text()
-        for marker in SANITIZER_MARKERS:
-            assert marker not in text, "sanitizer report in car-server stderr:\n%s" % self.stderr_tail()
+        raise AssertionError("%s did not start within %.0fs:\n%s" % (self.what, timeout, self.stderr_tail()))
 
 
 def stop_servers(started, name):
@@ -481,6 +463,8 @@ class A2bServer(CarServer):
     """A running `shootout a2b-server` on a free port (port 0), named in its
     start-up log line; its SQLite file (unless --db says otherwise) lives
     in workdir."""
+
+    what = "a2b-server"
 
     LISTENING = re.compile(r"a2b-server: HTTP/1\.1 on (\S+?), ")
 
