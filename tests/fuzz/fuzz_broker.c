@@ -24,6 +24,7 @@
 
 #include "broker/broker_int.h"
 #include "core/log.h"
+#include "fuzz_broker_harness.h"
 #include "mqtt/mqtt5.h"
 
 #define FUZZ_CLIENTS 3
@@ -75,29 +76,11 @@ static int fuzz_connect(struct broker *b, unsigned kind, int i)
     return sv[1];
 }
 
-/* Let the broker handle what arrived, and read what it answered so that
- * its output never backs up. */
-static void fuzz_step(struct ev_loop *loop, const int *peers)
-{
-    uint8_t sink[65536];
-    for (int round = 0; round < 2; round++) {
-        ev_run_once(loop, 0);
-        for (int i = 0; i < FUZZ_CLIENTS; i++)
-            while (peers[i] >= 0 && read(peers[i], sink, sizeof sink) > 0) {
-            }
-    }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int once;
-    if (!once) {
-        signal(SIGPIPE, SIG_IGN);
-        log_set_level(LOG_ERROR);
-        once = 1;
-    }
+    fuzz_broker_once();
     struct ev_loop *loop = ev_loop_new();
     struct broker_config cfg;
     broker_config_defaults(&cfg);
@@ -138,13 +121,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             pos += len;
         }
-        fuzz_step(loop, peers);
+        fuzz_broker_step(loop, peers, FUZZ_CLIENTS);
     }
     for (int i = 0; i < FUZZ_CLIENTS; i++) {
         close(peers[i]);
         peers[i] = -1;
     }
-    fuzz_step(loop, peers);
+    fuzz_broker_step(loop, peers, FUZZ_CLIENTS);
     broker_shutdown(&b);
     ev_loop_free(loop);
     return 0;

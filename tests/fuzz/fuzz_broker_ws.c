@@ -22,6 +22,7 @@
 #include "broker/broker_int.h"
 #include "broker/transport.h"
 #include "core/log.h"
+#include "fuzz_broker_harness.h"
 
 #define FUZZ_CLIENTS 2
 
@@ -46,29 +47,11 @@ static int fuzz_connect(struct broker *b, const void *request, size_t len)
     return sv[1];
 }
 
-/* Let the broker handle what arrived, and read what it answered so that
- * its output never backs up. */
-static void fuzz_step(struct ev_loop *loop, const int *peers)
-{
-    uint8_t sink[65536];
-    for (int round = 0; round < 2; round++) {
-        ev_run_once(loop, 0);
-        for (int i = 0; i < FUZZ_CLIENTS; i++)
-            while (read(peers[i], sink, sizeof sink) > 0) {
-            }
-    }
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static int once;
-    if (!once) {
-        signal(SIGPIPE, SIG_IGN);
-        log_set_level(LOG_ERROR);
-        once = 1;
-    }
+    fuzz_broker_once();
     struct ev_loop *loop = ev_loop_new();
     struct broker_config cfg;
     broker_config_defaults(&cfg);
@@ -101,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (ctl != 2)
             pos += len;
-        fuzz_step(loop, peers);
+        fuzz_broker_step(loop, peers, FUZZ_CLIENTS);
     }
     for (int i = 0; i < FUZZ_CLIENTS; i++)
         close(peers[i]);
