@@ -46,33 +46,43 @@ static double proc_cpu_precise_s(int pid)
     return any ? (double)total / 1e9 : -1;
 }
 
-/* Reads /proc/pid/stat. The command name may hold spaces and parentheses,
- * so the fields are counted from the last ')'. */
-static int proc_stat_read(int pid, struct proc_stat *st)
+int probe_stat_read(const char *root, int pid, struct probe_stat *st)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    char path[4200], buf[1024];
+    snprintf(path, sizeof path, "%s/%d/stat", root, pid);
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     fclose(f);
     buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    if (!p)
+    /* The command name may hold spaces and parentheses: it ends at the
+     * last ')'. */
+    const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+    if (!open || !close || close < open)
         return -1;
-    /* Fields 3.. of proc(5): utime is 14, stime 15, num_threads 20, rss 24. */
-    unsigned long utime, stime;
-    long threads, rss_pages;
-    if (sscanf(p + 1,
-               " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u" /* state .. cmajflt */
-               " %lu %lu %*d %*d %*d %*d %ld %*d %*u %*u %ld",
-               &utime, &stime, &threads, &rss_pages) != 4)
+    snprintf(st->comm, sizeof st->comm, "%.*s", (int)(close - open - 1), open + 1);
+    /* Fields 3.. of proc(5): ppid is 4, utime 14, stime 15, cutime 16,
+     * cstime 17, num_threads 20, rss 24. */
+    return sscanf(close + 1,
+                  " %*c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u" /* state .. cmajflt */
+                  " %llu %llu %lld %lld %*d %*d %ld %*d %*u %*u %ld",
+                  &st->ppid, &st->utime, &st->stime, &st->cutime, &st->cstime, &st->threads,
+                  &st->rss_pages) == 7
+               ? 0
+               : -1;
+}
+
+static int proc_stat_read(int pid, struct proc_stat *st)
+{
+    struct probe_stat ps;
+    if (probe_stat_read("/proc", pid, &ps) < 0)
         return -1;
     double precise = proc_cpu_precise_s(pid);
-    st->cpu_s = precise >= 0 ? precise : (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
-    st->threads = threads;
-    st->rss_kb = rss_pages * (sysconf(_SC_PAGESIZE) / 1024);
+    st->cpu_s = precise >= 0 ? precise
+                             : (double)(ps.utime + ps.stime) / (double)sysconf(_SC_CLK_TCK);
+    st->threads = ps.threads;
+    st->rss_kb = ps.rss_pages * (sysconf(_SC_PAGESIZE) / 1024);
     return 0;
 }
 

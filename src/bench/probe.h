@@ -20,6 +20,19 @@ struct probe {
     long rss_max_kb, threads_max;
 };
 
+/* The fields of a process's stat file that the probes read. */
+struct probe_stat {
+    char comm[64];
+    int ppid;
+    unsigned long long utime, stime; /* clock ticks */
+    long long cutime, cstime;        /* of its reaped children, clock ticks */
+    long threads, rss_pages;
+};
+
+/* Reads root/PID/stat (root: "/proc", or a test's tree laid out like it).
+ * 0, or -1 if there is no such process. */
+int probe_stat_read(const char *root, int pid, struct probe_stat *st);
+
 /* Checks that process pid exists and writes its command name (from
  * /proc/PID/comm) into name. 0, or -1 with a message in err. */
 int probe_server_name(int pid, char *name, size_t len, char *err, size_t errlen);
