@@ -13,7 +13,6 @@
  */
 #include "bench/http_open.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -33,6 +32,7 @@
 #include "bench/hist.h"
 #include "bench/inject.h"
 #include "bench/json.h"
+#include "bench/pg_probe.h"
 #include "bench/probe.h"
 #include "bench/scenario.h"
 #include "core/ev.h"
@@ -55,9 +55,10 @@ static const char usage[] =
     "timeout, connect, premature close, protocol, check) with the generator's\n"
     "own failures (out of descriptors or ports, unset variables) counted apart;\n"
     "a per-second series (active users, requests/s, responses/s OK and KO, p95)\n"
-    "and the saturation point read from it; with --server-pid the server's CPU %,\n"
-    "peak RSS and threads, with --pg-sample the same summed over `postgres`\n"
-    "processes.\n"
+    "and the saturation point read from it; statistics per load level (each\n"
+    "step, and each level and ramp of a staircase); with --server-pid the\n"
+    "server's CPU %, peak RSS and threads, with --pg-sample the CPU % and memory\n"
+    "of the PostgreSQL server behind it.\n"
     "\n"
     "options:\n"
     "  --target URL          server, http://HOST:PORT (default http://127.0.0.1:8080)\n"
@@ -65,10 +66,16 @@ static const char usage[] =
     "  --inject STEP         an injection step; repeat for a sequence. Open steps:\n"
     "                          nothing-for D | at-once N | ramp-users N D |\n"
     "                          constant-users-per-sec R D [randomized] |\n"
-    "                          ramp-users-per-sec R1 R2 D [randomized]\n"
+    "                          ramp-users-per-sec R1 R2 D [randomized] |\n"
+    "                          increment-users-per-sec INC LEVELS D [ramp D2]\n"
+    "                            [from R0] [randomized]  (a staircase: LEVELS\n"
+    "                            levels of D at R0, R0+INC, ... users/s, or INC,\n"
+    "                            2*INC, ... without from; ramps of D2 between)\n"
     "                        closed steps (never mixed with open ones):\n"
     "                          constant-concurrent-users N D |\n"
-    "                          ramp-concurrent-users N1 N2 D\n"
+    "                          ramp-concurrent-users N1 N2 D |\n"
+    "                          increment-concurrent-users INC LEVELS D [ramp D2]\n"
+    "                            [from N0]\n"
     "                        D is a duration with unit: 500ms, 10s, 2m, 1h\n"
     "                        (default: the reference's\n"
     "                        'ramp-users-per-sec 100 200 1000s randomized')\n"
@@ -81,7 +88,10 @@ static const char usage[] =
     "  --connect-timeout D   fail a connect not done within D (default 10s)\n"
     "  --saturation-window S seconds the saturation rule looks at (default 5)\n"
     "  --seed S              seed of arrivals, pauses, feeders and picks (default 1)\n"
-    "  --pg-sample           also sample every process named `postgres`\n"
+    "  --pg-sample PID|URI   also sample the PostgreSQL server whose postmaster\n"
+    "                        has pid PID, or that the libpq connection string\n"
+    "                        or URI reaches (it must run on this machine): the\n"
+    "                        postmaster and its children, exited ones included\n"
     BENCH_HELP_RUNS BENCH_HELP_JSON BENCH_HELP_SERVER
     "\n"
     "Exit codes: 0 the test ran (KOs are results, not failures), 1 it could not\n"
@@ -124,6 +134,14 @@ struct ho_sec {
     uint32_t lat[SEC_BUCKETS]; /* OK responses, by end second */
 };
 
+/* A load level: a profile segment of positive length, or (the last) the
+ * time after the profile. Requests belong to the level of their intended
+ * send time, whenever they end; answers counts those that ended in it. */
+struct ho_level {
+    struct ho_stat st;
+    uint64_t started, sent, answered;
+};
+
 struct ho_cfg {
     const struct scenario *scn;
     const struct inj_profile *prof;
@@ -133,6 +151,11 @@ struct ho_cfg {
     double time_scale, max_duration_s;
     unsigned request_timeout_ms, connect_timeout_ms;
     uint64_t seed;
+    /* The profile's segments of positive length, in time order; the run's
+     * levels are these and the time after profile_end_s. */
+    struct inj_segment levels[INJ_MAX_SEGMENTS];
+    unsigned nlevels;
+    double profile_end_s;
 };
 
 struct ho_user;
@@ -160,6 +183,7 @@ struct ho_thread {
     uint64_t requests, users_started, users_done;
     struct ho_sec *secs;
     unsigned nsecs;
+    struct ho_level *levels; /* cfg->nlevels + 1 */
     struct scn_buf head, body;
 };
 
@@ -230,6 +254,25 @@ static struct ho_sec *th_sec(struct ho_thread *th)
     return &th->secs[s];
 }
 
+/* The level of the instant ns: the last segment starting at or before it,
+ * or the time after the profile. */
+static struct ho_level *th_level(struct ho_thread *th, uint64_t ns)
+{
+    const struct ho_cfg *cfg = th->cfg;
+    double t = ns > th->t0_ns ? (double)(ns - th->t0_ns) / 1e9 : 0;
+    if (t >= cfg->profile_end_s)
+        return &th->levels[cfg->nlevels];
+    unsigned lo = 0, hi = cfg->nlevels - 1;
+    while (lo < hi) {
+        unsigned mid = (lo + hi + 1) / 2;
+        if (cfg->levels[mid].start_s <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return &th->levels[lo];
+}
+
 int ho_saturation(const struct ho_point *s, unsigned n, unsigned w)
 {
     if (w == 0 || n < 2 * w)
@@ -290,18 +333,22 @@ static void user_record(struct ho_user *u, bool ok, enum ho_err err, int status)
     struct ho_thread *th = u->th;
     const struct scn_request *r = user_req(u);
     uint64_t t = now_ns(), lat = t > u->intended_ns ? t - u->intended_ns : 0;
-    struct ho_stat *st = &th->by_name[r->name];
+    struct ho_stat *st = &th->by_name[r->name], *lv = &th_level(th, u->intended_ns)->st;
     hist_record(&st->h, lat);
     hist_record(&th->all.h, lat);
+    hist_record(&lv->h, lat);
+    th_level(th, t)->answered++;
     struct ho_sec *sec = th_sec(th);
     if (ok) {
         st->ok++;
         th->all.ok++;
+        lv->ok++;
         sec->ok++;
         sec->lat[sec_bucket(lat / 1000)]++;
     } else {
         st->ko++;
         th->all.ko++;
+        lv->ko++;
         sec->ko++;
         th->errs[err]++;
         if (err == ERR_STATUS && status >= 100 && status < 600)
@@ -433,6 +480,7 @@ static bool user_request(struct ho_user *u)
     struct ho_thread *th = u->th;
     th->requests++;
     th_sec(th)->sent++;
+    th_level(th, u->intended_ns)->sent++;
     if (user_render(u) < 0) {
         user_record(u, false, ERR_GEN_VAR, 0);
         return false;
@@ -506,6 +554,7 @@ static void user_start(struct ho_thread *th, uint64_t intended_ns)
     th->alive++;
     th->users_started++;
     th_sec(th)->started++;
+    th_level(th, intended_ns)->started++;
     user_run(u);
 }
 
@@ -603,7 +652,10 @@ struct ho_report {
     unsigned nsecs;
     int saturation_s; /* -1: none */
     double duration_s;
-    double server_cpu_pct, server_rss_kb, server_threads, pg_cpu_pct, pg_rss_kb, pg_threads;
+    struct http_open_level *levels; /* the time after the profile last */
+    unsigned nlevels;
+    double server_cpu_pct, server_rss_kb, server_threads, pg_cpu_pct, pg_rss_kb;
+    int pg_postmaster;
     unsigned pg_procs;
     bool pg;
     struct ho_report *next; /* every run's, freed together */
@@ -611,45 +663,66 @@ struct ho_report {
 
 struct ho_args {
     struct ho_cfg cfg;
-    bool pg_sample;
+    int pg_postmaster; /* 0: no PostgreSQL to sample */
     unsigned sat_window;
     struct ho_report *reports;
 };
 
 #define HO_REFERENCE_INJECT "ramp-users-per-sec 100 200 1000s randomized"
 
-/* The PostgreSQL processes' probes: every process named postgres, found
- * at each sample (backends come and go). */
-struct pg_probes {
-    struct probe *p;
-    unsigned n;
-};
-
-static void pg_scan(struct pg_probes *pg)
+/* The figures of level i of the merged lv (i = cfg->nlevels: after the
+ * profile) in a run of run_s seconds. */
+static void level_figures(const struct ho_cfg *cfg, const struct ho_level *lv, unsigned i,
+                          double run_s, struct http_open_level *out)
 {
-    DIR *d = opendir("/proc");
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int pid = atoi(e->d_name);
-        if (pid <= 0)
-            continue;
-        char name[64], err[128];
-        if (probe_server_name(pid, name, sizeof name, err, sizeof err) < 0 ||
-            strcmp(name, "postgres"))
-            continue;
-        unsigned i;
-        for (i = 0; i < pg->n && pg->p[i].pid != pid; i++)
-            ;
-        if (i == pg->n) {
-            pg->p = mem_realloc(pg->p, (pg->n + 1) * sizeof *pg->p);
-            probe_start(&pg->p[pg->n++], pid);
-        }
+    *out = (struct http_open_level){.kind = "after", .start_s = cfg->profile_end_s,
+                                    .dur_s = fmax(0, run_s - cfg->profile_end_s)};
+    if (i < cfg->nlevels) {
+        const struct inj_segment *g = &cfg->levels[i];
+        out->kind = inj_kind_name(g->s.kind);
+        out->step = g->step + 1;
+        out->stair = g->stair;
+        out->closed = inj_step_closed(&g->s);
+        out->start_s = g->start_s;
+        /* the part the run lasted: it ends early when no arrival is left */
+        out->dur_s = fmin(g->s.dur_s, fmax(0, run_s - g->start_s));
+        /* ramp-users spreads its users evenly: a constant rate */
+        out->load_from = g->s.kind == INJ_RAMP_USERS ? g->s.n / g->s.dur_s : g->s.r1;
+        out->load_to = g->s.kind == INJ_RAMP_USERS ? out->load_from : g->s.r2;
     }
-    closedir(d);
-    for (unsigned i = 0; i < pg->n; i++)
-        probe_sample(&pg->p[i]);
+    const struct hist *h = &lv->st.h;
+    out->users_started = (double)lv->started;
+    out->requests = (double)lv->sent;
+    out->ok = (double)lv->st.ok;
+    out->ko = (double)lv->st.ko;
+    out->rps = out->dur_s > 0 ? (double)lv->sent / out->dur_s : 0;
+    out->responses_per_s = out->dur_s > 0 ? (double)lv->answered / out->dur_s : 0;
+    out->mean_ms = hist_mean(h) / 1e6;
+    out->p50_ms = (double)hist_percentile(h, 50) / 1e6;
+    out->p95_ms = (double)hist_percentile(h, 95) / 1e6;
+    out->p99_ms = (double)hist_percentile(h, 99) / 1e6;
+}
+
+static void report_levels(struct ho_report *rep, const struct ho_cfg *cfg, struct ho_thread *ths,
+                          unsigned n)
+{
+    rep->nlevels = cfg->nlevels + 1;
+    rep->levels = mem_calloc(rep->nlevels, sizeof *rep->levels);
+    struct ho_level *m = mem_calloc(1, sizeof *m);
+    for (unsigned i = 0; i < rep->nlevels; i++) {
+        memset(m, 0, sizeof *m);
+        for (unsigned t = 0; t < n; t++) {
+            const struct ho_level *l = &ths[t].levels[i];
+            hist_merge(&m->st.h, &l->st.h);
+            m->st.ok += l->st.ok;
+            m->st.ko += l->st.ko;
+            m->started += l->started;
+            m->sent += l->sent;
+            m->answered += l->answered;
+        }
+        level_figures(cfg, m, i, rep->duration_s, &rep->levels[i]);
+    }
+    mem_free(m);
 }
 
 static void report_merge(struct ho_report *rep, struct ho_thread *ths, unsigned n)
@@ -709,6 +782,7 @@ static void report_free(struct ho_report *rep)
     mem_free(rep->by_name);
     mem_free(rep->secs);
     mem_free(rep->points);
+    mem_free(rep->levels);
     mem_free(rep);
 }
 
@@ -740,6 +814,45 @@ static void json_stat(struct json *j, const char *name, const struct ho_stat *st
     }
     json_key(j, "rps");
     json_number(j, dur > 0 ? (double)h->count / dur : 0);
+    json_object_end(j);
+}
+
+static void json_kv(struct json *j, const char *key, double v)
+{
+    json_key(j, key);
+    json_number(j, v);
+}
+
+static void json_level(struct json *j, const struct http_open_level *l)
+{
+    json_object_begin(j);
+    if (l->step) {
+        json_key(j, "step");
+        json_int(j, l->step);
+        json_key(j, "stair");
+        if (l->stair)
+            json_int(j, l->stair);
+        else
+            json_null(j);
+        json_key(j, "kind");
+        json_string(j, l->kind);
+        json_key(j, "load_unit");
+        json_string(j, l->closed ? "concurrent users" : "users/s");
+        json_kv(j, "load_from", l->load_from);
+        json_kv(j, "load_to", l->load_to);
+    }
+    json_kv(j, "start_s", l->start_s);
+    json_kv(j, "duration_s", l->dur_s);
+    json_kv(j, "users_started", l->users_started);
+    json_kv(j, "requests", l->requests);
+    json_kv(j, "ok", l->ok);
+    json_kv(j, "ko", l->ko);
+    json_kv(j, "rps", l->rps);
+    json_kv(j, "responses_per_sec", l->responses_per_s);
+    json_kv(j, "mean_ms", l->mean_ms);
+    json_kv(j, "p50_ms", l->p50_ms);
+    json_kv(j, "p95_ms", l->p95_ms);
+    json_kv(j, "p99_ms", l->p99_ms);
     json_object_end(j);
 }
 
@@ -802,16 +915,21 @@ static void report_json(struct json *j, const void *arg)
     if (rep->pg) {
         json_key(j, "postgres");
         json_object_begin(j);
-        json_key(j, "processes");
+        json_key(j, "postmaster");
+        json_int(j, rep->pg_postmaster);
+        json_key(j, "processes_max");
         json_int(j, rep->pg_procs);
-        json_key(j, "cpu_pct");
-        json_number(j, rep->pg_cpu_pct);
-        json_key(j, "rss_max_kb");
-        json_number(j, rep->pg_rss_kb);
-        json_key(j, "threads_max");
-        json_number(j, rep->pg_threads);
+        json_kv(j, "cpu_pct", rep->pg_cpu_pct);
+        json_kv(j, "rss_max_kb", rep->pg_rss_kb);
         json_object_end(j);
     }
+    json_key(j, "levels");
+    json_array_begin(j);
+    for (unsigned i = 0; i + 1 < rep->nlevels; i++)
+        json_level(j, &rep->levels[i]);
+    json_array_end(j);
+    json_key(j, "after_levels");
+    json_level(j, &rep->levels[rep->nlevels - 1]);
     json_key(j, "series");
     json_array_begin(j);
     for (unsigned s = 0; s < rep->nsecs; s++) {
@@ -847,7 +965,36 @@ static void print_stat(FILE *f, const char *name, const struct ho_stat *st, doub
             h->count ? (double)h->max / 1e6 : 0, dur > 0 ? (double)h->count / dur : 0);
 }
 
-/* Gatling's console summary: global, per request, errors. */
+/* The load levels, when the profile has more than one. */
+static void print_levels(FILE *f, const struct ho_report *rep)
+{
+    fprintf(f, "---- load levels (requests by their intended send time) ----\n"
+               "%-5s %-5s %-17s %7s %6s %7s %8s %8s %7s %8s %8s %8s %8s %8s %8s\n",
+            "level", "step", "load", "start s", "dur s", "users", "requests", "ok", "ko", "req/s",
+            "resp/s", "mean", "p50", "p95", "p99");
+    for (unsigned i = 0; i < rep->nlevels; i++) {
+        const struct http_open_level *l = &rep->levels[i];
+        char level[16] = "after", step[16] = "", load[48] = "";
+        if (l->step) {
+            snprintf(level, sizeof level, "%u", i + 1);
+            if (l->stair)
+                snprintf(step, sizeof step, "%u:%u", l->step, l->stair);
+            else
+                snprintf(step, sizeof step, "%u", l->step);
+            const char *unit = l->closed ? " users" : "/s";
+            if (l->load_from == l->load_to)
+                snprintf(load, sizeof load, "%g%s", l->load_from, unit);
+            else
+                snprintf(load, sizeof load, "%g->%g%s", l->load_from, l->load_to, unit);
+        }
+        fprintf(f, "%-5s %-5s %-17.17s %7.1f %6.1f %7.0f %8.0f %8.0f %7.0f %8.1f %8.1f %8.1f %8.1f "
+                   "%8.1f %8.1f\n",
+                level, step, load, l->start_s, l->dur_s, l->users_started, l->requests, l->ok,
+                l->ko, l->rps, l->responses_per_s, l->mean_ms, l->p50_ms, l->p95_ms, l->p99_ms);
+    }
+}
+
+/* Gatling's console summary: global, per request, errors, load levels. */
 static void report_print(FILE *f, const struct ho_report *rep)
 {
     fprintf(f, "---- %s: %llu users started, %llu done, %.1f s ", rep->scn->name,
@@ -870,6 +1017,8 @@ static void report_print(FILE *f, const struct ho_report *rep)
             if (rep->status_ko[s])
                 fprintf(f, ">   status %u: %llu\n", s, (unsigned long long)rep->status_ko[s]);
     }
+    if (rep->nlevels > 2)
+        print_levels(f, rep);
     if (rep->saturation_s >= 0)
         fprintf(f, "saturation point: %.0f active users at second %d\n",
                 rep->points[rep->saturation_s].active, rep->saturation_s);
@@ -885,10 +1034,10 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
     cfg.seed += rep_index;
     struct ho_thread *ths = mem_calloc(cfg.threads, sizeof *ths);
     struct probe probe;
-    struct pg_probes pg = {0};
+    struct pg_probe pg;
     probe_start(&probe, o->server_pid);
-    if (a->pg_sample)
-        pg_scan(&pg);
+    if (a->pg_postmaster)
+        pg_probe_start(&pg, "/proc", a->pg_postmaster);
     uint64_t t0 = now_ns();
     unsigned started = 0;
     for (unsigned i = 0; i < cfg.threads; i++) {
@@ -899,9 +1048,11 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
         th->rng = cfg.seed * 1000003u + i;
         th->loop = ev_loop_new();
         th->by_name = mem_calloc(cfg.scn->nnames, sizeof *th->by_name);
+        th->levels = mem_calloc(cfg.nlevels + 1, sizeof *th->levels);
         if (pthread_create(&th->tid, NULL, th_main, th) != 0) {
             ev_loop_free(th->loop);
             mem_free(th->by_name);
+            mem_free(th->levels);
             snprintf(row->error, sizeof row->error, "cannot start thread %u", i);
             break;
         }
@@ -912,8 +1063,8 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
         struct timespec ts = {0, HO_SAMPLE_MS * 1000000L};
         nanosleep(&ts, NULL);
         probe_sample(&probe);
-        if (a->pg_sample)
-            pg_scan(&pg);
+        if (a->pg_postmaster)
+            pg_probe_sample(&pg);
         done = 0;
         for (unsigned i = 0; i < started; i++) {
             if (!ths[i].joined && pthread_tryjoin_np(ths[i].tid, NULL) == 0)
@@ -925,8 +1076,10 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
     rep->scn = cfg.scn;
     rep->duration_s = (double)(now_ns() - t0) / 1e9;
     report_merge(rep, ths, started);
+    report_levels(rep, &cfg, ths, started);
     for (unsigned i = 0; i < started; i++) {
         mem_free(ths[i].by_name);
+        mem_free(ths[i].levels);
         mem_free(ths[i].secs);
         scn_buf_free(&ths[i].head);
         scn_buf_free(&ths[i].body);
@@ -939,17 +1092,17 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
         rep->server_cpu_pct = 100 * row->server_cpu_s / rep->duration_s;
     rep->server_rss_kb = row->server_rss_max_kb;
     rep->server_threads = row->server_threads_max;
-    if (a->pg_sample) {
+    if (a->pg_postmaster) {
+        pg_probe_sample(&pg);
+        if (pg.lost)
+            fprintf(stderr, "shootout bench http-open: the PostgreSQL postmaster %d could not be "
+                            "read at every sample: its figures end at the last good one\n",
+                    a->pg_postmaster);
         rep->pg = true;
-        rep->pg_procs = pg.n;
-        double cpu = 0;
-        for (unsigned i = 0; i < pg.n; i++) {
-            cpu += pg.p[i].server_cpu - pg.p[i].server_cpu0;
-            rep->pg_rss_kb += (double)pg.p[i].rss_max_kb;
-            rep->pg_threads += (double)pg.p[i].threads_max;
-        }
-        rep->pg_cpu_pct = rep->duration_s > 0 ? 100 * cpu / rep->duration_s : 0;
-        mem_free(pg.p);
+        rep->pg_postmaster = a->pg_postmaster;
+        rep->pg_procs = pg.procs_max;
+        rep->pg_rss_kb = pg.rss_max_kb;
+        rep->pg_cpu_pct = rep->duration_s > 0 ? 100 * pg_probe_cpu_s(&pg) / rep->duration_s : 0;
     }
     rep->next = a->reports;
     a->reports = rep;
@@ -1033,7 +1186,7 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
         {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
         {"saturation-window", required_argument, NULL, OPT_SAT_WINDOW},
         {"seed", required_argument, NULL, OPT_SEED},
-        {"pg-sample", no_argument, NULL, OPT_PG},
+        {"pg-sample", required_argument, NULL, OPT_PG},
         {"threads", required_argument, NULL, BENCH_OPT_THREADS},
         BENCH_LONGOPTS_COMMON,
         {NULL, 0, NULL, 0},
@@ -1093,7 +1246,7 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
                 rc = BENCH_EXIT_USAGE;
             break;
         case OPT_PG:
-            t.pg_sample = true;
+            t.pg_sample = optarg;
             break;
         case BENCH_OPT_TARGET:
             /* http://host:port[/]: the scheme and a bare slash are optional. */
@@ -1156,6 +1309,22 @@ void http_open_test_init(struct http_open_test *t)
     };
 }
 
+/* The segments of positive length of prof into cfg's levels. */
+static void cfg_levels(struct ho_cfg *cfg, const struct inj_profile *prof)
+{
+    struct inj_segment *seg = mem_calloc(INJ_MAX_SEGMENTS, sizeof *seg);
+    unsigned n = inj_profile_segments(prof, seg);
+    cfg->nlevels = 0;
+    cfg->profile_end_s = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (seg[i].s.dur_s > 0) {
+            cfg->levels[cfg->nlevels++] = seg[i];
+            cfg->profile_end_s = seg[i].start_s + seg[i].s.dur_s;
+        }
+    }
+    mem_free(seg);
+}
+
 int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
                    const struct result_context *ctx, struct result_set *rows)
 {
@@ -1174,9 +1343,14 @@ int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
             .connect_timeout_ms = (unsigned)ceil(t->connect_timeout_s * 1000),
             .seed = t->seed,
         },
-        .pg_sample = t->pg_sample,
         .sat_window = t->sat_window,
     };
+    cfg_levels(&a.cfg, &prof);
+    char err[512];
+    if (t->pg_sample && pg_probe_find(t->pg_sample, "/proc", &a.pg_postmaster, err, sizeof err) < 0) {
+        fprintf(stderr, "shootout bench http-open: --pg-sample %s: %s\n", t->pg_sample, err);
+        return BENCH_EXIT_RUNTIME;
+    }
     signal(SIGPIPE, SIG_IGN);
 
     struct result_row tmpl = {0};
@@ -1234,6 +1408,17 @@ bool http_open_last_summary(const struct http_open_test *t, struct http_open_sum
         .pg_cpu_pct = rep->pg_cpu_pct,
     };
     return true;
+}
+
+unsigned http_open_last_levels(const struct http_open_test *t, struct http_open_level *out,
+                               unsigned max)
+{
+    const struct ho_report *rep = t->reports;
+    if (!rep)
+        return 0;
+    for (unsigned i = 0; i < rep->nlevels && i < max; i++)
+        out[i] = rep->levels[i];
+    return rep->nlevels;
 }
 
 void http_open_test_free(struct http_open_test *t)

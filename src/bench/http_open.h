@@ -33,7 +33,9 @@ struct http_open_test {
     double request_timeout_s, connect_timeout_s;
     uint64_t seed;
     unsigned sat_window; /* seconds, the saturation rule's w */
-    bool pg_sample;      /* also sample every process named postgres */
+    /* --pg-sample: also sample this PostgreSQL server, named by its
+     * postmaster's pid or a connection string (pg_probe.h); NULL: none */
+    const char *pg_sample;
     /* Every run's merged results, newest first: the rows' JSON refers to
      * them, so http_open_test_free comes after the rows are written. */
     struct ho_report *reports;
@@ -64,6 +66,26 @@ struct http_open_summary {
 
 /* false if t has not run. */
 bool http_open_last_summary(const struct http_open_test *t, struct http_open_summary *s);
+
+/* One load level of a run (docs/http_open.md, Metrics): a segment of
+ * the profile of positive length (a step, or a staircase's level or ramp),
+ * or the time after the profile, when users that arrived in it still run.
+ * Requests belong to the level of their intended send time, whenever they
+ * end; responses_per_s counts the answers that ended inside the level. */
+struct http_open_level {
+    const char *kind;     /* the segment's step name (inject.h), or "after" */
+    unsigned step, stair; /* the --inject step from 1 (0: after); a staircase's level from 1 */
+    bool closed;          /* load in concurrent users, else in users/s */
+    double load_from, load_to;
+    double start_s, dur_s; /* seconds of the run (after --time-scale) */
+    double users_started, requests, ok, ko, rps, responses_per_s;
+    double mean_ms, p50_ms, p95_ms, p99_ms; /* over OK and KO, as the global figures */
+};
+
+/* The last run's levels, the time after the profile last, into out (up to
+ * max of them); returns how many it has (0 if t has not run). */
+unsigned http_open_last_levels(const struct http_open_test *t, struct http_open_level *out,
+                               unsigned max);
 void http_open_test_free(struct http_open_test *t);
 
 /* One second of the series, as the saturation point reads it. */

@@ -411,7 +411,7 @@ static bool load(struct run_a2b *j, int i)
     t->test.scn = &j->scn;
     t->test.prof = &j->prof;
     t->test.time_scale = o->time_scale;
-    t->test.pg_sample = i != T_SQLITE;
+    t->test.pg_sample = i != T_SQLITE ? j->pg_uri : NULL;
     fprintf(stderr, "shootout run: a2b journey against %s (port %d)\n", t->label, t->port);
     t->ran = true;
     t->rc = http_open_exec(&b, &t->test, o->ctx, o->rows);
@@ -526,8 +526,9 @@ static void print_table(FILE *f, const struct run_a2b *j)
                "the saturation point\n"
                "  (docs/http_open.md); RAM: the server's peak RSS; CPU: its CPU time / run time "
                "(100 = one core);\n"
-               "  threads: its peak thread count; PG CPU: the same summed over every `postgres` "
-               "process\n"
+               "  threads: its peak thread count; PG CPU: the same for the PostgreSQL server the "
+               "target uses (its postmaster\n"
+               "  and children, exited backends included)\n"
                "  with a time scale above 1 each user lives 1/scale as long, so totals and active "
                "users are about 1/scale\n"
                "  of an unscaled run's while RPS stays comparable; `--full-profile` runs Gatling's "

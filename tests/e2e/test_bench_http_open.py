@@ -4,12 +4,18 @@ connections and answers too slow for the timeout. Checked: counts, OK/KO,
 error classes (the generator's own apart), percentiles within histogram
 precision, the open model's arrival times against the profile, the closed
 model's concurrency cap, extraction with ${var} substitution, gzip bodies,
-exit-if-failed, --time-scale, the JSON series. No performance assertions:
+exit-if-failed, --time-scale, the JSON series, staircases and the
+statistics per load level (requests by their intended send time, the time
+after the profile apart). --pg-sample against real PostgreSQL servers: it
+samples the one the target uses, not another. No performance assertions:
 delays only ever bound latencies from below."""
 
 import gzip
 import json
+import os
 import socket
+import subprocess
+import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import test_bench
-from conftest import HOST, free_port
+from conftest import HOST, PgCluster, SHOOTOUT_BIN, free_port
 
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
@@ -42,7 +48,16 @@ class Fake:
             def log_message(self, *args):
                 pass
 
+            def done(self):
+                # Before the answer leaves: a client that waits for it can
+                # only send its next request after this.
+                if self.counted:
+                    self.counted = False
+                    with fake.lock:
+                        fake.in_progress -= 1
+
             def answer(self, code, body=b"", headers=()):
+                self.done()
                 self.send_response(code)
                 for k, v in headers:
                     self.send_header(k, v)
@@ -57,11 +72,11 @@ class Fake:
                     fake.log.append((time.monotonic(), self.command, self.path, body))
                     fake.in_progress += 1
                     fake.peak = max(fake.peak, fake.in_progress)
+                self.counted = True
                 try:
                     self.route()
                 finally:
-                    with fake.lock:
-                        fake.in_progress -= 1
+                    self.done()
 
             do_GET = do_POST = do_PUT = handle_any
 
@@ -244,13 +259,123 @@ def test_max_duration_cuts_users(fake, tmp_path):
     assert ho["users_started"] == 2 and ho["global"]["count"] == 2
 
 
+def test_stairs_levels(fake, tmp_path):
+    ho, _, p = run(tmp_path, fake.target, "request GET /ping p\n",
+                   "--inject", "increment-users-per-sec 10 3 1s ramp 500ms from 10",
+                   "--inject", "nothing-for 500ms", "--threads", "2")
+    lv = ho["levels"]
+    shape = [(l["step"], l["stair"], l["kind"], l["load_from"], l["load_to"], l["start_s"]) for l in lv]
+    assert shape == [(1, 1, "constant-users-per-sec", 10, 10, 0), (1, 1, "ramp-users-per-sec", 10, 20, 1),
+                     (1, 2, "constant-users-per-sec", 20, 20, 1.5), (1, 2, "ramp-users-per-sec", 20, 30, 2.5),
+                     (1, 3, "constant-users-per-sec", 30, 30, 3), (2, None, "nothing-for", 0, 0, 4)]
+    assert all(l["load_unit"] == "users/s" for l in lv)
+    # Arrivals exactly as the profile: 10 + 7.5 + 20 + 12.5 + 30, each
+    # segment rounding its own; one request per user, sent on arrival.
+    assert [l["users_started"] for l in lv] == [10, 8, 20, 13, 30, 0]
+    assert [l["requests"] for l in lv] == [10, 8, 20, 13, 30, 0]
+    assert all(l["ok"] + l["ko"] == l["requests"] for l in lv)
+    assert lv[0]["duration_s"] == 1 and lv[1]["duration_s"] == 0.5
+    assert lv[0]["rps"] == pytest.approx(10) and lv[4]["rps"] == pytest.approx(30)
+    assert all(l["p50_ms"] <= l["p95_ms"] <= l["p99_ms"] for l in lv[:5])
+    assert ho["after_levels"]["requests"] == 0 and "step" not in ho["after_levels"]
+    assert "load levels" in p.stdout and "10->20/s" in p.stdout
+
+
+def test_levels_by_intended_send_time(fake, tmp_path):
+    # Users of the first level send their second request in the second;
+    # those of the second level that arrive from 1.5 s send theirs after
+    # the profile's end (3 s), in the tail.
+    ho, _, _ = run(tmp_path, fake.target, "request GET /ping a\npause 1.55 1.55\nrequest GET /ping b\n",
+                   "--inject", "constant-users-per-sec 4 1s", "--inject", "constant-users-per-sec 4 2s")
+    lv, after = ho["levels"], ho["after_levels"]
+    assert [l["users_started"] for l in lv] == [4, 8] and after["users_started"] == 0
+    assert [l["requests"] for l in lv] == [4, 8 + 4 + 2] and after["requests"] == 6
+    assert after["start_s"] == 3 and after["duration_s"] > 0
+    # Every answer ended in some level or after them.
+    answered = sum(l["responses_per_sec"] * l["duration_s"] for l in lv + [after])
+    assert answered == pytest.approx(ho["global"]["count"]) and ho["global"]["count"] == 24
+
+
+def test_closed_stairs(fake, tmp_path):
+    ho, _, _ = run(tmp_path, fake.target, "request GET /delay/100 d\n",
+                   "--inject", "increment-concurrent-users 2 2 1s")
+    assert fake.peak <= 4
+    lv = ho["levels"]
+    assert [(l["kind"], l["load_from"], l["load_unit"]) for l in lv] == [
+        ("constant-concurrent-users", 2, "concurrent users"), ("constant-concurrent-users", 4, "concurrent users")]
+    assert lv[0]["users_started"] >= 2 and lv[1]["users_started"] >= 4
+    assert ho["global"]["ko"] == 0
+
+
+def postmaster_pid(data_dir):
+    with open(os.path.join(data_dir, "postmaster.pid")) as f:
+        return int(f.readline())
+
+
+def parent(pid):
+    """pid's parent from /proc, or None if it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def children(pid):
+    return [int(d) for d in os.listdir("/proc") if d.isdigit() and parent(int(d)) == pid]
+
+
+def test_pg_sample_follows_the_target(pg_cluster, a2b_server_factory, tmp_path):
+    r = subprocess.run([SHOOTOUT_BIN, "a2b-server", "--init", "--scale", "0.01", "--db", pg_cluster.uri],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    srv = a2b_server_factory("--db", pg_cluster.uri, "--pool", "2")
+    other_dir = tempfile.mkdtemp(prefix="shootout_pg2_")
+    try:
+        other = PgCluster(other_dir)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
+        subprocess.run(["rm", "-rf", other_dir])
+        pytest.skip("cannot start a second PostgreSQL server: %s" % e)
+    try:
+        ours, theirs = postmaster_pid(pg_cluster.dir + "/data"), postmaster_pid(other_dir + "/data")
+        scn = "feed u 1 50\nrequest GET /api/v1/users/${u} user\nrequest GET /api/v1/countries/1/cities c\n"
+        ho, _, _ = run(tmp_path, "http://%s:%d" % (HOST, srv.port), scn,
+                       "--inject", "constant-users-per-sec 100 2s", "--pg-sample", pg_cluster.uri)
+        assert ho["global"]["ok"] == 400
+        pg = ho["postgres"]
+        assert pg["postmaster"] == ours
+        assert pg["cpu_pct"] > 0 and pg["rss_max_kb"] > 0
+        # The server's processes (the pool's 2 backends among them), never
+        # the other cluster's as well.
+        n_ours, n_theirs = len(children(ours)) + 1, len(children(theirs)) + 1
+        assert n_theirs >= 4
+        assert 3 <= pg["processes_max"] < n_ours + n_theirs
+        # By pid: the postmaster is accepted, a backend is not.
+        ho, _, _ = run(tmp_path, "http://%s:%d" % (HOST, srv.port), scn,
+                       "--inject", "at-once 1", "--pg-sample", str(theirs))
+        assert ho["postgres"]["postmaster"] == theirs
+        backend = children(theirs)[0]
+        p = test_bench.bench("http-open", "--target", "http://%s:%d" % (HOST, srv.port),
+                             "--inject", "at-once 1", "--pg-sample", str(backend))
+        assert p.returncode == EXIT_RUNTIME and "backend of the postmaster %d" % theirs in p.stderr
+    finally:
+        try:
+            other.stop()
+        finally:
+            subprocess.run(["rm", "-rf", other_dir])
+
+
 def test_usage_errors(fake, tmp_path):
     for args in (["--inject", "ramp-users-per-sec 1 2"],
+                 ["--inject", "increment-users-per-sec 10 0 1s"],
+                 ["--inject", "increment-concurrent-users 1 2 1s randomized"],
                  ["--inject", "at-once 1", "--inject", "constant-concurrent-users 1 1s"],
                  ["--time-scale", "0"], ["--target", "https://x:1"],
                  ["--scenario", str(tmp_path / "missing")]):
         p = test_bench.bench("http-open", *args)
         assert p.returncode == EXIT_USAGE, args
+    p = test_bench.bench("http-open", "--inject", "at-once 1", "--pg-sample", "999999999")
+    assert p.returncode == EXIT_RUNTIME and "--pg-sample 999999999: no process" in p.stderr
     bad = tmp_path / "bad.scn"
     bad.write_text("request GET /a\n  save x $..y\n")
     p = test_bench.bench("http-open", "--scenario", bad)
