@@ -46,9 +46,9 @@ static const char usage[] =
     "\n"
     "A Gatling-style HTTP load test. Virtual users walk a scenario (by default\n"
     "the a2b journey: 14 requests with pauses, ids picked from earlier answers),\n"
-    "each over its own keep-alive HTTP/1.1 connection, started by an injection\n"
-    "profile: open (users arrive at a rate, whatever the server does) or closed\n"
-    "(a number of users alive at once). See docs/http_open.md.\n"
+    "each over its own keep-alive HTTP/1.1 connection (or a shared pool), started\n"
+    "by an injection profile: open (users arrive at a rate, whatever the server\n"
+    "does) or closed (a number of users alive at once). See docs/http_open.md.\n"
     "\n"
     "Reported: per request name and overall, count, OK/KO, min/mean/max and\n"
     "p50/p75/p95/p99 response time, requests/s; errors by class (HTTP status,\n"
@@ -88,6 +88,10 @@ static const char usage[] =
     "  --connect-timeout D   fail a connect not done within D (default 10s)\n"
     "  --saturation-window S seconds the saturation rule looks at (default 5)\n"
     "  --seed S              seed of arrivals, pauses, feeders and picks (default 1)\n"
+    "  --share-connections N users share a pool of N keep-alive connections per\n"
+    "                        thread (Gatling's shareConnections) instead of one\n"
+    "                        each; a request waits in line for a free one, and\n"
+    "                        its response time counts the wait\n"
     "  --pg-sample PID|URI   also sample the PostgreSQL server whose postmaster\n"
     "                        has pid PID, or that the libpq connection string\n"
     "                        or URI reaches (it must run on this machine): the\n"
@@ -101,6 +105,7 @@ static const char usage[] =
 #define HO_TICK_MS 10
 #define HO_BODY_KEEP (1u << 20)
 #define HO_SAMPLE_MS 200
+#define HO_MAX_SHARED 100000
 /* Per-second histograms: 8 buckets per power of two of microseconds. */
 #define SEC_BUCKETS 304
 
@@ -151,6 +156,8 @@ struct ho_cfg {
     double time_scale, max_duration_s;
     unsigned request_timeout_ms, connect_timeout_ms;
     uint64_t seed;
+    unsigned share_connections; /* per thread; 0: a connection per user */
+    bool keep_bodies;           /* some request extracts from its answer */
     /* The profile's segments of positive length, in time order; the run's
      * levels are these and the time after profile_end_s. */
     struct inj_segment levels[INJ_MAX_SEGMENTS];
@@ -159,6 +166,12 @@ struct ho_cfg {
 };
 
 struct ho_user;
+
+/* A connection users send on (see "connections" below). */
+struct ho_conn {
+    struct http_conn *c;
+    struct ho_user *user; /* whose request it carries or connects for; NULL: idle */
+};
 
 struct ho_thread {
     const struct ho_cfg *cfg;
@@ -175,6 +188,8 @@ struct ho_thread {
     uint64_t rng;
     struct ho_user *users; /* alive, linked */
     unsigned alive;
+    struct ho_conn *pool;                /* --share-connections, else NULL */
+    struct ho_user *wait_head, *wait_tail; /* users in line for the pool */
     /* Results, merged after the run. */
     struct ho_stat *by_name; /* scenario names */
     struct ho_stat all;
@@ -191,8 +206,10 @@ struct ho_user {
     struct ho_thread *th;
     struct ho_user *prev, *next;
     unsigned step;
-    bool failed;
-    struct http_conn *conn;
+    bool failed, waiting;
+    struct ho_conn own;   /* without --share-connections */
+    struct ho_conn *conn; /* the one it holds, NULL: none */
+    struct ho_user *wait_prev, *wait_next;
     struct ev_timer timer;
     uint64_t intended_ns; /* when the current request should start */
     char *vals[SCN_MAX_VARS];
@@ -301,12 +318,20 @@ int ho_saturation(const struct ho_point *s, unsigned n, unsigned w)
 /* ---- users ----------------------------------------------------------------- */
 
 static void user_run(struct ho_user *u);
+static void conn_close(struct ho_conn *k);
+static void conn_release(struct ho_user *u);
+static void wait_remove(struct ho_user *u);
 
 static void user_end(struct ho_user *u)
 {
     struct ho_thread *th = u->th;
-    if (u->conn)
-        http_conn_close(u->conn);
+    if (u->waiting)
+        wait_remove(u);
+    if (u->conn && u->conn != &u->own) { /* cut off by --max-duration mid-request */
+        conn_close(u->conn);
+        conn_release(u);
+    }
+    conn_close(&u->own);
     ev_timer_stop(th->loop, &u->timer);
     for (unsigned i = 0; i < SCN_MAX_VARS; i++)
         mem_free(u->vals[i]);
@@ -383,65 +408,10 @@ static bool user_extract(struct ho_user *u, const struct http_resp *resp)
     return true;
 }
 
-static void user_on_done(void *ctx, struct http_conn *c, void *req_ctx, enum http_outcome outcome,
-                         const struct http_resp *resp, int code)
-{
-    struct ho_user *u = ctx;
-    if (outcome == HTTP_DONE) {
-        const struct scn_request *r = user_req(u);
-        if (!scn_status_ok(r, resp->status))
-            user_record(u, false, ERR_STATUS, resp->status);
-        else if (!user_extract(u, resp))
-            user_record(u, false, ERR_CHECK, resp->status);
-        else
-            user_record(u, true, ERR_COUNT, resp->status);
-    } else {
-        user_record(u, false,
-                    outcome == HTTP_E_TIMEOUT    ? ERR_TIMEOUT
-                    : outcome == HTTP_E_PROTOCOL ? ERR_PROTOCOL
-                                                 : ERR_CLOSED,
-                    0);
-        http_conn_close(u->conn);
-        u->conn = NULL;
-    }
-    user_run(u);
-}
-
 static bool errno_is_generator(int err)
 {
     return err == EMFILE || err == ENFILE || err == EADDRNOTAVAIL || err == ENOBUFS ||
            err == ENOMEM;
-}
-
-static int user_render(struct ho_user *u);
-
-/* Writes the current request on the open connection. It is rendered again
- * here: while this user was connecting, others used the thread's buffers
- * (rendering gives the same text, but a fresh ${uuid}). */
-static void user_send(struct ho_user *u)
-{
-    struct ho_thread *th = u->th;
-    user_render(u);
-    if (http_conn_request(u->conn, th->head.data, th->head.len, th->body.data, th->body.len, u) <
-        0) {
-        user_record(u, false, ERR_CLOSED, 0);
-        http_conn_close(u->conn);
-        u->conn = NULL;
-        ev_timer_start(th->loop, &u->timer, 0, 0); /* continue from the loop */
-    }
-}
-
-static void user_on_connected(void *ctx, struct http_conn *c, int err)
-{
-    struct ho_user *u = ctx;
-    if (err) {
-        user_record(u, false, errno_is_generator(err) ? ERR_GEN_FDS : ERR_CONNECT, 0);
-        http_conn_close(u->conn);
-        u->conn = NULL;
-        user_run(u);
-        return;
-    }
-    user_send(u);
 }
 
 /* Renders the current request into th->head and th->body. Returns 0, or
@@ -474,6 +444,169 @@ static int user_render(struct ho_user *u)
     return 0;
 }
 
+/* ---- connections ------------------------------------------------------------ */
+
+/* A user's request goes out on a connection it holds: its own (kept
+ * alive from request to request), or with --share-connections one of its
+ * thread's pool, held from the request's start to its end; a user that
+ * finds every pooled connection busy waits in line, its waiting counted in
+ * the response time like any other delay. */
+
+static void conn_on_connected(void *ctx, struct http_conn *c, int err);
+static void conn_on_done(void *ctx, struct http_conn *c, void *req_ctx, enum http_outcome outcome,
+                         const struct http_resp *resp, int code);
+
+static void conn_close(struct ho_conn *k)
+{
+    if (k->c)
+        http_conn_close(k->c);
+    k->c = NULL;
+}
+
+/* Writes u's current request on its open connection. It is rendered again
+ * here: while u was connecting or waiting, others used the thread's
+ * buffers (rendering gives the same text, but a fresh ${uuid}). false if
+ * the request ended at once (recorded). */
+static bool conn_send(struct ho_user *u)
+{
+    struct ho_thread *th = u->th;
+    user_render(u);
+    if (http_conn_request(u->conn->c, th->head.data, th->head.len, th->body.data, th->body.len,
+                          u) == 0)
+        return true;
+    user_record(u, false, ERR_CLOSED, 0);
+    conn_close(u->conn);
+    return false;
+}
+
+/* Sends u's current request on the connection it holds, connecting first
+ * if that is not open. false if the request ended at once (recorded). */
+static bool conn_start(struct ho_user *u)
+{
+    struct ho_conn *k = u->conn;
+    struct ho_thread *th = u->th;
+    if (k->c && http_conn_is_open(k->c))
+        return conn_send(u);
+    conn_close(k);
+    struct http_conn_opts o = {
+        .host = th->cfg->host,
+        .port = th->cfg->port,
+        .body_keep = th->cfg->keep_bodies ? HO_BODY_KEEP : 0,
+        .connect_timeout_ms = th->cfg->connect_timeout_ms,
+        .timeout_ms = th->cfg->request_timeout_ms,
+    };
+    struct http_events ev = {.connected = conn_on_connected, .done = conn_on_done, .ctx = k};
+    int err = 0;
+    k->c = http_conn_connect(th->loop, &o, &ev, &err);
+    if (!k->c) {
+        user_record(u, false, errno_is_generator(err) ? ERR_GEN_FDS : ERR_CONNECT, 0);
+        return false;
+    }
+    return true;
+}
+
+/* A connection for u's request: its own, or an idle pooled one (an open
+ * one first), or NULL when u must wait in line. */
+static struct ho_conn *conn_acquire(struct ho_user *u)
+{
+    struct ho_thread *th = u->th;
+    if (!th->pool) {
+        u->own.user = u;
+        return u->conn = &u->own;
+    }
+    struct ho_conn *idle = NULL;
+    for (unsigned i = 0; i < th->cfg->share_connections; i++) {
+        struct ho_conn *k = &th->pool[i];
+        if (!k->user && (!idle || (k->c && http_conn_is_open(k->c)))) {
+            idle = k;
+            if (k->c && http_conn_is_open(k->c))
+                break;
+        }
+    }
+    if (!idle) {
+        u->wait_prev = th->wait_tail;
+        *(th->wait_tail ? &th->wait_tail->wait_next : &th->wait_head) = u;
+        th->wait_tail = u;
+        u->waiting = true;
+        return NULL;
+    }
+    idle->user = u;
+    return u->conn = idle;
+}
+
+static void wait_remove(struct ho_user *u)
+{
+    struct ho_thread *th = u->th;
+    *(u->wait_prev ? &u->wait_prev->wait_next : &th->wait_head) = u->wait_next;
+    *(u->wait_next ? &u->wait_next->wait_prev : &th->wait_tail) = u->wait_prev;
+    u->wait_prev = u->wait_next = NULL;
+    u->waiting = false;
+}
+
+/* Ends u's hold on its connection: a pooled one goes to the users in line,
+ * the first whose request does not end at once keeping it. Those that end
+ * at once go on from the loop, so that no user runs inside another's
+ * callback. */
+static void conn_release(struct ho_user *u)
+{
+    struct ho_conn *k = u->conn;
+    if (k == &u->own)
+        return;
+    struct ho_thread *th = u->th;
+    u->conn = NULL;
+    k->user = NULL;
+    while (th->wait_head) {
+        struct ho_user *w = th->wait_head;
+        wait_remove(w);
+        k->user = w;
+        w->conn = k;
+        if (conn_start(w))
+            return;
+        k->user = NULL;
+        w->conn = NULL;
+        ev_timer_start(th->loop, &w->timer, 0, 0);
+    }
+}
+
+static void conn_on_connected(void *ctx, struct http_conn *c, int err)
+{
+    struct ho_conn *k = ctx;
+    struct ho_user *u = k->user;
+    if (!err && conn_send(u))
+        return;
+    if (err) {
+        user_record(u, false, errno_is_generator(err) ? ERR_GEN_FDS : ERR_CONNECT, 0);
+        conn_close(k);
+    }
+    conn_release(u);
+    user_run(u);
+}
+
+static void conn_on_done(void *ctx, struct http_conn *c, void *req_ctx, enum http_outcome outcome,
+                         const struct http_resp *resp, int code)
+{
+    struct ho_conn *k = ctx;
+    struct ho_user *u = req_ctx;
+    if (outcome == HTTP_DONE) {
+        const struct scn_request *r = user_req(u);
+        if (!scn_status_ok(r, resp->status))
+            user_record(u, false, ERR_STATUS, resp->status);
+        else if (!user_extract(u, resp))
+            user_record(u, false, ERR_CHECK, resp->status);
+        else
+            user_record(u, true, ERR_COUNT, resp->status);
+    } else {
+        user_record(u, false,
+                    outcome == HTTP_E_TIMEOUT    ? ERR_TIMEOUT
+                    : outcome == HTTP_E_PROTOCOL ? ERR_PROTOCOL
+                                                 : ERR_CLOSED,
+                    0);
+        conn_close(k);
+    }
+    conn_release(u);
+    user_run(u);
+}
+
 /* Starts the current request step; false if it ended at once (recorded). */
 static bool user_request(struct ho_user *u)
 {
@@ -485,27 +618,12 @@ static bool user_request(struct ho_user *u)
         user_record(u, false, ERR_GEN_VAR, 0);
         return false;
     }
-    if (u->conn && http_conn_is_open(u->conn)) {
-        user_send(u);
+    if (!conn_acquire(u))
+        return true; /* in line: conn_release starts it */
+    if (conn_start(u))
         return true;
-    }
-    if (u->conn)
-        http_conn_close(u->conn);
-    struct http_conn_opts o = {
-        .host = th->cfg->host,
-        .port = th->cfg->port,
-        .body_keep = user_req(u)->nextract ? HO_BODY_KEEP : 0,
-        .connect_timeout_ms = th->cfg->connect_timeout_ms,
-        .timeout_ms = th->cfg->request_timeout_ms,
-    };
-    struct http_events ev = {.connected = user_on_connected, .done = user_on_done, .ctx = u};
-    int err = 0;
-    u->conn = http_conn_connect(th->loop, &o, &ev, &err);
-    if (!u->conn) {
-        user_record(u, false, errno_is_generator(err) ? ERR_GEN_FDS : ERR_CONNECT, 0);
-        return false;
-    }
-    return true;
+    conn_release(u);
+    return false;
 }
 
 static void user_run(struct ho_user *u)
@@ -633,7 +751,12 @@ static void *th_main(void *arg)
         th_schedule_arrival(th);
     }
     ev_timer_start(th->loop, &th->tick, 0, HO_TICK_MS);
+    if (th->cfg->share_connections)
+        th->pool = mem_calloc(th->cfg->share_connections, sizeof *th->pool);
     ev_run(th->loop);
+    for (unsigned i = 0; th->pool && i < th->cfg->share_connections; i++)
+        conn_close(&th->pool[i]);
+    mem_free(th->pool);
     return NULL;
 }
 
@@ -1145,6 +1268,7 @@ enum {
     OPT_SAT_WINDOW,
     OPT_SEED,
     OPT_PG,
+    OPT_SHARE,
 };
 
 static int parse_duration_opt(const struct bench_opts *o, const char *opt, const char *arg,
@@ -1187,6 +1311,7 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
         {"saturation-window", required_argument, NULL, OPT_SAT_WINDOW},
         {"seed", required_argument, NULL, OPT_SEED},
         {"pg-sample", required_argument, NULL, OPT_PG},
+        {"share-connections", required_argument, NULL, OPT_SHARE},
         {"threads", required_argument, NULL, BENCH_OPT_THREADS},
         BENCH_LONGOPTS_COMMON,
         {NULL, 0, NULL, 0},
@@ -1247,6 +1372,11 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
             break;
         case OPT_PG:
             t.pg_sample = optarg;
+            break;
+        case OPT_SHARE:
+            if (bench_parse_uint(&o, "--share-connections", optarg, 1, HO_MAX_SHARED, &v))
+                rc = BENCH_EXIT_USAGE;
+            t.share_connections = (unsigned)v;
             break;
         case BENCH_OPT_TARGET:
             /* http://host:port[/]: the scheme and a bare slash are optional. */
@@ -1342,10 +1472,14 @@ int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
             .request_timeout_ms = (unsigned)ceil(t->request_timeout_s * 1000),
             .connect_timeout_ms = (unsigned)ceil(t->connect_timeout_s * 1000),
             .seed = t->seed,
+            .share_connections = t->share_connections,
         },
         .sat_window = t->sat_window,
     };
     cfg_levels(&a.cfg, &prof);
+    /* Any connection may carry a request that extracts. */
+    for (unsigned i = 0; i < t->scn->nsteps; i++)
+        a.cfg.keep_bodies |= t->scn->steps[i].kind == SCN_REQUEST && t->scn->steps[i].req.nextract;
     char err[512];
     if (t->pg_sample && pg_probe_find(t->pg_sample, "/proc", &a.pg_postmaster, err, sizeof err) < 0) {
         fprintf(stderr, "shootout bench http-open: --pg-sample %s: %s\n", t->pg_sample, err);
@@ -1367,6 +1501,7 @@ int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
     result_param(&tmpl, "max_duration_s", a.cfg.max_duration_s);
     result_param(&tmpl, "closed_model", inj_profile_closed(&prof));
     result_param(&tmpl, "seed", (double)t->seed);
+    result_param(&tmpl, "share_connections", t->share_connections);
 
     int rc = bench_repeat(o, ctx, &tmpl, ho_run, &a, rows);
     /* Newest first, behind any earlier exec's. */

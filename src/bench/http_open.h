@@ -1,11 +1,12 @@
 /* http_open.h - `shootout bench http-open`: a Gatling-style HTTP load test.
  * Virtual users walk a scenario (scenario.h), started by an open or closed
  * injection profile (inject.h), each over its own keep-alive connection
- * (http_client.h), on --threads event loops. Reported: per-request-name
- * and global statistics, errors by class (the load generator's own
- * failures apart), a per-second series (active users, requests/s,
- * responses/s OK and KO, p95) and the saturation point computed from it,
- * and the server's (and optionally PostgreSQL's) CPU, RSS and threads.
+ * (http_client.h) or a pool its thread shares, on --threads event loops.
+ * Reported: per-request-name and global statistics, errors by class (the
+ * load generator's own failures apart), a per-second series (active users,
+ * requests/s, responses/s OK and KO, p95) and the saturation point
+ * computed from it, statistics per load level, and the server's (and
+ * optionally its PostgreSQL server's) CPU, RSS and threads.
  * docs/http_open.md defines every figure.
  */
 #ifndef SHOOTOUT_HTTP_OPEN_H
@@ -33,6 +34,7 @@ struct http_open_test {
     double request_timeout_s, connect_timeout_s;
     uint64_t seed;
     unsigned sat_window; /* seconds, the saturation rule's w */
+    unsigned share_connections; /* per thread (--share-connections); 0: one per user */
     /* --pg-sample: also sample this PostgreSQL server, named by its
      * postmaster's pid or a connection string (pg_probe.h); NULL: none */
     const char *pg_sample;

@@ -32,11 +32,12 @@ EXIT_USAGE = 2
 class Fake:
     """Routes: /list, /item/<id> (200 for 1..3, else 404), /status/<code>,
     /delay/<ms>, /drop (closes without answering), /gzip (the list,
-    gzipped), /ping. Records each request's arrival time and the peak of
-    requests in progress."""
+    gzipped), /ping. Records each request's arrival time, the client
+    connections (by port) and the peak of requests in progress."""
 
     def __init__(self):
         self.log = []  # (monotonic time, path)
+        self.conns = set()  # client ports
         self.lock = threading.Lock()
         self.in_progress = 0
         self.peak = 0
@@ -70,6 +71,7 @@ class Fake:
                 body = self.rfile.read(n) if n else b""
                 with fake.lock:
                     fake.log.append((time.monotonic(), self.command, self.path, body))
+                    fake.conns.add(self.client_address[1])
                     fake.in_progress += 1
                     fake.peak = max(fake.peak, fake.in_progress)
                 self.counted = True
@@ -365,12 +367,47 @@ def test_pg_sample_follows_the_target(pg_cluster, a2b_server_factory, tmp_path):
             subprocess.run(["rm", "-rf", other_dir])
 
 
+JOURNEY = ("request GET /delay/50 slow\n"
+           "request GET /list list\n  save id $[*].id\n"
+           "request GET /item/${id} item\n")
+
+
+def test_connection_per_user_keeps_bodies(fake, tmp_path):
+    # Each user's keep-alive connection, opened for a request that extracts
+    # nothing, still keeps the body of a later one that does.
+    ho, _, _ = run(tmp_path, fake.target, JOURNEY, "--inject", "at-once 5")
+    assert ho["global"]["ok"] == 15 and len(fake.conns) == 5
+
+
+def test_shared_connections(fake, tmp_path):
+    ho, row, _ = run(tmp_path, fake.target, JOURNEY, "--inject", "at-once 10", "--share-connections", "2")
+    assert ho["global"]["ok"] == 30 and ho["users_done"] == 10
+    assert len(fake.conns) == 2 and fake.peak <= 2
+    assert row["config"]["share_connections"] == 2
+    # Users wait in line for a connection, and the wait counts: the last
+    # first request waited for four others of 50 ms on its connection.
+    assert by_name(ho, "slow")["max_ms"] >= 5 * 50 * (1 - 1 / 256)
+    fake.conns.clear()
+    ho, _, _ = run(tmp_path, fake.target, JOURNEY, "--inject", "at-once 10", "--share-connections", "1",
+                   "--threads", "2")
+    assert ho["global"]["ok"] == 30 and len(fake.conns) == 2
+
+
+def test_shared_connections_cut_off(fake, tmp_path):
+    # One request in flight and three users in line when --max-duration
+    # ends them all.
+    ho, _, _ = run(tmp_path, fake.target, "request GET /delay/3000 d\n", "--inject", "at-once 4",
+                   "--share-connections", "1", "--max-duration", "500ms")
+    assert ho["users_started"] == 4 and ho["users_done"] == 4
+    assert ho["global"]["count"] == 0 and len(fake.paths("/delay")) == 1
+
+
 def test_usage_errors(fake, tmp_path):
     for args in (["--inject", "ramp-users-per-sec 1 2"],
                  ["--inject", "increment-users-per-sec 10 0 1s"],
                  ["--inject", "increment-concurrent-users 1 2 1s randomized"],
                  ["--inject", "at-once 1", "--inject", "constant-concurrent-users 1 1s"],
-                 ["--time-scale", "0"], ["--target", "https://x:1"],
+                 ["--time-scale", "0"], ["--target", "https://x:1"], ["--share-connections", "0"],
                  ["--scenario", str(tmp_path / "missing")]):
         p = test_bench.bench("http-open", *args)
         assert p.returncode == EXIT_USAGE, args
