@@ -1482,8 +1482,11 @@ int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
         a.cfg.keep_bodies |= t->scn->steps[i].kind == SCN_REQUEST && t->scn->steps[i].req.nextract;
     char err[512];
     if (t->pg_sample && pg_probe_find(t->pg_sample, "/proc", &a.pg_postmaster, err, sizeof err) < 0) {
-        fprintf(stderr, "shootout bench http-open: --pg-sample %s: %s\n", t->pg_sample, err);
-        return BENCH_EXIT_RUNTIME;
+        fprintf(stderr, "shootout bench http-open: --pg-sample %s: %s%s\n", t->pg_sample, err,
+                t->pg_sample_optional ? " (measuring without it)" : "");
+        if (!t->pg_sample_optional)
+            return BENCH_EXIT_RUNTIME;
+        a.pg_postmaster = 0;
     }
     signal(SIGPIPE, SIG_IGN);
 

@@ -38,6 +38,7 @@ struct http_open_test {
     /* --pg-sample: also sample this PostgreSQL server, named by its
      * postmaster's pid or a connection string (pg_probe.h); NULL: none */
     const char *pg_sample;
+    bool pg_sample_optional; /* a server pg_sample cannot find is left out, not an error */
     /* Every run's merged results, newest first: the rows' JSON refers to
      * them, so http_open_test_free comes after the rows are written. */
     struct ho_report *reports;

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/probe.h"
@@ -73,11 +74,12 @@ static int find_by_conninfo(const char *conninfo, const char *proc, int *pid, ch
         return -1;
     }
     PGresult *r = PQexec(c, "SELECT pg_backend_pid()");
+    int backend = 0;
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         snprintf(err, errlen, "SELECT pg_backend_pid(): %s", PQerrorMessage(c));
         err[strcspn(err, "\n")] = '\0';
     } else {
-        int backend = atoi(PQgetvalue(r, 0, 0));
+        backend = atoi(PQgetvalue(r, 0, 0));
         struct probe_stat st;
         if (probe_stat_read(proc, backend, &st) < 0 || strcmp(st.comm, PG_COMM) ||
             check_postmaster(proc, st.ppid, err, errlen) < 0) {
@@ -92,6 +94,14 @@ static int find_by_conninfo(const char *conninfo, const char *proc, int *pid, ch
     }
     PQclear(r);
     PQfinish(c);
+    /* Our backend's CPU time is not the load's: wait (up to 1 s) until the
+     * postmaster has reaped it, before any window opens. */
+    struct probe_stat st;
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; rc == 0 && i < 1000 && probe_stat_read(proc, backend, &st) == 0 &&
+                    st.ppid == *pid;
+         i++)
+        nanosleep(&ms, NULL);
     return rc;
 }
 

@@ -412,6 +412,7 @@ static bool load(struct run_a2b *j, int i)
     t->test.prof = &j->prof;
     t->test.time_scale = o->time_scale;
     t->test.pg_sample = i != T_SQLITE ? j->pg_uri : NULL;
+    t->test.pg_sample_optional = true; /* --pg may name a server elsewhere */
     fprintf(stderr, "shootout run: a2b journey against %s (port %d)\n", t->label, t->port);
     t->ran = true;
     t->rc = http_open_exec(&b, &t->test, o->ctx, o->rows);

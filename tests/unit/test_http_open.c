@@ -4,7 +4,9 @@
  * the thresholds, and series too short for the window. And the readiness
  * poll (http_open_wait_ready) against a forked child: a server that
  * answers 503 before 200, one that never answers 200 (the timeout), and a
- * child that dies before it listens.
+ * child that dies before it listens. And http_open_exec with a
+ * PostgreSQL server to sample that cannot be found: an error, or left out
+ * when the caller says it is optional.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -21,6 +23,7 @@
 
 #include <cmocka.h>
 
+#include "bench/bench.h"
 #include "bench/http_open.h"
 
 #define N 60
@@ -186,6 +189,77 @@ static void test_ready_child_died(void **state)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
 }
 
+/* ---- http_open_exec with --pg-sample --------------------------------------- */
+
+/* A test of one user sending one request to READY_PATH. */
+struct one_test {
+    struct scenario scn;
+    struct inj_profile prof;
+    struct http_open_test t;
+    struct result_set rows;
+};
+
+static void one_init(struct one_test *x)
+{
+    char err[256];
+    const char *text = "request GET " READY_PATH " ready\n";
+    struct inj_step st;
+    *x = (struct one_test){0};
+    assert_int_equal(scn_parse(text, strlen(text), &x->scn, err, sizeof err), 0);
+    assert_int_equal(inj_parse_step("at-once 1", 9, &st, err, sizeof err), 0);
+    assert_int_equal(inj_profile_add(&x->prof, &st, err, sizeof err), 0);
+    http_open_test_init(&x->t);
+    x->t.scn = &x->scn;
+    x->t.prof = &x->prof;
+}
+
+static void one_free(struct one_test *x)
+{
+    result_set_free(&x->rows);
+    http_open_test_free(&x->t);
+    scn_free(&x->scn);
+}
+
+static int one_exec(struct one_test *x, int port)
+{
+    struct bench_opts o;
+    bench_opts_init(&o, "http-open", NULL);
+    snprintf(o.host, sizeof o.host, "127.0.0.1");
+    o.port = port;
+    snprintf(o.target, sizeof o.target, "test");
+    o.brief = true;
+    struct result_context ctx = {0};
+    return http_open_exec(&o, &x->t, &ctx, &x->rows);
+}
+
+static void test_pg_sample_not_found(void **state)
+{
+    /* This process is no postmaster. */
+    char self[16];
+    snprintf(self, sizeof self, "%d", (int)getpid());
+    struct one_test x;
+    struct http_open_summary sum;
+    one_init(&x);
+    x.t.pg_sample = self;
+    assert_int_equal(one_exec(&x, 1), BENCH_EXIT_RUNTIME);
+    assert_int_equal(x.rows.n, 0);
+    assert_false(http_open_last_summary(&x.t, &sum));
+    one_free(&x);
+
+    /* Optional: measured without it. */
+    int port, status;
+    pid_t pid = spawn_server(&port, 0);
+    one_init(&x);
+    x.t.pg_sample = self;
+    x.t.pg_sample_optional = true;
+    assert_int_equal(one_exec(&x, port), BENCH_EXIT_OK);
+    assert_true(http_open_last_summary(&x.t, &sum));
+    assert_true(sum.requests == 1 && sum.ko == 0 && !sum.pg);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+    one_free(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,6 +270,7 @@ int main(void)
         cmocka_unit_test(test_ready_after_503),
         cmocka_unit_test(test_ready_timeout),
         cmocka_unit_test(test_ready_child_died),
+        cmocka_unit_test(test_pg_sample_not_found),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
