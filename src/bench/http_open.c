@@ -1617,25 +1617,3 @@ bool http_open_wait_ready(const char *host, int port, const char *path, double t
     }
     return false;
 }
-
-double http_open_boot_time(char *const argv[], const char *host, int port, const char *path,
-                           double timeout_s, int *pid)
-{
-    *pid = 0;
-    uint64_t t0 = now_ns();
-    pid_t p = fork();
-    if (p < 0)
-        return -1;
-    if (p == 0) {
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    *pid = (int)p;
-    if (http_open_wait_ready(host, port, path, timeout_s, *pid))
-        return (double)(now_ns() - t0) / 1e9;
-    if (exited(*pid)) {
-        waitpid(p, NULL, 0);
-        *pid = 0;
-    }
-    return -1;
-}

@@ -105,17 +105,9 @@ struct ho_point {
  * the saturation point's value. */
 int ho_saturation(const struct ho_point *series, unsigned n, unsigned w);
 
-/* Boot-up time: execs argv[0] with argv (a server), then polls
- * http://host:port/path with GET until it answers 200, at most timeout_s.
- * Returns the seconds from just before the exec to that answer, or a
- * negative value on failure; *pid receives the server's pid (also on a
- * timeout, for the caller to stop it), or 0 if it could not start. */
 /* Polls http://host:port/path with GET until it answers 200, at most
  * timeout_s, while process pid (our child) runs; it is not reaped. Returns
  * whether it answered 200. */
 bool http_open_wait_ready(const char *host, int port, const char *path, double timeout_s, int pid);
-
-double http_open_boot_time(char *const argv[], const char *host, int port, const char *path,
-                           double timeout_s, int *pid);
 
 #endif
