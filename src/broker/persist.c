@@ -194,8 +194,6 @@ uint64_t persist_out_(struct broker *b, struct session *s, struct msg *m,
         persist_entry_state_(b, d->entry, state, packet_id);
         return d->entry;
     }
-    if (d->qos == 0)
-        return 0;
     struct plog_rec r = {.type = PLOG_ENTRY};
     r.entry = (struct plog_entry){
         .client_id = client_id(s),

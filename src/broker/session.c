@@ -346,9 +346,10 @@ static void session_pump(struct broker *b, struct session *s)
         if (e.msg->expires_ms && msg_expired(e.msg, now)) {
             b->stats.dropped_expired++; /* [MQTT-3.3.2-5] */
             persist_entry_del(b, &e.d);
-        } else if (e.d.qos == 0)
+        } else if (e.d.qos == 0) {
             session_send_qos0(b, s->conn, e.msg, &e.d);
-        else
+            persist_entry_del(b, &e.d); /* sent: QoS 0 waits for nothing */
+        } else
             session_send_inflight(b, s, e.msg, &e.d);
         msg_unref(e.msg);
     }

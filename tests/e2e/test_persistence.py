@@ -209,6 +209,37 @@ def test_inflight_redelivered_with_dup_and_qos2_pubrel_completes(broker_factory,
     sub.expect_nothing(1.0)
 
 
+@pytest.mark.shootout_only  # Mosquitto keeps nothing it had not autosaved at kill -9
+def test_queued_qos0_messages_survive_kill9(broker_factory, tmp_path):
+    """--queue-qos0: QoS 0 messages queued for an offline persistent session
+    are kept like QoS 1 ones, and sent once."""
+    data = str(tmp_path / "data")
+    q0 = ("--queue-qos0",)
+    b = broker_factory(persistence_dir=data, extra_args=q0)
+    sub = b.raw()
+    sub.connect_ok("sub0", clean_session=False)
+    sub.subscribe(1, [("z/#", 0)])
+    sub.send(r.disconnect())
+    assert sub.wait_closed() == []
+    pub = b.raw()
+    pub.connect_ok("pub0")
+    for i in range(20):
+        pub.send(r.publish("z/%d" % i, b"%d" % i))
+    # Its PUBACK leaves after the commit of everything before it.
+    pub.send(r.publish("z/last", b"last", qos=1, packet_id=1))
+    pub.expect(r.PUBACK)
+    b.kill()
+    b = broker_factory(port=b.port, persistence_dir=data, extra_args=q0)
+    sub = reconnect(b, "sub0", v5=False)
+    got = [(p.topic, p.payload, p.qos) for p in drain(sub)]
+    assert got == [("z/%d" % i, b"%d" % i, 0) for i in range(20)] + [("z/last", b"last", 0)]
+    sub.close()
+    b.kill()
+    b = broker_factory(port=b.port, persistence_dir=data, extra_args=q0)
+    sub = reconnect(b, "sub0", v5=False)
+    assert drain(sub, quiet=1.0) == []
+
+
 def log_files(data):
     return sorted(f for f in os.listdir(data) if f.startswith("log.") and "." not in f[4:])
 
