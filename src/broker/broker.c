@@ -128,11 +128,13 @@ void broker_shutdown(struct broker *b)
     ev_timer_stop(b->loop, &b->sweep);
     ev_timer_stop(b->loop, &b->sys);
     struct conn *c;
+    b->defer_wills = b->persist != NULL;
     while ((c = b->conns))
-        conn_kick(b, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down", true);
+        conn_kick(b, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down", !b->defer_wills);
     conn_prepare(b);
     persist_close(b);
-    /* Delayed wills would only reach sessions that are about to go too. */
+    /* Delayed wills would only reach sessions that are about to go too
+     * (with persistence they are in the log, for the next start). */
     size_t i = 0;
     struct hmap_slot *slot;
     while ((slot = hmap_next(&b->sessions, &i))) {

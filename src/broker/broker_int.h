@@ -7,8 +7,8 @@
  * persistent session, until a clean CONNECT with its client id discards it.
  * A connection points to its session
  * and the session back to its connection while both are live. Connections
- * are freed only between loop iterations (conn_free_closed), never inside
- * their own callbacks.
+ * are freed, and their sockets closed, only at the end of a loop iteration
+ * after its commit (conn_prepare), never inside their own callbacks.
  */
 #ifndef SHOOTOUT_BROKER_INT_H
 #define SHOOTOUT_BROKER_INT_H
@@ -65,7 +65,7 @@ struct conn {
     uint16_t keepalive;       /* seconds, 0 = none */
     uint64_t last_rx_ms;
     struct session *session;
-    struct msg *will;         /* owned; published unless DISCONNECT */
+    struct msg *will;         /* owned; published unless DISCONNECT (expiry: see session_owe_will) */
     uint32_t will_delay_s;    /* MQTT 5 Will Delay Interval */
     /* MQTT 5 limits the client set for what we send it. */
     uint32_t inflight_max;    /* min(--max-inflight-messages, its Receive Maximum) */
@@ -226,6 +226,10 @@ struct broker {
     uint32_t queue_high, queue_low;
     struct broker_stats stats;
     struct persist *persist; /* persist.c; NULL with persistence off */
+    /* Shutting down with persistence: the wills of the connections it
+     * closes wait in the log for the next start (MQTT 5 3.1.2.5 allows the
+     * deferral) instead of being dropped. */
+    bool defer_wills;
     struct broker_auth auth; /* auth.c: password file, ACL, their counters */
     struct broker_obs obs;   /* metrics.c: the /metrics endpoint, log state */
     struct transport_listeners *transports; /* transport.h */
@@ -300,8 +304,14 @@ struct session *session_new(struct broker *b, const uint8_t *client_id, size_t l
 void session_destroy(struct broker *b, struct session *s);
 /* The session's connection ended: ends the session (expiry 0), or keeps it
  * with its timers (session expiry, will delay) started. will is the
- * connection's will to publish (owned), or NULL. */
+ * connection's will to publish (owned), or NULL; with b->defer_wills even
+ * one without a delay waits on the timers. */
 void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s);
+/* The offline session s owes will (owned) at loop time will_ms, which may
+ * have passed: session_sweep publishes it then. A will's expires_ms holds
+ * its Message Expiry Interval alone (msg_new with now_ms 0) until it is
+ * published, when the interval starts. */
+void session_owe_will(struct broker *b, struct session *s, struct msg *will, uint64_t will_ms);
 /* A connection took the session up again: stops its timers (a delayed will
  * is dropped, [MQTT-3.1.3-9]). */
 void session_attach(struct broker *b, struct session *s, struct conn *c);

@@ -71,7 +71,9 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
     metrics_log_disconnect(b, c, reason);
     if (c->tp)
         transport_free(c);
-    close(c->io.fd);
+    /* The socket itself is closed when the struct is freed, after this
+     * iteration's commit: a client that sees its connection end (after its
+     * DISCONNECT, say) may take what that changed as durable. */
     c->state = CONN_CLOSED;
     b->nconns--;
     conn_unlink(b, c);
@@ -385,6 +387,7 @@ bool conn_prepare(struct broker *b)
             continue;
         }
         *pp = c->next;
+        close(c->io.fd);
         mem_free(c);
     }
     return b->read_list != NULL;

@@ -128,7 +128,6 @@ static void connect_accept(struct broker *b, struct conn *c, const struct mqtt5_
     else
         s->expiry_s = ci->clean_start ? 0 : SESSION_NEVER;
     session_attach(b, s, c);
-    persist_session(b, s);
     b->nclients++;
     c->keepalive = ci->keepalive;
     c->state = CONN_ACTIVE;
@@ -137,9 +136,10 @@ static void connect_accept(struct broker *b, struct conn *c, const struct mqtt5_
     if (ci->has_will) {
         c->will = msg_new(ci->will_topic.ptr, ci->will_topic.len, ci->will_payload.ptr,
                           ci->will_payload.len, ci->will_qos, ci->will_retain,
-                          c->v5 ? &ci->will_props : NULL, ev_now(b->loop));
+                          c->v5 ? &ci->will_props : NULL, 0);
         c->will_delay_s = ci->will_props.will_delay;
     }
+    persist_session(b, s);
     metrics_log_connect(b, c, ci, session_present);
     connack(b, c, session_present, assigned_id);
     if (session_present)

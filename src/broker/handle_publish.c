@@ -72,7 +72,9 @@ static inline void route_deliver(struct broker *b, struct msg *m)
 {
     for (uint32_t i = 0; i < b->nmatches; i++) {
         const struct route_match *r = &b->matches[i];
-        if (r->s->auth.filtered && !auth_may_deliver(b, r->s, msg_topic(m), m->topic_len))
+        /* A group's member was picked among those that may read it. */
+        if (r->s->auth.filtered && !r->shared &&
+            !auth_may_deliver(b, r->s, msg_topic(m), m->topic_len))
             continue;
         uint8_t qos = sub_opts_qos(r->opts);
         struct delivery d = {

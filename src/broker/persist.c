@@ -75,6 +75,39 @@ static void qos2_key(uint8_t key[QOS2_KEY_LEN], const struct session *s, uint16_
 
 bool persist_commit_(struct broker *b) { return plog_commit(b->persist->log) == 0; }
 
+/* The session's will, connected (its connection's, due its delay after
+ * the connection ends) or offline (due at s->will_ms), into r. Returns
+ * the buffer its properties were encoded in, to free after the append. */
+static uint8_t *persist_will(const struct broker *b, const struct session *s,
+                             struct plog_session *r)
+{
+    const struct msg *will = s->conn ? s->conn->will : s->will;
+    if (!will)
+        return NULL;
+    r->has_will = true;
+    r->will_retain = will->retain;
+    r->will_qos = will->qos;
+    r->will_topic = bytes(msg_topic(will), will->topic_len);
+    r->will_payload = bytes(msg_payload(will), will->payload_len);
+    if (s->conn)
+        r->will_delay = s->conn->will_delay_s;
+    else
+        r->will_at_ms = to_wall(b, s->will_ms);
+    /* The properties it passes on, and its Message Expiry Interval, which
+     * starts when it is published (held in expires_ms until then). */
+    uint8_t *props = mem_alloc(will->props_len + 5);
+    memcpy(props, msg_props(will), will->props_len);
+    size_t n = will->props_len;
+    if (will->expires_ms) {
+        uint32_t interval = (uint32_t)(will->expires_ms / 1000);
+        props[n++] = MQTT_PROP_MESSAGE_EXPIRY;
+        for (int i = 3; i >= 0; i--)
+            props[n++] = (uint8_t)(interval >> (8 * i));
+    }
+    r->will_props = bytes(props, n);
+    return props;
+}
+
 void persist_session_(struct broker *b, struct session *s)
 {
     if (s->expiry_s == 0) {
@@ -88,7 +121,9 @@ void persist_session_(struct broker *b, struct session *s)
         .expires_at_ms = !s->conn && s->expiry_s != SESSION_NEVER ? to_wall(b, s->expires_ms) : 0,
         .protocol = s->v5 ? 5 : 4,
     };
+    uint8_t *props = persist_will(b, s, &r.session);
     plog_append(b->persist->log, &r);
+    mem_free(props);
     s->persisted = true;
 }
 
@@ -159,8 +194,6 @@ uint64_t persist_out_(struct broker *b, struct session *s, struct msg *m,
         persist_entry_state_(b, d->entry, state, packet_id);
         return d->entry;
     }
-    if (d->qos == 0)
-        return 0;
     struct plog_rec r = {.type = PLOG_ENTRY};
     r.entry = (struct plog_entry){
         .client_id = client_id(s),
@@ -232,35 +265,51 @@ static struct session *rebuild_session_of(struct broker *b, struct plog_bytes id
     return hmap_get(&b->sessions, id.p, id.len);
 }
 
+/* A message from its fields in the log; props are encoded MQTT 5
+ * properties without their length, as struct msg holds them. */
+static struct msg *rebuild_msg_new(struct plog_bytes topic, struct plog_bytes payload, uint8_t qos,
+                                   bool retain, struct plog_bytes props, uint64_t now_ms)
+{
+    struct mqtt_props decoded;
+    bool has_props = false;
+    uint8_t *buf = NULL;
+    if (props.len) {
+        buf = mem_alloc(props.len + 4);
+        size_t n = mqtt_encode_varint(buf, props.len), used;
+        memcpy(buf + n, props.p, props.len);
+        has_props = mqtt_props_decode(buf, n + props.len, MQTT_PUBLISH, &decoded, &used) ==
+                    MQTT_PROPS_OK;
+    }
+    struct msg *m = msg_new(topic.p, topic.len, payload.p, payload.len, qos, retain,
+                            has_props ? &decoded : NULL, now_ms);
+    mem_free(buf);
+    return m;
+}
+
 static void rebuild_session(struct broker *b, const struct plog_session *r)
 {
     struct session *s = session_new(b, r->client_id.p, r->client_id.len);
     s->expiry_s = r->expiry;
     s->v5 = r->protocol == 5;
     s->persisted = true;
-    /* Offline now; a session that was connected at the crash starts its
-     * expiry clock at this start. */
+    /* Offline now; a session that was connected when the broker stopped
+     * starts its expiry clock, and its will's delay, at this start. */
     session_detach(b, s, NULL, 0);
     if (r->expires_at_ms && s->expiry_s != SESSION_NEVER)
         s->expires_ms = to_loop(b, r->expires_at_ms);
+    if (r->has_will && hmap_get(&b->sessions, r->client_id.p, r->client_id.len)) {
+        struct msg *will = rebuild_msg_new(r->will_topic, r->will_payload, r->will_qos,
+                                           r->will_retain, r->will_props, 0);
+        uint64_t due = r->will_at_ms ? to_loop(b, r->will_at_ms)
+                                     : ev_now(b->loop) + (uint64_t)r->will_delay * 1000;
+        session_owe_will(b, s, will, due);
+    }
 }
 
 static void rebuild_msg(struct rebuild *x, const struct plog_msg *r)
 {
-    struct mqtt_props props;
-    bool has_props = false;
-    uint8_t *buf = NULL;
-    if (r->props.len) {
-        /* Stored without their length, as struct msg holds them. */
-        buf = mem_alloc(r->props.len + 4);
-        size_t n = mqtt_encode_varint(buf, r->props.len), used;
-        memcpy(buf + n, r->props.p, r->props.len);
-        has_props = mqtt_props_decode(buf, n + r->props.len, MQTT_PUBLISH, &props, &used) ==
-                    MQTT_PROPS_OK;
-    }
-    struct msg *m = msg_new(r->topic.p, r->topic.len, r->payload.p, r->payload.len, r->qos,
-                            r->retain, has_props ? &props : NULL, ev_now(x->b->loop));
-    mem_free(buf);
+    struct msg *m = rebuild_msg_new(r->topic, r->payload, r->qos, r->retain, r->props,
+                                    ev_now(x->b->loop));
     m->plog_id = r->id;
     m->expires_ms = r->expiry_ms ? to_loop(x->b, r->expiry_ms) : 0;
     hmap_put(&x->p->msgs, &m->plog_id, sizeof m->plog_id, m);
@@ -340,6 +389,9 @@ int persist_open(struct broker *b)
         return -1;
     }
     b->persist = p;
+    /* What fell due while the broker was down (wills, ends of sessions)
+     * happens before the first client comes in. */
+    session_sweep(b);
     log_info("persistence: %s: %u sessions, %u subscriptions, %u retained, %u messages, "
              "%u queued or in flight, from %u files (%llu bytes)",
              cfg->persistence.location, rep.sessions, rep.subs, rep.retained, rep.msgs,

@@ -62,10 +62,11 @@ static inline void persist_retain(struct broker *b, struct msg *m)
         persist_retain_(b, m);
 }
 
-/* A copy of m to s was queued (state PLOG_QUEUED) or sent (PLOG_PUBLISH_SENT
- * with its packet id): records it, or its new state if d->entry says it is
- * in the log already. Returns the entry id to keep in the delivery, 0 for a
- * copy that is not persisted (QoS 0, or a session that is not). */
+/* A copy of m to s was queued (state PLOG_QUEUED: QoS 0 too, with
+ * --queue-qos0) or sent (PLOG_PUBLISH_SENT with its packet id): records
+ * it, or its new state if d->entry says it is in the log already. Returns
+ * the entry id to keep in the delivery, 0 for a copy that is not persisted
+ * (its session is not). */
 uint64_t persist_out_(struct broker *b, struct session *s, struct msg *m,
                       const struct delivery *d, uint8_t state, uint16_t packet_id);
 static inline uint64_t persist_out(struct broker *b, struct session *s, struct msg *m,

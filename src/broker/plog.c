@@ -152,6 +152,10 @@ static bool codec_rec(struct codec *c, struct plog_rec *r)
         C_STR(c, s->will_topic);
         C_BLOB(c, s->will_payload);
         C_BLOB(c, s->will_props);
+        /* will_at came later: a body that ends before it (as the first
+         * brokers wrote them) has none. */
+        if (c->out || c->p != c->end)
+            C_U64(c, s->will_at_ms);
         return s->will_qos <= 2;
     }
     case PLOG_SESSION_DEL:

@@ -71,8 +71,12 @@ struct plog_session {
     bool has_will;
     bool will_retain;
     uint8_t will_qos;
-    uint32_t will_delay; /* seconds */
+    uint32_t will_delay; /* seconds: a connected session's Will Delay Interval */
+    /* encoded MQTT 5 properties, its Message Expiry Interval included */
     struct plog_bytes will_topic, will_payload, will_props;
+    /* Wall-clock ms an offline session's will is due; 0 while connected
+     * (a will then counts its delay from the next start). */
+    uint64_t will_at_ms;
 };
 
 struct plog_sub {

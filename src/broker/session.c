@@ -55,9 +55,20 @@ static void timers_remove(struct broker *b, struct session *s)
 
 static void session_publish_will(struct broker *b, struct msg *will)
 {
+    /* Its Message Expiry Interval runs from now (3.1.3.2.4): until now
+     * expires_ms held the interval alone. */
+    if (will->expires_ms)
+        will->expires_ms += ev_now(b->loop);
     b->stats.msgs_in++;
     broker_publish(b, will, NULL);
     msg_unref(will);
+}
+
+void session_owe_will(struct broker *b, struct session *s, struct msg *will, uint64_t will_ms)
+{
+    s->will = will;
+    s->will_ms = will_ms;
+    timers_add(b, s);
 }
 
 void session_destroy(struct broker *b, struct session *s)
@@ -102,12 +113,10 @@ void session_detach(struct broker *b, struct session *s, struct msg *will, uint3
     }
     session_release_publishers(b, s, true);
     uint64_t now = ev_now(b->loop);
-    if (will && will_delay_s == 0) {
+    if (will && will_delay_s == 0 && !b->defer_wills)
         session_publish_will(b, will);
-    } else if (will) {
-        s->will = will;
-        s->will_ms = now + (uint64_t)will_delay_s * 1000;
-    }
+    else if (will)
+        session_owe_will(b, s, will, now + (uint64_t)will_delay_s * 1000);
     if (s->expiry_s != SESSION_NEVER)
         s->expires_ms = now + (uint64_t)s->expiry_s * 1000;
     if (s->will || s->expiry_s != SESSION_NEVER)
@@ -133,7 +142,8 @@ void session_sweep(struct broker *b)
     struct session *next;
     for (struct session *s = b->timers; s; s = next) {
         next = s->timer_next;
-        if (s->will && now >= s->will_ms) {
+        bool will_due = s->will && now >= s->will_ms;
+        if (will_due) {
             struct msg *will = s->will;
             s->will = NULL;
             session_publish_will(b, will);
@@ -141,9 +151,12 @@ void session_sweep(struct broker *b)
         if (s->expiry_s != SESSION_NEVER && now >= s->expires_ms) {
             log_debug("client %s: session expired", s->client_id);
             session_destroy(b, s);
-        } else if (!s->will && s->expiry_s == SESSION_NEVER) {
-            timers_remove(b, s);
+            continue;
         }
+        if (will_due)
+            persist_session(b, s); /* it owes no will any more */
+        if (!s->will && s->expiry_s == SESSION_NEVER)
+            timers_remove(b, s);
     }
 }
 
@@ -333,9 +346,10 @@ static void session_pump(struct broker *b, struct session *s)
         if (e.msg->expires_ms && msg_expired(e.msg, now)) {
             b->stats.dropped_expired++; /* [MQTT-3.3.2-5] */
             persist_entry_del(b, &e.d);
-        } else if (e.d.qos == 0)
+        } else if (e.d.qos == 0) {
             session_send_qos0(b, s->conn, e.msg, &e.d);
-        else
+            persist_entry_del(b, &e.d); /* sent: QoS 0 waits for nothing */
+        } else
             session_send_inflight(b, s, e.msg, &e.d);
         msg_unref(e.msg);
     }

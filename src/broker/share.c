@@ -4,7 +4,8 @@
  * Each group is one subscriber in its own subscription tree (b->shared),
  * so a message costs one tree walk for all groups. A matching group sends
  * it to one member: the next connected one in round-robin order, or, when
- * none is connected, the next one at all (whose session queues it). When a
+ * none is connected, the next one at all (whose session queues it); a
+ * member the ACL does not let read the topic is passed over. When a
  * member's connection ends, the QoS 1/2 messages it had not acknowledged
  * go to another connected member (session.c calls share_redeliver).
  */
@@ -87,17 +88,31 @@ void share_remove(struct broker *b, const uint8_t *filter, size_t len, struct se
     share_group_free(g);
 }
 
-/* The member to send the group's next message to, never `except`: the next
- * connected one in turn, or the next one at all if none is connected (NULL
- * if `except` is the only member). */
+/* A topic being routed to the groups. */
+struct share_topic {
+    struct broker *b;
+    const uint8_t *topic;
+    size_t len;
+};
+
+/* Whether the ACL lets s read the topic; only a session with a filtered
+ * subscription needs asking (docs/security.md, "Delivery"). */
+static bool share_may_read(const struct session *s, const struct share_topic *t)
+{
+    return !s->auth.filtered || acl_client_check(s->auth.acl, t->topic, t->len, ACL_READ);
+}
+
+/* The member to send the group's next message on t to, never `except`, and
+ * one that may read it: the next connected one in turn, or the next one at
+ * all if none is connected (NULL if there is none). */
 static struct share_member *share_pick(struct share_group *g, const struct session *except,
-                                       bool connected_only)
+                                       bool connected_only, const struct share_topic *t)
 {
     struct share_member *fallback = NULL;
     for (uint32_t k = 0; k < g->n; k++) {
         uint32_t i = (g->next + k) % g->n;
         struct share_member *m = &g->members[i];
-        if (m->s == except)
+        if (m->s == except || !share_may_read(m->s, t))
             continue;
         if (m->s->conn) {
             g->next = (i + 1) % g->n;
@@ -114,26 +129,31 @@ static struct share_member *share_pick(struct share_group *g, const struct sessi
 
 static void share_match(void *ctx, void *subscriber, subtree_opts unused)
 {
-    struct broker *b = ctx;
-    struct share_member *m = share_pick(subscriber, NULL, false);
-    share_route_push(b, m->s, m->opts);
+    struct share_topic *t = ctx;
+    struct share_member *m = share_pick(subscriber, NULL, false, t);
+    if (m)
+        share_route_push(t->b, m->s, m->opts);
+    else
+        t->b->auth.denied_deliver++; /* no member may read it */
 }
 
 void share_route(struct broker *b, const uint8_t *topic, size_t len)
 {
-    subtree_match(b->shared, topic, len, share_match, b);
+    struct share_topic t = {b, topic, len};
+    subtree_match(b->shared, topic, len, share_match, &t);
 }
 
 bool share_redeliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d)
 {
     size_t inner;
+    struct share_topic t = {b, msg_topic(m), m->topic_len};
     for (uint32_t i = 0; i < s->nsubs; i++) {
         const struct session_sub *sub = &s->subs[i];
         if (share_parse(sub->filter, sub->len, &inner) <= 0 ||
             !mqtt_topic_match(sub->filter + inner, sub->len - inner, msg_topic(m), m->topic_len))
             continue;
         struct share_group *g = hmap_get(&b->share_groups, sub->filter, sub->len);
-        struct share_member *to = g ? share_pick(g, s, true) : NULL;
+        struct share_member *to = g ? share_pick(g, s, true, &t) : NULL;
         if (!to)
             continue;
         uint8_t granted = sub_opts_qos(to->opts);

@@ -94,3 +94,21 @@ def test_will_from_v5_reaches_v3(broker):
     c.close()
     p = w.next_publish()
     assert (p.topic, p.payload, p.qos) == ("will/v3", b"gone", 1)
+
+
+def test_will_expiry_starts_when_the_will_is_published(broker):
+    """The Will's Message Expiry Interval is the lifetime of the published
+    message (3.1.3.2.4): a connection that lasts longer than the interval
+    still leaves a live will, which a subscriber that was offline gets."""
+    w = broker.raw()
+    w.park_session5("m5w-exp-watch", [("will/exp", 1)], session_expiry=60)
+    c = client_with_will(broker, "m5w-exp", 0, 0, "will/exp", [(R.MESSAGE_EXPIRY, 2)])
+    time.sleep(2.5)
+    c.close()
+    time.sleep(0.5)
+    w = broker.raw()
+    assert w.connect5_ok("m5w-exp-watch", clean_start=False,
+                         properties=[(R.SESSION_EXPIRY, 60)]).session_present
+    p = w.next_publish()
+    assert (p.topic, p.payload) == ("will/exp", b"gone")
+    assert 1 <= p.props[R.MESSAGE_EXPIRY] <= 2

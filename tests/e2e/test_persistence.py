@@ -10,9 +10,12 @@ import subprocess
 import time
 
 import pytest
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
 
 import mqtt_raw as r
 from conftest import HOST, SHOOTOUT_BIN, free_port
+from mqtt_paho import paho5
 
 TOTAL = 3000
 KILL_AFTER = 1200   # acknowledged messages before the kill
@@ -206,6 +209,37 @@ def test_inflight_redelivered_with_dup_and_qos2_pubrel_completes(broker_factory,
     sub.expect_nothing(1.0)
 
 
+@pytest.mark.shootout_only  # Mosquitto keeps nothing it had not autosaved at kill -9
+def test_queued_qos0_messages_survive_kill9(broker_factory, tmp_path):
+    """--queue-qos0: QoS 0 messages queued for an offline persistent session
+    are kept like QoS 1 ones, and sent once."""
+    data = str(tmp_path / "data")
+    q0 = ("--queue-qos0",)
+    b = broker_factory(persistence_dir=data, extra_args=q0)
+    sub = b.raw()
+    sub.connect_ok("sub0", clean_session=False)
+    sub.subscribe(1, [("z/#", 0)])
+    sub.send(r.disconnect())
+    assert sub.wait_closed() == []
+    pub = b.raw()
+    pub.connect_ok("pub0")
+    for i in range(20):
+        pub.send(r.publish("z/%d" % i, b"%d" % i))
+    # Its PUBACK leaves after the commit of everything before it.
+    pub.send(r.publish("z/last", b"last", qos=1, packet_id=1))
+    pub.expect(r.PUBACK)
+    b.kill()
+    b = broker_factory(port=b.port, persistence_dir=data, extra_args=q0)
+    sub = reconnect(b, "sub0", v5=False)
+    got = [(p.topic, p.payload, p.qos) for p in drain(sub)]
+    assert got == [("z/%d" % i, b"%d" % i, 0) for i in range(20)] + [("z/last", b"last", 0)]
+    sub.close()
+    b.kill()
+    b = broker_factory(port=b.port, persistence_dir=data, extra_args=q0)
+    sub = reconnect(b, "sub0", v5=False)
+    assert drain(sub, quiet=1.0) == []
+
+
 def log_files(data):
     return sorted(f for f in os.listdir(data) if f.startswith("log.") and "." not in f[4:])
 
@@ -257,3 +291,146 @@ def test_second_broker_on_the_same_directory_exits_1(broker_factory, tmp_path):
                        capture_output=True, timeout=10)
     assert p.returncode == 1
     assert b"persistence" in p.stderr, p.stderr
+
+
+# ---- wills (docs/persistence.md, "What the broker guarantees") -------------
+#
+# A will outlives the broker: one owed by a session that was connected when
+# the broker stopped (kill -9 or SIGTERM) is published at the next start, its
+# Will Delay Interval counted from then (MQTT 5 3.1.2.5 lets a server defer
+# wills to its restart); a delayed will owed by an offline session keeps its
+# due time across the restart, counted from the original disconnect.
+
+WILL_PROPS = [(r.CONTENT_TYPE, "text/plain"), (r.USER_PROPERTY, ("who", "dev")),
+              (r.MESSAGE_EXPIRY, 3600)]
+
+
+def will_watchers(b):
+    """Persistent paho subscribers to will/#, one per protocol version,
+    offline (so that a will published at the start is queued for them)."""
+    props = Properties(PacketTypes.CONNECT)
+    props.SessionExpiryInterval = 3600
+    w3 = b.paho("watch3", clean_session=False)
+    assert w3.subscribe("will/#", 1) == [1]
+    w5 = paho5(b, "watch5", clean_start=False, properties=props)
+    assert w5.subscribe("will/#", 1) == [1]
+    w3.disconnect()
+    w5.disconnect()
+
+
+def watchers_back(b):
+    props = Properties(PacketTypes.CONNECT)
+    props.SessionExpiryInterval = 3600
+    w3 = b.paho("watch3", clean_session=False, connect=False)
+    assert w3.connect() is True
+    w5 = paho5(b, "watch5", connect=False)
+    assert w5.connect(clean_start=False, properties=props) is True
+    return w3, w5
+
+
+def will_client(b, cid, v5, delay=0, session_expiry=3600):
+    """A persistent session with a QoS 1 will on will/<cid>."""
+    c = b.raw()
+    if v5:
+        c.connect5_ok(cid, clean_start=False, properties=[(r.SESSION_EXPIRY, session_expiry)],
+                      will_topic="will/" + cid, will_message=b"gone " + cid.encode(), will_qos=1,
+                      will_properties=[(r.WILL_DELAY, delay)] + WILL_PROPS)
+    else:
+        c.connect_ok(cid, clean_session=False, will_topic="will/" + cid,
+                     will_message=b"gone " + cid.encode(), will_qos=1)
+    return c
+
+
+@pytest.mark.shootout_only  # Mosquitto keeps no will across a restart
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "kill9"])
+@pytest.mark.parametrize("v5", [False, True], ids=["mqtt311", "mqtt5"])
+def test_will_of_a_connected_session_is_published_after_a_restart(broker_factory, tmp_path, v5,
+                                                                    kill):
+    data = str(tmp_path / "data")
+    b = broker_factory(persistence_dir=data)
+    will_watchers(b)
+    will_client(b, "dev", v5)
+    # Connected but for a clean DISCONNECT: its will is not owed.
+    polite = will_client(b, "polite", v5)
+    polite.send(r.disconnect5() if v5 else r.disconnect())
+    assert polite.wait_closed() == []
+    b = restart(broker_factory, b, data, kill)
+    w3, w5 = watchers_back(b)
+    for w in (w3, w5):
+        m = w.get()
+        assert (m.topic, m.payload, m.qos) == ("will/dev", b"gone dev", 1)
+        w.expect_none(0.5)
+    if v5:  # its properties came through the log, and its expiry runs from the publication
+        assert m.properties.ContentType == "text/plain"
+        assert m.properties.UserProperty == [("who", "dev")]
+        assert 3590 <= m.properties.MessageExpiryInterval <= 3600
+    # Published once: not again at the next start.
+    w3.disconnect()
+    w5.disconnect()
+    b = restart(broker_factory, b, data, kill=True)
+    w3, w5 = watchers_back(b)
+    w3.expect_none(1.0)
+    w5.expect_none(0.2)
+
+
+def live_watchers(b):
+    """Connected paho subscribers to will/#, MQTT 5 and MQTT 3.1.1."""
+    w5, w3 = paho5(b, "live5"), b.paho("live3")
+    for w in (w5, w3):
+        assert w.subscribe("will/#", 1) == [1]
+    return w5, w3
+
+
+@pytest.mark.shootout_only
+def test_delayed_will_of_a_connected_session_counts_from_the_restart(broker_factory, tmp_path):
+    data = str(tmp_path / "data")
+    b = broker_factory(persistence_dir=data)
+    will_client(b, "late", v5=True, delay=3)
+    will_client(b, "back", v5=True, delay=3)
+    b = restart(broker_factory, b, data, kill=True)
+    started = time.monotonic()
+    w, w3 = live_watchers(b)
+    reconnect(b, "back", v5=True)  # within the delay: its will is never sent
+    for x in (w, w3):
+        m = x.get(timeout=10)
+        assert (m.topic, m.payload) == ("will/late", b"gone late")
+    assert time.monotonic() - started >= 2.5, "the delay counts from the start"
+    w.expect_none(1.5)
+    w3.expect_none(0.2)
+
+
+@pytest.mark.shootout_only
+def test_delayed_will_owed_by_an_offline_session_survives_a_restart(broker_factory, tmp_path):
+    """Two sessions whose connections dropped: one's will is due after its
+    6 s delay, the other's when its session expires after 6 s (its delay
+    is longer). The broker is killed 3 s into that and restarted: both wills
+    still come 6 s after the drop, not 6 s after the restart."""
+    data = str(tmp_path / "data")
+    b = broker_factory(persistence_dir=data)
+    delayed = will_client(b, "delayed", v5=True, delay=6)
+    expiring = will_client(b, "expiring", v5=True, delay=600, session_expiry=6)
+    reconnecting = will_client(b, "reconnecting", v5=True, delay=6)
+    dropped = time.monotonic()
+    for c in (delayed, expiring, reconnecting):
+        c.close()
+    time.sleep(3)
+    b = restart(broker_factory, b, data, kill=True)
+    restarted = time.monotonic()
+    w, w3 = live_watchers(b)
+    reconnect(b, "reconnecting", v5=True)
+    for x in (w, w3):
+        got = sorted((m.topic, m.payload) for m in x.get_n(2, timeout=10))
+        assert got == [("will/delayed", b"gone delayed"), ("will/expiring", b"gone expiring")]
+    arrived = time.monotonic()
+    assert arrived - dropped >= 5.5, "published before its time"
+    assert arrived - restarted < 5.5, "the delay must count from the drop, not the restart"
+    w.expect_none(1.0)
+    # The expired session is gone; the delayed one is there, its will spent.
+    gone = b.raw()
+    assert not gone.connect5_ok("expiring", clean_start=False,
+                                properties=[(r.SESSION_EXPIRY, 60)]).session_present
+    kept = b.raw()
+    assert kept.connect5_ok("delayed", clean_start=False,
+                            properties=[(r.SESSION_EXPIRY, 60)]).session_present
+    kept.close()
+    w.expect_none(1.0)

@@ -6,6 +6,7 @@ import os
 import socket
 import ssl
 import subprocess
+import time
 
 import pytest
 
@@ -91,6 +92,77 @@ def test_require_certificate(broker_factory, tls_certs):
     good.subscribe("still/here", 0)
     good.publish("still/here", b"ok", 0)
     assert good.get().payload == b"ok"
+
+
+CONNECT_TIMEOUT = 1  # --connect-timeout of the stall tests, seconds
+
+
+def closed_after(sock, limit=CONNECT_TIMEOUT + 3.0):
+    """Seconds (from now) until the broker closes sock, reading and
+    discarding what it sends; fails after limit."""
+    start = time.monotonic()
+    sock.settimeout(0.1)
+    while time.monotonic() - start < limit:
+        try:
+            if not sock.recv(4096):
+                return time.monotonic() - start
+        except socket.timeout:
+            continue
+        except OSError:  # reset
+            return time.monotonic() - start
+    raise AssertionError("still open after %.1fs" % limit)
+
+
+def half_client_hello():
+    """The first half of a real TLS ClientHello."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = ctx.wrap_bio(incoming, outgoing)
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    hello = outgoing.read()
+    assert hello[0] == 0x16 and len(hello) > 100  # a handshake record
+    return hello[:len(hello) // 2]
+
+
+def assert_stalled_clients_are_cut(b, port, stalled_openers, working):
+    """Opens a connection per opener (each sends its stall, or nothing),
+    checks that each is closed within the connect timeout while the working
+    client keeps publishing to itself all along."""
+    socks = []
+    for opener in stalled_openers:
+        s = socket.create_connection((HOST, port), timeout=5)
+        opener(s)
+        socks.append(s)
+    opened = time.monotonic()
+    working.subscribe("alive/t", 1)
+    for i, s in enumerate(socks):
+        working.publish("alive/t", b"%d" % i, 1)
+        assert working.get().payload == b"%d" % i
+        waited = time.monotonic() - opened + closed_after(s)
+        assert CONNECT_TIMEOUT - 0.3 < waited < CONNECT_TIMEOUT + 2.5, \
+            "a stalled client lasted %.1fs" % waited
+        s.close()
+    working.publish("alive/t", b"after", 1)
+    assert working.get().payload == b"after"
+    b.assert_alive()
+
+
+@pytest.mark.shootout_only  # --connect-timeout is shootout's
+def test_stalled_tls_handshakes_are_cut_at_the_connect_timeout(broker_factory, tls_certs):
+    """A client that opens a TCP connection to the TLS listener and sends
+    nothing, or half a ClientHello, is closed once --connect-timeout
+    passes, as one that never sends CONNECT; a TLS client connected at the
+    same time is served throughout."""
+    port = free_port()
+    b = broker_factory(conf=tls_conf(tls_certs, port),
+                       extra_args=("--connect-timeout", str(CONNECT_TIMEOUT)))
+    working = paho(b, port, "tls-working", tls_certs)
+    working.connect()
+    hello = half_client_hello()
+    assert_stalled_clients_are_cut(b, port, [lambda s: None, lambda s: s.sendall(hello)], working)
 
 
 def test_client_rejects_wrong_server_ca(broker_factory, tls_certs):

@@ -14,7 +14,7 @@ import pytest
 import mqtt_raw as R
 from conftest import HOST, free_port
 from mqtt_paho import PahoClient, PahoClient5
-from test_tls import tls_conf
+from test_tls import CONNECT_TIMEOUT, assert_stalled_clients_are_cut, tls_conf
 
 TIMEOUT = 5.0
 
@@ -267,3 +267,17 @@ def test_sigterm_closes_every_transport(broker_factory, tls_certs):
     assert b.stop() == 0
     for c in (ws, tls, tcp):
         assert c.wait_disconnected()
+
+
+@pytest.mark.shootout_only  # --connect-timeout is shootout's
+def test_unfinished_upgrades_are_cut_at_the_connect_timeout(broker_factory):
+    """A client that never sends its upgrade request, or stops in the
+    middle of it, is closed once --connect-timeout passes; a WebSocket
+    client connected at the same time is served throughout."""
+    port = free_port()
+    b = broker_factory(conf=ws_conf(port), extra_args=("--connect-timeout", str(CONNECT_TIMEOUT)))
+    working = PahoClient5(HOST, port, "ws-working", transport="websockets")
+    b.clients.append(working)
+    working.connect()
+    half = b"GET /mqtt HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+    assert_stalled_clients_are_cut(b, port, [lambda s: None, lambda s: s.sendall(half)], working)

@@ -96,6 +96,7 @@ static void on_record(void *ctx, const struct plog_rec *r)
         mix_bytes(r->session.will_topic);
         mix_bytes(r->session.will_payload);
         mix_bytes(r->session.will_props);
+        mix_int(r->session.will_at_ms);
         break;
     case PLOG_SUB:
         mix_bytes(r->sub.client_id);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "broker/plog.h"
 #include "core/log.h"
@@ -60,6 +61,7 @@ static char *rec_line(const struct plog_rec *r)
         put_hex(&o, end, s->will_topic);
         put_hex(&o, end, s->will_payload);
         put_hex(&o, end, s->will_props);
+        o += sprintf(o, "%llu", (unsigned long long)s->will_at_ms);
         break;
     }
     case PLOG_SUB:
@@ -339,6 +341,7 @@ static void w_session(struct plog *l, const char *cid, uint32_t expiry, bool wil
         r.session.will_topic = B("will/topic");
         r.session.will_payload = B(cid);
         r.session.will_props = B("\x01\x01");
+        r.session.will_at_ms = expiry % 3 ? 1767225600000ull + 7000 : 0;
     }
     plog_append(l, &r);
     char key[64];
@@ -701,6 +704,66 @@ static void test_flipped_bit_in_the_middle(void **state)
     remove_dir(dir);
 }
 
+/* Writes dir's log.1 as its header and first record, with that record's
+ * body cut or zero-padded to body_len bytes and its checksum made right. */
+static void rewrite_first_record(const char *path, const uint8_t *bytes, uint32_t body_len)
+{
+    uint32_t had = (uint32_t)(bytes[28] | bytes[29] << 8 | bytes[30] << 16 | (uint32_t)bytes[31] << 24);
+    size_t size = 24 + 9 + (size_t)body_len;
+    uint8_t *copy = calloc(1, size);
+    memcpy(copy, bytes, 24 + 9 + (body_len < had ? body_len : had));
+    uint8_t *h = copy + 24;
+    for (int i = 0; i < 4; i++)
+        h[4 + i] = (uint8_t)(body_len >> (8 * i));
+    uint32_t crc = (uint32_t)crc32(0, h + 4, body_len + 5);
+    for (int i = 0; i < 4; i++)
+        h[i] = (uint8_t)(crc >> (8 * i));
+    write_path(path, copy, size);
+    free(copy);
+}
+
+/* A SESSION record as the first brokers wrote it, without will_at at the
+ * end of its body, is read as a session whose will is not yet due; a body
+ * one byte longer than that, or than the full one, is damage. */
+static void test_session_without_will_at(void **state)
+{
+    char *dir = fast_dir(), path[512];
+    struct plog *l = open_log(dir);
+    w_session(l, "old", 61, true);
+    commit(l);
+    plog_close(l);
+    log_path(path, dir, 1);
+    size_t len;
+    uint8_t *bytes = read_path(path, &len);
+    uint32_t full = (uint32_t)(len - 24 - 9);
+    const uint32_t bad[] = {full - 7, full + 1};
+
+    empty_dir(dir);
+    rewrite_first_record(path, bytes, full - 8);
+    l = open_log(dir);
+    assert_int_equal(report.dropped_bytes, 0);
+    assert_int_equal(got.n, 1);
+    struct plog_rec r = {.type = PLOG_SESSION};
+    r.session = (struct plog_session){
+        .client_id = B("old"), .expiry = 61, .protocol = 5, .expires_at_ms = 1767225600000ull + 61,
+        .has_will = true, .will_retain = true, .will_qos = 1, .will_delay = 7,
+        .will_topic = B("will/topic"), .will_payload = B("old"), .will_props = B("\x01\x01")};
+    char *want = rec_line(&r);
+    assert_string_equal(got.v[0], want);
+    free(want);
+    plog_close(l);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        empty_dir(dir);
+        rewrite_first_record(path, bytes, bad[i]);
+        l = open_log(dir);
+        assert_int_equal(got.n, 0);
+        assert_string_equal(report.reason, "malformed record");
+        plog_close(l);
+    }
+    free(bytes);
+    remove_dir(dir);
+}
+
 static void test_compaction_keeps_state(void **state)
 {
     char *dir = fast_dir();
@@ -959,6 +1022,7 @@ int main(void)
         cmocka_unit_test_teardown(test_recovery_of_many_records, teardown),
         cmocka_unit_test_teardown(test_torn_tail_every_offset, teardown),
         cmocka_unit_test_teardown(test_flipped_bit_in_the_middle, teardown),
+        cmocka_unit_test_teardown(test_session_without_will_at, teardown),
         cmocka_unit_test_teardown(test_compaction_keeps_state, teardown),
         cmocka_unit_test_teardown(test_maintain_compacts_by_live_fraction, teardown),
         cmocka_unit_test_teardown(test_compaction_killed_at_each_step, teardown),
