@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench/http_open.h"
@@ -93,7 +94,15 @@ void bench_opts_init(struct bench_opts *o, const char *experiment, const char *u
     o->timeout_s = 10;
     o->messages = 1000;
     o->payload_size = 16;
+    o->mqtt_version = 4;
     o->target_arg = "127.0.0.1";
+    /* The pid tells processes that run at once apart, the clock those that
+     * get the same pid at different times. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    uint64_t mix = ((uint64_t)getpid() << 40 ^ us) * UINT64_C(0x9E3779B97F4A7C15);
+    o->id_token = (uint32_t)(mix >> 32);
 }
 
 int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
@@ -143,6 +152,14 @@ int bench_parse_option(struct bench_opts *o, int c, const char *arg)
     case BENCH_OPT_THREADS:
         bad = bench_parse_uint(o, "--threads", arg, 1, 256, &v);
         o->threads = (unsigned)v;
+        break;
+    case BENCH_OPT_MQTT_VERSION:
+        if (!strcmp(arg, "3.1.1") || !strcmp(arg, "311"))
+            o->mqtt_version = 4;
+        else if (!strcmp(arg, "5"))
+            o->mqtt_version = 5;
+        else
+            return bench_usage_error(o, "--mqtt-version wants 3.1.1 (or 311) or 5, not '%s'", arg);
         break;
     case BENCH_OPT_HTML:
         o->html_path = arg;
@@ -270,17 +287,23 @@ int bench_mqtt_exec(const struct bench_opts *o, struct mc_run *run, unsigned con
 {
     struct probe probe;
     probe_start(&probe, o->server_pid);
-    enum mc_status status = mc_run_exec(run, o->timeout_s, bench_probe_tick, &probe);
-    mc_run_stats(run, st);
+    int rc = bench_mqtt_phase(o, run, conns, &probe, row, st);
     probe_finish(&probe, (double)st->received, row);
-
     if (st->t_ready_ns)
         row->setup_s = (double)(st->t_ready_ns - st->t_start_ns) / 1e9;
-    row->sent = (double)st->published;
-    row->received = (double)st->received;
-    row->err_connect = st->fail_connect;
-    row->err_protocol = st->fail_protocol;
-    row->err_timeout = status == MC_TIMEOUT;
+    return rc;
+}
+
+int bench_mqtt_phase(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                     struct probe *probe, struct result_row *row, struct mc_stats *st)
+{
+    enum mc_status status = mc_run_exec(run, o->timeout_s, probe ? bench_probe_tick : NULL, probe);
+    mc_run_stats(run, st);
+    row->sent += (double)st->published;
+    row->received += (double)st->received;
+    row->err_connect += st->fail_connect;
+    row->err_protocol += st->fail_protocol;
+    row->err_timeout += status == MC_TIMEOUT;
     switch (status) {
     case MC_DONE:
         return BENCH_EXIT_OK;
@@ -384,12 +407,24 @@ void bench_common_params(struct result_row *tmpl, const struct bench_opts *o)
     result_param(tmpl, "qos", o->qos);
     result_param(tmpl, "payload_size", o->payload_size);
     result_param(tmpl, "threads", o->threads);
+    result_param(tmpl, "protocol_level", o->mqtt_version);
+}
+
+void bench_row_name(struct result_row *tmpl, const struct bench_opts *o, const char *point)
+{
+    const char *session = o->offline ? "offline" : o->persistent ? "persistent" : "";
+    const char *version = o->mqtt_version == 5 ? "mqtt5" : "";
+    char variant[32];
+    snprintf(variant, sizeof variant, "%s%s%s", version, version[0] && session[0] ? "-" : "",
+             session);
+    snprintf(tmpl->name, sizeof tmpl->name, "%s/%s/%s%s%s", o->experiment, o->target, variant,
+             variant[0] ? "/" : "", point);
 }
 
 struct mc_config bench_mc_config(const struct bench_opts *o, const char *tag, unsigned rep,
                                  unsigned conns, uint64_t work, char prefix[32])
 {
-    snprintf(prefix, 32, "%s%d.%u", tag, (int)getpid(), rep);
+    snprintf(prefix, 32, "%s%08x.%u", tag, (unsigned)o->id_token, rep);
     return (struct mc_config){
         .host = o->host,
         .port = o->port,
@@ -398,6 +433,7 @@ struct mc_config bench_mc_config(const struct bench_opts *o, const char *tag, un
         .client_id_prefix = prefix,
         .max_packet = o->payload_size + 64 * 1024,
         .work = work,
+        .version = o->mqtt_version,
     };
 }
 

@@ -1,6 +1,7 @@
 /* bench.h - `shootout bench <experiment>`: the dispatch to the experiments,
  * the options they share (target, runs, JSON, timeout, server sampling; and
- * for the MQTT ones messages, QoS, payload and threads), and the driver
+ * for the MQTT ones messages, QoS, payload, threads and protocol version),
+ * and the driver
  * that repeats a measurement, prints each run and the aggregate, and writes
  * the JSON result.
  *
@@ -17,6 +18,7 @@
 #include <stdint.h>
 
 #include "bench/mqtt_client.h"
+#include "bench/probe.h"
 #include "bench/result.h"
 
 #define BENCH_EXIT_OK 0
@@ -33,6 +35,12 @@ struct bench_opts {
     unsigned threads, runs, timeout_s, qos;
     uint64_t messages;
     uint32_t payload_size;
+    uint8_t mqtt_version; /* protocol level: 4 (MQTT 3.1.1, the default) or 5 */
+    bool persistent;      /* mqtt-load --session persistent */
+    bool offline;         /* mqtt-load --offline */
+    /* Tells this process's client ids from any earlier run's, so that a
+     * persistent session never resumes one a previous run left behind. */
+    uint32_t id_token;
     const char *json_path; /* NULL: no JSON */
     const char *html_path; /* NULL: no HTML report */
     int server_pid;        /* 0: no server sampling */
@@ -57,6 +65,7 @@ enum {
     BENCH_OPT_SERVER_PID,
     BENCH_OPT_LABEL,
     BENCH_OPT_HTML,
+    BENCH_OPT_MQTT_VERSION,
 };
 
 /* The options of every experiment. */
@@ -76,6 +85,7 @@ enum {
     {"qos", required_argument, NULL, BENCH_OPT_QOS},                 \
     {"payload-size", required_argument, NULL, BENCH_OPT_PAYLOAD},    \
     {"threads", required_argument, NULL, BENCH_OPT_THREADS},         \
+    {"mqtt-version", required_argument, NULL, BENCH_OPT_MQTT_VERSION}, \
     BENCH_LONGOPTS_COMMON
 
 /* Help lines of the common options, for each experiment's usage. */
@@ -99,6 +109,8 @@ enum {
     "  --target HOST:PORT    broker to measure (default 127.0.0.1:1883)\n"               \
     "  --qos 0|1|2           QoS of every publish and subscription (default 0)\n"        \
     "  --payload-size BYTES  message payload size (default 16)\n"                        \
+    "  --mqtt-version V      3.1.1 (also 311) or 5: the protocol every client speaks\n"  \
+    "                        (default 3.1.1)\n"                                          \
     BENCH_HELP_RUNS                                                                      \
     "  --threads T           client threads, one event loop each (default 1)\n"          \
     BENCH_HELP_JSON                                                                      \
@@ -139,6 +151,12 @@ int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned c
  * missing into row->error and returns BENCH_EXIT_MISSED. */
 int bench_mqtt_exec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
                     struct result_row *row, struct mc_stats *st);
+/* One run of an experiment made of several (phases), for a caller that
+ * opens and closes the probe window itself: executes run, sampling probe
+ * (NULL: none), adds its messages and errors to row's and returns as
+ * bench_mqtt_exec does. Leaves setup_s and the CPU fields to the caller. */
+int bench_mqtt_phase(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                     struct probe *probe, struct result_row *row, struct mc_stats *st);
 
 /* One measured repetition rep: fills row's metrics and returns 0, or an
  * exit code with the reason in row->error. */
@@ -160,12 +178,20 @@ int bench_finish(const struct bench_opts *o, const struct result_context *ctx,
                  struct result_set *rows, int rc);
 
 /* Sets the result's target and the parameters every MQTT experiment shares
- * (messages, qos, payload_size, threads); the experiment adds its own. */
+ * (messages, qos, payload_size, threads, protocol_level); the experiment
+ * adds its own. */
 void bench_common_params(struct result_row *tmpl, const struct bench_opts *o);
 
+/* Names an MQTT experiment's rows "<experiment>/<target>/<point>", with the
+ * protocol and session variant between target and point when they are not
+ * the defaults ("mqtt-load/shootout/mqtt5-offline/20c"), so that each
+ * variant is a series of its own. */
+void bench_row_name(struct result_row *tmpl, const struct bench_opts *o, const char *point);
+
 /* The client engine's settings for run rep of an experiment against o's
- * target. Client ids start with tag, this process's pid and rep, written
- * into prefix (the caller's, as long as the run). */
+ * target. Client ids start with tag, o->id_token in hex and rep, written
+ * into prefix (the caller's, as long as the run): "ld1f2e3d4c.0-17" is
+ * connection 17 of mqtt-load's first run. */
 struct mc_config bench_mc_config(const struct bench_opts *o, const char *tag, unsigned rep,
                                  unsigned conns, uint64_t work, char prefix[32]);
 

@@ -24,6 +24,7 @@
 #include "core/mem.h"
 #include "core/net.h"
 #include "core/outq.h"
+#include "mqtt/mqtt5.h"
 
 #define MC_READ_CHUNK (64 * 1024)
 /* Connections per thread between connect() and CONNACK: enough to keep the
@@ -51,11 +52,13 @@ struct mc_conn {
     unsigned index;
     uint8_t state; /* enum mc_state */
     uint8_t sub_qos;
+    uint8_t session; /* enum mc_session */
     bool dirty;     /* on the thread's flush list */
     bool blocked;   /* socket full: wait for a writable edge */
     bool producing; /* fill() wants to be called when there is room */
     uint16_t next_pid;
-    uint32_t inflight; /* our QoS 1/2 publishes not yet acknowledged */
+    uint32_t inflight;     /* our QoS 1/2 publishes not yet acknowledged */
+    uint32_t inflight_max; /* MC_INFLIGHT, or the broker's Receive Maximum if lower */
     char *filter;      /* owned; NULL = no subscription */
     struct inbuf in;   /* partial packet left from earlier reads */
     struct outq out;
@@ -183,7 +186,7 @@ void mc_complete(struct mc_conn *c)
 bool mc_room(const struct mc_conn *c)
 {
     return c->state == MC_READY && !c->blocked && outq_pending(&c->out) < MC_OUT_HIGH &&
-           c->inflight < MC_INFLIGHT;
+           c->inflight < c->inflight_max;
 }
 
 void mc_produce(struct mc_conn *c)
@@ -192,23 +195,38 @@ void mc_produce(struct mc_conn *c)
     mc_mark_dirty(c);
 }
 
+static bool mc_v5(const struct mc_conn *c) { return c->t->run->cfg.version == MQTT5_PROTOCOL_LEVEL; }
+
 uint8_t *mc_publish(struct mc_conn *c, struct mqtt_bytes topic, const void *payload, size_t len,
                     uint8_t qos)
 {
-    struct mqtt_publish p = {.topic = topic, .payload = {payload, len}, .qos = qos};
+    uint16_t packet_id = 0;
     if (qos) {
         c->next_pid = c->next_pid == UINT16_MAX ? 1 : c->next_pid + 1;
-        p.packet_id = c->next_pid;
+        packet_id = c->next_pid;
         c->inflight++;
     }
-    uint8_t *out = outq_reserve(&c->out, mqtt_publish_size(topic.len, len, qos));
-    size_t n = mqtt_encode_publish(out, &p);
+    uint8_t *out;
+    size_t n;
+    if (mc_v5(c)) {
+        struct mqtt5_publish p = {
+            .topic = topic, .payload = {payload, len}, .qos = qos, .packet_id = packet_id};
+        out = outq_reserve(&c->out, mqtt5_publish_size(&p));
+        n = mqtt5_encode_publish(out, &p);
+    } else {
+        struct mqtt_publish p = {
+            .topic = topic, .payload = {payload, len}, .qos = qos, .packet_id = packet_id};
+        out = outq_reserve(&c->out, mqtt_publish_size(topic.len, len, qos));
+        n = mqtt_encode_publish(out, &p);
+    }
     c->t->published++;
     mc_mark_dirty(c);
     /* The payload ends the packet. */
     return out + n - len;
 }
 
+/* MQTT 5's form of an acknowledgement with reason code 0 and no properties
+ * is the MQTT 3.1.1 packet (3.4.2.1), so one encoder serves both. */
 static void mc_queue_ack(struct mc_conn *c, enum mqtt_type type, uint16_t id)
 {
     mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), type, id);
@@ -217,22 +235,48 @@ static void mc_queue_ack(struct mc_conn *c, enum mqtt_type type, uint16_t id)
 
 static void mc_send_connect(struct mc_conn *c)
 {
+    const struct mc_config *cfg = &c->t->run->cfg;
     char id[64];
-    int n = snprintf(id, sizeof id, "%s-%u", c->t->run->cfg.client_id_prefix, c->index);
-    struct mqtt_connect m = {
-        .protocol_level = 4,
-        .clean_session = true,
-        .keepalive = MC_KEEPALIVE_S,
-        .client_id = {(const uint8_t *)id, (size_t)n},
-    };
-    mqtt_encode_connect(outq_reserve(&c->out, mqtt_connect_size(&m)), &m);
+    int n = snprintf(id, sizeof id, "%s-%u", cfg->client_id_prefix, c->index);
+    struct mqtt_bytes client_id = {(const uint8_t *)id, (size_t)n};
+    bool clean = c->session == MC_SESSION_CLEAN;
+    if (mc_v5(c)) {
+        struct mqtt5_connect m = {
+            .protocol_level = MQTT5_PROTOCOL_LEVEL,
+            .clean_start = clean,
+            .keepalive = MC_KEEPALIVE_S,
+            .client_id = client_id,
+        };
+        if (!clean) {
+            m.props.present = MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY);
+            m.props.session_expiry = cfg->session_expiry;
+        }
+        mqtt5_encode_connect(outq_reserve(&c->out, mqtt5_connect_size(&m)), &m);
+    } else {
+        struct mqtt_connect m = {
+            .protocol_level = 4,
+            .clean_session = clean,
+            .keepalive = MC_KEEPALIVE_S,
+            .client_id = client_id,
+        };
+        mqtt_encode_connect(outq_reserve(&c->out, mqtt_connect_size(&m)), &m);
+    }
     mc_mark_dirty(c);
 }
 
+/* SUBSCRIBE packet id 1 for the one filter; MQTT 5's options byte is the
+ * QoS alone (no No Local, retained messages sent as usual). */
 static void mc_send_subscribe(struct mc_conn *c)
 {
     struct mqtt_bytes f = {(const uint8_t *)c->filter, strlen(c->filter)};
-    mqtt_encode_subscribe(outq_reserve(&c->out, mqtt_subscribe_size(&f, 1)), 1, &f, &c->sub_qos, 1);
+    if (mc_v5(c)) {
+        struct mqtt_props none = {0};
+        mqtt5_encode_subscribe(outq_reserve(&c->out, mqtt5_subscribe_size(&none, &f, 1)), 1, &none,
+                               &f, &c->sub_qos, 1);
+    } else {
+        mqtt_encode_subscribe(outq_reserve(&c->out, mqtt_subscribe_size(&f, 1)), 1, &f,
+                              &c->sub_qos, 1);
+    }
     mc_mark_dirty(c);
 }
 
@@ -289,49 +333,154 @@ static const char *mc_connack_reason(uint8_t rc)
     return rc < sizeof reasons / sizeof reasons[0] ? reasons[rc] : "unknown return code";
 }
 
+static const char *const mc_ack_names[] = {
+    [MQTT_PUBACK] = "PUBACK", [MQTT_PUBREC] = "PUBREC", [MQTT_PUBREL] = "PUBREL",
+    [MQTT_PUBCOMP] = "PUBCOMP",
+};
+
+static int mc_on_connack(struct mc_conn *c, const uint8_t *body, uint32_t len)
+{
+    bool session_present;
+    uint8_t rc;
+    int err;
+    if (mc_v5(c)) {
+        struct mqtt5_connack a;
+        err = mqtt5_decode_connack(body, len, &a);
+        session_present = a.session_present;
+        rc = a.reason;
+        /* Sending more unacknowledged QoS 1/2 publishes than this is a
+         * protocol error the broker answers with DISCONNECT 0x93. */
+        if (err == MQTT_OK && (a.props.present & MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAX)) &&
+            a.props.receive_max < c->inflight_max)
+            c->inflight_max = a.props.receive_max;
+    } else {
+        err = mqtt_decode_connack(body, len, &session_present, &rc);
+    }
+    if (c->state != MC_WAIT_CONNACK || err != MQTT_OK)
+        return mc_protocol_error(c, "unexpected or malformed CONNACK");
+    if (rc != MQTT_CONNACK_ACCEPTED) {
+        if (mc_v5(c))
+            mc_fail(c, MC_FAIL_CONNECT, "connection %u refused by the broker: CONNACK 0x%02x (%s)",
+                    c->index, rc, mqtt5_reason_str(rc));
+        else
+            mc_fail(c, MC_FAIL_CONNECT, "connection %u refused by the broker: CONNACK %u (%s)",
+                    c->index, rc, mc_connack_reason(rc));
+        return -1;
+    }
+    if (c->session == MC_SESSION_RESUME && !session_present) {
+        mc_fail(c, MC_FAIL_CHECK,
+                "connection %u: the broker kept no session for client %s-%u (CONNACK session "
+                "present 0), so the messages queued for it are lost",
+                c->index, c->t->run->cfg.client_id_prefix, c->index);
+        return -1;
+    }
+    c->t->handshakes--;
+    if (c->filter) {
+        c->state = MC_WAIT_SUBACK;
+        mc_send_subscribe(c);
+    } else {
+        mc_ready(c);
+    }
+    return 0;
+}
+
+static int mc_on_suback(struct mc_conn *c, const uint8_t *body, uint32_t len)
+{
+    uint16_t packet_id;
+    const uint8_t *codes;
+    unsigned count;
+    int err;
+    if (mc_v5(c)) {
+        struct mqtt5_suback s;
+        err = mqtt5_decode_suback(MQTT_SUBACK, body, len, &s);
+        packet_id = s.packet_id, codes = s.codes, count = s.count;
+    } else {
+        struct mqtt_suback s;
+        err = mqtt_decode_suback(body, len, &s);
+        packet_id = s.packet_id, codes = s.codes, count = s.count;
+    }
+    if (c->state != MC_WAIT_SUBACK || err != MQTT_OK || count != 1 || packet_id != 1)
+        return mc_protocol_error(c, "unexpected or malformed SUBACK");
+    /* 0x80 in MQTT 3.1.1; every reason code from 0x80 up in MQTT 5. */
+    if (codes[0] >= MQTT_SUBACK_FAILURE) {
+        mc_fail(c, MC_FAIL_CONNECT,
+                "connection %u: the broker refused the subscription to %s: SUBACK 0x%02x (%s)",
+                c->index, c->filter, codes[0],
+                mc_v5(c) ? mqtt5_reason_str(codes[0]) : "failure");
+        return -1;
+    }
+    mc_ready(c);
+    return 0;
+}
+
+static int mc_decode_publish(struct mc_conn *c, const struct mqtt_header *h, const uint8_t *body,
+                             struct mqtt_publish *p)
+{
+    if (!mc_v5(c))
+        return mqtt_decode_publish(body, h->body_len, h->flags, p);
+    struct mqtt5_publish p5;
+    int err = mqtt5_decode_publish(body, h->body_len, h->flags, &p5);
+    if (err != MQTT_OK)
+        return err;
+    /* An empty topic stands for a Topic Alias, which a client that gave no
+     * Topic Alias Maximum must never receive. */
+    if (p5.topic.len == 0)
+        return MQTT5_E_PROTOCOL_ERROR;
+    *p = (struct mqtt_publish){p5.topic, p5.payload, p5.packet_id, p5.qos, p5.retain, p5.dup};
+    return MQTT_OK;
+}
+
+/* An acknowledgement of either version; an MQTT 5 reason code from 0x80 up
+ * means the broker did not take the message, which fails the run. 0 or -1. */
+static int mc_decode_ack(struct mc_conn *c, const struct mqtt_header *h, const uint8_t *body,
+                         uint16_t *id)
+{
+    const char *name = mc_ack_names[h->type];
+    struct mqtt5_ack a = {0};
+    int err = mc_v5(c) ? mqtt5_decode_ack(h->type, body, h->body_len, &a)
+                       : mqtt_decode_ack(body, h->body_len, &a.packet_id);
+    if (err != MQTT_OK) {
+        mc_fail(c, MC_FAIL_PROTOCOL, "connection %u: malformed %s from the broker (%s)", c->index,
+                name, mqtt5_strerror(err));
+        return -1;
+    }
+    *id = a.packet_id;
+    if (a.reason < 0x80)
+        return 0;
+    mc_fail(c, MC_FAIL_PROTOCOL, "connection %u: the broker answered with %s 0x%02x (%s)%s%.*s%s",
+            c->index, name, a.reason, mqtt5_reason_str(a.reason),
+            a.props.reason_string.len ? ": \"" : "", (int)a.props.reason_string.len,
+            (const char *)a.props.reason_string.ptr, a.props.reason_string.len ? "\"" : "");
+    return -1;
+}
+
+/* MQTT 5 only: the broker closes with a reason. */
+static int mc_on_disconnect(struct mc_conn *c, const uint8_t *body, uint32_t len)
+{
+    struct mqtt5_reason_props r;
+    if (mqtt5_decode_reason_props(MQTT_DISCONNECT, body, len, &r) != MQTT_OK)
+        return mc_protocol_error(c, "malformed DISCONNECT");
+    mc_fail(c, MC_FAIL_CONNECT, "connection %u disconnected by the broker: reason 0x%02x (%s)%s%.*s%s",
+            c->index, r.reason, mqtt5_reason_str(r.reason), r.props.reason_string.len ? ": \"" : "",
+            (int)r.props.reason_string.len, (const char *)r.props.reason_string.ptr,
+            r.props.reason_string.len ? "\"" : "");
+    return -1;
+}
+
 /* Returns 0, or -1 once the connection or the run has failed. */
 static int mc_dispatch(struct mc_conn *c, const struct mqtt_header *h, const uint8_t *body)
 {
     struct mc_run *run = c->t->run;
     uint16_t id;
     switch (h->type) {
-    case MQTT_CONNACK: {
-        bool session_present;
-        uint8_t rc;
-        if (c->state != MC_WAIT_CONNACK ||
-            mqtt_decode_connack(body, h->body_len, &session_present, &rc) < 0)
-            return mc_protocol_error(c, "unexpected or malformed CONNACK");
-        if (rc != MQTT_CONNACK_ACCEPTED) {
-            mc_fail(c, MC_FAIL_CONNECT, "connection %u refused by the broker: CONNACK %u (%s)",
-                    c->index, rc, mc_connack_reason(rc));
-            return -1;
-        }
-        c->t->handshakes--;
-        if (c->filter) {
-            c->state = MC_WAIT_SUBACK;
-            mc_send_subscribe(c);
-        } else {
-            mc_ready(c);
-        }
-        return 0;
-    }
-    case MQTT_SUBACK: {
-        struct mqtt_suback s;
-        if (c->state != MC_WAIT_SUBACK || mqtt_decode_suback(body, h->body_len, &s) < 0 ||
-            s.count != 1 || s.packet_id != 1)
-            return mc_protocol_error(c, "unexpected or malformed SUBACK");
-        if (s.codes[0] == MQTT_SUBACK_FAILURE) {
-            mc_fail(c, MC_FAIL_CONNECT, "connection %u: the broker refused the subscription to %s",
-                    c->index, c->filter);
-            return -1;
-        }
-        mc_ready(c);
-        return 0;
-    }
+    case MQTT_CONNACK:
+        return mc_on_connack(c, body, h->body_len);
+    case MQTT_SUBACK:
+        return mc_on_suback(c, body, h->body_len);
     case MQTT_PUBLISH: {
         struct mqtt_publish p;
         /* A broker may deliver before its SUBACK. */
-        if (c->state < MC_WAIT_SUBACK || mqtt_decode_publish(body, h->body_len, h->flags, &p) < 0)
+        if (c->state < MC_WAIT_SUBACK || mc_decode_publish(c, h, body, &p) != MQTT_OK)
             return mc_protocol_error(c, "unexpected or malformed PUBLISH");
         if (p.qos)
             mc_queue_ack(c, p.qos == 1 ? MQTT_PUBACK : MQTT_PUBREC, p.packet_id);
@@ -341,25 +490,33 @@ static int mc_dispatch(struct mc_conn *c, const struct mqtt_header *h, const uin
     }
     case MQTT_PUBACK:
     case MQTT_PUBCOMP:
-        if (mqtt_decode_ack(body, h->body_len, &id) < 0 || c->inflight == 0)
-            return mc_protocol_error(c, "unexpected or malformed PUBACK/PUBCOMP");
+        if (mc_decode_ack(c, h, body, &id) < 0)
+            return -1;
+        if (c->inflight == 0)
+            return mc_protocol_error(c, "unexpected PUBACK/PUBCOMP");
         c->inflight--;
         if (c->producing)
             mc_mark_dirty(c);
+        if (run->ops->acked)
+            run->ops->acked(c, run->user);
         return 0;
     case MQTT_PUBREC:
-        if (mqtt_decode_ack(body, h->body_len, &id) < 0 || c->inflight == 0)
-            return mc_protocol_error(c, "unexpected or malformed PUBREC");
+        if (mc_decode_ack(c, h, body, &id) < 0)
+            return -1;
+        if (c->inflight == 0)
+            return mc_protocol_error(c, "unexpected PUBREC");
         mc_queue_ack(c, MQTT_PUBREL, id);
         return 0;
     case MQTT_PUBREL:
-        if (mqtt_decode_ack(body, h->body_len, &id) < 0)
-            return mc_protocol_error(c, "malformed PUBREL");
+        if (mc_decode_ack(c, h, body, &id) < 0)
+            return -1;
         mc_queue_ack(c, MQTT_PUBCOMP, id);
         return 0;
     case MQTT_PINGRESP:
         return 0;
     default:
+        if (h->type == MQTT_DISCONNECT && mc_v5(c))
+            return mc_on_disconnect(c, body, h->body_len);
         return mc_protocol_error(c, "a packet only clients send");
     }
 }
@@ -371,12 +528,14 @@ static long mc_parse(struct mc_conn *c, const uint8_t *data, size_t len)
     size_t off = 0;
     while (off < len) {
         struct mqtt_header h;
-        int n = mqtt_frame(data + off, len - off, c->t->run->cfg.max_packet, &h);
+        uint32_t max = c->t->run->cfg.max_packet;
+        int n = mc_v5(c) ? mqtt5_frame(data + off, len - off, max, &h)
+                         : mqtt_frame(data + off, len - off, max, &h);
         if (n == 0)
             break;
         if (n < 0) {
             mc_fail(c, MC_FAIL_PROTOCOL, "connection %u: bad packet from the broker (%s)", c->index,
-                    mqtt_strerror(n));
+                    mqtt5_strerror(n));
             return -1;
         }
         c->t->packets++;
@@ -515,7 +674,8 @@ static void *mc_thread_main(void *arg)
     struct mc_run *run = t->run;
     ev_run(t->loop);
     /* Say goodbye where the stream allows it; the broker then needs no
-     * read error to notice. */
+     * read error to notice. (MQTT 5's DISCONNECT with reason 0 and no
+     * properties is the MQTT 3.1.1 packet.) */
     for (unsigned i = t->index; i < run->cfg.conns; i += run->cfg.threads) {
         struct mc_conn *c = &run->conns[i];
         if (c->state == MC_READY && !c->blocked) {
@@ -546,8 +706,9 @@ struct mc_run *mc_run_new(const struct mc_config *cfg, const struct mc_ops *ops,
         t->wake.fd = -1;
     }
     for (unsigned i = 0; i < cfg->conns; i++) {
-        run->conns[i].index = i;
+        run->conns[i].index = cfg->first + i;
         run->conns[i].t = &run->threads[i % cfg->threads];
+        run->conns[i].inflight_max = MC_INFLIGHT;
     }
     atomic_store(&run->work_left, cfg->work);
     return run;
@@ -555,9 +716,15 @@ struct mc_run *mc_run_new(const struct mc_config *cfg, const struct mc_ops *ops,
 
 void mc_set_filter(struct mc_run *run, unsigned i, const char *filter, uint8_t qos)
 {
-    mem_free(run->conns[i].filter);
-    run->conns[i].filter = mem_strdup(filter);
-    run->conns[i].sub_qos = qos;
+    struct mc_conn *c = &run->conns[i - run->cfg.first];
+    mem_free(c->filter);
+    c->filter = mem_strdup(filter);
+    c->sub_qos = qos;
+}
+
+void mc_set_session(struct mc_run *run, unsigned i, enum mc_session s)
+{
+    run->conns[i - run->cfg.first].session = (uint8_t)s;
 }
 
 /* Creates the loops and wake-up descriptors. 0, or -1 with errno. */

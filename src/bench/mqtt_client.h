@@ -1,6 +1,7 @@
-/* mqtt_client.h - the MQTT 3.1.1 client engine of the load generators: many
- * connections per thread on one event loop each, built so that the client
- * is never the bottleneck it measures.
+/* mqtt_client.h - the MQTT client engine of the load generators (MQTT
+ * 3.1.1 or 5.0, one version per run): many connections per thread on one
+ * event loop each, built so that the client is never the bottleneck it
+ * measures.
  *
  * A run owns `conns` connections, allocated up front and spread over
  * `threads` pthreads (connection i lives on thread i % threads). Each
@@ -14,6 +15,11 @@
  * The experiment drives traffic through callbacks and says when its work is
  * done: the run ends when mc_complete() has been called `work` times, when a
  * connection fails, or when nothing arrives for the timeout.
+ *
+ * MQTT 5 is spoken in its plainest form: no properties except a Session
+ * Expiry Interval for kept sessions; the broker's Receive Maximum bounds
+ * the inflight window; any reason code of 0x80 or more (CONNACK, SUBACK,
+ * the acknowledgements, a DISCONNECT from the broker) fails the run.
  *
  * Threading: callbacks run on the connection's thread and may only touch
  * that connection (and state the experiment keeps per connection or per
@@ -52,15 +58,39 @@ struct mc_ops {
      * publish more. Return false once it has nothing left to send. May be
      * NULL if the experiment makes no producers. */
     bool (*fill)(struct mc_conn *c, void *user);
+    /* One of c's QoS 1/2 publishes is acknowledged (PUBACK; PUBCOMP for
+     * QoS 2). May be NULL. */
+    void (*acked)(struct mc_conn *c, void *user);
+};
+
+/* What happens to a connection's session (its subscriptions and the QoS 1/2
+ * messages for it) when the connection ends. */
+enum mc_session {
+    /* Ends with the connection: clean session 1 (3.1.1), Clean Start 1 and
+     * no Session Expiry Interval (5). A stored session of the same client
+     * id is discarded. */
+    MC_SESSION_CLEAN,
+    /* Kept by the broker: clean session 0 (3.1.1), Clean Start 0 and
+     * mc_config.session_expiry (5). */
+    MC_SESSION_KEEP,
+    /* As KEEP, and the broker must still have the session (CONNACK session
+     * present 1), else the run fails as a check (its messages are lost). */
+    MC_SESSION_RESUME,
 };
 
 struct mc_config {
     const char *host; /* not owned; a numeric address avoids a lookup per connection */
     int port;
     unsigned conns, threads;
+    /* The run's connections are first .. first + conns - 1 (their mc_index
+     * and client id), so that an experiment can run its connections in
+     * groups (subscribers, then publishers) under fixed ids. */
+    unsigned first;
     const char *client_id_prefix; /* ids are "<prefix>-<i>"; not owned */
     uint32_t max_packet;          /* largest packet accepted from the broker */
     uint64_t work;                /* mc_complete() calls that end the run */
+    uint8_t version;              /* protocol level: 4 (MQTT 3.1.1) or 5 (MQTT 5.0) */
+    uint32_t session_expiry;      /* MQTT 5 Session Expiry Interval (s) of kept sessions */
 };
 
 enum mc_status {
@@ -71,9 +101,12 @@ enum mc_status {
 
 /* Why a run failed, counted by class for the result's errors fields. */
 enum mc_fail_kind {
-    MC_FAIL_CONNECT,  /* could not connect, refused CONNACK or SUBACK, closed by the broker */
-    MC_FAIL_PROTOCOL, /* the broker broke the protocol */
-    MC_FAIL_CHECK,    /* the experiment's own check: e.g. a message too many */
+    MC_FAIL_CONNECT,  /* could not connect, refused CONNACK or SUBACK, closed or
+                       * disconnected (MQTT 5 DISCONNECT) by the broker */
+    MC_FAIL_PROTOCOL, /* the broker broke the protocol, or refused a publish
+                       * (MQTT 5 reason code >= 0x80 in an acknowledgement) */
+    MC_FAIL_CHECK,    /* the experiment's own check: e.g. a message too many; or a
+                       * session to resume the broker no longer had */
 };
 
 struct mc_stats {
@@ -92,9 +125,12 @@ struct mc_stats {
 /* ---- the run, driven from the main thread ------------------------------- */
 
 struct mc_run *mc_run_new(const struct mc_config *cfg, const struct mc_ops *ops, void *user);
-/* Connection i subscribes to filter (copied) at qos once connected; without
- * a call it only connects. Before mc_run_exec. */
+/* Connection i (first <= i < first + conns) subscribes to filter (copied)
+ * at qos once connected; without a call it only connects. Before
+ * mc_run_exec. */
 void mc_set_filter(struct mc_run *run, unsigned i, const char *filter, uint8_t qos);
+/* Connection i's session (default MC_SESSION_CLEAN). Before mc_run_exec. */
+void mc_set_session(struct mc_run *run, unsigned i, enum mc_session s);
 /* Runs the threads until the end (see enum mc_status), closing every
  * connection before it returns. tick, if not NULL, is called on this thread
  * about every 100 ms while the run goes on (for sampling). */
@@ -117,7 +153,7 @@ uint8_t *mc_publish(struct mc_conn *c, struct mqtt_bytes topic, const void *payl
                     uint8_t qos);
 /* True while c may queue another PUBLISH without passing its bounds:
  * MC_OUT_HIGH bytes of pending output and MC_INFLIGHT unacknowledged
- * QoS 1/2 messages. */
+ * QoS 1/2 messages (MQTT 5: or the broker's Receive Maximum, if lower). */
 bool mc_room(const struct mc_conn *c);
 /* Makes c a producer: fill() is called whenever c has room, until it
  * returns false. */

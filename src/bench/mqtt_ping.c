@@ -290,7 +290,9 @@ int mqtt_ping_exec(const struct bench_opts *o, unsigned pairs, unsigned wsubs,
                           "subscriptions established to the last message",
         .op_def = "message delivered to any client (pairs and wildcard subscribers)",
     };
-    snprintf(tmpl.name, sizeof tmpl.name, "mqtt-ping/%s/%up%uw", o->target, g.pairs, g.wsubs);
+    char point[32];
+    snprintf(point, sizeof point, "%up%uw", g.pairs, g.wsubs);
+    bench_row_name(&tmpl, o, point);
     result_param(&tmpl, "pairs", g.pairs);
     result_param(&tmpl, "wsubs", g.wsubs);
     result_param(&tmpl, "conns", conns);

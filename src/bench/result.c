@@ -11,7 +11,7 @@
 #include "bench/json.h"
 #include "core/mem.h"
 
-_Static_assert(offsetof(struct result_row, err_closed) + sizeof(double) ==
+_Static_assert(offsetof(struct result_row, throughput_drain) + sizeof(double) ==
                    offsetof(struct result_row, metric) + sizeof(double) * RESULT_NMETRICS,
                "RESULT_NMETRICS must count every metric field");
 
@@ -163,6 +163,16 @@ static void json_throughput(struct json *j, const char *key, double v, const cha
     json_object_end(j);
 }
 
+static void json_phase(struct json *j, const char *key, double duration_s, double v,
+                       const char *def, const char *unit)
+{
+    json_key(j, key);
+    json_object_begin(j);
+    json_kv(j, "duration_s", duration_s);
+    json_throughput(j, "throughput", v, def, unit);
+    json_object_end(j);
+}
+
 static void json_row(struct json *j, const struct result_row *r)
 {
     json_object_begin(j);
@@ -194,6 +204,13 @@ static void json_row(struct json *j, const struct result_row *r)
     if (r->throughput_messaging_def)
         json_throughput(j, "throughput_messaging", r->throughput_messaging,
                         r->throughput_messaging_def, result_unit(r));
+    if (r->publish_def) {
+        json_key(j, "phases");
+        json_object_begin(j);
+        json_phase(j, "publish", r->publish_s, r->throughput_publish, r->publish_def, result_unit(r));
+        json_phase(j, "drain", r->drain_s, r->throughput_drain, r->drain_def, result_unit(r));
+        json_object_end(j);
+    }
 
     json_key(j, "latency");
     if (r->has_latency) {
@@ -292,7 +309,7 @@ int result_write_json(const char *path, const struct result_context *ctx,
 
 /* ---- terminal table ---------------------------------------------------------- */
 
-enum col_need { NEED_ALWAYS, NEED_MESSAGING, NEED_LATENCY, NEED_SERVER };
+enum col_need { NEED_ALWAYS, NEED_MESSAGING, NEED_PHASES, NEED_LATENCY, NEED_SERVER };
 
 struct col {
     const char *title; /* %s: the op's unit */
@@ -309,6 +326,8 @@ static const struct col cols[] = {
     {"lost", RESULT_METRIC(lost), 1, 0, NEED_ALWAYS},
     {"k %s/s", RESULT_METRIC(throughput), 1e-3, 1, NEED_ALWAYS},
     {"msg-phase k %s/s", RESULT_METRIC(throughput_messaging), 1e-3, 1, NEED_MESSAGING},
+    {"publish k %s/s", RESULT_METRIC(throughput_publish), 1e-3, 2, NEED_PHASES},
+    {"drain k %s/s", RESULT_METRIC(throughput_drain), 1e-3, 2, NEED_PHASES},
     {"p50 us", RESULT_METRIC(lat_p50), 1, 1, NEED_LATENCY},
     {"p99 us", RESULT_METRIC(lat_p99), 1, 1, NEED_LATENCY},
     {"max us", RESULT_METRIC(lat_max), 1, 1, NEED_LATENCY},
@@ -324,6 +343,8 @@ static bool col_shown(const struct col *c, const struct result_row *r)
     switch (c->need) {
     case NEED_MESSAGING:
         return r->throughput_messaging_def != NULL;
+    case NEED_PHASES:
+        return r->publish_def != NULL;
     case NEED_LATENCY:
         return r->has_latency;
     case NEED_SERVER:
@@ -346,6 +367,9 @@ void result_print_header(FILE *f, const struct result_row *r)
     fprintf(f, "k %s/s: %s\n", unit, r->throughput_def);
     if (r->throughput_messaging_def)
         fprintf(f, "msg-phase k %s/s: %s\n", unit, r->throughput_messaging_def);
+    if (r->publish_def)
+        fprintf(f, "publish k %s/s: %s\ndrain k %s/s: %s\n", unit, r->publish_def, unit,
+                r->drain_def);
     fprintf(f, "us/%s: CPU time (user + system) per %s\n", unit, r->op_def);
     fprintf(f, "%-6s", "run");
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
@@ -384,6 +408,12 @@ void result_print_summary(FILE *f, const struct result_row *mean, const struct r
     if (mean->throughput_messaging_def)
         fprintf(f, "  msg-phase throughput %.1f +/- %.1f thousand %s/s\n",
                 mean->throughput_messaging / 1e3, stddev->throughput_messaging / 1e3, unit);
+    if (mean->publish_def) {
+        fprintf(f, "  publish phase        %.2f +/- %.2f thousand %s/s\n",
+                mean->throughput_publish / 1e3, stddev->throughput_publish / 1e3, unit);
+        fprintf(f, "  drain phase          %.2f +/- %.2f thousand %s/s\n",
+                mean->throughput_drain / 1e3, stddev->throughput_drain / 1e3, unit);
+    }
     fprintf(f, "  wall time            %.1f +/- %.1f ms\n", mean->duration_s * 1e3,
             stddev->duration_s * 1e3);
     if (mean->has_latency)

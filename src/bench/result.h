@@ -18,7 +18,7 @@
 struct json;
 
 #define RESULT_MAX_CONFIG 12
-#define RESULT_NMETRICS 26
+#define RESULT_NMETRICS 30
 
 /* One configuration value of an experiment, e.g. {"conns", 1000}. */
 struct result_param {
@@ -40,6 +40,10 @@ struct result_row {
      * so that a reader never has to guess. */
     const char *throughput_def;
     const char *throughput_messaging_def; /* NULL: no second throughput */
+    /* An experiment in two timed phases (mqtt-load --offline: publishing
+     * into queues, then draining them) names each phase's throughput;
+     * NULL: no phases. */
+    const char *publish_def, *drain_def;
     const char *op_def;                   /* one "op" of the cpu_us_per_op fields */
     const char *op_unit; /* an op's short name in units ("msg" when NULL, "call"): k msg/s */
     bool has_latency;
@@ -65,6 +69,8 @@ struct result_row {
             double client_cpu_s, client_cpu_us_per_op;
             double err_connect, err_timeout, err_protocol;
             double err_status, err_closed; /* RPC: error answers, connections lost */
+            double publish_s, throughput_publish; /* see publish_def */
+            double drain_s, throughput_drain;     /* see drain_def */
         };
         double metric[RESULT_NMETRICS];
     };

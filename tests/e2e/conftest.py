@@ -307,8 +307,9 @@ class Broker(ServerProcess):
 def broker_factory(request, tmp_path):
     """broker_factory(max_connections=..., max_packet_size=...,
     max_queued_messages=..., max_inflight_messages=..., verbose=False,
-    extra_args=(), conf_lines=(), conf="") starts a broker and returns a
-    Broker. conf_lines are configuration file lines both brokers understand
+    extra_args=(), conf_lines=(), conf="", kind=None) starts a broker and
+    returns a Broker: shootout, or Mosquitto with SHOOTOUT_TEST_PEER=mosquitto
+    or kind="mosquitto" (for tests that compare the two). conf_lines are configuration file lines both brokers understand
     (password_file, acl_file, allow_anonymous ...); conf holds lines that
     follow the default listener's `listener PORT 127.0.0.1`, e.g. more
     listeners. Every broker is
@@ -318,11 +319,13 @@ def broker_factory(request, tmp_path):
     request.node._e2e_brokers = started
 
     def start(verbose=None, extra_args=(), port=None, persistence_dir=None, conf_lines=(), conf="",
-              **limits):
+              kind=None, **limits):
         if verbose is None:
             verbose = bool(os.environ.get("SHOOTOUT_E2E_VERBOSE"))
-        if IS_PEER:
+        if IS_PEER or kind == "mosquitto":
             kind = "mosquitto"
+            if not os.access(MOSQUITTO_BIN, os.X_OK):
+                pytest.skip("no Mosquitto at %s (set MOSQUITTO_BIN)" % MOSQUITTO_BIN)
         else:
             kind = "shootout"
             if not shootout_available():

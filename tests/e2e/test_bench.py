@@ -297,26 +297,31 @@ class FakeBroker:
             if len(buf) < pos + length:
                 return buf
             ptype, body, buf = buf[0] >> 4, buf[pos:pos + length], buf[pos + length:]
-            if self.mode == "mute":
-                continue
-            if ptype == R.CONNECT:
-                s.sendall(R.packet(R.CONNACK, 0, bytes([0, 5 if self.mode == "refuse" else 0])))
-            elif ptype == R.SUBSCRIBE:
-                packet_id = struct.unpack("!H", body[:2])[0]
-                s.sendall(R.packet(R.SUBACK, 0, struct.pack("!HB", packet_id, body[-1])))
-                if self.mode == "stray":
-                    s.sendall(R.publish("stray/topic", b"surprise"))
-            elif ptype == R.PUBLISH:
-                self.published += 1
+            self._on_packet(s, ptype, body)
         return buf
+
+    def _on_packet(self, s, ptype, body):
+        """Answers one packet as the mode says (subclasses add modes)."""
+        if self.mode == "mute":
+            return
+        if ptype == R.CONNECT:
+            s.sendall(R.packet(R.CONNACK, 0, bytes([0, 5 if self.mode == "refuse" else 0])))
+        elif ptype == R.SUBSCRIBE:
+            packet_id = struct.unpack("!H", body[:2])[0]
+            s.sendall(R.packet(R.SUBACK, 0, struct.pack("!HB", packet_id, body[-1])))
+            if self.mode == "stray":
+                s.sendall(R.publish("stray/topic", b"surprise"))
+        elif ptype == R.PUBLISH:
+            self.published += 1
 
 
 @pytest.fixture
 def fake_broker():
+    """fake_broker(mode, cls=FakeBroker) starts one; closed at teardown."""
     made = []
 
-    def make(mode):
-        fb = FakeBroker(mode)
+    def make(mode, cls=FakeBroker):
+        fb = cls(mode)
         made.append(fb)
         return fb
 

@@ -1,0 +1,122 @@
+/* test_bench_opts.c - unit tests for the MQTT experiments' protocol and
+ * session options: --mqtt-version's spellings (bench_parse_option), the
+ * row names of each variant (bench_row_name), the client id prefix, and
+ * mqtt-load's refusals of --session / --offline combinations that cannot
+ * work (before any connection is made).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bench/bench.h"
+#include "bench/mqtt_load.h"
+
+static int parse_version(struct bench_opts *o, const char *arg)
+{
+    bench_opts_init(o, "mqtt-load", "usage\n");
+    return bench_parse_option(o, BENCH_OPT_MQTT_VERSION, arg);
+}
+
+static void test_version_default_is_311(void **state)
+{
+    struct bench_opts o;
+    bench_opts_init(&o, "mqtt-ping", "usage\n");
+    assert_int_equal(o.mqtt_version, 4);
+}
+
+static void test_version_spellings(void **state)
+{
+    struct bench_opts o;
+    assert_int_equal(parse_version(&o, "5"), -1);
+    assert_int_equal(o.mqtt_version, 5);
+    assert_int_equal(parse_version(&o, "3.1.1"), -1);
+    assert_int_equal(o.mqtt_version, 4);
+    assert_int_equal(parse_version(&o, "311"), -1);
+    assert_int_equal(o.mqtt_version, 4);
+}
+
+static void test_version_refusals(void **state)
+{
+    /* The protocol level and other near misses are refused, not guessed. */
+    static const char *const bad[] = {"4", "5.0", "3.1", "31", "", " 5", "5 ", "mqttv5", "v5", "6"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct bench_opts o;
+        if (parse_version(&o, bad[i]) != BENCH_EXIT_USAGE)
+            fail_msg("--mqtt-version '%s' was accepted", bad[i]);
+        assert_int_equal(o.mqtt_version, 4);
+    }
+}
+
+static void expect_name(unsigned version, bool persistent, bool offline, const char *want)
+{
+    struct bench_opts o;
+    bench_opts_init(&o, "mqtt-load", "usage\n");
+    snprintf(o.target, sizeof o.target, "shootout");
+    o.mqtt_version = (uint8_t)version;
+    o.persistent = persistent;
+    o.offline = offline;
+    struct result_row row = {0};
+    bench_row_name(&row, &o, "20c");
+    assert_string_equal(row.name, want);
+}
+
+static void test_row_names(void **state)
+{
+    expect_name(4, false, false, "mqtt-load/shootout/20c");
+    expect_name(5, false, false, "mqtt-load/shootout/mqtt5/20c");
+    expect_name(4, true, false, "mqtt-load/shootout/persistent/20c");
+    expect_name(4, true, true, "mqtt-load/shootout/offline/20c");
+    expect_name(5, true, true, "mqtt-load/shootout/mqtt5-offline/20c");
+    expect_name(5, true, false, "mqtt-load/shootout/mqtt5-persistent/20c");
+}
+
+/* MQTT 3.1.1 servers must accept client ids of 1 to 23 characters
+ * [MQTT-3.1.3-5] and may refuse longer ones: the longest id, at the
+ * largest --conns and --runs, stays within that. */
+static void test_client_ids_fit_23_characters(void **state)
+{
+    struct bench_opts o;
+    bench_opts_init(&o, "mqtt-load", "usage\n");
+    char prefix[32], want[32];
+    struct mc_config cfg = bench_mc_config(&o, "ld", 999, 1000000, 1, prefix);
+    snprintf(want, sizeof want, "ld%08x.999", (unsigned)o.id_token);
+    assert_string_equal(cfg.client_id_prefix, want);
+    assert_true(strlen(prefix) + strlen("-999999") <= 23);
+    assert_int_equal(cfg.version, 4);
+}
+
+static int load_main(int argc, const char **argv)
+{
+    struct result_context ctx = {0};
+    return mqtt_load_main(argc, (char **)argv, &ctx);
+}
+
+static void test_load_refuses_impossible_sessions(void **state)
+{
+    const char *offline_clean[] = {"mqtt-load", "--offline", "--qos", "1"};
+    assert_int_equal(load_main(4, offline_clean), BENCH_EXIT_USAGE);
+    const char *offline_qos0[] = {"mqtt-load", "--session", "persistent", "--offline"};
+    assert_int_equal(load_main(4, offline_qos0), BENCH_EXIT_USAGE);
+    const char *bad_session[] = {"mqtt-load", "--session", "Persistent"};
+    assert_int_equal(load_main(3, bad_session), BENCH_EXIT_USAGE);
+    const char *bad_version[] = {"mqtt-load", "--mqtt-version", "4"};
+    assert_int_equal(load_main(3, bad_version), BENCH_EXIT_USAGE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_version_default_is_311),
+        cmocka_unit_test(test_version_spellings),
+        cmocka_unit_test(test_version_refusals),
+        cmocka_unit_test(test_row_names),
+        cmocka_unit_test(test_client_ids_fit_23_characters),
+        cmocka_unit_test(test_load_refuses_impossible_sessions),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
