@@ -1560,6 +1560,18 @@ unsigned http_open_last_levels(const struct http_open_test *t, struct http_open_
     return rep->nlevels;
 }
 
+bool http_open_row_series(const struct result_row *row, const struct ho_point **points, unsigned *n,
+                          int *saturation_s)
+{
+    if (row->extra_json != report_json)
+        return false;
+    const struct ho_report *rep = row->extra_arg;
+    *points = rep->points;
+    *n = rep->nsecs;
+    *saturation_s = rep->saturation_s;
+    return true;
+}
+
 void http_open_test_free(struct http_open_test *t)
 {
     while (t->reports) {

@@ -4,7 +4,8 @@ feeders it relies on.
 
 - The built-in journey, its search fed with a route of our data set
   (feed-a2b-routes), succeeds against a2b-server on SQLite at scale 1 (the
-  data set it assumes): every one of the 14 requests OK, none KO.
+  data set it assumes): every one of the 14 requests OK, none KO; the
+  HTML report draws the run's per-second series.
 - The copy of the journey in docs/http_open.md is exact, and the recipe
   there for another data set (the journey with a CSV of routes) works.
 - A queue feeder that runs dry stops the users and fails the run.
@@ -92,10 +93,16 @@ def scaled(text, users, routes_line):
 
 def test_builtin_journey_loads_every_endpoint(a2b_server_factory, tmp_path):
     server = a2b_server_factory("--scale", "1")
-    ho, row, p = journey(tmp_path, server.port)
+    html = tmp_path / "journey.html"
+    ho, row, p = journey(tmp_path, server.port, args=SHORT + ["--html", html])
     assert ho["scenario"] == "a2b"
     assert_every_request_ok(ho, USERS)
     assert ho["errors"]["server_total"] == 0 and ho["errors"]["generator_total"] == 0
+    # The report draws the run's per-second series: one point per second.
+    page = html.read_text()
+    assert page.count('class="timeline"') == 1 and page.count("<polyline") == 3
+    active = page.split("<polyline")[1].split('points="')[1].split('"')[0].split()
+    assert len(active) == len(ho["series"]) > 1
 
 
 def test_docs_show_the_builtin_journey():
