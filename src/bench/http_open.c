@@ -99,7 +99,7 @@ static const char usage[] =
     BENCH_HELP_RUNS BENCH_HELP_JSON BENCH_HELP_SERVER
     "\n"
     "Exit codes: 0 the test ran (KOs are results, not failures), 1 it could not\n"
-    "run (nothing answered at all), 2 usage error.\n";
+    "run (nothing answered at all) or a queue feeder ran dry, 2 usage error.\n";
 
 #define HO_DEFAULT_PORT 8080
 #define HO_TICK_MS 10
@@ -654,17 +654,14 @@ static void user_run(struct ho_user *u)
 static void user_start(struct ho_thread *th, uint64_t intended_ns)
 {
     struct ho_user *u = mem_calloc(1, sizeof *u);
+    if (scn_feed(th->cfg->scn, u->vals, &th->rng) < 0) {
+        mem_free(u); /* a queue feeder ran dry: no user starts any more */
+        th->injecting = false;
+        return;
+    }
     u->th = th;
     u->intended_ns = intended_ns;
     ev_timer_init(&u->timer, user_on_timer, u);
-    const struct scenario *scn = th->cfg->scn;
-    for (unsigned i = 0; i < scn->nfeeders; i++) {
-        const struct scn_feeder *f = &scn->feeders[i];
-        char v[24];
-        snprintf(v, sizeof v, "%llu",
-                 (unsigned long long)(f->min + inj_rand(&th->rng) % (f->max - f->min + 1)));
-        u->vals[f->var] = mem_strdup(v);
-    }
     u->next = th->users;
     if (th->users)
         th->users->prev = u;
@@ -683,7 +680,7 @@ static void th_next_arrival(struct ho_thread *th)
 {
     double t;
     th->next_t = -1;
-    while (inj_gen_next(&th->gen, &t)) {
+    while (th->injecting && inj_gen_next(&th->gen, &t)) {
         if (th->next_k++ % th->cfg->threads == th->index) {
             th->next_t = t;
             return;
@@ -731,7 +728,7 @@ static void th_on_tick(struct ev_loop *loop, struct ev_timer *t)
             /* Our share of the target, the remainder to the first threads. */
             unsigned total = (unsigned)target;
             unsigned share = total / cfg->threads + (th->index < total % cfg->threads);
-            while (th->alive < share)
+            while (th->injecting && th->alive < share)
                 user_start(th, now);
         }
     }
@@ -1161,6 +1158,7 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
     probe_start(&probe, o->server_pid);
     if (a->pg_postmaster)
         pg_probe_start(&pg, "/proc", a->pg_postmaster);
+    scn_feed_rewind(cfg.scn);
     uint64_t t0 = now_ns();
     unsigned started = 0;
     for (unsigned i = 0; i < cfg.threads; i++) {
@@ -1246,6 +1244,9 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
     /* A caller with its own tables (brief) keeps stdout for them. */
     FILE *tf = o->brief || (o->json_path && !strcmp(o->json_path, "-")) ? stderr : stdout;
     report_print(tf, rep);
+    if (scn_feed_dry(cfg.scn)) /* Gatling stops the run there */
+        snprintf(row->error, sizeof row->error, "the queue feeder %.200s ran out of records",
+                 scn_feed_dry(cfg.scn));
     if (row->error[0])
         return BENCH_EXIT_RUNTIME;
     if (rep->all.h.count > 0 && rep->all.ok == 0 && rep->errs[ERR_CONNECT] == rep->all.ko) {
@@ -1557,6 +1558,18 @@ unsigned http_open_last_levels(const struct http_open_test *t, struct http_open_
     for (unsigned i = 0; i < rep->nlevels && i < max; i++)
         out[i] = rep->levels[i];
     return rep->nlevels;
+}
+
+bool http_open_row_series(const struct result_row *row, const struct ho_point **points, unsigned *n,
+                          int *saturation_s)
+{
+    if (row->extra_json != report_json)
+        return false;
+    const struct ho_report *rep = row->extra_arg;
+    *points = rep->points;
+    *n = rep->nsecs;
+    *saturation_s = rep->saturation_s;
+    return true;
 }
 
 void http_open_test_free(struct http_open_test *t)

@@ -105,6 +105,12 @@ struct ho_point {
  * the saturation point's value. */
 int ho_saturation(const struct ho_point *series, unsigned n, unsigned w);
 
+/* The per-second series of an http-open iteration row (its n points, the
+ * saturation second or -1), valid while the row's run is kept; false for
+ * any other row. For reports drawn from rows (report_html.c). */
+bool http_open_row_series(const struct result_row *row, const struct ho_point **points, unsigned *n,
+                          int *saturation_s);
+
 /* Polls http://host:port/path with GET until it answers 200, at most
  * timeout_s, while process pid (our child) runs; it is not reaped. Returns
  * whether it answered 200. */

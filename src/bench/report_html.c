@@ -1,10 +1,13 @@
 /* report_html.c - the self-contained HTML report: rows grouped by
- * experiment, grid point and target, drawn as inline SVG bar charts. */
+ * experiment, grid point and target, drawn as inline SVG bar charts, and
+ * the per-second series of http-open runs as line charts. */
 #include "bench/report_html.h"
 
 #include <errno.h>
 #include <math.h>
 #include <string.h>
+
+#include "bench/http_open.h"
 
 #define REPORT_MAX_POINTS 32
 #define REPORT_MAX_SERIES 8
@@ -17,6 +20,8 @@
 #define CHART_RIGHT 16.0
 #define CHART_TOP 16.0
 #define CHART_BOTTOM 44.0
+#define PLOT_W (CHART_W - CHART_LEFT - CHART_RIGHT)
+#define PLOT_H (CHART_H - CHART_TOP - CHART_BOTTOM)
 
 static const char *const series_colors[REPORT_MAX_SERIES] = {
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
@@ -185,6 +190,52 @@ static double nice_step(double max, unsigned ticks)
     return 10 * mag;
 }
 
+/* A value axis from 0 up to max, in round steps of step. */
+struct axis {
+    double max, step;
+};
+
+static struct axis axis_for(double top)
+{
+    if (!(top > 0))
+        top = 1;
+    double step = nice_step(top, 5);
+    return (struct axis){step * ceil(top / step), step};
+}
+
+static double axis_y(const struct axis *a, double v) { return CHART_TOP + PLOT_H - v / a->max * PLOT_H; }
+
+/* Opens a figure (caption: static text) and its SVG, and draws the value
+ * grid with each step's value at the left. */
+static void put_figure_open(FILE *f, const char *caption, const struct axis *a)
+{
+    fprintf(f, "<figure><figcaption>%s</figcaption>\n", caption);
+    fprintf(f, "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\">\n", CHART_W,
+            CHART_H, CHART_W, CHART_H);
+    for (double t = 0; t <= a->max * 1.0001; t += a->step) {
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", CHART_LEFT,
+                CHART_W - CHART_RIGHT, axis_y(a, t), axis_y(a, t));
+        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT - 6, axis_y(a, t) + 4);
+        put_number(f, t);
+        fputs("</text>\n", f);
+    }
+}
+
+/* Draws the baseline and closes what put_figure_open opened. */
+static void put_figure_close(FILE *f, const struct axis *a)
+{
+    fprintf(f, "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", CHART_LEFT,
+            CHART_W - CHART_RIGHT, axis_y(a, 0), axis_y(a, 0));
+    fputs("</svg></figure>\n", f);
+}
+
+static void put_legend_item(FILE *f, const char *color, const char *name)
+{
+    fprintf(f, "<li><span class=\"swatch\" style=\"background:%s\"></span>", color);
+    put_escaped(f, name);
+    fputs("</li>", f);
+}
+
 static void put_chart(FILE *f, const struct report_group *g, const struct report_metric *m)
 {
     double top = 0;
@@ -197,23 +248,11 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
             if (hi > top)
                 top = hi;
         }
-    if (!(top > 0))
-        top = 1;
-    double step = nice_step(top, 5), ymax = step * ceil(top / step);
-    double pw = CHART_W - CHART_LEFT - CHART_RIGHT, ph = CHART_H - CHART_TOP - CHART_BOTTOM;
-    double gw = pw / g->npoints, bw = gw * 0.8 / g->nseries;
-#define Y(v) (CHART_TOP + ph - (v) / ymax * ph)
-
-    fprintf(f, "<figure><figcaption>%s (%s)</figcaption>\n", m->title, m->unit);
-    fprintf(f, "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\">\n", CHART_W,
-            CHART_H, CHART_W, CHART_H);
-    for (double t = 0; t <= ymax * 1.0001; t += step) {
-        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", CHART_LEFT,
-                CHART_W - CHART_RIGHT, Y(t), Y(t));
-        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT - 6, Y(t) + 4);
-        put_number(f, t);
-        fputs("</text>\n", f);
-    }
+    struct axis a = axis_for(top);
+    double gw = PLOT_W / g->npoints, bw = gw * 0.8 / g->nseries;
+    char caption[128];
+    snprintf(caption, sizeof caption, "%s (%s)", m->title, m->unit);
+    put_figure_open(f, caption, &a);
     for (unsigned p = 0; p < g->npoints; p++) {
         double gx = CHART_LEFT + p * gw + gw * 0.1;
         for (unsigned s = 0; s < g->nseries; s++) {
@@ -223,7 +262,7 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
             double val = v->metric[m->index], dev = sd ? sd->metric[m->index] : 0;
             double x = gx + s * bw;
             fprintf(f, "<rect class=\"bar\" fill=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">",
-                    series_colors[s], x, Y(val), bw * 0.92, Y(0) - Y(val));
+                    series_colors[s], x, axis_y(&a, val), bw * 0.92, axis_y(&a, 0) - axis_y(&a, val));
             fputs("<title>", f);
             put_escaped(f, g->series[s]);
             fputs(", ", f);
@@ -239,7 +278,8 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
                 double cx = x + bw * 0.46;
                 double lo = val - dev > 0 ? val - dev : 0;
                 fprintf(f, "<path class=\"err\" d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\"/>\n", cx,
-                        Y(lo), Y(val + dev), cx - 3, Y(lo), cx + 3, cx - 3, Y(val + dev), cx + 3);
+                        axis_y(&a, lo), axis_y(&a, val + dev), cx - 3, axis_y(&a, lo), cx + 3, cx - 3,
+                        axis_y(&a, val + dev), cx + 3);
             }
         }
         fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT + p * gw + gw / 2,
@@ -247,10 +287,106 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
         put_escaped(f, g->point[p]);
         fputs("</text>\n", f);
     }
-    fprintf(f, "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", CHART_LEFT,
-            CHART_W - CHART_RIGHT, Y(0), Y(0));
-    fputs("</svg></figure>\n", f);
-#undef Y
+    put_figure_close(f, &a);
+}
+
+/* ---- time series ----------------------------------------------------------- */
+
+/* Second t of an n-second series across the plot's width. */
+static double time_x(double t, unsigned n) { return CHART_LEFT + (n > 1 ? t / (n - 1) : 0) * PLOT_W; }
+
+static void put_time_ticks(FILE *f, unsigned n)
+{
+    double step = ceil(fmax(1, axis_for(n > 1 ? n - 1 : 1).step)); /* whole seconds */
+    for (double t = 0; t <= (n > 1 ? n - 1 : 0) + 1e-9; t += step)
+        fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">%.0f s</text>\n", time_x(t, n),
+                CHART_H - CHART_BOTTOM + 18, t);
+}
+
+/* The field of struct ho_point at offset off, second by second. */
+static void put_polyline(FILE *f, const struct ho_point *pts, unsigned n, size_t off, const struct axis *a,
+                         const char *color, const char *name)
+{
+    fprintf(f, "<polyline class=\"line\" stroke=\"%s\" points=\"", color);
+    for (unsigned i = 0; i < n; i++) {
+        double v;
+        memcpy(&v, (const char *)&pts[i] + off, sizeof v);
+        fprintf(f, "%s%.1f,%.1f", i ? " " : "", time_x(i, n), axis_y(a, v));
+    }
+    fprintf(f, "\"><title>%s</title></polyline>\n", name);
+}
+
+static void put_saturation(FILE *f, unsigned n, int second, const struct axis *a)
+{
+    if (second < 0 || (unsigned)second >= n)
+        return;
+    double x = time_x(second, n);
+    fprintf(f, "<line class=\"sat\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x, x, CHART_TOP,
+            axis_y(a, 0));
+    fprintf(f, "<text class=\"satlabel\" x=\"%.1f\" y=\"%.1f\">saturation</text>\n", x + 4, CHART_TOP + 10);
+}
+
+void report_html_timeline(FILE *f, const char *label, const struct ho_point *pts, unsigned n,
+                          int saturation_s)
+{
+    static const char *const active_name = "active users", *const responses_name = "responses per second",
+                      *const p95_name = "p95 of OK responses (ms)";
+    const char *active_color = series_colors[0], *responses_color = series_colors[2],
+               *p95_color = series_colors[3];
+    double top = 0, top_ms = 0;
+    for (unsigned i = 0; i < n; i++) {
+        top = fmax(top, fmax(pts[i].active, pts[i].responses));
+        top_ms = fmax(top_ms, pts[i].p95_ms);
+    }
+    struct axis counts = axis_for(top), ms = axis_for(top_ms);
+    bool sat = saturation_s >= 0 && (unsigned)saturation_s < n;
+    fputs("<div class=\"timeline\"><h3>", f);
+    put_escaped(f, label);
+    fputs("</h3>\n<p class=\"def\">", f);
+    if (sat)
+        fprintf(f, "Saturation point (dashed line): %.0f active users at second %d.", pts[saturation_s].active,
+                saturation_s);
+    else
+        fputs("Saturation point: not reached.", f);
+    fputs("</p>\n<ul class=\"legend\">", f);
+    put_legend_item(f, active_color, active_name);
+    put_legend_item(f, responses_color, responses_name);
+    put_legend_item(f, p95_color, p95_name);
+    fputs("</ul>\n", f);
+    put_figure_open(f, "Active users and responses per second", &counts);
+    put_time_ticks(f, n);
+    put_polyline(f, pts, n, offsetof(struct ho_point, active), &counts, active_color, active_name);
+    put_polyline(f, pts, n, offsetof(struct ho_point, responses), &counts, responses_color, responses_name);
+    put_saturation(f, n, saturation_s, &counts);
+    put_figure_close(f, &counts);
+    put_figure_open(f, "p95 per second (ms, OK responses that ended in that second)", &ms);
+    put_time_ticks(f, n);
+    put_polyline(f, pts, n, offsetof(struct ho_point, p95_ms), &ms, p95_color, p95_name);
+    put_saturation(f, n, saturation_s, &ms);
+    put_figure_close(f, &ms);
+    fputs("</div>\n", f);
+}
+
+/* A timeline for every http-open run of the experiment (report_html_timeline). */
+static void put_timelines(FILE *f, const char *experiment, const struct result_row *rows, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        const struct result_row *r = &rows[i];
+        const struct ho_point *pts;
+        unsigned npts;
+        int sat;
+        if (strcmp(r->experiment, experiment) || r->aggregate_name ||
+            !http_open_row_series(r, &pts, &npts, &sat) || npts == 0)
+            continue;
+        char series[128], label[200];
+        const char *point;
+        row_name_parts(r, series, sizeof series, &point);
+        if (r->repetitions > 1)
+            snprintf(label, sizeof label, "%s, %s, run %u: over time", series, point, r->repetition_index + 1);
+        else
+            snprintf(label, sizeof label, "%s, %s: over time", series, point);
+        report_html_timeline(f, label, pts, npts, sat);
+    }
 }
 
 static void put_cell(FILE *f, const struct result_row *v, const struct result_row *sd, size_t index,
@@ -294,7 +430,7 @@ static void put_table(FILE *f, const struct report_group *g)
     fputs("</tbody></table>\n", f);
 }
 
-static void put_group(FILE *f, const struct report_group *g)
+static void put_group(FILE *f, const struct report_group *g, const struct result_row *rows, unsigned n)
 {
     fputs("<section><h2>", f);
     put_escaped(f, g->experiment);
@@ -317,16 +453,14 @@ static void put_group(FILE *f, const struct report_group *g)
             g->aggregated ? "Bars: mean over the runs; whiskers: one standard deviation."
                           : "Bars: single runs (no repetitions).");
     fputs("<ul class=\"legend\">", f);
-    for (unsigned s = 0; s < g->nseries; s++) {
-        fprintf(f, "<li><span class=\"swatch\" style=\"background:%s\"></span>", series_colors[s]);
-        put_escaped(f, g->series[s]);
-        fputs("</li>", f);
-    }
+    for (unsigned s = 0; s < g->nseries; s++)
+        put_legend_item(f, series_colors[s], g->series[s]);
     fputs("</ul>\n", f);
     for (size_t i = 0; i < sizeof report_metrics / sizeof report_metrics[0]; i++)
         if (group_has(g, report_metrics[i].need))
             put_chart(f, g, &report_metrics[i]);
     put_table(f, g);
+    put_timelines(f, g->experiment, rows, n);
     fputs("</section>\n", f);
 }
 
@@ -342,7 +476,9 @@ static const char report_style[] =
     "table{border-collapse:collapse;font-size:12px;margin-top:1em}"
     "th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}"
     "th:nth-child(-n+2),td:nth-child(-n+2){text-align:left}"
-    "dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em;color:#444}dd{margin:0}";
+    "dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em;color:#444}dd{margin:0}"
+    "h3{font-size:1em;margin:1.6em 0 .3em}.line{fill:none;stroke-width:1.5}"
+    ".sat{stroke:#d62728;stroke-dasharray:5 4}.satlabel{font-size:11px;fill:#d62728}";
 
 int report_html_print(FILE *f, const struct result_context *ctx, const struct result_row *rows, unsigned n)
 {
@@ -374,7 +510,7 @@ int report_html_print(FILE *f, const struct result_context *ctx, const struct re
         seen[nseen++] = rows[i].experiment;
         group_build(&g, rows[i].experiment, rows, n);
         if (g.npoints)
-            put_group(f, &g);
+            put_group(f, &g, rows, n);
     }
     if (!n)
         fputs("<p>No results.</p>\n", f);

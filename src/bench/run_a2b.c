@@ -596,7 +596,8 @@ static void tally(int rc, bool *runtime, bool *missed)
         *missed = true;
 }
 
-/* The journey, its feeder drawing users that exist in the data set. */
+/* The journey, its feeders drawing users and routes that exist in the data
+ * set. */
 static void scenario_init(struct run_a2b *j)
 {
     char err[256];
@@ -604,9 +605,13 @@ static void scenario_init(struct run_a2b *j)
         abort(); /* the built-in text is tested */
     struct a2b_data d;
     a2b_data_init(&d, 1, j->o->data_scale);
-    for (unsigned i = 0; i < j->scn.nfeeders; i++)
-        if (j->scn.feeders[i].max > d.users)
-            j->scn.feeders[i].max = d.users;
+    for (unsigned i = 0; i < j->scn.nfeeders; i++) {
+        struct scn_feeder *f = &j->scn.feeders[i];
+        if (f->kind == SCN_FEED_A2B_ROUTES)
+            f->routes = d;
+        else if (f->max > d.users)
+            f->max = d.users;
+    }
     http_open_reference_profile(&j->prof);
 }
 

@@ -3,21 +3,28 @@
 #include "bench/scenario.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/inject.h"
 #include "core/mem.h"
+#include "core/textfile.h"
 
 /* The reference's A2BSimulation.java, step by step: the same requests,
  * statuses, extractions, exitHereIfFailed() and pauses. Request names are
- * short; Gatling's long names are in docs/http_open.md. */
+ * short; Gatling's long names are in docs/http_open.md. One deviation: the
+ * transfer search takes its origin, destination and date from a route of
+ * our data set (feed-a2b-routes) instead of the browsed locations and
+ * 1970-01-01, which find nothing here, so that the journey goes on to the
+ * write endpoints. The browsing requests still run and pick at random. */
 const char scn_a2b_text[] =
     "scenario a2b\n"
     "header Accept: application/json\n"
     "header Accept-Encoding: gzip, deflate\n"
     "feed userId 1 200000\n"
+    "feed-a2b-routes\n"
     "request GET /api/v1/countries countries\n"
     "  save countryId $[*].countryId random\n"
     "exit-if-failed\n"
@@ -27,24 +34,25 @@ const char scn_a2b_text[] =
     "exit-if-failed\n"
     "pause 1 3\n"
     "request GET /api/v1/countries/${countryId}/cities/${cityOriginId}/locations origins\n"
-    "  save originId $[*].locationId random\n"
+    "  save browsedOriginId $[*].locationId random\n"
     "pause 3 5\n"
     "request GET /api/v1/countries/${countryId}/cities cities\n"
     "  save cityDestinationId $[*].cityId random\n"
     "exit-if-failed\n"
     "pause 1 3\n"
     "request GET /api/v1/countries/${countryId}/cities/${cityDestinationId}/locations destinations\n"
-    "  save destinationId $[*].locationId random\n"
+    "  save browsedDestinationId $[*].locationId random\n"
     "exit-if-failed\n"
     "pause 3 5\n"
-    "request GET /api/v1/transfers?originId=${originId}&destinationId=${destinationId}&date=1970-01-01 transfers\n"
+    "request GET /api/v1/transfers?originId=${originId}&destinationId=${destinationId}&date=${date} transfers\n"
     "  expect 200 404\n"
     "  save transferId $[*].transferId random\n"
     "exit-if-failed\n"
     "pause 3 5\n"
+    /* 409: this user holds that booking already (docs/http_open.md). */
     "request POST /api/v1/users/${userId}/transfers/${transferId} book\n"
     "  body {\"description\":\"My internal uuid is ${uuid}\"}\n"
-    "  expect 201\n"
+    "  expect 201 409\n"
     "pause 1 3\n"
     "request GET /api/v1/users/${userId}/transfers my-transfers\n"
     "  save selectedUserTransferId $[*].transfer.transferId random\n"
@@ -133,6 +141,16 @@ static bool is_name_char(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
            c == '-';
+}
+
+static bool valid_name(const char *s, size_t len)
+{
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!is_name_char(s[i]))
+            return false;
+    return true;
 }
 
 void scn_path_free(struct scn_path *p)
@@ -353,6 +371,172 @@ int scn_path_eval(const struct scn_path *path, const char *json, size_t len, enu
     return 1;
 }
 
+/* ---- CSV feeder files ---------------------------------------------------- */
+
+static bool is_control(char c) { return (unsigned char)c < 0x20 || c == 0x7f; }
+
+/* Whether p is at the end of a record: LF, CRLF, or the end of the text. */
+static size_t record_end_len(const char *p, const char *end)
+{
+    if (p < end && *p == '\n')
+        return 1;
+    if (end - p >= 2 && p[0] == '\r' && p[1] == '\n')
+        return 2;
+    return 0;
+}
+
+/* Reads the field at *pp (quoted or not) into *out, NUL-terminated, and
+ * leaves *pp at what follows it: ',', the end of the record or the text.
+ * Returns 0, or -1 after writing the error. */
+static int csv_field(const char *name, unsigned line, const char **pp, const char *end, char **out,
+                     char *err, size_t errlen)
+{
+    const char *p = *pp;
+    char *o = *out, *start = *out;
+    if (p < end && *p == '"') {
+        for (p++;; p++) {
+            if (p == end || record_end_len(p, end))
+                return textfile_error(err, errlen, name, line,
+                                      "a quoted field runs past the end of its line (no closing quote?)");
+            if (*p == '"' && (end - p < 2 || p[1] != '"'))
+                break;
+            if (is_control(*p))
+                return textfile_error(err, errlen, name, line, "control character in a field");
+            p += *p == '"'; /* "" is one quote */
+            *o++ = *p;
+        }
+        p++;
+        if (p < end && *p != ',' && !record_end_len(p, end))
+            return textfile_error(err, errlen, name, line, "text after a closing quote");
+    } else {
+        for (; p < end && *p != ',' && !record_end_len(p, end); p++) {
+            if (*p == '"')
+                return textfile_error(err, errlen, name, line,
+                                      "a quote inside an unquoted field (quote the field and "
+                                      "double the quote)");
+            if (is_control(*p))
+                return textfile_error(err, errlen, name, line, "control character in a field");
+            *o++ = *p;
+        }
+    }
+    if ((size_t)(o - start) > SCN_CSV_MAX_FIELD)
+        return textfile_error(err, errlen, name, line, "a field longer than %u bytes",
+                              SCN_CSV_MAX_FIELD);
+    *o++ = '\0';
+    *pp = p;
+    *out = o;
+    return 0;
+}
+
+/* The header (at line) names variables: each a valid name, not uuid, not
+ * repeated. */
+static int csv_check_header(const char *name, unsigned line, const struct scn_csv *c, char *err,
+                            size_t errlen)
+{
+    for (unsigned i = 0; i < c->ncols; i++) {
+        const char *h = scn_csv_field(c, 0, i);
+        if (!valid_name(h, strlen(h)) || !strcmp(h, "uuid"))
+            return textfile_error(err, errlen, name, line,
+                                  "column %u's name '%.40s' is not a variable name (letters, "
+                                  "digits, '_', '-'; not uuid)",
+                                  i + 1, h);
+        for (unsigned k = 0; k < i; k++)
+            if (!strcmp(h, scn_csv_field(c, 0, k)))
+                return textfile_error(err, errlen, name, line, "column name '%s' repeats", h);
+    }
+    return 0;
+}
+
+int scn_csv_parse(const char *name, const char *text, size_t len, struct scn_csv *out, char *err,
+                  size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (len > SCN_CSV_MAX_BYTES) {
+        snprintf(err, errlen, "%s: larger than %u bytes", name, SCN_CSV_MAX_BYTES);
+        return -1;
+    }
+    const char *p = text, *end = text + len;
+    if (len >= 3 && !memcmp(p, "\xef\xbb\xbf", 3))
+        p += 3;
+    /* Unescaping never grows a field, and each field's separator pays for
+     * its NUL, except the last field of the text. */
+    char *o = out->data = mem_alloc(len + 1);
+    uint32_t cap = 0, rows = 0;
+    unsigned line = 1, header_line = 0;
+    while (p < end) {
+        size_t nl = record_end_len(p, end);
+        if (nl) { /* an empty line */
+            p += nl;
+            line++;
+            continue;
+        }
+        if (rows > SCN_CSV_MAX_RECORDS) {
+            textfile_error(err, errlen, name, line, "more than %u records", SCN_CSV_MAX_RECORDS);
+            goto fail;
+        }
+        if (rows == cap) {
+            cap = cap ? cap * 2 : 64;
+            out->row = mem_realloc(out->row, cap * sizeof *out->row);
+        }
+        out->row[rows] = (uint32_t)(o - out->data);
+        unsigned fields = 0;
+        for (;;) {
+            if (fields == SCN_CSV_MAX_COLUMNS) {
+                textfile_error(err, errlen, name, line, "more than %u fields", SCN_CSV_MAX_COLUMNS);
+                goto fail;
+            }
+            if (csv_field(name, line, &p, end, &o, err, errlen) < 0)
+                goto fail;
+            fields++;
+            if (p == end || *p != ',')
+                break;
+            p++;
+        }
+        if (rows == 0) {
+            out->ncols = fields;
+            header_line = line;
+        } else if (fields != out->ncols) {
+            textfile_error(err, errlen, name, line, "%u field%s where the header has %u", fields,
+                           fields == 1 ? "" : "s", out->ncols);
+            goto fail;
+        }
+        rows++;
+        nl = record_end_len(p, end);
+        p += nl;
+        line += nl > 0;
+    }
+    if (rows == 0) {
+        textfile_error(err, errlen, name, line, "no header");
+        goto fail;
+    }
+    out->nrows = rows - 1;
+    if (csv_check_header(name, header_line, out, err, errlen) < 0)
+        goto fail;
+    if (out->nrows == 0) {
+        textfile_error(err, errlen, name, line, "no record after the header");
+        goto fail;
+    }
+    return 0;
+fail:
+    scn_csv_free(out);
+    return -1;
+}
+
+void scn_csv_free(struct scn_csv *c)
+{
+    mem_free(c->data);
+    mem_free(c->row);
+    memset(c, 0, sizeof *c);
+}
+
+const char *scn_csv_field(const struct scn_csv *c, uint32_t row, unsigned col)
+{
+    const char *v = c->data + c->row[row];
+    while (col--)
+        v += strlen(v) + 1;
+    return v;
+}
+
 /* ---- the scenario parser --------------------------------------------------- */
 
 struct parser {
@@ -386,16 +570,6 @@ static int var_index(struct scenario *s, const char *name, size_t len, bool defi
         return -1;
     s->vars[s->nvars] = mem_strndup(name, len);
     return (int)s->nvars++;
-}
-
-static bool valid_name(const char *s, size_t len)
-{
-    if (len == 0)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (!is_name_char(s[i]))
-            return false;
-    return true;
 }
 
 /* Compiles text[0..len) into t. Every ${var} must name a defined variable. */
@@ -482,8 +656,8 @@ static bool parse_uint_word(const char *w, size_t wl, uint64_t max, uint64_t *ou
     return true;
 }
 
-/* Seconds: digits with at most one '.', up to an hour. */
-static bool parse_seconds(const char *w, size_t wl, double *out)
+/* A plain decimal: digits with at most one '.' inside, up to max. */
+static bool parse_decimal(const char *w, size_t wl, double max, double *out)
 {
     char buf[24];
     if (wl == 0 || wl >= sizeof buf)
@@ -500,7 +674,7 @@ static bool parse_seconds(const char *w, size_t wl, double *out)
     memcpy(buf, w, wl);
     buf[wl] = '\0';
     *out = strtod(buf, NULL);
-    return *out <= 3600;
+    return *out <= max;
 }
 
 static struct scn_step *add_step(struct parser *ps, enum scn_step_kind kind)
@@ -515,6 +689,163 @@ static struct scn_step *add_step(struct parser *ps, enum scn_step_kind kind)
     memset(st, 0, sizeof *st);
     st->kind = kind;
     return st;
+}
+
+/* ---- feeders --------------------------------------------------------------- */
+
+struct scn_csv_feed {
+    struct scn_csv csv;
+    char *path;
+    enum scn_order order;
+    atomic_uint_fast64_t next; /* circular and queue: records handed out since the rewind */
+};
+
+static const char *const a2b_route_vars[] = {"originId", "destinationId", "date"};
+
+static struct scn_feeder *add_feeder(struct parser *ps, enum scn_feed_kind kind)
+{
+    struct scenario *s = ps->s;
+    if (s->nfeeders == SCN_MAX_FEEDERS) {
+        perr(ps, "at most %d feeders", SCN_MAX_FEEDERS);
+        return NULL;
+    }
+    struct scn_feeder *f = &s->feeders[s->nfeeders++];
+    memset(f, 0, sizeof *f);
+    f->kind = kind;
+    f->var = s->nvars;
+    return f;
+}
+
+/* Defines f's next variable, name[0..len), which must be new: a feeder's
+ * variables are consecutive. */
+static int feeder_var(struct parser *ps, struct scn_feeder *f, const char *name, size_t len)
+{
+    if (var_index(ps->s, name, len, false) >= 0)
+        return perr(ps, "variable '%.*s' is already defined", (int)len, name);
+    if (var_index(ps->s, name, len, true) < 0)
+        return perr(ps, "more than %d variables", SCN_MAX_VARS);
+    f->nvars++;
+    return 0;
+}
+
+static int feed_csv(struct parser *ps, const char *path, size_t pl, enum scn_order order)
+{
+    struct scn_feeder *f = add_feeder(ps, SCN_FEED_CSV);
+    if (!f)
+        return -1;
+    struct scn_csv_feed *cf = f->csv = mem_calloc(1, sizeof *cf);
+    cf->path = mem_strndup(path, pl);
+    cf->order = order;
+    atomic_init(&cf->next, 0);
+    char *text, err[256];
+    size_t len;
+    if (textfile_read(cf->path, &text, &len, err, sizeof err) < 0)
+        return perr(ps, "feed-csv: %s", err);
+    int rc = scn_csv_parse(cf->path, text, len, &cf->csv, err, sizeof err);
+    mem_free(text);
+    if (rc < 0)
+        return perr(ps, "feed-csv: %s", err);
+    for (unsigned i = 0; i < cf->csv.ncols; i++) {
+        const char *h = scn_csv_field(&cf->csv, 0, i);
+        if (feeder_var(ps, f, h, strlen(h)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int feed_a2b_routes(struct parser *ps, const char *p, const char *end)
+{
+    const char *w;
+    size_t wl;
+    double scale = 1;
+    uint64_t seed = 1;
+    if ((next_word(&p, end, &w, &wl) && (!parse_decimal(w, wl, 100, &scale) || !(scale > 0))) ||
+        (next_word(&p, end, &w, &wl) && !parse_uint_word(w, wl, UINT64_MAX, &seed)) ||
+        next_word(&p, end, &w, &wl))
+        return perr(ps, "feed-a2b-routes wants [SCALE [SEED]], the data set's as a2b-server's "
+                        "--scale (above 0, up to 100) and --seed");
+    struct scn_feeder *f = add_feeder(ps, SCN_FEED_A2B_ROUTES);
+    if (!f)
+        return -1;
+    a2b_data_init(&f->routes, seed, scale);
+    for (size_t i = 0; i < sizeof a2b_route_vars / sizeof a2b_route_vars[0]; i++)
+        if (feeder_var(ps, f, a2b_route_vars[i], strlen(a2b_route_vars[i])) < 0)
+            return -1;
+    return 0;
+}
+
+static void feed_set(char **vals, unsigned var, const char *v)
+{
+    mem_free(vals[var]);
+    vals[var] = mem_strdup(v);
+}
+
+static void feed_clear(const struct scenario *s, char **vals)
+{
+    for (unsigned i = 0; i < s->nfeeders; i++)
+        for (unsigned k = s->feeders[i].var; k < s->feeders[i].var + s->feeders[i].nvars; k++) {
+            mem_free(vals[k]);
+            vals[k] = NULL;
+        }
+}
+
+int scn_feed(const struct scenario *s, char **vals, uint64_t *rng)
+{
+    char v[24];
+    for (unsigned i = 0; i < s->nfeeders; i++) {
+        const struct scn_feeder *f = &s->feeders[i];
+        if (f->kind == SCN_FEED_RANGE) {
+            snprintf(v, sizeof v, "%llu",
+                     (unsigned long long)(f->min + inj_rand(rng) % (f->max - f->min + 1)));
+            feed_set(vals, f->var, v);
+        } else if (f->kind == SCN_FEED_A2B_ROUTES) {
+            struct a2b_transfer_row t;
+            a2b_data_transfer(&f->routes, 1 + (int64_t)(inj_rand(rng) % f->routes.transfers), &t);
+            snprintf(v, sizeof v, "%lld", (long long)t.origin);
+            feed_set(vals, f->var, v);
+            snprintf(v, sizeof v, "%lld", (long long)t.destination);
+            feed_set(vals, f->var + 1, v);
+            feed_set(vals, f->var + 2, t.date);
+        } else {
+            struct scn_csv_feed *cf = f->csv;
+            uint64_t r = cf->order == SCN_ORDER_RANDOM ? inj_rand(rng) : atomic_fetch_add(&cf->next, 1);
+            if (cf->order == SCN_ORDER_QUEUE && r >= cf->csv.nrows) {
+                feed_clear(s, vals); /* dry: the user gets nothing */
+                return -1;
+            }
+            r %= cf->csv.nrows;
+            for (unsigned c = 0; c < cf->csv.ncols; c++)
+                feed_set(vals, f->var + c, scn_csv_field(&cf->csv, (uint32_t)r + 1, c));
+        }
+    }
+    return 0;
+}
+
+void scn_feed_rewind(const struct scenario *s)
+{
+    for (unsigned i = 0; i < s->nfeeders; i++)
+        if (s->feeders[i].kind == SCN_FEED_CSV)
+            atomic_store(&s->feeders[i].csv->next, 0);
+}
+
+const char *scn_feed_dry(const struct scenario *s)
+{
+    for (unsigned i = 0; i < s->nfeeders; i++) {
+        const struct scn_csv_feed *cf = s->feeders[i].csv;
+        if (cf && cf->order == SCN_ORDER_QUEUE && atomic_load(&cf->next) > cf->csv.nrows)
+            return cf->path;
+    }
+    return NULL;
+}
+
+static void feeder_free(struct scn_feeder *f)
+{
+    if (!f->csv)
+        return;
+    scn_csv_free(&f->csv->csv);
+    mem_free(f->csv->path);
+    mem_free(f->csv);
+    f->csv = NULL;
 }
 
 static bool is_token_char(char c)
@@ -563,17 +894,32 @@ static int parse_line(struct parser *ps, const char *p, const char *end)
         if (!next_word(&p, end, &v, &vl) || !next_word(&p, end, &a, &al) ||
             !next_word(&p, end, &z, &zl) || next_word(&p, end, &w, &wl))
             return perr(ps, "feed wants VAR MIN MAX");
-        if (!valid_name(v, vl) || var_index(s, v, vl, false) >= 0)
-            return perr(ps, "feed: bad or repeated variable name");
+        if (!valid_name(v, vl))
+            return perr(ps, "feed: bad variable name");
         if (!parse_uint_word(a, al, UINT64_MAX / 2, &lo) ||
             !parse_uint_word(z, zl, UINT64_MAX / 2, &hi) || hi < lo)
             return perr(ps, "feed wants whole numbers MIN <= MAX");
-        if (s->nfeeders == SCN_MAX_FEEDERS)
-            return perr(ps, "at most %d feeders", SCN_MAX_FEEDERS);
-        int var = var_index(s, v, vl, true);
-        if (var < 0)
-            return perr(ps, "more than %d variables", SCN_MAX_VARS);
-        s->feeders[s->nfeeders++] = (struct scn_feeder){(unsigned)var, lo, hi};
+        struct scn_feeder *f = add_feeder(ps, SCN_FEED_RANGE);
+        if (!f || feeder_var(ps, f, v, vl) < 0)
+            return -1;
+        f->min = lo;
+        f->max = hi;
+    } else if (word_is(w, wl, "feed-csv")) {
+        const char *path, *ord = NULL;
+        size_t pl, ol = 0;
+        if (!next_word(&p, end, &path, &pl) ||
+            (next_word(&p, end, &ord, &ol) && next_word(&p, end, &w, &wl)))
+            return perr(ps, "feed-csv wants PATH [random|circular|queue]");
+        enum scn_order order = SCN_ORDER_QUEUE; /* Gatling's default */
+        if (ord && word_is(ord, ol, "random"))
+            order = SCN_ORDER_RANDOM;
+        else if (ord && word_is(ord, ol, "circular"))
+            order = SCN_ORDER_CIRCULAR;
+        else if (ord && !word_is(ord, ol, "queue"))
+            return perr(ps, "feed-csv: the order is random, circular or queue");
+        return feed_csv(ps, path, pl, order);
+    } else if (word_is(w, wl, "feed-a2b-routes")) {
+        return feed_a2b_routes(ps, p, end);
     } else if (word_is(w, wl, "request")) {
         const char *m, *path;
         size_t ml, pl;
@@ -656,10 +1002,10 @@ static int parse_line(struct parser *ps, const char *p, const char *end)
         const char *a, *z = NULL;
         size_t al, zl = 0;
         double lo, hi;
-        if (!next_word(&p, end, &a, &al) || !parse_seconds(a, al, &lo))
+        if (!next_word(&p, end, &a, &al) || !parse_decimal(a, al, 3600, &lo))
             return perr(ps, "pause wants MIN [MAX] seconds (up to 3600)");
         hi = lo;
-        if (next_word(&p, end, &z, &zl) && !parse_seconds(z, zl, &hi))
+        if (next_word(&p, end, &z, &zl) && !parse_decimal(z, zl, 3600, &hi))
             return perr(ps, "pause wants MIN [MAX] seconds (up to 3600)");
         if (hi < lo || next_word(&p, end, &w, &wl))
             return perr(ps, "pause wants MIN [MAX] with MIN <= MAX");
@@ -731,6 +1077,8 @@ void scn_free(struct scenario *s)
             scn_path_free(&r->extract[k].path);
     }
     mem_free(s->steps);
+    for (unsigned i = 0; i < s->nfeeders; i++)
+        feeder_free(&s->feeders[i]);
     for (unsigned i = 0; i < s->nvars; i++)
         mem_free(s->vars[i]);
     for (unsigned i = 0; i < s->nnames; i++)

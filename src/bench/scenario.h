@@ -7,9 +7,11 @@
  * ${var} references, optional body template, accepted statuses,
  * extractions of values from JSON answers into variables), pauses (uniform
  * between a minimum and a maximum), and exit-if-failed (the user stops
- * when any earlier request failed). Feeders give each user variables drawn
- * uniformly from an integer range; ${uuid} is a fresh random UUID at each
- * use.
+ * when any earlier request failed). Feeders give each user variables when
+ * it starts: drawn uniformly from an integer range, a record of a CSV file
+ * (random, circular or queue, as Gatling's csv feeders), or a route of the
+ * a2b data set (a2b_data.h) that has a transfer. ${uuid} is a fresh random
+ * UUID at each use.
  *
  * The JSONPath subset: "$" then optionally "[*]" (or "[:]") for "every
  * element of the root array", then ".field" any number of times; the
@@ -22,6 +24,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "a2b/a2b_data.h"
 
 #define SCN_MAX_VARS 32
 #define SCN_MAX_STEPS 256
@@ -79,9 +83,55 @@ struct scn_step {
     double pause_min, pause_max; /* SCN_PAUSE, seconds */
 };
 
+/* A CSV file (RFC 4180) parsed whole: a header row naming ncols columns,
+ * then nrows records of as many fields. */
+struct scn_csv {
+    unsigned ncols;
+    uint32_t nrows;
+    char *data;    /* every field unescaped and NUL-terminated, row after row */
+    uint32_t *row; /* nrows + 1 offsets into data; row[0] is the header */
+};
+
+#define SCN_CSV_MAX_BYTES (64u * 1024 * 1024)
+#define SCN_CSV_MAX_RECORDS 1000000u
+#define SCN_CSV_MAX_COLUMNS 16u
+#define SCN_CSV_MAX_FIELD 4096u
+
+/* Parses text[0..len) into out (free it with scn_csv_free). Fields are
+ * separated by ',' and records by LF or CRLF; a field starting with '"' is
+ * quoted ("" stands for a quote, commas are data); empty lines are skipped
+ * and a leading UTF-8 BOM is ignored. Refused, with "name:LINE: why" in
+ * err: a control character in a field (values go into requests as they
+ * are), a quote inside an unquoted field, text after a closing quote, a
+ * record whose field count differs from the header's, a header name that
+ * is not a variable name (letters, digits, '_', '-') or repeats, no
+ * record, and anything over the SCN_CSV_MAX_* bounds. */
+int scn_csv_parse(const char *name, const char *text, size_t len, struct scn_csv *out, char *err,
+                  size_t errlen);
+void scn_csv_free(struct scn_csv *c);
+/* Field col of row (0: the header, 1..nrows: the records). */
+const char *scn_csv_field(const struct scn_csv *c, uint32_t row, unsigned col);
+
+enum scn_feed_kind {
+    SCN_FEED_RANGE,      /* feed VAR MIN MAX */
+    SCN_FEED_CSV,        /* feed-csv PATH [random|circular|queue] */
+    /* feed-a2b-routes [SCALE [SEED]]: originId, destinationId and date of
+     * a transfer, so that a search with them finds it */
+    SCN_FEED_A2B_ROUTES,
+};
+
+enum scn_order { SCN_ORDER_RANDOM, SCN_ORDER_CIRCULAR, SCN_ORDER_QUEUE };
+
+/* A CSV feeder's records, order and run-time cursor (scenario.c). */
+struct scn_csv_feed;
+
+/* The variables a feeder sets are var .. var + nvars - 1. */
 struct scn_feeder {
-    unsigned var;
-    uint64_t min, max; /* uniform, inclusive */
+    enum scn_feed_kind kind;
+    unsigned var, nvars;
+    uint64_t min, max;         /* RANGE: uniform, inclusive */
+    struct scn_csv_feed *csv;  /* CSV, owned */
+    struct a2b_data routes;    /* A2B_ROUTES: the data set whose transfers are drawn */
 };
 
 struct scenario {
@@ -103,8 +153,22 @@ struct scenario {
 int scn_parse(const char *text, size_t len, struct scenario *out, char *err, size_t errlen);
 void scn_free(struct scenario *s);
 
-/* The reference's a2b journey: 14 requests, 14 pauses (docs/http_open.md). */
+/* The reference's a2b journey: 14 requests, 14 pauses (docs/http_open.md),
+ * its transfer search on a route of our data set (feed-a2b-routes). */
 extern const char scn_a2b_text[];
+
+/* Gives a starting user its fed variables: sets vals[v] (freeing what was
+ * there) to a new string for every variable of every feeder, drawing from
+ * *rng. Safe from several threads at once (circular and queue cursors are
+ * atomic). Returns 0, or -1 when a queue feeder has no record left; the
+ * user must not start then, and vals holds no fed value. */
+int scn_feed(const struct scenario *s, char **vals, uint64_t *rng);
+/* Puts the circular and queue feeders back at their first record, for a
+ * new run. Not concurrent with scn_feed. */
+void scn_feed_rewind(const struct scenario *s);
+/* The path of a queue feeder that refused a user since the last rewind
+ * (it ran dry), or NULL. */
+const char *scn_feed_dry(const struct scenario *s);
 
 /* Whether status passes the request's expectations. */
 bool scn_status_ok(const struct scn_request *r, int status);

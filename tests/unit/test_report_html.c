@@ -1,5 +1,6 @@
 /* test_report_html.c - the HTML report: grouping of rows into charts and
- * tables, escaping, and which charts appear for which figures. */
+ * tables, escaping, which charts appear for which figures, and the line
+ * charts of a per-second series with its saturation mark. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "bench/http_open.h"
 #include "bench/report_html.h"
 
 static struct result_row make_row(const char *experiment, const char *target, const char *agg,
@@ -76,6 +78,7 @@ static void test_aggregates_become_bars_with_whiskers(void **state)
     assert_null(strstr(html, "h<ost>"));
     assert_int_equal(count(html, "<tr><td>"), 4);
     assert_non_null(strstr(html, "mean over the runs"));
+    assert_null(strstr(html, "timeline")); /* rows without a per-second series */
     free(html);
 }
 
@@ -158,6 +161,50 @@ static void test_write_to_unwritable_path_reports(void **state)
     assert_non_null(strstr(err, "/nonexistent-dir/report.html"));
 }
 
+static char *render_timeline(const struct ho_point *pts, unsigned n, int saturation_s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    assert_non_null(f);
+    report_html_timeline(f, "target<1>, a2b: over time", pts, n, saturation_s);
+    fclose(f);
+    return text;
+}
+
+/* The plot spans x 72..744 and y 236 (zero) up to 16 (the axis maximum). */
+static void test_timeline_draws_the_series_and_the_saturation(void **state)
+{
+    const struct ho_point pts[] = {{0, 0, 1}, {10, 5, 2}, {20, 10, 4}};
+    char *html = render_timeline(pts, 3, 1);
+    assert_int_equal(count(html, "class=\"timeline\""), 1);
+    assert_int_equal(count(html, "<svg"), 2);
+    assert_int_equal(count(html, "<polyline"), 3);
+    /* Users and responses share an axis up to 20; p95 has its own, up to 4. */
+    assert_non_null(strstr(html, "points=\"72.0,236.0 408.0,126.0 744.0,16.0\"><title>active users"));
+    assert_non_null(strstr(html, "points=\"72.0,236.0 408.0,181.0 744.0,126.0\"><title>responses per second"));
+    assert_non_null(strstr(html, "points=\"72.0,181.0 408.0,126.0 744.0,16.0\"><title>p95"));
+    /* Seconds along the bottom, whole ones only. */
+    assert_non_null(strstr(html, "x=\"408.0\" y=\"254.0\">1 s</text>"));
+    assert_int_equal(count(html, " s</text>"), 2 * 3);
+    /* The saturation second, across both charts, and in words. */
+    assert_int_equal(count(html, "<line class=\"sat\" x1=\"408.0\" x2=\"408.0\" y1=\"16.0\" y2=\"236.0\"/>"), 2);
+    assert_non_null(strstr(html, "Saturation point (dashed line): 10 active users at second 1."));
+    assert_non_null(strstr(html, "<h3>target&lt;1&gt;, a2b: over time</h3>"));
+    free(html);
+
+    html = render_timeline(pts, 3, -1);
+    assert_int_equal(count(html, "class=\"sat\""), 0);
+    assert_non_null(strstr(html, "Saturation point: not reached."));
+    free(html);
+    /* One second: a single point at the left; a flat zero series keeps an axis. */
+    const struct ho_point one = {0, 0, 0};
+    html = render_timeline(&one, 1, 0);
+    assert_non_null(strstr(html, "points=\"72.0,236.0\""));
+    assert_int_equal(count(html, "class=\"sat\""), 2);
+    free(html);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +214,7 @@ int main(void)
         cmocka_unit_test(test_series_and_points_come_from_row_names),
         cmocka_unit_test(test_no_rows),
         cmocka_unit_test(test_write_to_unwritable_path_reports),
+        cmocka_unit_test(test_timeline_draws_the_series_and_the_saturation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
