@@ -78,6 +78,9 @@ struct a2b_target {
     char note[320];          /* why it was left out, or "" */
     struct http_open_test test; /* owns the reports the rows' JSON refers to */
     struct a2b_figures fig;
+    struct http_open_test race; /* the capacity race, on PostgreSQL */
+    bool raced;
+    int race_rc;
 };
 
 struct run_a2b {
@@ -91,6 +94,7 @@ struct run_a2b {
     char build_note[160];
     struct scenario scn;
     struct inj_profile prof;
+    struct inj_profile race_prof; /* n == 0: no capacity race */
     struct a2b_target t[NTARGETS];
 };
 
@@ -396,8 +400,11 @@ static void figures_from(struct a2b_figures *f, const struct http_open_summary *
     f->col[11] = s->pg ? s->pg_cpu_pct : NAN;
 }
 
-/* The journey against target i, which runs. Returns false if it failed. */
-static bool load(struct run_a2b *j, int i)
+/* The journey under prof against target i, which runs, into test; the
+ * rows are named after the target's label and suffix. Returns the load's
+ * exit code. */
+static int drive(struct run_a2b *j, int i, struct http_open_test *test,
+                 const struct inj_profile *prof, const char *suffix)
 {
     const struct run_a2b_opts *o = j->o;
     struct a2b_target *t = &j->t[i];
@@ -405,23 +412,37 @@ static bool load(struct run_a2b *j, int i)
     bench_opts_init(&b, "http-open", NULL);
     snprintf(b.host, sizeof b.host, "%s", A2B_HOST);
     b.port = t->port;
-    snprintf(b.target, sizeof b.target, "%s", t->label);
+    snprintf(b.target, sizeof b.target, "%s%s", t->label, suffix);
     b.server_pid = t->proc.pid;
     b.brief = true;
-    t->test.scn = &j->scn;
-    t->test.prof = &j->prof;
-    t->test.time_scale = o->time_scale;
-    t->test.pg_sample = i != T_SQLITE ? j->pg_uri : NULL;
-    t->test.pg_sample_optional = true; /* --pg may name a server elsewhere */
-    fprintf(stderr, "shootout run: a2b journey against %s (port %d)\n", t->label, t->port);
+    test->scn = &j->scn;
+    test->prof = prof;
+    test->time_scale = o->time_scale;
+    test->pg_sample = i != T_SQLITE ? j->pg_uri : NULL;
+    test->pg_sample_optional = true; /* --pg may name a server elsewhere */
+    fprintf(stderr, "shootout run: a2b journey%s against %s (port %d)\n", suffix, t->label,
+            t->port);
+    int rc = http_open_exec(&b, test, o->ctx, o->rows);
+    if (rc != BENCH_EXIT_OK)
+        child_alive(&t->proc); /* a failure may be the server dying: say so */
+    return rc;
+}
+
+/* The reference's journey against target i, then the capacity race on
+ * PostgreSQL. Returns false if a load failed. */
+static bool load(struct run_a2b *j, int i)
+{
+    struct a2b_target *t = &j->t[i];
     t->ran = true;
-    t->rc = http_open_exec(&b, &t->test, o->ctx, o->rows);
+    t->rc = drive(j, i, &t->test, &j->prof, "");
     struct http_open_summary s;
     if (http_open_last_summary(&t->test, &s))
         figures_from(&t->fig, &s);
-    if (t->rc != BENCH_EXIT_OK)
-        child_alive(&t->proc); /* a failure may be the server dying: say so */
-    return t->rc == BENCH_EXIT_OK;
+    if (i != T_SQLITE && j->race_prof.n && child_alive(&t->proc)) {
+        t->raced = true;
+        t->race_rc = drive(j, i, &t->race, &j->race_prof, ", capacity");
+    }
+    return t->rc == BENCH_EXIT_OK && (!t->raced || t->race_rc == BENCH_EXIT_OK);
 }
 
 /* Starts target i, loads it and stops it, so that the targets never share
@@ -536,6 +557,73 @@ static void print_table(FILE *f, const struct run_a2b *j)
                "own (about 35 min per target)\n");
 }
 
+/* One target's figures of a race level, or blanks if it has none. */
+static void print_race_cells(FILE *f, const struct http_open_level *l)
+{
+    if (!l) {
+        fprintf(f, "%9s%9s%7s", "-", "-", "-");
+        return;
+    }
+    fprintf(f, "%9.0f%9.1f%7.1f", l->responses_per_s, l->p95_ms,
+            l->requests > 0 ? 100 * l->ko / l->requests : 0.0);
+}
+
+/* The level of a race whose load is constant, at index k of levels[n]. */
+static const struct http_open_level *race_level(const struct http_open_level *levels, unsigned n,
+                                                unsigned k)
+{
+    if (k >= n || !strcmp(levels[k].kind, "after") || levels[k].load_from != levels[k].load_to)
+        return NULL;
+    return &levels[k];
+}
+
+static void print_race(FILE *f, const struct run_a2b *j)
+{
+    static struct http_open_level lv[2][INJ_MAX_SEGMENTS + 1];
+    const int who[2] = {T_PG, T_NODE};
+    unsigned n[2] = {0, 0};
+    for (int w = 0; w < 2; w++)
+        if (j->t[who[w]].raced)
+            n[w] = http_open_last_levels(&j->t[who[w]].race, lv[w], INJ_MAX_SEGMENTS + 1);
+    if (!n[0] && !n[1])
+        return;
+    fprintf(f, "\nThe capacity race on PostgreSQL: the same journey under %s, durations / %g,\n"
+               "one target at a time; a request counts in the level it was sent in. resp/s: "
+               "answers per second,\np95 over OK and KO; ratios above 1 favour ours\n",
+            j->o->capacity, j->o->time_scale);
+    fprintf(f, "%-9s|%-25s|%-25s| p95 peer/ours  resp/s ours/peer\n", "",
+            " shootout a2b-server", " a2b-node (the peer)");
+    fprintf(f, "%-9s|%9s%9s%7s|%9s%9s%7s|\n", "users/s", "resp/s", "p95 ms", "KO %", "resp/s",
+            "p95 ms", "KO %");
+    unsigned rows = n[0] > n[1] ? n[0] : n[1];
+    for (unsigned k = 0; k < rows; k++) {
+        const struct http_open_level *a = race_level(lv[0], n[0], k), *b = race_level(lv[1], n[1], k);
+        const struct http_open_level *any = a ? a : b;
+        if (!any)
+            continue;
+        fprintf(f, "%-9.0f|", any->load_from);
+        print_race_cells(f, a);
+        fputc('|', f);
+        print_race_cells(f, b);
+        fputc('|', f);
+        if (a && b && a->p95_ms > 0 && b->responses_per_s > 0)
+            fprintf(f, " %12.2fx %16.2fx", b->p95_ms / a->p95_ms,
+                    a->responses_per_s / b->responses_per_s);
+        fputc('\n', f);
+    }
+    for (int w = 0; w < 2; w++) {
+        const struct a2b_target *t = &j->t[who[w]];
+        struct http_open_summary s;
+        if (!t->raced || !http_open_last_summary(&t->race, &s))
+            fprintf(f, "  %s: not raced%s%s\n", t->label, t->note[0] ? ": " : "", t->note);
+        else if (s.saturation_users < 0)
+            fprintf(f, "  %s: never saturated (peak %.0f responses/s)\n", t->label, s.rps);
+        else
+            fprintf(f, "  %s: saturation point at %.0f active users\n", t->label,
+                    s.saturation_users);
+    }
+}
+
 /* ---- the rows ------------------------------------------------------------ */
 
 static void figures_json(struct json *jw, const void *arg)
@@ -613,6 +701,11 @@ static void scenario_init(struct run_a2b *j)
             f->max = d.users;
     }
     http_open_reference_profile(&j->prof);
+    struct inj_step st;
+    if (j->o->capacity &&
+        (inj_parse_step(j->o->capacity, strlen(j->o->capacity), &st, err, sizeof err) < 0 ||
+         inj_profile_add(&j->race_prof, &st, err, sizeof err) < 0))
+        abort(); /* shootout run has checked it */
 }
 
 int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job)
@@ -631,6 +724,7 @@ int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job)
         t->label = labels[i];
         child_init(&t->proc, i == T_NODE ? "a2b-node" : "shootout");
         http_open_test_init(&t->test);
+        http_open_test_init(&t->race);
         t->fig.variant = labels[i];
         t->fig.time_scale = o->time_scale;
         t->fig.data_load_s = NAN;
@@ -687,6 +781,7 @@ int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job)
     for (unsigned q = 0; q < NQUOTED; q++)
         append_figures(j, &quoted[q]);
     print_table(o->out, j);
+    print_race(o->out, j);
     fflush(o->out);
     return runtime ? BENCH_EXIT_RUNTIME : missed ? BENCH_EXIT_MISSED : BENCH_EXIT_OK;
 }
@@ -697,6 +792,7 @@ void run_a2b_free(struct run_a2b *j)
         return;
     for (int i = 0; i < NTARGETS; i++) {
         http_open_test_free(&j->t[i].test);
+        http_open_test_free(&j->t[i].race);
         child_free(&j->t[i].proc);
     }
     child_free(&j->pg);

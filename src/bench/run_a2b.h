@@ -6,7 +6,10 @@
  * durations and pauses divided by a time scale; then the article's table
  * (build time, artifact size, boot-up, total requests, KO %, RPS, p95,
  * saturation point, RAM, CPU, threads, PostgreSQL CPU) with the article's
- * published Spring and Quarkus rows quoted beneath, marked as such.
+ * published Spring and Quarkus rows quoted beneath, marked as such. Then,
+ * on PostgreSQL, the capacity race: the journey under a staircase of
+ * arrival rates against ours and the Node peer in turn, compared level by
+ * level with each one's saturation point.
  */
 #ifndef SHOOTOUT_RUN_A2B_H
 #define SHOOTOUT_RUN_A2B_H
@@ -23,6 +26,9 @@ struct run_a2b_opts {
     /* An existing PostgreSQL server (postgres://...), "none" for none, or
      * NULL: a temporary one when PostgreSQL is installed. */
     const char *pg_uri;
+    /* The capacity race's profile, one --inject step (inject.h) scaled by
+     * time_scale like the journey's, or NULL: no race. */
+    const char *capacity;
     bool no_peer; /* leave out the Node peer */
     FILE *out;    /* the table; progress goes to stderr */
     const struct result_context *ctx;

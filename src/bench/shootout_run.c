@@ -20,6 +20,7 @@
 #include "bench/mqtt_load.h"
 #include "bench/mqtt_ping.h"
 #include "bench/report_html.h"
+#include "bench/inject.h"
 #include "bench/run_a2b.h"
 #include "bench/run_rpc.h"
 #include "bench/run_table.h"
@@ -39,6 +40,11 @@
  * two minutes per target with the users' tails; --quick: 25 s. */
 #define RUN_A2B_TIME_SCALE 10.0
 #define RUN_A2B_QUICK_TIME_SCALE 40.0
+/* The capacity race: 50 to 350 users/s (about 700 to 4,900 requests/s),
+ * levels of 100 s and ramps of 10 s before the time scale: at the default
+ * scale, 10 s per level, which is where the Node peer and then ours stop
+ * keeping up on a 2-core machine. */
+#define RUN_A2B_CAPACITY "increment-users-per-sec 50 7 100s ramp 10s from 50"
 #define RUN_HOST "127.0.0.1"
 /* Descriptors the largest grid point needs in this process: connections
  * plus stdio, epoll and eventfds. */
@@ -71,6 +77,9 @@ static const char usage[] =
     "durations and pauses divided by a time scale. Prints the article's table\n"
     "(build time, size, boot-up, requests, KO %, RPS, p95, saturation point, RAM,\n"
     "CPU, threads, PostgreSQL CPU) with its published rows quoted beneath.\n"
+    "Then the capacity race on PostgreSQL: the same journey under a staircase of\n"
+    "arrival rates against ours and the Node peer in turn, with p95, responses/s\n"
+    "and KO per level, each one's saturation point and the ratios.\n"
     "\n"
     "Every run goes into one JSON file and a self-contained HTML page with the\n"
     "charts. The servers are stopped at the end, and when this command is\n"
@@ -85,6 +94,10 @@ static const char usage[] =
     "                   (default 10: about 2 minutes per target)\n"
     "  --full-profile   the a2b profile unscaled, as Gatling ran it (about 35\n"
     "                   minutes per target); the same as --a2b-time-scale 1\n"
+    "  --a2b-capacity STEP|none  the capacity race's profile, an http-open\n"
+    "                   --inject step, its durations divided by the time scale too\n"
+    "                   (default '" RUN_A2B_CAPACITY "': levels of 10 s),\n"
+    "                   or none to skip the race\n"
     "  --pg URI|none    the a2b part's PostgreSQL: an existing server\n"
     "                   (postgres://...; schema a2b is replaced), or none\n"
     "                   (default: a temporary server when PostgreSQL is installed)\n"
@@ -123,6 +136,7 @@ struct run {
     double scale;
     double a2b_time_scale; /* 0: the default for --quick or not */
     const char *pg_uri;
+    const char *a2b_capacity; /* an --inject step, or NULL for none */
     const char *json_path;
     const char *html_path; /* NULL: no HTML report */
     bool no_peer;
@@ -421,6 +435,7 @@ static int run_parse(struct run *r, int argc, char **argv)
         OPT_A2B_TIME_SCALE,
         OPT_FULL_PROFILE,
         OPT_PG,
+        OPT_A2B_CAPACITY,
     };
     static const struct option opts[] = {
         {"runs", required_argument, NULL, OPT_RUNS},
@@ -433,6 +448,7 @@ static int run_parse(struct run *r, int argc, char **argv)
         {"a2b-time-scale", required_argument, NULL, OPT_A2B_TIME_SCALE},
         {"full-profile", no_argument, NULL, OPT_FULL_PROFILE},
         {"pg", required_argument, NULL, OPT_PG},
+        {"a2b-capacity", required_argument, NULL, OPT_A2B_CAPACITY},
         /* Not in --help: for the tests, which need a job of seconds. */
         {"scale", required_argument, NULL, OPT_SCALE},
         {"help", no_argument, NULL, 'h'},
@@ -495,6 +511,9 @@ static int run_parse(struct run *r, int argc, char **argv)
                 return run_usage_error("--pg wants postgres://... or none, not '%s'", optarg);
             r->pg_uri = optarg;
             break;
+        case OPT_A2B_CAPACITY:
+            r->a2b_capacity = strcmp(optarg, "none") ? optarg : NULL;
+            break;
         case OPT_SCALE:
             errno = 0;
             r->scale = strtod(optarg, &end);
@@ -512,6 +531,11 @@ static int run_parse(struct run *r, int argc, char **argv)
     }
     if (optind < argc)
         return run_usage_error("unexpected argument '%s'", argv[optind]);
+    struct inj_step step;
+    char why[160];
+    if (r->a2b_capacity &&
+        inj_parse_step(r->a2b_capacity, strlen(r->a2b_capacity), &step, why, sizeof why) < 0)
+        return run_usage_error("--a2b-capacity: %s", why);
     r->runs = runs ? (unsigned)runs : quick ? 1 : RUN_MQTT_RUNS;
     r->rpc_runs = runs ? (unsigned)runs : quick ? RUN_RPC_QUICK_RUNS : RUN_RPC_RUNS;
     if (!r->a2b_time_scale)
@@ -538,6 +562,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
         .json_path = "shootout-results.json",
         .html_path = "shootout-report.html",
         .parts = PART_MQTT | PART_RPC | PART_A2B,
+        .a2b_capacity = RUN_A2B_CAPACITY,
     };
     child_init(&r.brokers[OURS], "shootout");
     child_init(&r.brokers[PEER], "mosquitto");
@@ -586,6 +611,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
             .data_scale = r.scale < 1 ? r.scale : 1,
             .exe = r.exe,
             .pg_uri = r.pg_uri,
+            .capacity = r.a2b_capacity,
             .no_peer = r.no_peer,
             .out = out,
             .ctx = &r.ctx,

@@ -238,3 +238,48 @@ def test_a2b_part_prints_the_articles_table_and_quotes_its_rows(tmp_path):
     pid = int(re.search(r"SQLite, pid (\d+)", p.stdout).group(1))
     assert_gone([pid])
     assert "stopped shootout (pid %d): exit 0" % pid in p.stdout
+
+
+RACE_TITLE = "The capacity race on PostgreSQL"
+HAVE_NODE_PEER = bool(shutil.which("node")) and os.path.isdir(
+    os.path.join(os.path.dirname(__file__), "..", "..", "peers", "a2b-node", "node_modules",
+                 "fastify"))
+
+
+def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, pg_cluster):
+    """On PostgreSQL, after the journey, each target gets the staircase: one
+    table line per level of constant load (never the ramps between them), the
+    levels in the JSON, and ratios when the Node peer ran too."""
+    out = tmp_path / "r.json"
+    p = run("--only", "a2b", "--scale", "0.01", "--a2b-time-scale", "2", "--pg", pg_cluster.uri,
+            "--a2b-capacity", "increment-users-per-sec 10 3 100s ramp 20s from 20",
+            "--json", out, "--html", "none", cwd=tmp_path, timeout=240)
+    assert p.returncode == 0, p.stderr
+    race = table(p.stdout, RACE_TITLE)
+    assert "increment-users-per-sec 10 3 100s ramp 20s from 20, durations / 200" in race[0]
+    levels = [line for line in race if re.match(r"^\d+ +\|", line)]
+    assert [int(line.split("|")[0]) for line in levels] == [20, 30, 40]
+    ours = [line.split("|")[1].split() for line in levels]
+    assert all(float(cells[0]) > 0 and float(cells[1]) > 0 for cells in ours), race
+    if HAVE_NODE_PEER:
+        peer = [line.split("|")[2].split() for line in levels]
+        assert all(float(cells[0]) > 0 for cells in peer), race
+        assert all(re.search(r"\d+\.\d\dx +\d+\.\d\dx$", line) for line in levels), race
+    else:
+        assert any("a2b-node, PostgreSQL: not raced" in line for line in race), race
+    assert re.search(r"shootout a2b-server, PostgreSQL: (never saturated|saturation point)",
+                     p.stdout)
+
+    rows = json.loads(out.read_text())["benchmarks"]
+    raced = [r for r in rows if r["name"].endswith(", capacity/a2b")]
+    assert len(raced) == (2 if HAVE_NODE_PEER else 1)
+    for r in raced:
+        stairs = [lv for lv in r["http_open"]["levels"] if lv["kind"] != "after"]
+        # three levels and the two ramps between them
+        assert len(stairs) == 5, stairs
+
+
+def test_capacity_race_can_be_skipped_and_is_checked():
+    assert "--a2b-capacity" in run("--help").stdout
+    p = run("--a2b-capacity", "increment-users-per-sec x")
+    assert p.returncode == EXIT_USAGE and "--a2b-capacity" in p.stderr
