@@ -385,9 +385,36 @@ static void user_record(struct ho_user *u, bool ok, enum ho_err err, int status)
     u->intended_ns = t;
 }
 
+/* Timers. ev counts whole milliseconds of CLOCK_MONOTONIC (now_ns()'s
+ * clock), truncated, from its reading when the loop last woke: a delay
+ * computed from now_ns() and added to that reading fires up to a
+ * millisecond (and the callbacks run since the wake-up) early, and a
+ * request sent before its intended start looks faster than it was (0 ms
+ * against a fast server). So intended starts are put on ev's grid, rounded
+ * up to the millisecond (a pause or an arrival up to 1 ms later than
+ * drawn), and a timer is armed for that millisecond itself: it fires at
+ * the first wake-up at or after it, so the request never leaves early,
+ * and only the generator's real lateness counts in its response time. */
+static uint64_t ms_ceil_ns(uint64_t ns)
+{
+    return (ns + 999999) / 1000000 * 1000000;
+}
+
+/* Arms t for at_ns, on the millisecond grid. */
+static void timer_at(struct ev_loop *loop, struct ev_timer *t, uint64_t at_ns)
+{
+    uint64_t at_ms = at_ns / 1000000, now_ms = ev_now(loop);
+    ev_timer_start(loop, t, at_ms > now_ms ? at_ms - now_ms : 0, 0);
+}
+
 static void user_on_timer(struct ev_loop *loop, struct ev_timer *t)
 {
-    user_run(t->data);
+    struct ho_user *u = t->data;
+    /* Early only if ev and now_ns() ever read different clocks. */
+    if (now_ns() < u->intended_ns)
+        timer_at(loop, t, u->intended_ns);
+    else
+        user_run(u);
 }
 
 /* Applies the request's extractions to an OK answer; false if one failed. */
@@ -639,10 +666,8 @@ static void user_run(struct ho_user *u)
             double s = st->pause_min + (st->pause_max - st->pause_min) * inj_rand_unit(&u->th->rng);
             uint64_t ns = (uint64_t)(s / u->th->cfg->time_scale * 1e9);
             u->step++;
-            u->intended_ns += ns;
-            uint64_t now = now_ns();
-            uint64_t wait = u->intended_ns > now ? (u->intended_ns - now + 999999) / 1000000 : 0;
-            ev_timer_start(u->th->loop, &u->timer, wait, 0);
+            u->intended_ns = ms_ceil_ns(u->intended_ns + ns);
+            timer_at(u->th->loop, &u->timer, u->intended_ns);
             return;
         } else if (user_request(u)) {
             return;
@@ -689,12 +714,16 @@ static void th_next_arrival(struct ho_thread *th)
     th->injecting = false;
 }
 
+/* When our next arrival is due, on the timers' grid. */
+static uint64_t th_arrival_ns(const struct ho_thread *th)
+{
+    return ms_ceil_ns(th->t0_ns + (uint64_t)(th->next_t * 1e9));
+}
+
 static void th_schedule_arrival(struct ho_thread *th)
 {
-    if (th->next_t < 0)
-        return;
-    uint64_t due = th->t0_ns + (uint64_t)(th->next_t * 1e9), now = now_ns();
-    ev_timer_start(th->loop, &th->arrival, due > now ? (due - now + 999999) / 1000000 : 0, 0);
+    if (th->next_t >= 0)
+        timer_at(th->loop, &th->arrival, th_arrival_ns(th));
 }
 
 static void th_on_arrival(struct ev_loop *loop, struct ev_timer *t)
@@ -702,8 +731,8 @@ static void th_on_arrival(struct ev_loop *loop, struct ev_timer *t)
     struct ho_thread *th = t->data;
     uint64_t now = now_ns();
     /* Everyone due by now starts, at the intended time each. */
-    while (th->next_t >= 0 && th->t0_ns + (uint64_t)(th->next_t * 1e9) <= now) {
-        user_start(th, th->t0_ns + (uint64_t)(th->next_t * 1e9));
+    while (th->next_t >= 0 && th_arrival_ns(th) <= now) {
+        user_start(th, th_arrival_ns(th));
         th_next_arrival(th);
     }
     th_schedule_arrival(th);

@@ -213,6 +213,17 @@ def test_percentiles_from_fixed_delays(fake, tmp_path):
     assert row["latency"]["min"] >= 100e3 * (1 - 1 / 256)
 
 
+def test_never_sent_before_intended_start(fake, tmp_path):
+    # Response times count from the intended start (the end of a pause);
+    # a request that left before it would look faster than the server's
+    # 20 ms, down to 0 against a fast one.
+    steps = "request GET /delay/20 d\n" + "pause 0.013 0.057\nrequest GET /delay/20 d\n" * 8
+    ho, _, _ = run(tmp_path, fake.target, steps, "--inject", "constant-users-per-sec 20 2s")
+    d = by_name(ho, "d")
+    assert d["ok"] == 360
+    assert d["min_ms"] >= 20 * (1 - 1 / 256)
+
+
 def test_open_arrivals_match_profile(fake, tmp_path):
     ho, _, _ = run(tmp_path, fake.target, "request GET /ping p\n",
                    "--inject", "nothing-for 500ms", "--inject", "constant-users-per-sec 20 2s",
