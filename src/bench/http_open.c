@@ -86,7 +86,9 @@ static const char usage[] =
     "  --threads T           event-loop threads (default 1)\n"
     "  --request-timeout D   fail a request not answered within D (default 60s)\n"
     "  --connect-timeout D   fail a connect not done within D (default 10s)\n"
-    "  --saturation-window S seconds the saturation rule looks at (default 5)\n"
+    "  --saturation-window S the saturation rule's window in seconds (default 5):\n"
+    "                        the server counts as saturated once it falls behind\n"
+    "                        its demand over two such windows in a row\n"
     "  --seed S              seed of arrivals, pauses, feeders and picks (default 1)\n"
     "  --share-connections N users share a pool of N keep-alive connections per\n"
     "                        thread (Gatling's shareConnections) instead of one\n"
@@ -135,7 +137,7 @@ struct ho_stat {
 };
 
 struct ho_sec {
-    uint32_t started, ended, sent, ok, ko;
+    uint32_t started, ended, sent, ok, ko, ko_gen; /* ko includes ko_gen */
     uint32_t lat[SEC_BUCKETS]; /* OK responses, by end second */
 };
 
@@ -271,14 +273,12 @@ static struct ho_sec *th_sec(struct ho_thread *th)
     return &th->secs[s];
 }
 
-/* The level of the instant ns: the last segment starting at or before it,
- * or the time after the profile. */
-static struct ho_level *th_level(struct ho_thread *th, uint64_t ns)
+/* The level of the instant t (seconds of the run): the last segment
+ * starting at or before it, or (cfg->nlevels) the time after the profile. */
+static unsigned cfg_level_at(const struct ho_cfg *cfg, double t)
 {
-    const struct ho_cfg *cfg = th->cfg;
-    double t = ns > th->t0_ns ? (double)(ns - th->t0_ns) / 1e9 : 0;
     if (t >= cfg->profile_end_s)
-        return &th->levels[cfg->nlevels];
+        return cfg->nlevels;
     unsigned lo = 0, hi = cfg->nlevels - 1;
     while (lo < hi) {
         unsigned mid = (lo + hi + 1) / 2;
@@ -287,31 +287,112 @@ static struct ho_level *th_level(struct ho_thread *th, uint64_t ns)
         else
             hi = mid - 1;
     }
-    return &th->levels[lo];
+    return lo;
 }
 
-int ho_saturation(const struct ho_point *s, unsigned n, unsigned w)
+static struct ho_level *th_level(struct ho_thread *th, uint64_t ns)
 {
-    if (w == 0 || n < 2 * w)
-        return -1;
-    /* Trailing means over w seconds ending at i. */
-    double *r = mem_calloc(n, sizeof *r), *p = mem_calloc(n, sizeof *p);
-    for (unsigned i = w - 1; i < n; i++) {
-        for (unsigned k = i + 1 - w; k <= i; k++) {
-            r[i] += s[k].responses / w;
-            p[i] += s[k].p95_ms / w;
-        }
+    double t = ns > th->t0_ns ? (double)(ns - th->t0_ns) / 1e9 : 0;
+    return &th->levels[cfg_level_at(th->cfg, t)];
+}
+
+/* The saturation rule's numbers; docs/http_open.md (Metrics) says why. */
+#define SAT_SHORTFALL 0.05   /* of the demand (backlog) or of the answers (failures) */
+#define SAT_MIN_REQUESTS 10  /* and at least this many requests */
+#define SAT_LATENCY_RATIO 2  /* p95 at least doubled, */
+#define SAT_LATENCY_MS 20    /* and rose by at least this */
+
+/* Sums over a span of seconds of the series. */
+struct sat_sums {
+    double sent, responses, ok, ko, ok_p95; /* ok_p95: p95s weighted by OK answers */
+};
+
+static struct sat_sums sat_span(const struct sat_sums *pre, unsigned from, unsigned to)
+{
+    const struct sat_sums *a = &pre[from], *b = &pre[to];
+    return (struct sat_sums){b->sent - a->sent, b->responses - a->responses, b->ok - a->ok,
+                             b->ko - a->ko, b->ok_p95 - a->ok_p95};
+}
+
+static bool sat_excess(double excess, double of)
+{
+    return excess >= fmax(SAT_SHORTFALL * of, SAT_MIN_REQUESTS);
+}
+
+/* The share of KO in the server's answers of x. */
+static double sat_ko_share(const struct sat_sums *x)
+{
+    return x->ok + x->ko > 0 ? x->ko / (x->ok + x->ko) : 0;
+}
+
+/* The backlog of unanswered requests grew in both windows, and the
+ * answers of the second took twice as long as before s and 20 ms more
+ * (a window without any OK answer, while its backlog grows, counts as
+ * longer than any). Needs OK answers before s to compare with. */
+static bool sat_backlog(const struct sat_sums *before, const struct sat_sums *w1,
+                        const struct sat_sums *w2)
+{
+    if (!sat_excess(w1->sent - w1->responses, w1->sent) ||
+        !sat_excess(w2->sent - w2->responses, w2->sent) || before->ok <= 0)
+        return false;
+    if (w2->ok <= 0)
+        return true;
+    double p0 = before->ok_p95 / before->ok, p = w2->ok_p95 / w2->ok;
+    return p >= fmax(SAT_LATENCY_RATIO * p0, p0 + SAT_LATENCY_MS);
+}
+
+/* The server's KO answers in w exceed the share they had before s. */
+static bool sat_failures(const struct sat_sums *before, const struct sat_sums *w)
+{
+    double answered = w->ok + w->ko;
+    return sat_excess(w->ko - sat_ko_share(before) * answered, answered);
+}
+
+/* The first second of the window from t where the sign shows by itself
+ * (the backlog grew, or KO passed their share before t, by 5 % of that
+ * second's requests): a window can hold enough of a sudden change while it
+ * starts up to w - 1 seconds before it. There is one, since the window as
+ * a whole shows it. */
+static unsigned sat_onset(const struct sat_sums *pre, unsigned t, unsigned w,
+                          enum ho_sat_cause why)
+{
+    double share = sat_ko_share(&pre[t]);
+    for (unsigned k = t; k + 1 < t + w; k++) {
+        struct sat_sums x = sat_span(pre, k, k + 1);
+        double excess = why == HO_SAT_BACKLOG ? x.sent - x.responses : x.ko - share * (x.ok + x.ko);
+        double of = why == HO_SAT_BACKLOG ? x.sent : x.ok + x.ko;
+        if (excess > 0 && excess >= SAT_SHORTFALL * of)
+            return k;
     }
+    return t + w - 1;
+}
+
+int ho_saturation(const struct ho_point *s, unsigned n, unsigned w, enum ho_sat_cause *cause)
+{
+    enum ho_sat_cause why = HO_SAT_NONE;
     int found = -1;
-    for (unsigned i = w - 1; i + w < n; i++) {
-        if (r[i] > 0 && r[i + w] < 1.05 * r[i] && p[i + w] > 1.2 * p[i] &&
-            p[i + w] - p[i] >= 1.0) {
-            found = (int)i;
-            break;
+    if (w > 0 && n >= 3 * w) {
+        /* Prefix sums: pre[i] sums seconds 0 .. i-1. */
+        struct sat_sums *pre = mem_calloc(n + 1, sizeof *pre);
+        for (unsigned i = 0; i < n; i++)
+            pre[i + 1] = (struct sat_sums){
+                pre[i].sent + s[i].sent, pre[i].responses + s[i].responses, pre[i].ok + s[i].ok,
+                pre[i].ko + s[i].ko_server, pre[i].ok_p95 + s[i].ok * s[i].p95_ms};
+        /* The baseline is everything before t, at least w seconds of it. */
+        for (unsigned t = w; t + 2 * w <= n && found < 0; t++) {
+            struct sat_sums before = sat_span(pre, 0, t), w1 = sat_span(pre, t, t + w),
+                            w2 = sat_span(pre, t + w, t + 2 * w);
+            if (sat_backlog(&before, &w1, &w2))
+                why = HO_SAT_BACKLOG;
+            else if (sat_failures(&before, &w1) && sat_failures(&before, &w2))
+                why = HO_SAT_FAILURES;
+            if (why != HO_SAT_NONE)
+                found = (int)sat_onset(pre, t, w, why);
         }
+        mem_free(pre);
     }
-    mem_free(r);
-    mem_free(p);
+    if (cause)
+        *cause = why;
     return found;
 }
 
@@ -375,6 +456,7 @@ static void user_record(struct ho_user *u, bool ok, enum ho_err err, int status)
         th->all.ko++;
         lv->ko++;
         sec->ko++;
+        sec->ko_gen += err_is_generator(err);
         th->errs[err]++;
         if (err == ERR_STATUS && status >= 100 && status < 600)
             th->status_ko[status]++;
@@ -385,9 +467,36 @@ static void user_record(struct ho_user *u, bool ok, enum ho_err err, int status)
     u->intended_ns = t;
 }
 
+/* Timers. ev counts whole milliseconds of CLOCK_MONOTONIC (now_ns()'s
+ * clock), truncated, from its reading when the loop last woke: a delay
+ * computed from now_ns() and added to that reading fires up to a
+ * millisecond (and the callbacks run since the wake-up) early, and a
+ * request sent before its intended start looks faster than it was (0 ms
+ * against a fast server). So intended starts are put on ev's grid, rounded
+ * up to the millisecond (a pause or an arrival up to 1 ms later than
+ * drawn), and a timer is armed for that millisecond itself: it fires at
+ * the first wake-up at or after it, so the request never leaves early,
+ * and only the generator's real lateness counts in its response time. */
+static uint64_t ms_ceil_ns(uint64_t ns)
+{
+    return (ns + 999999) / 1000000 * 1000000;
+}
+
+/* Arms t for at_ns, on the millisecond grid. */
+static void timer_at(struct ev_loop *loop, struct ev_timer *t, uint64_t at_ns)
+{
+    uint64_t at_ms = at_ns / 1000000, now_ms = ev_now(loop);
+    ev_timer_start(loop, t, at_ms > now_ms ? at_ms - now_ms : 0, 0);
+}
+
 static void user_on_timer(struct ev_loop *loop, struct ev_timer *t)
 {
-    user_run(t->data);
+    struct ho_user *u = t->data;
+    /* Early only if ev and now_ns() ever read different clocks. */
+    if (now_ns() < u->intended_ns)
+        timer_at(loop, t, u->intended_ns);
+    else
+        user_run(u);
 }
 
 /* Applies the request's extractions to an OK answer; false if one failed. */
@@ -639,10 +748,8 @@ static void user_run(struct ho_user *u)
             double s = st->pause_min + (st->pause_max - st->pause_min) * inj_rand_unit(&u->th->rng);
             uint64_t ns = (uint64_t)(s / u->th->cfg->time_scale * 1e9);
             u->step++;
-            u->intended_ns += ns;
-            uint64_t now = now_ns();
-            uint64_t wait = u->intended_ns > now ? (u->intended_ns - now + 999999) / 1000000 : 0;
-            ev_timer_start(u->th->loop, &u->timer, wait, 0);
+            u->intended_ns = ms_ceil_ns(u->intended_ns + ns);
+            timer_at(u->th->loop, &u->timer, u->intended_ns);
             return;
         } else if (user_request(u)) {
             return;
@@ -689,12 +796,16 @@ static void th_next_arrival(struct ho_thread *th)
     th->injecting = false;
 }
 
+/* When our next arrival is due, on the timers' grid. */
+static uint64_t th_arrival_ns(const struct ho_thread *th)
+{
+    return ms_ceil_ns(th->t0_ns + (uint64_t)(th->next_t * 1e9));
+}
+
 static void th_schedule_arrival(struct ho_thread *th)
 {
-    if (th->next_t < 0)
-        return;
-    uint64_t due = th->t0_ns + (uint64_t)(th->next_t * 1e9), now = now_ns();
-    ev_timer_start(th->loop, &th->arrival, due > now ? (due - now + 999999) / 1000000 : 0, 0);
+    if (th->next_t >= 0)
+        timer_at(th->loop, &th->arrival, th_arrival_ns(th));
 }
 
 static void th_on_arrival(struct ev_loop *loop, struct ev_timer *t)
@@ -702,8 +813,8 @@ static void th_on_arrival(struct ev_loop *loop, struct ev_timer *t)
     struct ho_thread *th = t->data;
     uint64_t now = now_ns();
     /* Everyone due by now starts, at the intended time each. */
-    while (th->next_t >= 0 && th->t0_ns + (uint64_t)(th->next_t * 1e9) <= now) {
-        user_start(th, th->t0_ns + (uint64_t)(th->next_t * 1e9));
+    while (th->next_t >= 0 && th_arrival_ns(th) <= now) {
+        user_start(th, th_arrival_ns(th));
         th_next_arrival(th);
     }
     th_schedule_arrival(th);
@@ -771,6 +882,12 @@ struct ho_report {
     struct ho_point *points;
     unsigned nsecs;
     int saturation_s; /* -1: none */
+    enum ho_sat_cause saturation_cause;
+    unsigned saturation_level;        /* index into levels */
+    double saturation_load;           /* the profile's load in the middle of that second */
+    double saturation_rps, saturation_ok_ps; /* sent and OK per second in the window from it */
+    unsigned sat_window;
+    bool closed; /* the profile's model: its load is in concurrent users */
     double duration_s;
     struct http_open_level *levels; /* the time after the profile last */
     unsigned nlevels;
@@ -845,6 +962,35 @@ static void report_levels(struct ho_report *rep, const struct ho_cfg *cfg, struc
     mem_free(m);
 }
 
+static const char *sat_cause_name(enum ho_sat_cause c)
+{
+    return c == HO_SAT_BACKLOG ? "backlog" : c == HO_SAT_FAILURES ? "failures" : "none";
+}
+
+/* The saturation point of the merged series, and the profile's load and
+ * the demand at it. After report_levels. */
+static void report_saturation(struct ho_report *rep, const struct ho_cfg *cfg, unsigned w)
+{
+    rep->sat_window = w;
+    rep->closed = inj_profile_closed(cfg->prof);
+    rep->saturation_s = ho_saturation(rep->points, rep->nsecs, w, &rep->saturation_cause);
+    if (rep->saturation_s < 0)
+        return;
+    unsigned s = (unsigned)rep->saturation_s;
+    double t = s + 0.5;
+    unsigned i = cfg_level_at(cfg, t);
+    rep->saturation_level = i;
+    if (i < cfg->nlevels) { /* along a ramp, where t is; 0 after the profile */
+        const struct http_open_level *l = &rep->levels[i];
+        double f = (t - cfg->levels[i].start_s) / cfg->levels[i].s.dur_s;
+        rep->saturation_load = l->load_from + (l->load_to - l->load_from) * f;
+    }
+    for (unsigned k = s; k < s + w; k++) {
+        rep->saturation_rps += rep->points[k].sent / w;
+        rep->saturation_ok_ps += rep->points[k].ok / w;
+    }
+}
+
 static void report_merge(struct ho_report *rep, struct ho_thread *ths, unsigned n)
 {
     unsigned names = rep->scn->nnames;
@@ -878,6 +1024,7 @@ static void report_merge(struct ho_report *rep, struct ho_thread *ths, unsigned 
             a->sent += b->sent;
             a->ok += b->ok;
             a->ko += b->ko;
+            a->ko_gen += b->ko_gen;
             for (unsigned k = 0; k < SEC_BUCKETS; k++)
                 a->lat[k] += b->lat[k];
         }
@@ -894,6 +1041,9 @@ static void report_merge(struct ho_report *rep, struct ho_thread *ths, unsigned 
         rep->points[s].active = active;
         rep->points[s].responses = rep->secs[s].ok + rep->secs[s].ko;
         rep->points[s].p95_ms = sec_p95_ms(rep->secs[s].lat);
+        rep->points[s].sent = rep->secs[s].sent;
+        rep->points[s].ok = rep->secs[s].ok;
+        rep->points[s].ko_server = rep->secs[s].ko - rep->secs[s].ko_gen;
     }
 }
 
@@ -1021,11 +1171,24 @@ static void report_json(struct json *j, const void *arg)
     json_object_end(j);
     json_key(j, "saturation");
     if (rep->saturation_s >= 0) {
+        const struct http_open_level *l = &rep->levels[rep->saturation_level];
         json_object_begin(j);
         json_key(j, "second");
         json_int(j, rep->saturation_s);
-        json_key(j, "active_users");
-        json_number(j, rep->points[rep->saturation_s].active);
+        json_kv(j, "active_users", rep->points[rep->saturation_s].active);
+        json_key(j, "cause");
+        json_string(j, sat_cause_name(rep->saturation_cause));
+        json_key(j, "level");
+        if (l->step)
+            json_int(j, rep->saturation_level + 1);
+        else
+            json_null(j);
+        json_kv(j, "load", rep->saturation_load);
+        json_key(j, "load_unit");
+        json_string(j, rep->closed ? "concurrent users" : "users/s");
+        json_kv(j, "window_s", rep->sat_window);
+        json_kv(j, "requests_per_sec", rep->saturation_rps);
+        json_kv(j, "ok_per_sec", rep->saturation_ok_ps);
         json_object_end(j);
     } else {
         json_null(j);
@@ -1066,6 +1229,8 @@ static void report_json(struct json *j, const void *arg)
         json_int(j, rep->secs[s].ok);
         json_key(j, "responses_ko");
         json_int(j, rep->secs[s].ko);
+        json_key(j, "responses_ko_generator");
+        json_int(j, rep->secs[s].ko_gen);
         json_key(j, "p95_ms");
         json_number(j, rep->points[s].p95_ms);
         json_object_end(j);
@@ -1139,11 +1304,19 @@ static void report_print(FILE *f, const struct ho_report *rep)
     }
     if (rep->nlevels > 2)
         print_levels(f, rep);
-    if (rep->saturation_s >= 0)
-        fprintf(f, "saturation point: %.0f active users at second %d\n",
-                rep->points[rep->saturation_s].active, rep->saturation_s);
-    else
+    if (rep->saturation_s >= 0) {
+        const struct http_open_level *l = &rep->levels[rep->saturation_level];
+        fprintf(f, "saturation point: %.0f active users at second %d (%s; load %g %s",
+                rep->points[rep->saturation_s].active, rep->saturation_s,
+                sat_cause_name(rep->saturation_cause), rep->saturation_load,
+                rep->closed ? "users" : "users/s");
+        if (l->step)
+            fprintf(f, ", level %u", rep->saturation_level + 1);
+        fprintf(f, "; %.1f requests/s sent, %.1f answered OK over %u s)\n", rep->saturation_rps,
+                rep->saturation_ok_ps, rep->sat_window);
+    } else {
         fprintf(f, "saturation point: not reached\n");
+    }
 }
 
 static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
@@ -1207,7 +1380,7 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
         ev_loop_free(ths[i].loop);
     }
     mem_free(ths);
-    rep->saturation_s = ho_saturation(rep->points, rep->nsecs, a->sat_window);
+    report_saturation(rep, &cfg, a->sat_window);
     probe_finish(&probe, (double)rep->all.h.count, row);
     if (o->server_pid && rep->duration_s > 0)
         rep->server_cpu_pct = 100 * row->server_cpu_s / rep->duration_s;
@@ -1529,6 +1702,7 @@ bool http_open_last_summary(const struct http_open_test *t, struct http_open_sum
     double active_max = 0;
     for (unsigned i = 0; i < rep->nsecs; i++)
         active_max = fmax(active_max, rep->points[i].active);
+    bool sat = rep->saturation_s >= 0;
     *s = (struct http_open_summary){
         .requests = (double)rep->all.h.count,
         .ko = (double)rep->all.ko,
@@ -1539,7 +1713,12 @@ bool http_open_last_summary(const struct http_open_test *t, struct http_open_sum
         .users_started = (double)rep->users_started,
         .users_done = (double)rep->users_done,
         .active_max = active_max,
-        .saturation_users = rep->saturation_s >= 0 ? rep->points[rep->saturation_s].active : -1,
+        .saturation_users = sat ? rep->points[rep->saturation_s].active : -1,
+        .saturation_s = sat ? rep->saturation_s : -1,
+        .saturation_load = sat ? rep->saturation_load : -1,
+        .saturation_rps = sat ? rep->saturation_rps : -1,
+        .saturation_level = sat ? (int)rep->saturation_level : -1,
+        .saturation_cause = sat ? sat_cause_name(rep->saturation_cause) : NULL,
         .server_cpu_pct = rep->server_cpu_pct,
         .server_rss_kb = rep->server_rss_kb,
         .server_threads = rep->server_threads,

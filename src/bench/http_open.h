@@ -61,7 +61,16 @@ struct http_open_summary {
     double requests, ko, ko_generator; /* ko includes ko_generator */
     double rps, p95_ms, duration_s;
     double users_started, users_done, active_max;
-    double saturation_users; /* -1: not reached */
+    /* The saturation point (docs/http_open.md, Metrics): the active users
+     * at its second (the reference's reading), the second, the profile's
+     * load then (users/s, or concurrent users in a closed profile), the
+     * level it falls in (an index into http_open_last_levels' levels; the
+     * last is the time after the profile), the requests sent per second
+     * in the window from it, and what showed it: "backlog" or "failures".
+     * All -1 (the cause NULL) when not reached. */
+    double saturation_users, saturation_s, saturation_load, saturation_rps;
+    int saturation_level;
+    const char *saturation_cause;
     double server_cpu_pct, server_rss_kb, server_threads;
     bool pg;
     double pg_cpu_pct;
@@ -94,16 +103,29 @@ void http_open_test_free(struct http_open_test *t);
 /* One second of the series, as the saturation point reads it. */
 struct ho_point {
     double active;    /* Gatling's active users in that second */
-    double responses; /* responses per second, OK and KO */
+    double responses; /* responses per second, OK and KO (the generator's own KOs too) */
     double p95_ms;    /* p95 of the OK responses that ended in that second */
+    double sent;      /* requests sent in that second: the demand */
+    double ok;        /* OK responses that ended in that second */
+    double ko_server; /* KO responses that ended in it, but the generator's own failures */
 };
 
-/* The saturation point: the first second s at which, over the next w
- * seconds, the w-second trailing means of responses/s rose by less than
- * 5 % while those of p95 rose by more than 20 % (and by at least 1 ms).
- * Returns s, or -1 if the series never saturates; the active users at s are
- * the saturation point's value. */
-int ho_saturation(const struct ho_point *series, unsigned n, unsigned w);
+enum ho_sat_cause { HO_SAT_NONE, HO_SAT_BACKLOG, HO_SAT_FAILURES };
+
+/* The saturation point: where the server stopped keeping up with its
+ * demand. The first second t, from w on, such that in each of the two
+ * w-second windows from t either
+ * - backlog: the requests sent but not answered grew by at least 5 % of
+ *   those sent (and 10 requests), while in the second window the mean p95
+ *   (weighted by OK answers) reached twice the one before t and 20 ms
+ *   more; or
+ * - failures: the server's KO answers exceeded the share they had before
+ *   t by at least 5 % of its answers (and 10 requests).
+ * Returns the first second of the window from t where that sign shows by
+ * itself, or -1 (and HO_SAT_NONE) if the series never saturates; the
+ * active users then are the saturation point's value. docs/http_open.md
+ * gives the reasons for each number. cause may be NULL. */
+int ho_saturation(const struct ho_point *series, unsigned n, unsigned w, enum ho_sat_cause *cause);
 
 /* The per-second series of an http-open iteration row (its n points, the
  * saturation second or -1), valid while the row's run is kept; false for

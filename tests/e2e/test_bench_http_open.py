@@ -31,8 +31,9 @@ EXIT_USAGE = 2
 
 class Fake:
     """Routes: /list, /item/<id> (200 for 1..3, else 404), /status/<code>,
-    /delay/<ms>, /drop (closes without answering), /gzip (the list,
-    gzipped), /ping. Records each request's arrival time, the client
+    /delay/<ms>, /serial/<ms> (<ms> of work one request at a time: a
+    server of 1000/<ms> requests/s), /drop (closes without answering),
+    /gzip (the list, gzipped), /ping. Records each request's arrival time, the client
     connections (by port) and the peak of requests in progress."""
 
     def __init__(self):
@@ -41,6 +42,7 @@ class Fake:
         self.lock = threading.Lock()
         self.in_progress = 0
         self.peak = 0
+        self.serial = threading.Lock()
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -93,6 +95,10 @@ class Fake:
                     self.answer(int(p[1]))
                 elif p[0] == "delay":
                     time.sleep(int(p[1]) / 1000)
+                    self.answer(200)
+                elif p[0] == "serial":
+                    with fake.serial:
+                        time.sleep(int(p[1]) / 1000)
                     self.answer(200)
                 elif p[0] == "drop":
                     self.close_connection = True
@@ -211,6 +217,17 @@ def test_percentiles_from_fixed_delays(fake, tmp_path):
         assert d[k] >= d["min_ms"] * (1 - 1 / 256)
     assert d["p50_ms"] <= d["p95_ms"] <= d["p99_ms"] <= d["max_ms"] * (1 + 1 / 256)
     assert row["latency"]["min"] >= 100e3 * (1 - 1 / 256)
+
+
+def test_never_sent_before_intended_start(fake, tmp_path):
+    # Response times count from the intended start (the end of a pause);
+    # a request that left before it would look faster than the server's
+    # 20 ms, down to 0 against a fast one.
+    steps = "request GET /delay/20 d\n" + "pause 0.013 0.057\nrequest GET /delay/20 d\n" * 8
+    ho, _, _ = run(tmp_path, fake.target, steps, "--inject", "constant-users-per-sec 20 2s")
+    d = by_name(ho, "d")
+    assert d["ok"] == 360
+    assert d["min_ms"] >= 20 * (1 - 1 / 256)
 
 
 def test_open_arrivals_match_profile(fake, tmp_path):
@@ -419,3 +436,34 @@ def test_usage_errors(fake, tmp_path):
     assert p.returncode == EXIT_USAGE and "line 2" in p.stderr
     p = test_bench.bench("http-open", "--help")
     assert p.returncode == 0 and "--inject" in p.stdout and "--time-scale" in p.stdout
+
+
+def test_saturation_of_a_serial_server(fake, tmp_path):
+    # A server of 100 requests/s (10 ms each, one at a time) under a ramp
+    # from 20 to 200 users/s of one request each: demand passes its
+    # capacity at 3.6 s, its backlog grows and its answers slow down.
+    ho, _, p = run(tmp_path, fake.target, "request GET /serial/10 s\n",
+                   "--inject", "ramp-users-per-sec 20 200 8s", "--saturation-window", "2")
+    sat = ho["saturation"]
+    assert sat is not None, p.stdout
+    assert sat["cause"] == "backlog" and sat["window_s"] == 2
+    assert 2 <= sat["second"] <= 7
+    assert sat["active_users"] == ho["series"][sat["second"]]["active_users"]
+    assert sat["level"] == 1 and sat["load_unit"] == "users/s"
+    # The ramp's rate in the middle of that second, past the capacity or
+    # nearly (the rule reads it once answers fall 5 % short of demand).
+    assert sat["load"] == pytest.approx(20 + 180 * (sat["second"] + 0.5) / 8)
+    assert sat["load"] >= 80
+    assert sat["requests_per_sec"] > sat["ok_per_sec"]
+    assert "saturation point: %g active users at second %d (backlog" % (
+        sat["active_users"], sat["second"]) in p.stdout
+
+
+def test_no_saturation_under_light_load(fake, tmp_path):
+    # 30 users/s where the same server answers 100/s: answers follow the
+    # demand whatever p95 does from second to second.
+    ho, _, p = run(tmp_path, fake.target, "request GET /serial/10 s\n",
+                   "--inject", "constant-users-per-sec 30 6s", "--saturation-window", "2")
+    assert ho["global"]["ok"] == 180 and len(ho["series"]) >= 6
+    assert ho["saturation"] is None
+    assert "saturation point: not reached" in p.stdout
