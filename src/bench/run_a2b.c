@@ -619,8 +619,9 @@ static void print_race(FILE *f, const struct run_a2b *j)
         else if (s.saturation_users < 0)
             fprintf(f, "  %s: never saturated (peak %.0f responses/s)\n", t->label, s.rps);
         else
-            fprintf(f, "  %s: saturation point at %.0f active users\n", t->label,
-                    s.saturation_users);
+            fprintf(f, "  %s: saturated at second %.0f, %.0f users/s arriving, %.0f active users "
+                       "(%s)\n", t->label, s.saturation_s, s.saturation_load, s.saturation_users,
+                    s.saturation_cause ? s.saturation_cause : "?");
     }
 }
 

@@ -267,7 +267,7 @@ def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, 
         assert all(re.search(r"\d+\.\d\dx +\d+\.\d\dx$", line) for line in levels), race
     else:
         assert any("a2b-node, PostgreSQL: not raced" in line for line in race), race
-    assert re.search(r"shootout a2b-server, PostgreSQL: (never saturated|saturation point)",
+    assert re.search(r"shootout a2b-server, PostgreSQL: (never saturated|saturated at second)",
                      p.stdout)
 
     rows = json.loads(out.read_text())["benchmarks"]
