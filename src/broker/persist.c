@@ -161,7 +161,8 @@ static uint64_t persist_msg(struct broker *b, struct msg *m)
 {
     if (m->plog_id)
         return m->plog_id;
-    struct plog_rec r = {.type = PLOG_MSG};
+    /* As durable as what references it, appended after it. */
+    struct plog_rec r = {.type = PLOG_MSG, .lazy = true};
     r.msg = (struct plog_msg){
         .qos = m->qos,
         .retain = m->retain,
@@ -191,10 +192,15 @@ uint64_t persist_out_(struct broker *b, struct session *s, struct msg *m,
     if (!b->persist)
         return 0;
     if (d->entry) {
-        persist_entry_state_(b, d->entry, state, packet_id);
+        /* Sent: a QoS 2 copy's packet id must be on disk before the
+         * subscriber sees it; a QoS 1 copy whose record is lost is sent
+         * again, as QoS 1 allows. */
+        persist_entry_state_(b, d->entry, state, packet_id, d->qos < 2);
         return d->entry;
     }
-    struct plog_rec r = {.type = PLOG_ENTRY};
+    /* A QoS 0 copy may be lost (at most once); a QoS 1/2 one is owed to
+     * the publisher its PUBACK/PUBREC went to. */
+    struct plog_rec r = {.type = PLOG_ENTRY, .lazy = d->qos == 0};
     r.entry = (struct plog_entry){
         .client_id = client_id(s),
         .msg_id = persist_msg(b, m),
@@ -206,20 +212,21 @@ uint64_t persist_out_(struct broker *b, struct session *s, struct msg *m,
     return plog_append(b->persist->log, &r);
 }
 
-void persist_entry_state_(struct broker *b, uint64_t entry, uint8_t state, uint16_t packet_id)
+void persist_entry_state_(struct broker *b, uint64_t entry, uint8_t state, uint16_t packet_id,
+                          bool lazy)
 {
     if (!b->persist)
         return;
-    struct plog_rec r = {.type = PLOG_ENTRY_STATE};
+    struct plog_rec r = {.type = PLOG_ENTRY_STATE, .lazy = lazy};
     r.entry = (struct plog_entry){.id = entry, .state = state, .packet_id = packet_id};
     plog_append(b->persist->log, &r);
 }
 
-void persist_entry_del_(struct broker *b, uint64_t entry)
+void persist_entry_del_(struct broker *b, uint64_t entry, bool lazy)
 {
     if (!b->persist)
         return;
-    struct plog_rec r = {.type = PLOG_ENTRY_DEL};
+    struct plog_rec r = {.type = PLOG_ENTRY_DEL, .lazy = lazy};
     r.entry.id = entry;
     plog_append(b->persist->log, &r);
 }
@@ -248,7 +255,10 @@ void persist_qos2_in_(struct broker *b, struct session *s, uint16_t packet_id, b
     qos2_key(key, s, packet_id);
     struct qos2_in *q = hmap_del(&p->qos2, key, QOS2_KEY_LEN);
     if (q) {
-        persist_entry_del_(b, q->entry);
+        /* Not lazy: were it lost, the id would count as taken after a
+         * restart, and the publisher's next message under it, already
+         * answered with PUBCOMP, would be taken for a retransmission. */
+        persist_entry_del_(b, q->entry, false);
         mem_free(q);
     }
 }

@@ -4,6 +4,11 @@
  * it happens, and at start the log rebuilds them (docs/persistence.md,
  * "Wiring").
  *
+ * Each record is appended lazy or not (struct plog_rec.lazy): lazy when
+ * nothing the broker sends depends on its surviving a power cut, so that
+ * output waits for fdatasync only when it must; docs/persistence.md ("What
+ * waits for the sync") gives the argument for each.
+ *
  * The hooks are inline tests ahead of the calls: of b->persist, of
  * s->persisted (true only for a session whose record is in the log) or of
  * an entry id (non-zero only for a copy in the log), so with persistence
@@ -22,7 +27,8 @@ int persist_open(struct broker *b);
 /* Commits what is pending and closes the log; sessions destroyed after it
  * are not removed from the log. */
 void persist_close(struct broker *b);
-/* From a timer: compaction upkeep and the periodic sync. */
+/* From the sweep timer (250 ms): the sync of lazy records (plog_maintain),
+ * compaction upkeep, and the periodic sync. */
 void persist_tick(struct broker *b);
 
 /* conn.c, before any output is flushed: makes the records appended so far
@@ -74,19 +80,28 @@ static inline uint64_t persist_out(struct broker *b, struct session *s, struct m
 {
     return d->entry || s->persisted ? persist_out_(b, s, m, d, state, packet_id) : 0;
 }
-/* A sent QoS 2 copy got its PUBREC (PUBREL sent). */
-void persist_entry_state_(struct broker *b, uint64_t entry, uint8_t state, uint16_t packet_id);
+/* A sent QoS 2 copy got its PUBREC (PUBREL sent). Not lazy: were it lost,
+ * the PUBLISH would go again after a restart, under a packet id the
+ * subscriber has released, and be delivered twice. */
+void persist_entry_state_(struct broker *b, uint64_t entry, uint8_t state, uint16_t packet_id,
+                          bool lazy);
 static inline void persist_pubrel_sent(struct broker *b, const struct delivery *d, uint16_t packet_id)
 {
     if (d->entry)
-        persist_entry_state_(b, d->entry, 3 /* PLOG_PUBREL_SENT */, packet_id);
+        persist_entry_state_(b, d->entry, 3 /* PLOG_PUBREL_SENT */, packet_id, false);
 }
-/* The copy is done with: acknowledged, dropped, expired or handed on. */
-void persist_entry_del_(struct broker *b, uint64_t entry);
-static inline void persist_entry_del(struct broker *b, const struct delivery *d)
+/* The copy is done with: acknowledged, dropped, expired or handed on;
+ * released: it is a QoS 2 copy whose PUBCOMP came. Lazy for QoS 1 (lost,
+ * the message goes again, with DUP if it went before) and for a released
+ * copy (lost, its PUBREL goes again, which the subscriber answers with
+ * PUBCOMP). Not for a QoS 0 copy, which goes out once at most, nor for a
+ * QoS 2 copy before its PUBREC: handed to another member of a shared
+ * group, or refused by the subscriber, it must not come back. */
+void persist_entry_del_(struct broker *b, uint64_t entry, bool lazy);
+static inline void persist_entry_del(struct broker *b, const struct delivery *d, bool released)
 {
     if (d->entry)
-        persist_entry_del_(b, d->entry);
+        persist_entry_del_(b, d->entry, d->qos == 1 || released);
 }
 
 /* A QoS 2 PUBLISH from s's client was taken (PUBREC to be sent) / its

@@ -870,8 +870,10 @@ struct plog {
     uint64_t *fresh;       /* messages stored in this batch */
     size_t nfresh, fresh_cap;
     uint64_t batch_seq, written_seq, committed_seq;
-    bool unsynced;
-    uint64_t last_sync_ms;
+    bool batch_gates;      /* the batch holds a record that is not lazy */
+    bool unsynced;         /* written since the last sync */
+    bool unsynced_gates;   /* ... and not all lazy: the next commit syncs */
+    uint64_t last_sync_ms, syncs;
     struct compaction *compaction;
     /* After a failed compaction, the next waits until the log has grown
      * this large, so that a full disk is not hit once a second. */
@@ -902,6 +904,7 @@ uint64_t plog_disk_bytes(const struct plog *l)
 uint64_t plog_live_bytes(const struct plog *l) { return l->x.live_bytes; }
 uint64_t plog_batch(const struct plog *l) { return l->batch_seq; }
 uint64_t plog_committed(const struct plog *l) { return l->committed_seq; }
+uint64_t plog_syncs(const struct plog *l) { return l->syncs; }
 
 /* Starts a new file to append to, numbered number. */
 static int open_segment(struct plog *l, uint32_t number)
@@ -939,11 +942,26 @@ uint64_t plog_append(struct plog *l, const struct plog_rec *rec)
     } else if (r.type == PLOG_ENTRY) {
         id = r.entry.id = ++l->x.max_entry_id;
     }
+    l->batch_gates |= !r.lazy;
     size_t start = l->batch.len;
     frame_record(&l->batch, &r);
     struct loc loc = {l->size + start, l->number, (uint32_t)(l->batch.len - start)};
     index_apply(&l->x, &r, loc);
     return id;
+}
+
+/* Makes everything written durable. 0, or -1 (logged). */
+static int log_sync(struct plog *l, uint64_t now)
+{
+    if (fdatasync(l->fd) < 0) {
+        log_error("persistence: fdatasync of log.%010u failed: %s", l->number, strerror(errno));
+        return -1;
+    }
+    l->syncs++;
+    l->unsynced = l->unsynced_gates = false;
+    l->last_sync_ms = now;
+    l->committed_seq = l->written_seq;
+    return 0;
 }
 
 int plog_commit(struct plog *l)
@@ -960,30 +978,31 @@ int plog_commit(struct plog *l)
         l->batch.len = 0;
         l->written_seq = l->batch_seq++;
         l->unsynced = true;
+        l->unsynced_gates |= l->batch_gates;
+        l->batch_gates = false;
         for (size_t i = 0; i < l->nfresh; i++)
             msg_drop_if_unreferenced(&l->x, msg_find(&l->x, l->fresh[i]));
         l->nfresh = 0;
-        if (l->opt.sync_interval_ms)
+        /* Written is enough for every batch with a periodic sync, and for
+         * lazy ones unless an earlier batch still waits for its sync. */
+        if (l->opt.sync_interval_ms || !l->unsynced_gates)
             l->committed_seq = l->written_seq;
     }
     if (!l->unsynced)
         return 0;
-    uint64_t now = l->opt.sync_interval_ms ? mono_ms() : 0;
-    if (l->opt.sync_interval_ms && now - l->last_sync_ms < l->opt.sync_interval_ms)
+    uint64_t now = mono_ms();
+    if (l->opt.sync_interval_ms ? now - l->last_sync_ms < l->opt.sync_interval_ms
+                                : !l->unsynced_gates)
         return 0;
-    if (fdatasync(l->fd) < 0) {
-        log_error("persistence: fdatasync of log.%010u failed: %s", l->number, strerror(errno));
-        return -1;
-    }
-    l->unsynced = false;
-    l->last_sync_ms = now;
-    l->committed_seq = l->written_seq;
-    return 0;
+    return log_sync(l, now);
 }
 
 int plog_compact_start(struct plog *l)
 {
-    if (l->compaction || plog_commit(l) < 0)
+    /* The current file's records are synced before the next file's can
+     * be: after a power cut, recovery must find a prefix of the history,
+     * not a later file's records without an earlier one's. */
+    if (l->compaction || plog_commit(l) < 0 || (l->unsynced && log_sync(l, mono_ms()) < 0))
         return -1;
     struct compaction *c = mem_calloc(1, sizeof *c);
     uint32_t old_number = l->number;
@@ -1061,6 +1080,8 @@ int plog_compact_wait(struct plog *l)
 
 void plog_maintain(struct plog *l)
 {
+    if (l->unsynced && !l->opt.sync_interval_ms)
+        log_sync(l, mono_ms()); /* lazy records; a failure is logged, and retried */
     if (l->compaction) {
         if (atomic_load(&l->compaction->status) != COMPACT_RUNNING)
             compact_finish(l);
@@ -1078,8 +1099,8 @@ void plog_close(struct plog *l)
     if (!l)
         return;
     plog_commit(l);
-    if (l->unsynced && fdatasync(l->fd) < 0)
-        log_error("persistence: fdatasync of log.%010u failed: %s", l->number, strerror(errno));
+    if (l->unsynced)
+        log_sync(l, mono_ms());
     plog_compact_wait(l);
     index_free(&l->x);
     close(l->fd);

@@ -6,7 +6,9 @@
  * record (struct plog_rec) and appends it with plog_append() while it
  * handles packets; plog_commit(), once per loop iteration, writes the
  * iteration's records with one write() and makes them durable, and only
- * then may the broker acknowledge what they describe. At start, plog_open()
+ * then may the broker acknowledge what they describe. A record the broker
+ * marks lazy is written with the others but need not wait for the disk:
+ * nothing sent depends on it surviving a power cut. At start, plog_open()
  * replays the log and hands the broker the live state, one record per live
  * object, to rebuild from.
  *
@@ -111,6 +113,12 @@ struct plog_entry {
 
 struct plog_rec {
     uint8_t type; /* enum plog_type; the member below that it names */
+    /* When appending: nothing the broker sends depends on this record
+     * being on stable storage, only on its being written (it must survive
+     * kill -9, not a power cut), so plog_commit() does not wait for the
+     * disk for it (docs/persistence.md, "What waits for the sync"). False
+     * in what plog_open() delivers. */
+    bool lazy;
     union {
         struct plog_session session;
         struct plog_sub sub;
@@ -140,7 +148,9 @@ enum plog_compact_step {
 
 struct plog_options {
     const char *dir;            /* data directory, created if missing */
-    /* 0: plog_commit() fdatasyncs every batch before it returns.
+    /* 0: plog_commit() fdatasyncs every batch before it returns, but for
+     * one of lazy records only, which waits for the next sync (at most
+     * until the next plog_maintain()).
      * N > 0: it fdatasyncs at most every N ms; a batch counts as committed
      * once written (it survives kill -9 but not a power cut within N ms). */
     uint32_t sync_interval_ms;
@@ -189,27 +199,39 @@ void plog_close(struct plog *log);
  * at commit; references to unknown messages or sessions are ignored. */
 uint64_t plog_append(struct plog *log, const struct plog_rec *rec);
 
-/* Writes the batch with one write() and syncs it as sync_interval_ms says;
- * with nothing pending, just syncs if a periodic sync is due (call it from
- * a timer too when sync_interval_ms > 0). Returns 0, or -1 (logged) if the
- * write failed, in which case the file is cut back to before the batch and
- * the next call writes it again, or if the sync failed, in which case the
- * next call syncs again; either way plog_committed() does not advance.
- * Linux may forget pages whose writeback failed, so a broker should treat a
- * sync that keeps failing as fatal to persistence. */
+/* Writes the batch with one write() and syncs it as sync_interval_ms says:
+ * with 0, fdatasync() before returning if anything written since the last
+ * sync is not lazy (a batch of lazy records only is synced by the next
+ * commit that syncs, or by plog_maintain()); with N > 0, at most every N
+ * ms. With nothing pending, just syncs if a sync is due: one that failed,
+ * or a periodic one (call it from a timer too when sync_interval_ms > 0).
+ * Returns 0, or -1 (logged) if the write failed, in which case the file is
+ * cut back to before the batch and the next call writes it again, or if
+ * the sync failed, in which case the next call syncs again; either way
+ * plog_committed() does not advance. Linux may forget pages whose
+ * writeback failed, so a broker should treat a sync that keeps failing as
+ * fatal to persistence. */
 int plog_commit(struct plog *log);
 
 /* Batches are numbered from 1. A broker that defers acknowledgements notes
  * plog_batch() when it appends a message and sends PUBACK/PUBREC once
- * plog_committed() has reached that number. With the synchronous commit
+ * plog_committed() has reached that number: every batch up to it is as
+ * durable as its records ask (written, and synced unless all lazy, or
+ * with sync_interval_ms > 0 written). With the synchronous commit
  * implemented here that is as soon as plog_commit() returns 0; a commit
  * thread would advance plog_committed() later, and the broker's code would
  * not change. */
 uint64_t plog_batch(const struct plog *log);
 uint64_t plog_committed(const struct plog *log);
+/* fdatasync() calls on the files appended to so far (the compaction's own
+ * are not counted): for tests. */
+uint64_t plog_syncs(const struct plog *log);
 
-/* Loop upkeep, e.g. from a 1 s timer: finishes a compaction whose thread
- * is done, or starts one when the live fraction is below the threshold. */
+/* Loop upkeep, from a timer (the broker's runs every 250 ms): with
+ * sync_interval_ms 0, syncs lazy records written since the last sync, so
+ * that none waits longer than a period of the timer; finishes a compaction
+ * whose thread is done, or starts one when the live fraction is below the
+ * threshold. */
 void plog_maintain(struct plog *log);
 /* Starts a compaction now (commits the batch first). 0, or -1 if one is
  * running or the new file could not be created. */

@@ -280,7 +280,7 @@ static void session_send_inflight(struct broker *b, struct session *s, struct ms
 {
     uint16_t packet_id = session_next_packet_id(s);
     if (!session_write(b, s->conn, m, d, packet_id, false)) {
-        persist_entry_del(b, d);
+        persist_entry_del(b, d, false);
         return;
     }
     struct inflight *f = session_inflight_add(b, s);
@@ -345,10 +345,10 @@ static void session_pump(struct broker *b, struct session *s)
         s->qlen--;
         if (e.msg->expires_ms && msg_expired(e.msg, now)) {
             b->stats.dropped_expired++; /* [MQTT-3.3.2-5] */
-            persist_entry_del(b, &e.d);
+            persist_entry_del(b, &e.d, false);
         } else if (e.d.qos == 0) {
             session_send_qos0(b, s->conn, e.msg, &e.d);
-            persist_entry_del(b, &e.d); /* sent: QoS 0 waits for nothing */
+            persist_entry_del(b, &e.d, false); /* sent: QoS 0 waits for nothing */
         } else
             session_send_inflight(b, s, e.msg, &e.d);
         msg_unref(e.msg);
@@ -448,7 +448,7 @@ void session_deliver(struct broker *b, struct session *s, struct msg *m, const s
 static void session_inflight_remove(struct broker *b, struct session *s, uint32_t i)
 {
     struct inflight *f = &s->inflight[i];
-    persist_entry_del(b, &f->d);
+    persist_entry_del(b, &f->d, f->state == WAIT_PUBCOMP);
     if (f->msg)
         msg_unref(f->msg);
     memmove(f, f + 1, (s->ninflight - i - 1) * sizeof *f);
@@ -499,7 +499,7 @@ static void session_handoff_shared(struct broker *b, struct session *s)
         struct delivery d = e.d;
         d.entry = 0;
         if (e.d.shared && share_redeliver(b, s, e.msg, &d)) {
-            persist_entry_del(b, &e.d);
+            persist_entry_del(b, &e.d, false);
             msg_unref(e.msg);
         } else
             s->queue[(s->qhead + kept++) % s->qcap] = e;

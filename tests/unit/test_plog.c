@@ -2,8 +2,10 @@
  * type round trip, recovery of a random history against a model, a torn
  * tail cut at every byte of the last record, a flipped bit in the middle,
  * compaction (concurrent with appends, automatic, and stopped at each of its
- * steps as if killed there), group-commit semantics, the directory lock, and
- * a child process killed with SIGKILL while it commits and compacts.
+ * steps as if killed there), group-commit semantics and lazy records, the
+ * directory lock, and a child process killed with SIGKILL while it commits
+ * and compacts, or while it commits lazy records (then also cut back to its
+ * last sync, as a power cut would leave it).
  *
  * Recovered state is compared as text: one line per live object, in the
  * same format for what the test appended (its model) and what plog_open()
@@ -327,6 +329,13 @@ static void assert_got_model(void)
 /* ---- writing through plog and the model at once --------------------------- */
 
 static char wbuf[8][64]; /* strings the records point to, per call site */
+static bool w_lazy;       /* the records appended now are lazy */
+
+static uint64_t append(struct plog *l, struct plog_rec *r)
+{
+    r->lazy = w_lazy;
+    return plog_append(l, r);
+}
 
 static void w_session(struct plog *l, const char *cid, uint32_t expiry, bool will)
 {
@@ -343,7 +352,7 @@ static void w_session(struct plog *l, const char *cid, uint32_t expiry, bool wil
         r.session.will_props = B("\x01\x01");
         r.session.will_at_ms = expiry % 3 ? 1767225600000ull + 7000 : 0;
     }
-    plog_append(l, &r);
+    append(l, &r);
     char key[64];
     snprintf(key, sizeof key, "S|%s", cid);
     snprintf(model_put(key, &r)->cid, 32, "%s", cid);
@@ -352,7 +361,7 @@ static void w_session(struct plog *l, const char *cid, uint32_t expiry, bool wil
 static void w_session_del(struct plog *l, const char *cid)
 {
     struct plog_rec r = {.type = PLOG_SESSION_DEL, .session = {.client_id = B(cid)}};
-    plog_append(l, &r);
+    append(l, &r);
     for (size_t i = nmodel; i-- > 0;)
         if (strcmp(model[i].cid, cid) == 0 && model[i].key[0] != 'M')
             model_del(&model[i]);
@@ -370,7 +379,7 @@ static void w_sub(struct plog *l, const char *cid, const char *filter, uint8_t o
     struct plog_rec r = {.type = del ? PLOG_SUB_DEL : PLOG_SUB};
     r.sub = (struct plog_sub){.client_id = B(cid), .filter = B(filter), .options = opts,
                               .sub_id = opts * 3u};
-    plog_append(l, &r);
+    append(l, &r);
     char key[160];
     snprintf(key, sizeof key, "B|%s|%s", cid, filter);
     if (del) {
@@ -387,7 +396,7 @@ static uint64_t w_msg(struct plog *l, const char *topic, const char *payload)
     struct plog_rec r = {.type = PLOG_MSG};
     r.msg = (struct plog_msg){.qos = 1, .retain = topic[0] == 'r', .expiry_ms = 12345,
                               .topic = B(topic), .payload = B(payload), .props = B("\x23\x00\x05")};
-    r.msg.id = plog_append(l, &r);
+    r.msg.id = append(l, &r);
     assert_true(r.msg.id != 0);
     char key[40];
     snprintf(key, sizeof key, "M|%llu", (unsigned long long)r.msg.id);
@@ -399,7 +408,7 @@ static void w_retain(struct plog *l, const char *topic, uint64_t msg)
 {
     struct plog_rec r = {.type = msg ? PLOG_RETAIN : PLOG_RETAIN_CLEAR};
     r.retain = (struct plog_retain){.topic = B(topic), .msg_id = msg};
-    plog_append(l, &r);
+    append(l, &r);
     char key[160];
     snprintf(key, sizeof key, "R|%s", topic);
     if (msg)
@@ -416,7 +425,7 @@ static uint64_t w_entry(struct plog *l, const char *cid, uint64_t msg, uint8_t d
     struct plog_rec r = {.type = PLOG_ENTRY};
     r.entry = (struct plog_entry){.client_id = B(cid), .msg_id = msg, .dir = dir,
                                   .state = state, .qos = 2, .packet_id = (uint16_t)(msg * 7)};
-    r.entry.id = plog_append(l, &r);
+    r.entry.id = append(l, &r);
     assert_true(r.entry.id != 0);
     if (!model_has_session(cid))
         return r.entry.id;
@@ -436,7 +445,7 @@ static void w_entry_state(struct plog *l, struct mobj *e, uint8_t state, bool du
     struct plog_rec r = {.type = PLOG_ENTRY_STATE};
     r.entry = (struct plog_entry){.id = e->rec.entry.id, .state = state, .dup = dup,
                                   .packet_id = pid};
-    plog_append(l, &r);
+    append(l, &r);
     e->rec.entry.state = state;
     e->rec.entry.dup = dup;
     e->rec.entry.packet_id = pid;
@@ -448,7 +457,7 @@ static void w_entry_state(struct plog *l, struct mobj *e, uint8_t state, bool du
 static void w_entry_del(struct plog *l, struct mobj *e)
 {
     struct plog_rec r = {.type = PLOG_ENTRY_DEL, .entry = {.id = e->rec.entry.id}};
-    plog_append(l, &r);
+    append(l, &r);
     model_del(e);
 }
 
@@ -506,10 +515,12 @@ static void random_op(struct plog *l)
 static void random_ops(struct plog *l, int n, int commit_every)
 {
     for (int i = 1; i <= n; i++) {
+        w_lazy = i % 3 == 0; /* written all the same */
         random_op(l);
         if (i % commit_every == 0)
             commit(l);
     }
+    w_lazy = false;
     commit(l);
 }
 
@@ -889,13 +900,96 @@ static void test_group_commit(void **state)
     assert_int_equal(plog_live_bytes(l), live);
     plog_close(l);
 
-    /* Periodic sync: a batch counts as committed once written. */
+    /* Periodic sync: a batch counts as committed once written. The first
+     * commit syncs, then nothing for the interval, lazy or not, and
+     * plog_maintain() leaves it alone. */
     struct plog_options opt = {.dir = dir, .sync_interval_ms = 60000};
     l = open_opts(&opt);
     assert_got_model();
     w_session(l, "b", 2, false);
     commit(l);
     assert_int_equal(plog_committed(l), 1);
+    assert_int_equal(plog_syncs(l), 1);
+    w_session(l, "c", 2, false);
+    commit(l);
+    plog_maintain(l);
+    assert_int_equal(plog_syncs(l), 1);
+    assert_int_equal(plog_committed(l), 2);
+    plog_close(l);
+    l = open_log(dir);
+    assert_got_model();
+    plog_close(l);
+    remove_dir(dir);
+}
+
+static struct mobj *model_entry(uint64_t id)
+{
+    char key[40];
+    snprintf(key, sizeof key, "E|%llu", (unsigned long long)id);
+    struct mobj *e = model_find(key);
+    assert_non_null(e);
+    return e;
+}
+
+/* Lazy records are written with their batch but wait for a sync: a batch
+ * of lazy records only is committed unsynced, a batch with any other
+ * record syncs and takes the lazy ones before it along, and
+ * plog_maintain() syncs what waits (test_group_commit: with a periodic
+ * sync, lazy or not makes no difference). */
+static void test_lazy_commit(void **state)
+{
+    char *dir = fast_dir(), path[512];
+    struct plog *l = open_log(dir);
+    log_path(path, dir, 1);
+    assert_int_equal(plog_syncs(l), 0);
+    w_session(l, "a", 1, false);
+    uint64_t m = w_msg(l, "t", "p");
+    uint64_t e = w_entry(l, "a", m, PLOG_OUT, PLOG_QUEUED);
+    commit(l);
+    assert_int_equal(plog_syncs(l), 1);
+    assert_int_equal(plog_committed(l), 1);
+
+    w_lazy = true;
+    off_t s1 = file_size(path);
+    w_entry_state(l, model_entry(e), PLOG_PUBLISH_SENT, false, 5);
+    commit(l);
+    assert_true(file_size(path) > s1); /* written: it survives kill -9 */
+    assert_int_equal(plog_syncs(l), 1);
+    assert_int_equal(plog_committed(l), 2); /* nothing waits for its sync */
+    commit(l);
+    assert_int_equal(plog_syncs(l), 1);
+    uint64_t m2 = w_msg(l, "t", "q");
+    w_entry(l, "a", m2, PLOG_OUT, PLOG_QUEUED);
+    commit(l);
+    assert_int_equal(plog_syncs(l), 1);
+    assert_int_equal(plog_committed(l), 3);
+
+    /* One record that is not lazy syncs the batch, and what waited. */
+    w_lazy = false;
+    w_sub(l, "a", "f", 1, false);
+    w_lazy = true;
+    w_entry_del(l, model_entry(e));
+    commit(l);
+    assert_int_equal(plog_syncs(l), 2);
+    assert_int_equal(plog_committed(l), 4);
+
+    /* The timer syncs what waits, once. */
+    w_sub(l, "a", "g", 1, false);
+    commit(l);
+    assert_int_equal(plog_syncs(l), 2);
+    plog_maintain(l);
+    assert_int_equal(plog_syncs(l), 3);
+    plog_maintain(l);
+    assert_int_equal(plog_syncs(l), 3);
+
+    /* A compaction syncs the file it leaves before another takes records. */
+    w_sub(l, "a", "h", 1, false);
+    commit(l);
+    assert_int_equal(plog_syncs(l), 3);
+    assert_int_equal(plog_compact_start(l), 0);
+    assert_int_equal(plog_syncs(l), 4);
+    assert_int_equal(plog_compact_wait(l), 0);
+    w_lazy = false;
     plog_close(l);
     l = open_log(dir);
     assert_got_model();
@@ -919,6 +1013,32 @@ static void test_directory_is_locked(void **state)
 }
 
 /* ---- a real process killed with SIGKILL ----------------------------------- */
+
+/* Forks a child that runs child(dir, fd of a pipe's write end), which
+ * never returns; *rfd is the read end. */
+static pid_t spawn(void (*child)(const char *, int), const char *dir, int *rfd)
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        child(dir, fds[1]);
+    }
+    close(fds[1]);
+    *rfd = fds[0];
+    return pid;
+}
+
+/* Closes the pipe and waits for the child, which SIGKILL must have ended. */
+static void reap_killed(pid_t pid, int rfd)
+{
+    int status;
+    close(rfd);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
 
 #define CRASH_KEEP 16 /* the child keeps the latest entries, deletes older */
 
@@ -971,28 +1091,18 @@ static void test_sigkill_keeps_every_committed_record(void **state)
     rng_state = (uint64_t)time(NULL) | 1;
     for (int round = 0; round < 3; round++) {
         char *dir = make_dir("/tmp");
-        int fds[2];
-        assert_int_equal(pipe(fds), 0);
-        pid_t pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-            close(fds[0]);
-            crash_child(dir, fds[1]);
-        }
-        close(fds[1]);
+        int fd;
+        pid_t pid = spawn(crash_child, dir, &fd);
         struct timespec ts = {0, (long)(50 + rnd(400)) * 1000000L};
         nanosleep(&ts, NULL);
         kill(pid, SIGKILL);
         uint64_t seq, last = 0;
-        struct pollfd pfd = {fds[0], POLLIN, 0};
-        while (poll(&pfd, 1, 5000) == 1 && read(fds[0], &seq, sizeof seq) == sizeof seq) {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        while (poll(&pfd, 1, 5000) == 1 && read(fd, &seq, sizeof seq) == sizeof seq) {
             assert_int_equal(seq, last + 1);
             last = seq;
         }
-        close(fds[0]);
-        int status;
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+        reap_killed(pid, fd);
         assert_true(last > 0);
 
         memset(crash_seen, 0, sizeof crash_seen);
@@ -1015,6 +1125,174 @@ static void test_sigkill_keeps_every_committed_record(void **state)
     }
 }
 
+/* ---- lazy records, SIGKILL and a power cut ------------------------------- */
+
+#define LAZY_KEEP 8        /* an entry is deleted 2 * LAZY_KEEP steps after it came */
+#define LAZY_RING (2 * LAZY_KEEP + 2)
+#define LAZY_STEPS 100000
+#define LAZY_MAINTAIN 64   /* the child's timer: plog_maintain() every so many steps */
+
+struct lazy_report {
+    uint64_t step, syncs, synced_size;
+};
+
+/* As a broker does with QoS 1 messages to a persistent session: step s,
+ * odd, commits message s and its queued entry (not lazy: acknowledged to
+ * its publisher); even, a lazy batch: the entry of step s - 1 sent, and
+ * the one of step s - 1 - 2 * LAZY_KEEP deleted (acknowledged by its
+ * subscriber). Reports each step with the sync count and the size of
+ * log.1 at the last sync. */
+static void lazy_child(const char *dir, int out)
+{
+    struct plog_options opt = {.dir = dir, .compact_min_bytes = 1ull << 40};
+    struct plog_report rep;
+    char err[256], path[512];
+    struct plog *l = plog_open(&opt, collect, NULL, &rep, err, sizeof err);
+    uint64_t entries[LAZY_RING] = {0};
+    struct lazy_report lr = {0};
+    struct stat st;
+    log_path(path, dir, 1);
+    if (!l)
+        _exit(2);
+    struct plog_rec r = {.type = PLOG_SESSION, .session = {.client_id = B("lazy")}};
+    plog_append(l, &r);
+    if (plog_commit(l) < 0)
+        _exit(3);
+    for (uint64_t s = 1; s <= LAZY_STEPS; s++) {
+        if (s & 1) {
+            r = (struct plog_rec){.type = PLOG_MSG, .lazy = true};
+            r.msg.topic = B("lazy/test");
+            r.msg.payload = (struct plog_bytes){(const uint8_t *)&s, sizeof s};
+            uint64_t m = plog_append(l, &r);
+            r = (struct plog_rec){.type = PLOG_ENTRY};
+            r.entry = (struct plog_entry){.client_id = B("lazy"), .msg_id = m, .qos = 1};
+            entries[s % LAZY_RING] = plog_append(l, &r);
+        } else {
+            r = (struct plog_rec){.type = PLOG_ENTRY_STATE, .lazy = true};
+            r.entry = (struct plog_entry){.id = entries[(s - 1) % LAZY_RING],
+                                          .state = PLOG_PUBLISH_SENT, .packet_id = 1};
+            plog_append(l, &r);
+            if (s > 1 + 2 * LAZY_KEEP) {
+                r = (struct plog_rec){.type = PLOG_ENTRY_DEL, .lazy = true};
+                r.entry.id = entries[(s - 1 - 2 * LAZY_KEEP) % LAZY_RING];
+                plog_append(l, &r);
+            }
+        }
+        if (plog_commit(l) < 0)
+            _exit(3);
+        if (s % LAZY_MAINTAIN == 0)
+            plog_maintain(l);
+        if (plog_syncs(l) != lr.syncs) {
+            if (stat(path, &st) < 0)
+                _exit(4);
+            lr.syncs = plog_syncs(l);
+            lr.synced_size = (uint64_t)st.st_size;
+        }
+        lr.step = s;
+        if (write(out, &lr, sizeof lr) != sizeof lr)
+            _exit(5);
+    }
+    _exit(0);
+}
+
+/* What was recovered: per step, 0 no entry, else 1 + its state. */
+static uint8_t lazy_got[LAZY_STEPS + 2];
+static uint64_t lazy_msg_step[LAZY_STEPS + 2]; /* message id -> step */
+
+static void lazy_collect(void *ctx, const struct plog_rec *r)
+{
+    uint64_t s;
+    if (r->type == PLOG_MSG) {
+        assert_int_equal(r->msg.payload.len, sizeof s);
+        memcpy(&s, r->msg.payload.p, sizeof s);
+        assert_true(r->msg.id <= LAZY_STEPS && s >= 1 && s <= LAZY_STEPS);
+        lazy_msg_step[r->msg.id] = s;
+    } else if (r->type == PLOG_ENTRY) {
+        s = lazy_msg_step[r->entry.msg_id];
+        assert_true(s != 0 && lazy_got[s] == 0);
+        lazy_got[s] = (uint8_t)(1 + r->entry.state);
+    }
+}
+
+/* Whether the recovered state is the one after step k. */
+static bool lazy_is_state_after(uint64_t k)
+{
+    for (uint64_t s = 1; s <= LAZY_STEPS; s++) {
+        uint8_t want = 0;
+        if ((s & 1) && s <= k && s + 1 + 2 * LAZY_KEEP > k)
+            want = (uint8_t)(1 + (s + 1 <= k ? PLOG_PUBLISH_SENT : PLOG_QUEUED));
+        if (lazy_got[s] != want)
+            return false;
+    }
+    return true;
+}
+
+static void lazy_recover(const char *dir)
+{
+    struct plog_options opt = {.dir = dir};
+    char err[256];
+    memset(lazy_got, 0, sizeof lazy_got);
+    memset(lazy_msg_step, 0, sizeof lazy_msg_step);
+    struct plog *l = plog_open(&opt, lazy_collect, NULL, &report, err, sizeof err);
+    assert_non_null(l);
+    assert_true(report.dropped_bytes == 0 || report.torn);
+    plog_close(l);
+}
+
+/* A child commits gating and lazy batches until SIGKILL. Its reports
+ * show that a lazy batch never syncs and every other batch (or the
+ * timer) does. Recovered as the kill left it, the log holds every lazy
+ * record reported written; cut back to the last sync, as a power cut
+ * would leave it at worst, it is the state after that sync's commit:
+ * every acknowledged message is there, and only lazy changes since are
+ * lost. */
+static void test_sigkill_and_power_cut_after_lazy_records(void **state)
+{
+    rng_state = (uint64_t)time(NULL) | 1;
+    for (int round = 0; round < 3; round++) {
+        char *dir = make_dir("/tmp"), path[512];
+        int fd;
+        pid_t pid = spawn(lazy_child, dir, &fd);
+        /* Killed at a random step past the first deletions, however slow
+         * the disk: the child runs ahead of its reports by a pipe's worth. */
+        uint64_t kill_at = 2 * LAZY_KEEP + 2 + rnd(1000);
+        struct lazy_report lr, last = {0};
+        uint64_t synced_step = 0;
+        struct pollfd pfd = {fd, POLLIN, 0};
+        while (poll(&pfd, 1, 5000) == 1 && read(fd, &lr, sizeof lr) == sizeof lr) {
+            if (lr.step == kill_at)
+                kill(pid, SIGKILL);
+            assert_int_equal(lr.step, last.step + 1);
+            bool syncs = (lr.step & 1) || lr.step % LAZY_MAINTAIN == 0;
+            if (last.step)
+                assert_int_equal(lr.syncs - last.syncs, syncs);
+            if (lr.syncs != last.syncs)
+                synced_step = lr.step;
+            last = lr;
+        }
+        reap_killed(pid, fd);
+        assert_true(last.step >= kill_at);
+
+        log_path(path, dir, 1);
+        size_t len;
+        uint8_t *bytes = read_path(path, &len);
+        assert_true(len >= last.synced_size);
+        lazy_recover(dir); /* one more step may have made it unreported */
+        if (!lazy_is_state_after(last.step) && !lazy_is_state_after(last.step + 1))
+            fail_msg("round %d: after kill -9 at step %llu: not the state of that step", round,
+                     (unsigned long long)last.step);
+        assert_int_equal(empty_dir(dir), 0);
+        write_path(path, bytes, last.synced_size);
+        lazy_recover(dir);
+        assert_int_equal(report.dropped_bytes, 0);
+        if (!lazy_is_state_after(synced_step))
+            fail_msg("round %d: cut at the sync of step %llu (of %llu): not the state of that step",
+                     round, (unsigned long long)synced_step, (unsigned long long)last.step);
+        free(bytes);
+        remove_dir(dir);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1027,8 +1305,10 @@ int main(void)
         cmocka_unit_test_teardown(test_maintain_compacts_by_live_fraction, teardown),
         cmocka_unit_test_teardown(test_compaction_killed_at_each_step, teardown),
         cmocka_unit_test_teardown(test_group_commit, teardown),
+        cmocka_unit_test_teardown(test_lazy_commit, teardown),
         cmocka_unit_test_teardown(test_directory_is_locked, teardown),
         cmocka_unit_test_teardown(test_sigkill_keeps_every_committed_record, teardown),
+        cmocka_unit_test_teardown(test_sigkill_and_power_cut_after_lazy_records, teardown),
     };
     log_set_level(LOG_WARN); /* compactions log at info */
     return cmocka_run_group_tests(tests, NULL, NULL);
