@@ -59,6 +59,7 @@ struct http_worker {
     struct http_conn *attention; /* to pump in the prepare hook */
     struct http_conn *dead;      /* closed, to free in the prepare hook */
     struct http_req *orphans;    /* pending requests whose connection is gone */
+    struct http_gzip *gzip;      /* NULL: responses go uncompressed */
 };
 
 enum conn_state {
@@ -208,22 +209,42 @@ bool http_accepts_gzip(struct http1_str ae)
     return gzip >= 0 ? gzip == 1 : star == 1;
 }
 
-size_t http_gzip(const char *in, size_t len, char **out)
-{
+struct http_gzip {
     z_stream z;
-    memset(&z, 0, sizeof z);
+};
+
+struct http_gzip *http_gzip_new(void)
+{
+    struct http_gzip *g = mem_calloc(1, sizeof *g);
     /* windowBits 15 + 16: a gzip wrapper rather than zlib's. */
-    if (deflateInit2(&z, GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    if (deflateInit2(&g->z, GZIP_LEVEL, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+        mem_free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void http_gzip_free(struct http_gzip *g)
+{
+    if (!g)
+        return;
+    deflateEnd(&g->z);
+    mem_free(g);
+}
+
+size_t http_gzip(struct http_gzip *g, const char *in, size_t len, char **out)
+{
+    if (!g || deflateReset(&g->z) != Z_OK)
         return 0;
-    size_t cap = deflateBound(&z, (uLong)len) + 32;
+    z_stream *z = &g->z;
+    size_t cap = deflateBound(z, (uLong)len) + 32;
     char *buf = mem_alloc(cap);
-    z.next_in = (Bytef *)in;
-    z.avail_in = (uInt)len;
-    z.next_out = (Bytef *)buf;
-    z.avail_out = (uInt)cap;
-    int r = deflate(&z, Z_FINISH);
-    size_t n = cap - z.avail_out;
-    deflateEnd(&z);
+    z->next_in = (Bytef *)in;
+    z->avail_in = (uInt)len;
+    z->next_out = (Bytef *)buf;
+    z->avail_out = (uInt)cap;
+    int r = deflate(z, Z_FINISH);
+    size_t n = cap - z->avail_out;
     if (r != Z_STREAM_END) {
         mem_free(buf);
         return 0;
@@ -434,7 +455,7 @@ void http_respond(struct http_req *req, int status, const char *content_type, co
     bool bodiless = status == 204 || status == 304 || status < 200;
     bool compressible = !bodiless && len > HTTP_GZIP_MIN;
     if (compressible && req->gzip_ok) {
-        size_t n = http_gzip(body, len, &zipped);
+        size_t n = http_gzip(w->gzip, body, len, &zipped);
         if (n > 0) {
             body = zipped;
             len = n;
@@ -988,6 +1009,7 @@ static int http_worker_init(struct srv_worker *base, void *ctx)
     w->base = base;
     w->cfg = s->cfg;
     w->app = s->app;
+    w->gzip = http_gzip_new();
     base->data = w;
     if (s->app->worker_init) {
         w->app_worker = s->app->worker_init(base->loop, base->index, s->app->ctx);
@@ -1004,6 +1026,7 @@ static void http_worker_fini(struct srv_worker *base, void *ctx)
     if (!w)
         return;
     free_dead(w);
+    http_gzip_free(w->gzip);
     /* The app has stopped (its stopped hook ran): nobody will answer these. */
     while (w->orphans) {
         struct http_req *req = w->orphans;

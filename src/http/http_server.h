@@ -128,9 +128,16 @@ const char *http_reason(int status);
  * x-gzip or * listed with a q-value above 0, and gzip not refused. */
 bool http_accepts_gzip(struct http1_str accept_encoding);
 
-/* Compresses in[0..len) into a gzip member; *out is mem_alloc'ed. Returns
- * the compressed length, 0 on failure. */
-size_t http_gzip(const char *in, size_t len, char **out);
+/* A gzip compressor to reuse: deflate's state is about 256 KB, which,
+ * made and freed per response, costs page faults and heap trims (two brk
+ * calls) on every one. A worker keeps one. */
+struct http_gzip;
+struct http_gzip *http_gzip_new(void);
+void http_gzip_free(struct http_gzip *g);
+
+/* Compresses in[0..len) into a gzip member with g; *out is mem_alloc'ed.
+ * Returns the compressed length, 0 on failure. */
+size_t http_gzip(struct http_gzip *g, const char *in, size_t len, char **out);
 
 /* The path of a request target: "http://host/p" (absolute form, RFC 9112
  * 3.2.2) is reduced to "/p". */
