@@ -1087,12 +1087,6 @@ static void json_stat(struct json *j, const char *name, const struct ho_stat *st
     json_object_end(j);
 }
 
-static void json_kv(struct json *j, const char *key, double v)
-{
-    json_key(j, key);
-    json_number(j, v);
-}
-
 static void json_level(struct json *j, const struct http_open_level *l)
 {
     json_object_begin(j);

@@ -192,3 +192,15 @@ void json_null(struct json *j)
     json_item(j);
     json_puts(j, "null");
 }
+
+void json_kv(struct json *j, const char *key, double v)
+{
+    json_key(j, key);
+    json_number(j, v);
+}
+
+void json_kstr(struct json *j, const char *key, const char *s)
+{
+    json_key(j, key);
+    json_string(j, s);
+}

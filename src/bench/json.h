@@ -53,5 +53,8 @@ void json_int(struct json *j, int64_t v);
  * rounding through a double. decimals <= 18. */
 void json_fixed(struct json *j, int64_t scaled, unsigned decimals);
 void json_null(struct json *j);
+/* A key and its value, the most common pair. */
+void json_kv(struct json *j, const char *key, double v);
+void json_kstr(struct json *j, const char *key, const char *s);
 
 #endif

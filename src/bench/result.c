@@ -138,18 +138,6 @@ void result_aggregate(const struct result_row *iters, unsigned n, struct result_
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-static void json_kv(struct json *j, const char *key, double v)
-{
-    json_key(j, key);
-    json_number(j, v);
-}
-
-static void json_kstr(struct json *j, const char *key, const char *s)
-{
-    json_key(j, key);
-    json_string(j, s);
-}
-
 static void json_throughput(struct json *j, const char *key, double v, const char *def,
                             const char *unit)
 {
