@@ -21,12 +21,18 @@ packages=(
   python3-grpcio python3-protobuf protobuf-compiler curl
   # the peers the benchmarks race against (Mosquitto; the gRPC C++ server,
   # built from peers/), and the load tools our client is checked against
-  mosquitto libgrpc++-dev protobuf-compiler-grpc g++ nghttp2-client wrk
+  mosquitto libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc g++ nghttp2-client wrk
+  # the tests' own tools: strace for the simulated power cuts, openssl for
+  # TLS certificates
+  strace openssl
   # the library car_json is measured against (make json-bench)
   libcjson-dev
-  # the Node.js a2b peer (make node-peer; fastify 5 needs Node 20+, npm comes with NodeSource's nodejs)
+  # the Node.js a2b peer (make node-peer): Debian's Node 18 or newer
   nodejs
 )
+# npm comes with NodeSource's nodejs, which conflicts with Debian's npm package:
+# ask for Debian's only where no npm is installed.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
