@@ -8,12 +8,16 @@ const MAX_DEPTH = 32; // A2B_BODY_MAX_DEPTH
 
 class BodyError extends Error {}
 
+// In a /u pattern a pair is one code point, so only a lone surrogate is
+// category Cs: String.prototype.isWellFormed, which Node 18 lacks.
+const LONE_SURROGATE = /\p{Cs}/u;
+
 // Every string (keys too) free of NUL and unpaired surrogates, nesting
 // bounded: what a2b_body.c refuses while it reads, checked after JSON.parse.
 function checkValue(v, depth) {
   if (typeof v === 'string') {
     if (v.includes('\u0000')) throw new BodyError('NUL in a string');
-    if (!v.isWellFormed()) throw new BodyError('unpaired surrogate');
+    if (LONE_SURROGATE.test(v)) throw new BodyError('unpaired surrogate');
     return;
   }
   if (v === null || typeof v !== 'object') return;
