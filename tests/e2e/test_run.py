@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, shootout_available
+from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, need, require_shootout
 
 pytestmark = pytest.mark.shootout_only
 
@@ -27,8 +27,7 @@ HAVE_MOSQUITTO = bool(shutil.which("mosquitto")) or os.access(MOSQUITTO_BIN, os.
 
 
 def run(*args, cwd=None, timeout=RUN_TIMEOUT):
-    if not shootout_available():
-        pytest.fail("shootout binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
+    require_shootout()
     p = subprocess.run([SHOOTOUT_BIN, "run"] + [str(a) for a in args], cwd=cwd,
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     for marker in SANITIZER_MARKERS:
@@ -70,8 +69,8 @@ def row_names(lines):
     return [line.split(":")[0] for line in lines[2:]]
 
 
-@pytest.mark.skipif(not HAVE_MOSQUITTO, reason="mosquitto is not installed")
 def test_run_races_both_brokers(tmp_path):
+    need(HAVE_MOSQUITTO, "mosquitto is not installed")
     p = run(*TINY, cwd=tmp_path)  # JSON to the default file in the current directory
     assert p.returncode == 0, "exit %d\nstdout:\n%s\nstderr:\n%s" % (p.returncode, p.stdout, p.stderr)
     out = p.stdout
@@ -251,7 +250,7 @@ def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, 
     table line per level of constant load (never the ramps between them), the
     levels in the JSON, and ratios when the Node peer ran too."""
     out = tmp_path / "r.json"
-    p = run("--only", "a2b", "--scale", "0.01", "--a2b-time-scale", "2", "--pg", pg_cluster.uri,
+    p = run("--only", "a2b", "--scale", "0.01", "--a2b-time-scale", "2", "--pg", pg_cluster.uri(),
             "--a2b-capacity", "increment-users-per-sec 10 3 100s ramp 20s from 20",
             "--json", out, "--html", "none", cwd=tmp_path, timeout=240)
     assert p.returncode == 0, p.stderr
