@@ -261,9 +261,13 @@ def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, 
     ours = [line.split("|")[1].split() for line in levels]
     assert all(float(cells[0]) > 0 and float(cells[1]) > 0 for cells in ours), race
     if HAVE_NODE_PEER:
+        # resp/s counts answers by arrival: a level lasts 0.5 s here, and the
+        # peer's first answers can take longer (700 ms seen on a quiet
+        # machine), so a level may have none. Where it answered, the ratios.
         peer = [line.split("|")[2].split() for line in levels]
-        assert all(float(cells[0]) > 0 for cells in peer), race
-        assert all(re.search(r"\d+\.\d\dx +\d+\.\d\dx$", line) for line in levels), race
+        assert float(peer[-1][0]) > 0, race
+        assert all(re.search(r"\d+\.\d\dx +\d+\.\d\dx$", line)
+                   for line, cells in zip(levels, peer) if float(cells[0]) > 0), race
     else:
         assert any("a2b-node, PostgreSQL: not raced" in line for line in race), race
     assert re.search(r"shootout a2b-server, PostgreSQL: (never saturated|saturated at second)",
