@@ -103,7 +103,7 @@ const app = Fastify({
   requestTimeout: 10000, // --request-timeout
   return503OnClosing: true,
   forceCloseConnections: 'idle',
-  querystringParser: (s) => s, // read by a2b_body.queryGet
+  querystringParser: (s) => s, // read by a2b_body.queryGet (fastify 4: a top-level option)
   clientErrorHandler: (err, socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();

@@ -4,11 +4,17 @@ The broker under test is $SHOOTOUT_BIN (default build/release/shootout).
 With SHOOTOUT_TEST_PEER=mosquitto the same tests run against Eclipse
 Mosquitto instead, which validates the tests themselves; tests marked
 `shootout_only` are skipped then.
+
+A test that lacks something it needs (a peer, a tool, PostgreSQL) calls
+need(condition, reason): a skip with the reason on a developer's machine, a
+failure under CI=true, where everything is installed and built and a skip
+could only hide a broken build or set-up.
 """
 
 import getpass
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,6 +23,7 @@ import time
 import pytest
 
 import mqtt_raw
+import pgtemp
 from mqtt_paho import PahoClient
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,6 +41,22 @@ STOP_TIMEOUT = 10.0
 TEST_CALL_TIMEOUT = int(os.environ.get("SHOOTOUT_E2E_TEST_TIMEOUT", "60"))
 
 SANITIZER_MARKERS = ("AddressSanitizer", "runtime error:", "LeakSanitizer")
+
+CI = os.environ.get("CI", "") in ("true", "1")
+
+
+def need(condition, reason):
+    """Skips the calling test (or fixture) with reason unless condition
+    holds; under CI=true fails it instead."""
+    __tracebackhide__ = True  # reports name the caller's line
+    if condition:
+        return
+    if CI:
+        pytest.fail("%s (under CI=true a missing prerequisite fails instead of skipping)" % reason,
+                    pytrace=False)
+    pytest.skip(reason)
+
+
 
 
 def pytest_configure(config):
@@ -93,8 +116,34 @@ def free_port():
         return s.getsockname()[1]
 
 
-def shootout_available():
-    return os.path.isfile(SHOOTOUT_BIN) and os.access(SHOOTOUT_BIN, os.X_OK)
+def ipv6_loopback_port():
+    """A free port on ::1; need()s an IPv6 loopback."""
+    __tracebackhide__ = True
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+            return s.getsockname()[1]
+    except OSError as e:
+        why = str(e)
+    need(False, "no IPv6 loopback (::1) on this machine: %s" % why)
+
+
+NODE_PEER_DIR = os.path.join(REPO, "peers", "a2b-node")
+
+
+def need_node_peer():
+    """need()s the Node.js a2b peer: node and its npm packages."""
+    __tracebackhide__ = True
+    need(shutil.which("node"), "node is not installed")
+    need(os.path.isdir(os.path.join(NODE_PEER_DIR, "node_modules", "fastify")),
+         "peers/a2b-node/node_modules is missing (make node-peer)")
+
+
+def require_shootout():
+    """Fails the test when there is no binary to test: never a skip."""
+    if not (os.path.isfile(SHOOTOUT_BIN) and os.access(SHOOTOUT_BIN, os.X_OK)):
+        pytest.fail("shootout binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN,
+                    pytrace=False)
 
 
 class ServerProcess:
@@ -324,13 +373,10 @@ def broker_factory(request, tmp_path):
             verbose = bool(os.environ.get("SHOOTOUT_E2E_VERBOSE"))
         if IS_PEER or kind == "mosquitto":
             kind = "mosquitto"
-            if not os.access(MOSQUITTO_BIN, os.X_OK):
-                pytest.skip("no Mosquitto at %s (set MOSQUITTO_BIN)" % MOSQUITTO_BIN)
+            need(os.access(MOSQUITTO_BIN, os.X_OK), "no Mosquitto at %s (set MOSQUITTO_BIN)" % MOSQUITTO_BIN)
         else:
             kind = "shootout"
-            if not shootout_available():
-                pytest.fail("broker binary %s not found (build it, or set SHOOTOUT_BIN, "
-                            "or SHOOTOUT_TEST_PEER=mosquitto)" % SHOOTOUT_BIN)
+            require_shootout()
         last = None
         for _attempt in range(3):  # a free port can be taken between probe and bind
             b = Broker(str(tmp_path), kind, port or free_port(), limits, verbose, extra_args,
@@ -441,8 +487,7 @@ def car_server_factory(request, tmp_path):
     against the Mosquitto peer."""
     if IS_PEER:
         pytest.skip("the Car service has no Mosquitto peer")
-    if not shootout_available():
-        pytest.fail("binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
+    require_shootout()
     started = []
 
     def start(*extra_args):
@@ -493,8 +538,7 @@ def a2b_server_factory(request, tmp_path):
     a sanitizer report."""
     if IS_PEER:
         pytest.skip("the a2b service has no Mosquitto peer")
-    if not shootout_available():
-        pytest.fail("binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
+    require_shootout()
     started = []
 
     def start(*extra_args):
@@ -508,59 +552,24 @@ def a2b_server_factory(request, tmp_path):
     stop_servers(started, "a2b-server")
 
 
-PG_BIN = os.environ.get("SHOOTOUT_PG_BIN", "/usr/lib/postgresql/15/bin")
-
-
-class PgCluster:
-    """A throw-away PostgreSQL server on a free loopback port (initdb and
-    pg_ctl as in tests/unit/test_a2b_store.c: as the postgres user when run
-    as root, since initdb refuses root)."""
-
-    def __init__(self, tmpdir):
-        import pwd
-        self.dir = tmpdir
-        self.port = free_port()
-        self.as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
-        if os.geteuid() == 0:
-            pw = pwd.getpwnam("postgres")
-            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
-        self.uri = "postgresql://postgres@127.0.0.1:%d/postgres" % self.port
-        subprocess.run(self.as_pg + [os.path.join(PG_BIN, "initdb"), "-D", self.dir + "/data", "-A", "trust",
-                                     "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale=C"],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-        self.start()
-
-    def _ctl(self, *args):
-        subprocess.run(self.as_pg + [os.path.join(PG_BIN, "pg_ctl"), "-D", self.dir + "/data"] + list(args),
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
-
-    def start(self):
-        self._ctl("-l", self.dir + "/server.log", "-w", "-o",
-                  "-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off" % (self.port, self.dir), "start")
-
-    def stop(self):
-        self._ctl("-m", "immediate", "-w", "stop")
+def start_pg():
+    """A new pgtemp.PgCluster on a free port; need()s one, with the reason
+    it cannot be started."""
+    __tracebackhide__ = True
+    try:
+        return pgtemp.PgCluster(free_port())
+    except pgtemp.PgUnavailable as e:
+        why = str(e)
+    need(False, "no PostgreSQL: %s" % why)
 
 
 @pytest.fixture(scope="module")
-def pg_cluster(tmp_path_factory):
-    """A PostgreSQL server for the module's tests (PgCluster: uri, stop(),
-    start()); skipped with the reason when one cannot be started here."""
-    if not os.access(os.path.join(PG_BIN, "initdb"), os.X_OK):
-        pytest.skip("no PostgreSQL: %s/initdb not found (set SHOOTOUT_PG_BIN)" % PG_BIN)
-    import tempfile
-    tmp = tempfile.mkdtemp(prefix="shootout_pg_")
-    try:
-        cluster = PgCluster(tmp)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, KeyError, OSError) as e:
-        subprocess.run(["rm", "-rf", tmp])
-        pytest.skip("cannot start a PostgreSQL server here: %s" % e)
+def pg_cluster():
+    """A PostgreSQL server for the module's tests (pgtemp.PgCluster: uri(db),
+    psql(), stop(), start())."""
+    cluster = start_pg()
     yield cluster
-    try:
-        cluster.stop()
-    except subprocess.CalledProcessError:
-        pass
-    subprocess.run(["rm", "-rf", tmp])
+    cluster.destroy()
 
 
 def _openssl(*args, cwd):

@@ -1,95 +1,113 @@
-"""A throw-away PostgreSQL cluster for end-to-end tests, started the way
-tests/unit/test_a2b_store.c starts one: initdb and pg_ctl from
-/usr/lib/postgresql/15/bin in a temporary directory, on a free loopback
-port, fsync off, trust authentication for user postgres; as the postgres
-user when the tests run as root (initdb refuses root).
+"""A throw-away PostgreSQL cluster for the end-to-end tests, started as
+tests/unit/test_a2b_store.c starts one: initdb and pg_ctl from bindir() in a
+temporary directory, on a given loopback port, fsync off, trust
+authentication for user postgres; as the postgres user when the tests run as
+root (initdb refuses root). conftest.py's pg_cluster fixture and start_pg()
+are the way in; they skip, or fail under CI=true, with PgUnavailable's
+reason.
 
-    pg = PgTemp.start()          # None (and pg_skip_reason()) if impossible
-    pg.uri("postgres")           # postgres://postgres@127.0.0.1:PORT/postgres
+    pg = PgCluster(port)         # raises PgUnavailable (why) if impossible
+    pg.uri("db")                 # postgresql://postgres@127.0.0.1:PORT/db
     pg.psql("SELECT 1", db="postgres")
-    pg.stop()                    # immediate stop; pg.start_again() restarts
+    pg.stop("fast")              # default immediate; pg.start() restarts
     pg.destroy()                 # stop and remove the directory
 """
 
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 
-PG_BIN = os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin")
 HOST = "127.0.0.1"
-_skip_reason = ""
 
 
-def pg_skip_reason():
-    """Why the last PgTemp.start() returned None."""
-    return _skip_reason
+class PgUnavailable(Exception):
+    """No PostgreSQL server can be started here; the message says why."""
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
-
-
-class PgTemp:
-    def __init__(self, base, port, as_postgres):
-        self.base = base
-        self.port = port
-        self.data = os.path.join(base, "data")
-        self.log = os.path.join(base, "server.log")
-        self._prefix = ["runuser", "-u", "postgres", "--"] if as_postgres else []
-
-    def _run(self, args, timeout=60, **kw):
-        return subprocess.run(self._prefix + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=timeout, **kw)
-
-    @classmethod
-    def start(cls):
-        """A running cluster, or None (see pg_skip_reason())."""
-        global _skip_reason
-        if not os.access(os.path.join(PG_BIN, "initdb"), os.X_OK):
-            _skip_reason = "no %s/initdb" % PG_BIN
-            return None
-        as_postgres = os.geteuid() == 0
-        base = tempfile.mkdtemp(prefix="pgtemp_")
-        if as_postgres:
-            try:
-                pw = pwd.getpwnam("postgres")
-            except KeyError:
-                shutil.rmtree(base, ignore_errors=True)
-                _skip_reason = "running as root without a postgres user"
-                return None
-            os.chown(base, pw.pw_uid, pw.pw_gid)
-        pg = cls(base, _free_port(), as_postgres)
-        r = pg._run([os.path.join(PG_BIN, "initdb"), "-D", pg.data, "-A", "trust", "-U", "postgres",
-                     "--no-sync", "-E", "UTF8", "--locale=C"], timeout=120)
+def bindir():
+    """The directory of initdb, pg_ctl and psql: $SHOOTOUT_PG_BIN, else what
+    `pg_config --bindir` says (on Debian 12 /usr/lib/postgresql/15/bin, from
+    libpq-dev's pg_config and postgresql-client's alike)."""
+    env = os.environ.get("SHOOTOUT_PG_BIN")
+    if env:
+        where = "SHOOTOUT_PG_BIN"
+        d = env
+    else:
+        where = "pg_config --bindir"
+        try:
+            r = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, timeout=30)
+        except OSError as e:
+            raise PgUnavailable("no pg_config (libpq-dev) to find PostgreSQL with: %s; "
+                                "set SHOOTOUT_PG_BIN" % e)
         if r.returncode != 0:
-            _skip_reason = "initdb failed: %s" % r.stdout.decode(errors="replace")[-500:]
-            shutil.rmtree(base, ignore_errors=True)
-            return None
-        if not pg.start_again():
-            _skip_reason = "the server did not start: %s" % pg.server_log()[-500:]
-            pg.destroy()
-            return None
-        return pg
+            raise PgUnavailable("pg_config --bindir failed: %s" % r.stderr.strip())
+        d = r.stdout.strip()
+    if not os.access(os.path.join(d, "initdb"), os.X_OK):
+        raise PgUnavailable("no initdb in %s (from %s): install postgresql, or set SHOOTOUT_PG_BIN"
+                            % (d, where))
+    return d
 
-    def start_again(self):
-        opts = "-p %d -k %s -c listen_addresses=%s -c fsync=off" % (self.port, self.base, HOST)
-        r = self._run([os.path.join(PG_BIN, "pg_ctl"), "-D", self.data, "-l", self.log, "-w", "-t", "60",
-                       "-o", opts, "start"], timeout=90)
-        return r.returncode == 0
+
+class PgCluster:
+    def __init__(self, port):
+        self.bin = bindir()
+        self.port = port
+        as_postgres = os.geteuid() == 0
+        self._prefix = ["runuser", "-u", "postgres", "--"] if as_postgres else []
+        self.dir = tempfile.mkdtemp(prefix="shootout_pg_")
+        self.data = os.path.join(self.dir, "data")
+        self.log = os.path.join(self.dir, "server.log")
+        try:
+            if as_postgres:
+                try:
+                    pw = pwd.getpwnam("postgres")
+                except KeyError:
+                    raise PgUnavailable("running as root without a postgres user")
+                os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+            r = self._run(["initdb", "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync",
+                           "-E", "UTF8", "--locale=C"], timeout=120)
+            if r.returncode != 0:
+                raise PgUnavailable("initdb failed: %s" % r.stdout[-500:].strip())
+            self.start()
+        except BaseException:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            raise
+
+    def _run(self, args, timeout=90):
+        try:
+            r = subprocess.run(self._prefix + [os.path.join(self.bin, args[0])] + args[1:],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise PgUnavailable("%s took over %d s" % (args[0], timeout))
+        r.stdout = r.stdout.decode(errors="replace")
+        return r
+
+    def start(self):
+        """Starts the server and waits until it accepts connections;
+        PgUnavailable, with the end of its log, if it does not."""
+        opts = "-p %d -k %s -c listen_addresses=%s -c fsync=off" % (self.port, self.dir, HOST)
+        r = self._run(["pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "60", "-o", opts, "start"])
+        if r.returncode != 0:
+            raise PgUnavailable("the server did not start: %s %s" % (r.stdout[-300:].strip(),
+                                                                      self.server_log()[-500:].strip()))
 
     def stop(self, mode="immediate"):
-        self._run([os.path.join(PG_BIN, "pg_ctl"), "-D", self.data, "-m", mode, "-w", "stop"], timeout=60)
+        r = self._run(["pg_ctl", "-D", self.data, "-m", mode, "-w", "stop"], timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError("pg_ctl stop failed: %s" % r.stdout)
 
     def destroy(self):
+        """Stops the server if it runs and removes the cluster."""
         try:
-            self.stop()
+            self._run(["pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop"], timeout=60)
         finally:
-            shutil.rmtree(self.base, ignore_errors=True)
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def postmaster_pid(self):
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            return int(f.readline())
 
     def server_log(self):
         try:
@@ -99,12 +117,12 @@ class PgTemp:
             return ""
 
     def uri(self, db="postgres"):
-        return "postgres://postgres@%s:%d/%s" % (HOST, self.port, db)
+        return "postgresql://postgres@%s:%d/%s" % (HOST, self.port, db)
 
     def psql(self, sql, db="postgres", timeout=60):
         """Runs sql (one string, may hold many statements) with ON_ERROR_STOP;
         returns the output, raises on failure."""
-        r = subprocess.run([os.path.join(PG_BIN, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+        r = subprocess.run([os.path.join(self.bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
                             "-h", HOST, "-p", str(self.port), "-U", "postgres", "-d", db],
                            input=sql.encode(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
         out = r.stdout.decode(errors="replace")

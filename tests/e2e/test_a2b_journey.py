@@ -10,8 +10,8 @@ feeders it relies on.
   there for another data set (the journey with a CSV of routes) works.
 - A queue feeder that runs dry stops the users and fails the run.
 - The Node peer (peers/a2b-node) answers the journey as a2b-server does,
-  both on one PostgreSQL database (skipped without node, its packages or
-  PostgreSQL).
+  both on one PostgreSQL database (need()s node, its packages and
+  PostgreSQL: a skip, or a failure under CI=true).
 
 Runs are short (--time-scale, a few dozen users); nothing about speed is
 asserted.
@@ -24,13 +24,9 @@ import re
 import shutil
 import subprocess
 
-import pytest
-
 import test_bench
-from conftest import HOST, SHOOTOUT_BIN, A2bServer, stop_servers
+from conftest import HOST, NODE_PEER_DIR as PEER_DIR, REPO, SHOOTOUT_BIN, A2bServer, need_node_peer, stop_servers
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PEER_DIR = os.path.join(REPO, "peers", "a2b-node")
 NAMES = ["countries", "cities", "origins", "destinations", "transfers", "book", "my-transfers",
          "my-transfer", "describe", "cancel", "complete", "user", "update-user"]
 # 30 users (20/s for 1.5 s) whose pauses last 2 to 5.2 s.
@@ -175,32 +171,22 @@ class NodePeer(A2bServer):
         self.port = None
 
 
-def node_skip_reason():
-    if not shutil.which("node"):
-        return "node is not installed"
-    if not os.path.isdir(os.path.join(PEER_DIR, "node_modules", "fastify")):
-        return "peers/a2b-node/node_modules is missing (make node-peer)"
-    return None
-
-
 def test_node_peer_answers_the_journey_alike(pg_cluster, a2b_server_factory, tmp_path):
     """Both servers on one database loaded at scale 0.01, the journey fitted
     to it as `shootout run --scale 0.01` fits it: every request OK on each,
     so each answers the journey's requests with the statuses and bodies it
     expects. The same seed gives the peer's users the bookings ours just
     made, so its 409 path is walked too."""
-    reason = node_skip_reason()
-    if reason:
-        pytest.skip(reason)
-    r = subprocess.run([SHOOTOUT_BIN, "a2b-server", "--db", pg_cluster.uri, "--init",
+    need_node_peer()
+    r = subprocess.run([SHOOTOUT_BIN, "a2b-server", "--db", pg_cluster.uri(), "--init",
                         "--scale", "0.01"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     text = scaled(c_literal(os.path.join(REPO, "src", "bench", "scenario.c"), "scn_a2b_text"), 2000,
                   "feed-a2b-routes 0.01")
-    ours = a2b_server_factory("--db", pg_cluster.uri)
+    ours = a2b_server_factory("--db", pg_cluster.uri())
     ho, row, p = journey(tmp_path, ours.port, scenario=text)
     assert_every_request_ok(ho, USERS)
-    peer = NodePeer(str(tmp_path), pg_cluster.uri)
+    peer = NodePeer(str(tmp_path), pg_cluster.uri())
     try:
         peer.wait_ready(timeout=30)
         ho, row, p = journey(tmp_path, peer.port, scenario=text)

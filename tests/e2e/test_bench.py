@@ -13,7 +13,7 @@ import threading
 import pytest
 
 import mqtt_raw as R
-from conftest import HOST, SANITIZER_MARKERS, SHOOTOUT_BIN, free_port, shootout_available
+from conftest import HOST, SANITIZER_MARKERS, SHOOTOUT_BIN, free_port, require_shootout
 
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
@@ -22,8 +22,7 @@ RUN_TIMEOUT = 50  # seconds; far above what these small runs need
 
 
 def bench(*args, timeout=RUN_TIMEOUT):
-    if not shootout_available():
-        pytest.fail("shootout binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
+    require_shootout()
     p = subprocess.run([SHOOTOUT_BIN, "bench"] + [str(a) for a in args],
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     for marker in SANITIZER_MARKERS:

@@ -15,7 +15,6 @@ import json
 import os
 import socket
 import subprocess
-import tempfile
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import test_bench
-from conftest import HOST, PgCluster, SHOOTOUT_BIN, free_port
+from conftest import HOST, SHOOTOUT_BIN, free_port, start_pg
 
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
@@ -326,11 +325,6 @@ def test_closed_stairs(fake, tmp_path):
     assert ho["global"]["ko"] == 0
 
 
-def postmaster_pid(data_dir):
-    with open(os.path.join(data_dir, "postmaster.pid")) as f:
-        return int(f.readline())
-
-
 def parent(pid):
     """pid's parent from /proc, or None if it is gone."""
     try:
@@ -345,21 +339,16 @@ def children(pid):
 
 
 def test_pg_sample_follows_the_target(pg_cluster, a2b_server_factory, tmp_path):
-    r = subprocess.run([SHOOTOUT_BIN, "a2b-server", "--init", "--scale", "0.01", "--db", pg_cluster.uri],
+    r = subprocess.run([SHOOTOUT_BIN, "a2b-server", "--init", "--scale", "0.01", "--db", pg_cluster.uri()],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    srv = a2b_server_factory("--db", pg_cluster.uri, "--pool", "2")
-    other_dir = tempfile.mkdtemp(prefix="shootout_pg2_")
+    srv = a2b_server_factory("--db", pg_cluster.uri(), "--pool", "2")
+    other = start_pg()
     try:
-        other = PgCluster(other_dir)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as e:
-        subprocess.run(["rm", "-rf", other_dir])
-        pytest.skip("cannot start a second PostgreSQL server: %s" % e)
-    try:
-        ours, theirs = postmaster_pid(pg_cluster.dir + "/data"), postmaster_pid(other_dir + "/data")
+        ours, theirs = pg_cluster.postmaster_pid(), other.postmaster_pid()
         scn = "feed u 1 50\nrequest GET /api/v1/users/${u} user\nrequest GET /api/v1/countries/1/cities c\n"
         ho, _, _ = run(tmp_path, "http://%s:%d" % (HOST, srv.port), scn,
-                       "--inject", "constant-users-per-sec 100 2s", "--pg-sample", pg_cluster.uri)
+                       "--inject", "constant-users-per-sec 100 2s", "--pg-sample", pg_cluster.uri())
         assert ho["global"]["ok"] == 400
         pg = ho["postgres"]
         assert pg["postmaster"] == ours
@@ -378,10 +367,7 @@ def test_pg_sample_follows_the_target(pg_cluster, a2b_server_factory, tmp_path):
                              "--inject", "at-once 1", "--pg-sample", str(backend))
         assert p.returncode == EXIT_RUNTIME and "backend of the postmaster %d" % theirs in p.stderr
     finally:
-        try:
-            other.stop()
-        finally:
-            subprocess.run(["rm", "-rf", other_dir])
+        other.destroy()
 
 
 JOURNEY = ("request GET /delay/50 slow\n"

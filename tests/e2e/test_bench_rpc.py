@@ -3,21 +3,19 @@
 The REST client is tested against a tiny HTTP/1.1 server in this process
 (keep-alive, one thread per connection) that records every request and can
 misbehave on purpose: answer 500, send another body, close the connection,
-or never answer. The runs against `shootout car-server` (REST and gRPC) skip
-while its protocols, or our gRPC client, are still placeholders. No timing
-assertions."""
+or never answer; and against `shootout car-server` (REST and gRPC). No
+timing assertions."""
 
 import json
 import os
 import re
-import socket
 import socketserver
 import threading
 
 import pytest
 
 import test_bench
-from conftest import HOST, free_port
+from conftest import HOST, free_port, need
 from test_bench import iterations
 from test_run import run, running, table
 
@@ -306,49 +304,7 @@ def test_help():
 
 # ---------------------------------------------------------------- against car-server
 
-def answers(port, hello, good):
-    """Whether what listens on port answers hello with bytes good() accepts
-    (the car-server placeholders close every connection at once)."""
-    with socket.create_connection((HOST, port), timeout=2) as s:
-        s.sendall(hello)
-        try:
-            return good(s.recv(16))
-        except OSError:
-            return False
-
-
-def answers_rest(port):
-    return answers(port, b"POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
-                   lambda got: got.startswith(b"HTTP/1."))
-
-
-def answers_h2c(port):
-    """The client preface and an empty SETTINGS frame must be answered with
-    a SETTINGS frame."""
-    return answers(port, b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00",
-                   lambda got: len(got) >= 9 and got[3] == 0x04)
-
-
-def grpc_client_ready():
-    p = bench("--protocol", "grpc", "--target", "%s:%d" % (HOST, free_port()), "--requests", 1,
-              "--timeout", 2)
-    return "does not support the protocol yet" not in p.stderr
-
-
-def need_rest(server):
-    if not answers_rest(server.rest_port):
-        pytest.skip("car-server's REST side is still a placeholder")
-
-
-def need_grpc(server):
-    if not answers_h2c(server.grpc_port):
-        pytest.skip("car-server's gRPC side is still a placeholder")
-    if not grpc_client_ready():
-        pytest.skip("the gRPC client transport is still a placeholder")
-
-
 def test_car_server_rest(car_server, tmp_path):
-    need_rest(car_server)
     doc, _ = bench_json(tmp_path, "--target", "%s:%d" % (HOST, car_server.rest_port),
                         "--requests", 300, "--warmup", 20, "--runs", 2,
                         "--server-pid", car_server.proc.pid)
@@ -362,7 +318,6 @@ def test_car_server_rest(car_server, tmp_path):
 
 @pytest.mark.parametrize("extra", [[], ["--concurrency", "6", "--connections", "2"], ["--gzip"]])
 def test_car_server_grpc(car_server, tmp_path, extra):
-    need_grpc(car_server)
     doc, _ = bench_json(tmp_path, "--protocol", "grpc", "--target",
                         "%s:%d" % (HOST, car_server.grpc_port), "--requests", 300, *extra)
     [b] = doc["benchmarks"]
@@ -388,10 +343,10 @@ def server_pids(text):
 
 
 def test_run_rpc_part_shape(tmp_path):
-    """Whatever state the servers are in: every cell is tried and written,
-    the tables are printed, our car-server exits 0 and nothing is left."""
+    """Every cell is tried and written, the tables are printed, our
+    car-server exits 0, the gRPC C++ peer is raced, and nothing is left."""
     p, doc = run_rpc_part(tmp_path)
-    assert p.returncode in (0, EXIT_MISSED), p.stderr  # 3 while a protocol is a placeholder
+    assert p.returncode == 0, p.stderr
     out = p.stdout
     assert "mqtt" not in {b["experiment"][:4] for b in doc["benchmarks"]}
     names = {b["name"] for b in doc["benchmarks"]}
@@ -410,16 +365,15 @@ def test_run_rpc_part_shape(tmp_path):
                   "Server CPU time per call"):
         assert len(table(out, title)) >= 4
     assert re.search(r"stopped shootout \(pid \d+\): exit 0", out)
-    assert "grpc-c++" in out or "peer is not built" in out
     pids = server_pids(out)
     assert pids
     assert not [pid for pid in pids if running(pid)], "servers left behind"
+    need("peer is not built" not in out, "shootout run found no gRPC C++ peer (make peers)")
+    assert "grpc-c++" in out
 
 
-def test_run_rpc_part_measures(car_server, tmp_path):
+def test_run_rpc_part_measures(tmp_path):
     """With real REST and gRPC sides and clients: every cell measured."""
-    need_rest(car_server)
-    need_grpc(car_server)
     p, doc = run_rpc_part(tmp_path, "--no-peer")
     assert p.returncode == 0, p.stderr
     for b in iterations(doc):

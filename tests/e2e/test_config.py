@@ -5,15 +5,14 @@ import time
 
 import pytest
 
-from conftest import HOST, SHOOTOUT_BIN, free_port, shootout_available
+from conftest import HOST, SHOOTOUT_BIN, free_port, require_shootout
 import mqtt_raw as R
 
 pytestmark = pytest.mark.shootout_only
 
 
 def start(args, tmp_path):
-    if not shootout_available():
-        pytest.skip("shootout binary not built")
+    require_shootout()
     err = open(tmp_path / "stderr", "wb")
     return subprocess.Popen([SHOOTOUT_BIN, "broker"] + args, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=err), tmp_path / "stderr"

@@ -7,7 +7,7 @@ import time
 import pytest
 
 import mqtt_raw as R
-from conftest import HOST, SHOOTOUT_BIN, free_port, shootout_available
+from conftest import HOST, SHOOTOUT_BIN, free_port, require_shootout
 
 
 def test_connack_accepted_exact_bytes(broker):
@@ -146,8 +146,7 @@ def _run(args, timeout=10):
 
 @pytest.fixture
 def binary():
-    if not shootout_available():
-        pytest.fail("broker binary %s not found" % SHOOTOUT_BIN)
+    require_shootout()
     return SHOOTOUT_BIN
 
 

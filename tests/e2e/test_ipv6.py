@@ -1,30 +1,19 @@
 """The broker on an IPv6 loopback listener, with paho-mqtt and mosquitto_pub."""
 import queue
 import signal
-import socket
 import subprocess
 import time
 
 import paho.mqtt.client as mqtt
 import pytest
 
-from conftest import SHOOTOUT_BIN, shootout_available
+from conftest import SHOOTOUT_BIN, ipv6_loopback_port, require_shootout
 
 pytestmark = pytest.mark.shootout_only
 
 
-def ipv6_loopback_port():
-    try:
-        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
-            s.bind(("::1", 0))
-            return s.getsockname()[1]
-    except OSError:
-        pytest.skip("no IPv6 loopback on this machine")
-
-
 def test_ipv6_listener_serves_paho_and_mosquitto_pub(tmp_path):
-    if not shootout_available():
-        pytest.skip("shootout binary not built")
+    require_shootout()
     port = ipv6_loopback_port()
     err = open(tmp_path / "stderr", "wb")
     proc = subprocess.Popen([SHOOTOUT_BIN, "broker", "--bind", "::1", "--port", str(port)],

@@ -55,7 +55,7 @@ def test_will_cancelled_when_session_resumes(broker):
     w = watcher(broker, "resume")
     c = client_with_will(broker, "m5w-resume", 2, 60, "will/resume")
     c.close()
-    time.sleep(0.5)
+    time.sleep(0.2)  # for the broker to see the close; the resume must beat the 2 s delay
     c2 = broker.raw()
     assert c2.connect5_ok("m5w-resume", clean_start=False,
                           properties=[(R.SESSION_EXPIRY, 60)]).session_present
@@ -102,10 +102,11 @@ def test_will_expiry_starts_when_the_will_is_published(broker):
     still leaves a live will, which a subscriber that was offline gets."""
     w = broker.raw()
     w.park_session5("m5w-exp-watch", [("will/exp", 1)], session_expiry=60)
+    live = watcher(broker, "exp-live", "will/exp")
     c = client_with_will(broker, "m5w-exp", 0, 0, "will/exp", [(R.MESSAGE_EXPIRY, 2)])
-    time.sleep(2.5)
+    time.sleep(2.5)  # at least: longer than the interval
     c.close()
-    time.sleep(0.5)
+    live.next_publish()  # published, so queued for the parked session too
     w = broker.raw()
     assert w.connect5_ok("m5w-exp-watch", clean_start=False,
                          properties=[(R.SESSION_EXPIRY, 60)]).session_present

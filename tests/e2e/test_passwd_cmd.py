@@ -13,7 +13,7 @@ import time
 import pytest
 
 import mqtt_raw
-from conftest import HOST, MOSQUITTO_BIN, SHOOTOUT_BIN, free_port
+from conftest import HOST, MOSQUITTO_BIN, SHOOTOUT_BIN, free_port, need
 
 pytestmark = pytest.mark.shootout_only
 
@@ -130,8 +130,8 @@ def test_runtime_failures_exit_1_and_leave_the_file(tmp_path):
     assert r.returncode == 1
 
 
-@pytest.mark.skipif(not os.path.exists(MOSQUITTO_BIN), reason="mosquitto not installed")
 def test_mosquitto_accepts_our_file(tmp_path):
+    need(os.path.exists(MOSQUITTO_BIN), "mosquitto not installed")
     f = str(tmp_path / "pw")
     assert passwd("-c", "-b", f, "alice", "wonder land").returncode == 0
     if shutil.which("mosquitto_passwd"):

@@ -6,13 +6,13 @@ PostgreSQL is a throw-away cluster (pgtemp.py). Two databases:
 - `tiny`: the schema of src/a2b/a2b_pg.c (its schema_sql and index_sql
   strings, run through psql) and a small hand-made data set whose bodies are
   pinned here byte for byte; always run.
-- `gen`: filled by `shootout a2b-server --db ... --init --scale 0.01` when
-  the binary has that command; then our server and the peer serve the same
-  database and must answer the same requests with the same status, type and
-  body bytes. Skipped otherwise.
+- `gen`: filled by `shootout a2b-server --db ... --init --scale 0.01`;
+  then our server and the peer serve the same database and must answer the
+  same requests with the same status, type and body bytes.
 
-Skipped when node, npm or peers/a2b-node/node_modules (make node-peer) are
-missing, or when no PostgreSQL can be started.
+need()s node and peers/a2b-node/node_modules (make node-peer), and
+PostgreSQL (conftest.py's pg_cluster): skipped without them, failed under
+CI=true.
 """
 
 import gzip
@@ -27,21 +27,16 @@ import time
 
 import pytest
 
-from pgtemp import PgTemp, pg_skip_reason
+from conftest import HOST, NODE_PEER_DIR as PEER_DIR, REPO, SHOOTOUT_BIN, need_node_peer
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
-PEER_DIR = os.path.join(REPO, "peers", "a2b-node")
-SHOOTOUT_BIN = os.environ.get("SHOOTOUT_BIN", os.path.join(REPO, "build", "release", "shootout"))
-HOST = "127.0.0.1"
 JSON = "application/json"
 START_TIMEOUT = 30.0
-
 NODE = shutil.which("node")
-if not NODE or not shutil.which("npm"):
-    pytest.skip("node or npm is not installed", allow_module_level=True)
-if not os.path.isdir(os.path.join(PEER_DIR, "node_modules", "fastify")):
-    pytest.skip("peers/a2b-node/node_modules is missing (make node-peer)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def node_peer():
+    need_node_peer()
 
 
 def c_string(src, name):
@@ -155,22 +150,6 @@ def call(port, method, path, body=None, headers=None, raw_body=None):
     return r.status, hdrs, raw
 
 
-def has_a2b_server():
-    if not os.access(SHOOTOUT_BIN, os.X_OK):
-        return False
-    r = subprocess.run([SHOOTOUT_BIN, "a2b-server", "--help"], capture_output=True, timeout=10)
-    return r.returncode == 0 and b"--init" in r.stdout + r.stderr
-
-
-@pytest.fixture(scope="module")
-def pg():
-    p = PgTemp.start()
-    if p is None:
-        pytest.skip("no PostgreSQL: %s" % pg_skip_reason())
-    yield p
-    p.destroy()
-
-
 def load_tiny(pg, db):
     pg.psql("DROP DATABASE IF EXISTS %s; CREATE DATABASE %s;" % (db, db))
     with open(os.path.join(REPO, "src", "a2b", "a2b_pg.c")) as f:
@@ -180,17 +159,15 @@ def load_tiny(pg, db):
 
 
 @pytest.fixture(scope="module", params=["peer", "a2b-server"])
-def tiny(pg, request):
+def tiny(pg_cluster, request):
     """The peer on its own copy of the tiny data set; then, to check the
-    expectations themselves, a2b-server on another copy when it exists."""
-    if request.param == "a2b-server" and not has_a2b_server():
-        pytest.skip("%s has no a2b-server command" % SHOOTOUT_BIN)
+    expectations themselves, a2b-server on another copy."""
     db = "tiny_" + request.param.replace("-", "_")
-    load_tiny(pg, db)
+    load_tiny(pg_cluster, db)
     if request.param == "peer":
-        srv = start_peer(pg, db)
+        srv = start_peer(pg_cluster, db)
     else:
-        srv = Server([SHOOTOUT_BIN, "a2b-server", "--db", pg.uri(db), "--port", "0", "--pool", "2"])
+        srv = Server([SHOOTOUT_BIN, "a2b-server", "--db", pg_cluster.uri(db), "--port", "0", "--pool", "2"])
     yield srv
     srv.kill()
 
@@ -348,24 +325,24 @@ def test_gzip(tiny):
 
 # ---- Health, stop ------------------------------------------------------------------
 
-def test_health_and_sigterm(pg):
+def test_health_and_sigterm(pg_cluster):
     """Readiness UP; DOWN (503) while PostgreSQL is stopped, liveness still
     UP; UP again once it is back (the pool reconnects); exit 0 on SIGTERM
     with a keep-alive connection open."""
-    load_tiny(pg, "health")
-    srv = start_peer(pg, "health")
+    load_tiny(pg_cluster, "health")
+    srv = start_peer(pg_cluster, "health")
     try:
         p = srv.port
         expect(p, "GET", "/actuator/health/liveness", 200, b'{"status":"UP"}')
         expect(p, "GET", "/actuator/health/readiness", 200, b'{"status":"UP"}')
-        pg.stop("fast")
+        pg_cluster.stop("fast")
         try:
             expect(p, "GET", "/actuator/health/readiness", 503, b'{"status":"DOWN"}')
             expect(p, "GET", "/actuator/health/liveness", 200, b'{"status":"UP"}')
             st, _, raw = call(p, "GET", "/api/v1/users/1")
             assert st == 503 and json.loads(raw)["status"] == "SERVICE_UNAVAILABLE"
         finally:
-            assert pg.start_again(), pg.server_log()[-2000:]
+            pg_cluster.start()
         deadline = time.monotonic() + 20
         while call(p, "GET", "/actuator/health/readiness")[0] != 200:
             assert time.monotonic() < deadline, "readiness did not come back"
@@ -380,7 +357,7 @@ def test_health_and_sigterm(pg):
         srv.kill()
 
 
-def test_bad_options(pg):
+def test_bad_options():
     r = subprocess.run([NODE, "server.js", "--nope"], cwd=PEER_DIR, capture_output=True, timeout=30)
     assert r.returncode == 2 and b"unknown option" in r.stderr
     r = subprocess.run([NODE, "server.js", "--db", "postgres://postgres@127.0.0.1:1/none", "--port", "0"],
@@ -390,15 +367,13 @@ def test_bad_options(pg):
 
 # ---- The same bytes as a2b-server, on its own data set ---------------------------------
 
-def test_same_answers_as_a2b_server(pg):
-    if not has_a2b_server():
-        pytest.skip("%s has no a2b-server command" % SHOOTOUT_BIN)
-    pg.psql("DROP DATABASE IF EXISTS gen; CREATE DATABASE gen;")
-    r = subprocess.run([SHOOTOUT_BIN, "a2b-server", "--db", pg.uri("gen"), "--init", "--scale", "0.01"],
+def test_same_answers_as_a2b_server(pg_cluster):
+    pg_cluster.psql("DROP DATABASE IF EXISTS gen; CREATE DATABASE gen;")
+    r = subprocess.run([SHOOTOUT_BIN, "a2b-server", "--db", pg_cluster.uri("gen"), "--init", "--scale", "0.01"],
                        capture_output=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    ours = Server([SHOOTOUT_BIN, "a2b-server", "--db", pg.uri("gen"), "--port", "0", "--pool", "2"])
-    peer = start_peer(pg, "gen")
+    ours = Server([SHOOTOUT_BIN, "a2b-server", "--db", pg_cluster.uri("gen"), "--port", "0", "--pool", "2"])
+    peer = start_peer(pg_cluster, "gen")
     try:
         users = json.loads(call(ours.port, "GET", "/api/v1/users/5/transfers")[2])
         t = users[0]["transfer"]

@@ -3,8 +3,9 @@ on the official gRPC C++ library, peers/grpc-cpp), called with python3-grpcio
 through stubs that protoc generates from src/car/*.proto at test time; and of
 tests/perf/rpc_tools.py's h2load path against it.
 
-The peer is built by `make peers`, not by `make`: these tests are skipped
-when build/peers/car-grpc-cpp-server (or $SHOOTOUT_PEER_GRPC_CPP) is missing.
+The peer is built by `make peers`, not by `make`: these tests need()
+build/peers/car-grpc-cpp-server (or $SHOOTOUT_PEER_GRPC_CPP): skipped
+without it, failed under CI=true.
 """
 
 import importlib.util
@@ -13,7 +14,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,7 +21,7 @@ import time
 import grpc
 import pytest
 
-from conftest import HOST, REPO, START_TIMEOUT, CarServer
+from conftest import HOST, REPO, START_TIMEOUT, CarServer, ipv6_loopback_port, need
 
 PEER_BIN = os.environ.get("SHOOTOUT_PEER_GRPC_CPP",
                           os.path.join(REPO, "build", "peers", "car-grpc-cpp-server"))
@@ -32,8 +32,10 @@ MAX_MESSAGE = 4 * 1024 * 1024  # grpc's default receive limit, which the peer ke
 CALL_TIMEOUT = 10.0
 LISTENING = re.compile(r"^car-grpc-cpp-server listening on (\S+)$", re.M)
 
-pytestmark = pytest.mark.skipif(not os.access(PEER_BIN, os.X_OK),
-                                reason="%s not built (make peers)" % PEER_BIN)
+
+@pytest.fixture(scope="module", autouse=True)
+def peer_built():
+    need(os.access(PEER_BIN, os.X_OK), "%s not built (make peers)" % PEER_BIN)
 
 
 @pytest.fixture(scope="module")
@@ -134,11 +136,7 @@ def test_send_replies_successful_sequentially_and_concurrently(peer_factory, pb,
 
 
 def test_ipv6_bind(peer_factory, pb):
-    try:
-        with socket.socket(socket.AF_INET6) as s:
-            s.bind(("::1", 0))
-    except OSError:
-        pytest.skip("no IPv6 on this machine")
+    ipv6_loopback_port()
     p = peer_factory("--bind", "::1")
     assert p.target == "[::1]:%d" % p.port
     with grpc.insecure_channel(p.target) as ch:
@@ -204,8 +202,8 @@ def test_bad_arguments_exit_2(args):
     assert p.returncode == 2, p.stderr
 
 
-@pytest.mark.skipif(shutil.which("h2load") is None, reason="h2load (nghttp2-client) not installed")
 def test_rpc_tools_h2load_against_peer(peer):
+    need(shutil.which("h2load"), "h2load (nghttp2-client) not installed")
     def run(*extra):
         p = subprocess.run([sys.executable, RPC_TOOLS, "h2load", "--target", peer.target,
                             "-n", "2000", "-c", "2", "-m", "4"] + list(extra),

@@ -17,7 +17,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 import mqtt_raw as r
-from conftest import HOST, SHOOTOUT_BIN, free_port
+from conftest import HOST, SHOOTOUT_BIN, free_port, need
 from mqtt_paho import paho5
 
 TOTAL = 3000
@@ -123,8 +123,7 @@ class PowerCut:
     the cut; this is the most a power cut can lose.)"""
 
     def __init__(self, broker, data):
-        if not shutil.which("strace"):
-            pytest.skip("no strace to follow the broker's syncs")
+        need(shutil.which("strace"), "no strace to follow the broker's syncs")
         time.sleep(0.3)  # lazy records written so far: synced by the broker's 250 ms timer
         self.data = os.path.realpath(data)
         self.base = {f: os.path.getsize(os.path.join(data, f)) for f in log_files(data)}
@@ -136,7 +135,7 @@ class PowerCut:
         line = self.proc.stderr.readline()  # "strace: Process N attached", or why not
         if b"attached" not in line:
             self.proc.wait(10)
-            pytest.skip("strace cannot attach to the broker: %r" % line)
+            need(False, "strace cannot attach to the broker: %r" % line)
 
     def cut(self):
         """After the broker's kill: returns the bytes cut off."""
@@ -618,8 +617,8 @@ def test_delayed_will_of_a_connected_session_counts_from_the_restart(broker_fact
     b = broker_factory(persistence_dir=data)
     will_client(b, "late", v5=True, delay=3)
     will_client(b, "back", v5=True, delay=3)
+    started = time.monotonic()  # before the broker's start, however slow that is
     b = restart(broker_factory, b, data, kill=True)
-    started = time.monotonic()
     w, w3 = live_watchers(b)
     reconnect(b, "back", v5=True)  # within the delay: its will is never sent
     for x in (w, w3):

@@ -11,6 +11,7 @@ import time
 import pytest
 
 import mqtt_raw as R
+from conftest import need
 
 
 # ---------------------------------------------------------------- paho QoS matrix
@@ -417,9 +418,15 @@ def test_disconnect_closes_connection(broker):
 MOSQUITTO_PUB = shutil.which("mosquitto_pub") or "/usr/bin/mosquitto_pub"
 MOSQUITTO_SUB = shutil.which("mosquitto_sub") or "/usr/bin/mosquitto_sub"
 
-needs_mosquitto_clients = pytest.mark.skipif(
-    not (os.path.exists(MOSQUITTO_PUB) and os.path.exists(MOSQUITTO_SUB)),
-    reason="mosquitto_pub/mosquitto_sub not installed")
+
+
+@pytest.fixture
+def mosquitto_clients():
+    need(os.path.exists(MOSQUITTO_PUB) and os.path.exists(MOSQUITTO_SUB),
+         "mosquitto_pub/mosquitto_sub not installed")
+
+
+needs_mosquitto_clients = pytest.mark.usefixtures("mosquitto_clients")
 
 
 def _mosquitto_pub(broker, *args, timeout=10):

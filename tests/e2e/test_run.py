@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, shootout_available
+from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, need, require_shootout
 
 pytestmark = pytest.mark.shootout_only
 
@@ -27,8 +27,7 @@ HAVE_MOSQUITTO = bool(shutil.which("mosquitto")) or os.access(MOSQUITTO_BIN, os.
 
 
 def run(*args, cwd=None, timeout=RUN_TIMEOUT):
-    if not shootout_available():
-        pytest.fail("shootout binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
+    require_shootout()
     p = subprocess.run([SHOOTOUT_BIN, "run"] + [str(a) for a in args], cwd=cwd,
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     for marker in SANITIZER_MARKERS:
@@ -70,8 +69,8 @@ def row_names(lines):
     return [line.split(":")[0] for line in lines[2:]]
 
 
-@pytest.mark.skipif(not HAVE_MOSQUITTO, reason="mosquitto is not installed")
 def test_run_races_both_brokers(tmp_path):
+    need(HAVE_MOSQUITTO, "mosquitto is not installed")
     p = run(*TINY, cwd=tmp_path)  # JSON to the default file in the current directory
     assert p.returncode == 0, "exit %d\nstdout:\n%s\nstderr:\n%s" % (p.returncode, p.stdout, p.stderr)
     out = p.stdout
@@ -251,7 +250,7 @@ def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, 
     table line per level of constant load (never the ramps between them), the
     levels in the JSON, and ratios when the Node peer ran too."""
     out = tmp_path / "r.json"
-    p = run("--only", "a2b", "--scale", "0.01", "--a2b-time-scale", "2", "--pg", pg_cluster.uri,
+    p = run("--only", "a2b", "--scale", "0.01", "--a2b-time-scale", "2", "--pg", pg_cluster.uri(),
             "--a2b-capacity", "increment-users-per-sec 10 3 100s ramp 20s from 20",
             "--json", out, "--html", "none", cwd=tmp_path, timeout=240)
     assert p.returncode == 0, p.stderr
@@ -262,9 +261,13 @@ def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, 
     ours = [line.split("|")[1].split() for line in levels]
     assert all(float(cells[0]) > 0 and float(cells[1]) > 0 for cells in ours), race
     if HAVE_NODE_PEER:
+        # resp/s counts answers by arrival: a level lasts 0.5 s here, and the
+        # peer's first answers can take longer (700 ms seen on a quiet
+        # machine), so a level may have none. Where it answered, the ratios.
         peer = [line.split("|")[2].split() for line in levels]
-        assert all(float(cells[0]) > 0 for cells in peer), race
-        assert all(re.search(r"\d+\.\d\dx +\d+\.\d\dx$", line) for line in levels), race
+        assert float(peer[-1][0]) > 0, race
+        assert all(re.search(r"\d+\.\d\dx +\d+\.\d\dx$", line)
+                   for line, cells in zip(levels, peer) if float(cells[0]) > 0), race
     else:
         assert any("a2b-node, PostgreSQL: not raced" in line for line in race), race
     assert re.search(r"shootout a2b-server, PostgreSQL: (never saturated|saturated at second)",

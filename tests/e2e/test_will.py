@@ -114,12 +114,12 @@ def test_will_published_on_keepalive_expiry(broker):
     # timing is asserted in test_keepalive_expiry_timing below.
     watcher = will_watcher(broker)
     c = broker.raw()
+    t0 = time.monotonic()  # before the CONNECT, the last packet the client sends
     c.connect_ok("will-ka", keepalive=1, will_topic="will/ka", will_message=b"timeout")
-    t0 = time.monotonic()  # the CONNECT is the last packet the client sends
     _, p = watcher.collect_until(lambda p: p.topic == "will/ka", timeout=12)
     elapsed = time.monotonic() - t0
     assert p.payload == b"timeout"
-    assert elapsed >= 1.4, "will after %.2fs: the broker must allow 1.5 x keep alive" % elapsed
+    assert elapsed >= 1.45, "will after %.2fs: the broker must allow 1.5 x keep alive" % elapsed
     c.wait_closed(3)
 
 
@@ -127,15 +127,18 @@ def test_will_published_on_keepalive_expiry(broker):
 def test_keepalive_expiry_timing(broker):
     watcher = will_watcher(broker)
     c = broker.raw()
+    sent = time.monotonic()  # the CONNECT, the last packet the client sends, goes after
     c.connect_ok("will-ka-timing", keepalive=1, will_topic="will/ka", will_message=b"timeout")
-    t0 = time.monotonic()  # the CONNECT is the last packet the client sends
-    _, p = watcher.collect_until(lambda p: p.topic == "will/ka", timeout=5)
-    elapsed = time.monotonic() - t0
-    # 1.5 s plus the broker's 0.25 s sweep, with room for a loaded machine.
-    assert 1.4 <= elapsed <= 2.5, "will published %.2fs after the last packet (keep alive 1 s)" % elapsed
-    c.wait_closed(1.5)
-    closed = time.monotonic() - t0
-    assert closed <= 2.6, "silent connection closed only after %.2fs" % closed
+    acked = time.monotonic()  # and it arrived before
+    _, p = watcher.collect_until(lambda p: p.topic == "will/ka", timeout=8)
+    now = time.monotonic()
+    assert now - sent >= 1.45, "will published %.2fs after the CONNECT (keep alive 1 s)" % (now - sent)
+    # 1.5 s plus the broker's 0.25 s sweep, with room for a loaded machine:
+    # a broker that checks keep alives every few seconds (as Mosquitto) fails.
+    assert now - acked <= 4.0, "will published %.2fs after the CONNACK (keep alive 1 s)" % (now - acked)
+    c.wait_closed(3)
+    closed = time.monotonic() - acked
+    assert closed <= 4.5, "silent connection closed only after %.2fs" % closed
 
 
 def test_keepalive_respected_while_client_pings(broker):
@@ -143,7 +146,7 @@ def test_keepalive_respected_while_client_pings(broker):
     c = broker.raw_connected("ka-pinger", keepalive=1, will_topic="will/pinger", will_message=b"x")
     end = time.monotonic() + 2.1
     while time.monotonic() < end:
-        time.sleep(0.5)
+        time.sleep(0.25)  # well inside the 1.5 s allowed, even on a loaded machine
         c.send(R.pingreq())
         c.expect(R.PINGRESP, 2)
     c.send(R.disconnect())
@@ -157,7 +160,7 @@ def test_keepalive_reset_by_any_packet(broker):
     end = time.monotonic() + 2.1
     i = 0
     while time.monotonic() < end:
-        time.sleep(0.5)
+        time.sleep(0.25)
         i += 1
         c.send(R.publish("ka/pub", b"%d" % i, qos=1, packet_id=i))
         c.expect(R.PUBACK, 2)
