@@ -222,15 +222,8 @@ $(PEER_B)/car-grpc-cpp-server: $(PEER_OBJ)
 	$(CXX) -o $@ $^ $(PEER_LIBS)
 
 # ---- The Node.js a2b peer (peers/a2b-node): its npm dependencies, pinned by
-# package-lock.json. Without npm, or when npm ci fails, the Node peer is
-# skipped with a message; under CI=true that fails the build instead.
+# package-lock.json. scripts/node-peer.sh says what happens when npm is
+# missing, npm ci fails or the registry cannot be reached.
 .PHONY: node-peer
 node-peer:
-	@fail() { echo "node-peer: $$1"; case "$$CI" in true|1) echo "node-peer: CI=true: failing"; exit 1;; esac; \
-		echo "node-peer: the Node peer is skipped"; }; \
-	if command -v npm >/dev/null 2>&1; then \
-		npm ci --prefix peers/a2b-node --no-audit --no-fund || \
-		fail "npm ci failed (is the npm registry reachable?)"; \
-	else \
-		fail "npm is not installed (see scripts/install-deps.sh)"; \
-	fi
+	@./scripts/node-peer.sh

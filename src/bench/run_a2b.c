@@ -371,18 +371,34 @@ static int start_node(struct run_a2b *j, char *err, size_t len)
     return 0;
 }
 
+/* The reason scripts/node-peer.sh left, when the npm registry could not be
+ * reached at install time, into why; false when there is none. */
+static bool node_unavailable(const struct run_a2b *j, char *why, size_t len)
+{
+    char path[4200], err[256], *text;
+    size_t n;
+    snprintf(path, sizeof path, "%s/build/peers/node-peer.unavailable", j->root);
+    if (textfile_read(path, &text, &n, err, sizeof err) < 0)
+        return false;
+    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
+        n--;
+    snprintf(why, len, "not installed: %.*s", (int)(n < 200 ? n : 200), text);
+    mem_free(text);
+    return true;
+}
+
 /* Why the Node peer cannot run, or "" if it can. */
 static void node_missing(const struct run_a2b *j, char *why, size_t len)
 {
     char path[4200], node[4096];
     why[0] = '\0';
-    snprintf(path, sizeof path, "%s/%s/node_modules", j->root, NODE_PEER);
+    snprintf(path, sizeof path, "%s/%s/node_modules/fastify", j->root, NODE_PEER);
     if (j->o->no_peer)
         snprintf(why, len, "--no-peer");
     else if (!child_find_program("node", "/usr/bin/node", node, sizeof node))
         snprintf(why, len, "node is not installed (not on PATH, nor /usr/bin/node)");
-    else if (access(path, F_OK) < 0)
-        snprintf(why, len, "%.200s is missing (npm ci in %s)", path, NODE_PEER);
+    else if (!node_unavailable(j, why, len) && access(path, F_OK) < 0)
+        snprintf(why, len, "%.200s is missing (make node-peer)", path);
 }
 
 /* ---- the load ------------------------------------------------------------ */

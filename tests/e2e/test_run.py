@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, need, require_shootout
+from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, have_node_peer, need, require_shootout
 
 pytestmark = pytest.mark.shootout_only
 
@@ -240,15 +240,13 @@ def test_a2b_part_prints_the_articles_table_and_quotes_its_rows(tmp_path):
 
 
 RACE_TITLE = "The capacity race on PostgreSQL"
-HAVE_NODE_PEER = bool(shutil.which("node")) and os.path.isdir(
-    os.path.join(os.path.dirname(__file__), "..", "..", "peers", "a2b-node", "node_modules",
-                 "fastify"))
 
 
 def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, pg_cluster):
     """On PostgreSQL, after the journey, each target gets the staircase: one
     table line per level of constant load (never the ramps between them), the
     levels in the JSON, and ratios when the Node peer ran too."""
+    have_peer = have_node_peer()
     out = tmp_path / "r.json"
     p = run("--only", "a2b", "--scale", "0.01", "--a2b-time-scale", "2", "--pg", pg_cluster.uri(),
             "--a2b-capacity", "increment-users-per-sec 10 3 100s ramp 20s from 20",
@@ -260,7 +258,7 @@ def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, 
     assert [int(line.split("|")[0]) for line in levels] == [20, 30, 40]
     ours = [line.split("|")[1].split() for line in levels]
     assert all(float(cells[0]) > 0 and float(cells[1]) > 0 for cells in ours), race
-    if HAVE_NODE_PEER:
+    if have_peer:
         # resp/s counts answers by arrival: a level lasts 0.5 s here, and the
         # peer's first answers can take longer (700 ms seen on a quiet
         # machine), so a level may have none. Where it answered, the ratios.
@@ -275,7 +273,7 @@ def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, 
 
     rows = json.loads(out.read_text())["benchmarks"]
     raced = [r for r in rows if r["name"].endswith(", capacity/a2b")]
-    assert len(raced) == (2 if HAVE_NODE_PEER else 1)
+    assert len(raced) == (2 if have_peer else 1)
     for r in raced:
         stairs = [lv for lv in r["http_open"]["levels"] if lv["kind"] != "after"]
         # three levels and the two ramps between them
