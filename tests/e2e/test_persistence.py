@@ -665,3 +665,81 @@ def test_delayed_will_owed_by_an_offline_session_survives_a_restart(broker_facto
                             properties=[(r.SESSION_EXPIRY, 60)]).session_present
     kept.close()
     w.expect_none(1.0)
+
+
+# ---- subscriptions and retained messages through a power cut ---------------
+#
+# SUB, SUB_DEL, RETAIN and RETAIN_CLEAR gate their output (docs/persistence.md,
+# "What waits for the sync"): the SUBACK, UNSUBACK or PUBACK, and a retained
+# message handed to a new subscriber, leave only once the record is synced.
+# Each test below kills the broker right after that output, before its 250 ms
+# timer would sync a lazy record, and cuts the log back to its last sync.
+
+
+@pytest.mark.shootout_only  # Mosquitto keeps nothing it had not autosaved at kill -9
+@pytest.mark.parametrize("change", ["subscribe", "unsubscribe"])
+def test_subscription_change_survives_a_power_cut(broker_factory, tmp_path, change):
+    """A persistent session subscribed to sentinel and old/t (synced
+    before the cut is followed) subscribes to new/t or unsubscribes from
+    old/t, gets the SUBACK or UNSUBACK, and the power goes. After the
+    restart its session has the subscriptions it was last told it has."""
+    data = str(tmp_path / "data")
+    b = broker_factory(persistence_dir=data)
+    c = b.raw()
+    c.connect_ok("subber", clean_session=False)
+    c.subscribe(1, [("sentinel", 1), ("old/t", 1)])
+    power = PowerCut(b, data)
+    if change == "subscribe":
+        assert c.subscribe(2, [("new/t", 1)]).granted == [1]
+    else:
+        c.send(r.unsubscribe(2, ["old/t"]))
+        assert c.expect(r.UNSUBACK).packet_id == 2
+    b.kill()
+    power.cut()
+    b = broker_factory(port=b.port, persistence_dir=data)
+    c = reconnect(b, "subber", v5=False)
+    pub = b.raw()
+    pub.connect_ok("pub")
+    for pid, topic in enumerate(("old/t", "new/t", "sentinel"), 1):
+        pub.send(r.publish(topic, topic.encode(), qos=1, packet_id=pid))
+        pub.expect(r.PUBACK)
+    before, _ = c.collect_until(lambda p: p.topic == "sentinel")
+    want = ["old/t", "new/t"] if change == "subscribe" else []
+    assert [p.topic for p in before] == want
+
+
+@pytest.mark.shootout_only  # Mosquitto keeps nothing it had not autosaved at kill -9
+@pytest.mark.parametrize("change", ["set-puback", "set-seen", "clear-puback"])
+def test_retained_change_survives_a_power_cut(broker_factory, tmp_path, change):
+    """keep/r holds a retained "old" (synced before the cut is followed);
+    then it is replaced by "new" at QoS 1 (the PUBACK is the output),
+    replaced at QoS 0 and handed to a new subscriber (that delivery is),
+    or cleared at QoS 1; and the power goes. After the restart a new
+    subscriber gets what the broker last said keep/r holds."""
+    data = str(tmp_path / "data")
+    b = broker_factory(persistence_dir=data)
+    pub = b.raw()
+    pub.connect_ok("pub")
+    pub.send(r.publish("keep/r", b"old", qos=1, retain=True, packet_id=1))
+    pub.expect(r.PUBACK)
+    power = PowerCut(b, data)
+    if change == "set-seen":
+        pub.send(r.publish("keep/r", b"new", qos=0, retain=True))
+        seen = b.raw()
+        seen.connect_ok("seen")
+        seen.subscribe(1, [("keep/r", 0)])
+        p = seen.next_publish()
+        assert (p.payload, p.retain) == (b"new", True)
+    else:
+        payload = b"new" if change == "set-puback" else b""
+        pub.send(r.publish("keep/r", payload, qos=1, retain=True, packet_id=2))
+        pub.expect(r.PUBACK)
+    b.kill()
+    power.cut()
+    b = broker_factory(port=b.port, persistence_dir=data)
+    fresh = b.raw()
+    fresh.connect_ok("fresh")
+    fresh.subscribe(1, [("keep/#", 0)])
+    got = [(x.topic, x.payload) for x in fresh.pending]
+    got += [(x.topic, x.payload) for x in drain(fresh, quiet=0.5)]
+    assert got == ([] if change == "clear-puback" else [("keep/r", b"new")])
