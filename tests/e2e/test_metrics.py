@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+import http_hostile
 import mqtt_raw as R
 from conftest import HOST, SHOOTOUT_BIN, free_port
 
@@ -121,6 +122,20 @@ def test_other_requests(mbroker):
     assert idle.recv(12) == b"HTTP/1.1 200"
     idle.close()
     mbroker.assert_alive()
+
+
+def test_hostile_inputs_get_their_exact_answer_and_a_close(mbroker):
+    """The cases of http_hostile, answered by the metrics responder from
+    the head alone: its status (a POST /metrics whose head parses is 405),
+    a `STATUS\\n` body, `Connection: close`, and the close."""
+    def message_of(status, headers, body):
+        return None if body == b"%d\n" % status else "body %r" % body
+
+    port = mbroker.metrics_port
+    wrong = http_hostile.check_all(port, b"/metrics", b"/metrics", message_of,
+                                   lambda: http(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 200,
+                                   head_only=405)
+    assert not wrong, "\n".join(wrong)
 
 
 def test_metrics_port_in_use_exits_1(tmp_path):
