@@ -5,11 +5,12 @@ adding a user without dropping anyone; the connect log lines."""
 
 import shutil
 import subprocess
+import urllib.request
 
 import pytest
 
 import mqtt_raw
-from conftest import SHOOTOUT_BIN
+from conftest import SHOOTOUT_BIN, free_port
 from mqtt_paho import PahoClient
 
 HAVE_MOSQUITTO_PASSWD = shutil.which("mosquitto_passwd") is not None
@@ -115,6 +116,43 @@ def test_broken_password_file_at_start_exits_1(tmp_path):
                        capture_output=True, timeout=10)
     assert r.returncode == 1
     assert (str(f) + ":1:").encode() in r.stderr
+
+
+@pytest.mark.parametrize("how", [
+    pytest.param("flag", marks=pytest.mark.shootout_only("a shootout flag")), "file"])
+def test_connection_messages_false_logs_no_connect_or_disconnect(broker_factory, pwfile, how):
+    """Like Mosquitto's connection_messages false: no line for a connect, a
+    disconnect or a refused password, nor a disconnect line for a protocol
+    error's close (whose diagnostic docs/broker.md keeps at info level)."""
+    lines = ["password_file " + pwfile, "allow_anonymous true"]
+    metrics = free_port()
+    if how == "flag":
+        b = broker_factory(conf_lines=lines, extra_args=("--connection-messages", "false",
+                                                         "--metrics-port", str(metrics)))
+    else:
+        b = broker_factory(conf_lines=lines + ["connection_messages false"])
+    c = b.raw()
+    c.connect_ok("quiet-ok", username="alice", password=b"wonder land")
+    c.send(mqtt_raw.disconnect())
+    c.wait_closed()
+    assert connack(b, client_id="quiet-bad", username="alice", password=b"x") == 5
+    k = b.raw()
+    k.connect_ok("quiet-kicked")
+    k.send(b"\xf0\x00")  # reserved packet type: a protocol error
+    k.wait_closed()
+    # A client after them all, so that their lines would be out by now.
+    last = b.raw()
+    last.connect_ok("quiet-last")
+    last.send(mqtt_raw.pingreq())
+    last.expect(mqtt_raw.PINGRESP)
+    text = b.stderr_text()
+    for cid in ("quiet-ok", "quiet-bad", "quiet-last"):
+        assert cid not in text, text
+    if b.kind == "shootout":
+        assert "event=" not in text, text
+    if how == "flag":
+        scrape = urllib.request.urlopen("http://%s:%d/metrics" % (b.host, metrics), timeout=5).read()
+        assert b'shootout_broker_auth_failures_total{reason="bad_password"} 1\n' in scrape
 
 
 @pytest.mark.shootout_only("our log format")
