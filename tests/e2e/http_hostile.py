@@ -184,3 +184,15 @@ def check_all(port, post, get, message_of, serves, head_only=None):
             wrong.append("%s: the server no longer serves" % name)
             break
     return wrong
+
+
+def closed_unanswered(s, timeout=5.0):
+    """True if the socket s closes (EOF or reset) within timeout without
+    a byte from the server."""
+    s.settimeout(timeout)
+    try:
+        return s.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False

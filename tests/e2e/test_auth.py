@@ -118,6 +118,20 @@ def test_broken_password_file_at_start_exits_1(tmp_path):
     assert (str(f) + ":1:").encode() in r.stderr
 
 
+def log_worthy_clients(b, good, bad, kicked, keepalive=60):
+    """Alice connects as `good` and disconnects; `bad` is refused her
+    password; `kicked` connects and sends a protocol error."""
+    c = b.raw()
+    c.connect_ok(good, username="alice", password=b"wonder land", keepalive=keepalive)
+    c.send(mqtt_raw.disconnect())
+    c.wait_closed()
+    assert connack(b, client_id=bad, username="alice", password=b"x") == 5
+    k = b.raw()
+    k.connect_ok(kicked)
+    k.send(b"\xf0\x00")  # reserved packet type: a protocol error
+    k.wait_closed()
+
+
 @pytest.mark.parametrize("how", [
     pytest.param("flag", marks=pytest.mark.shootout_only("a shootout flag")), "file"])
 def test_connection_messages_false_logs_no_connect_or_disconnect(broker_factory, pwfile, how):
@@ -131,15 +145,7 @@ def test_connection_messages_false_logs_no_connect_or_disconnect(broker_factory,
                                                          "--metrics-port", str(metrics)))
     else:
         b = broker_factory(conf_lines=lines + ["connection_messages false"])
-    c = b.raw()
-    c.connect_ok("quiet-ok", username="alice", password=b"wonder land")
-    c.send(mqtt_raw.disconnect())
-    c.wait_closed()
-    assert connack(b, client_id="quiet-bad", username="alice", password=b"x") == 5
-    k = b.raw()
-    k.connect_ok("quiet-kicked")
-    k.send(b"\xf0\x00")  # reserved packet type: a protocol error
-    k.wait_closed()
+    log_worthy_clients(b, "quiet-ok", "quiet-bad", "quiet-kicked")
     # A client after them all, so that their lines would be out by now.
     last = b.raw()
     last.connect_ok("quiet-last")
@@ -158,15 +164,7 @@ def test_connection_messages_false_logs_no_connect_or_disconnect(broker_factory,
 @pytest.mark.shootout_only("our log format")
 def test_connect_and_disconnect_log_lines(broker_factory, pwfile):
     b = auth_broker(broker_factory, pwfile, anonymous=True)
-    c = b.raw()
-    c.connect_ok("logged in", username="alice", password=b"wonder land", keepalive=33)
-    c.send(mqtt_raw.disconnect())
-    c.wait_closed()
-    assert connack(b, client_id="bad-pw", username="alice", password=b"x") == 5
-    k = b.raw()
-    k.connect_ok("kicked")
-    k.send(b"\xf0\x00")  # reserved packet type: a protocol error
-    k.wait_closed()
+    log_worthy_clients(b, "logged in", "bad-pw", "kicked", keepalive=33)
     text = b.stderr_text()
     assert ('event=connect client="logged in" addr=127.0.0.1:' in text)
     assert "protocol=3.1.1 username=alice clean=1 keepalive=33 session_present=0" in text

@@ -160,17 +160,6 @@ def test_one_request_per_connection(mbroker):
     assert len(body) == int(headers["Content-Length"]), "a second answer after the first"
 
 
-def closed_unanswered(s, timeout):
-    """True if s is closed (EOF or reset) within timeout with no byte sent."""
-    s.settimeout(timeout)
-    try:
-        return s.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
-
-
 def test_at_most_16_connections_each_closed_after_5_seconds(mbroker):
     """16 scrapers that send nothing hold every slot: the 17th connection
     is closed at once, unanswered, while MQTT goes on. At 5 s the 16 are
@@ -182,12 +171,12 @@ def test_at_most_16_connections_each_closed_after_5_seconds(mbroker):
         opened = time.monotonic()
         extra = socket.create_connection((HOST, port), timeout=5)
         extra.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert closed_unanswered(extra, 5), "a 17th connection was served"
+        assert http_hostile.closed_unanswered(extra, 5), "a 17th connection was served"
         extra.close()
         mbroker.raw_connected("served-meanwhile")
-        assert not closed_unanswered(held[-1], 3.5), "closed before its 5 s"
+        assert not http_hostile.closed_unanswered(held[-1], 3.5), "closed before its 5 s"
         for s in held:
-            assert closed_unanswered(s, 15 - (time.monotonic() - opened)), "not closed at 5 s"
+            assert http_hostile.closed_unanswered(s, 15 - (time.monotonic() - opened)), "not closed at 5 s"
         assert time.monotonic() - opened >= 4.5
     finally:
         for s in held:

@@ -240,12 +240,15 @@ def test_retained_and_subscriptions_survive(broker_factory, tmp_path, kill):
     p = c.expect(r.PUBLISH)
     assert (p.topic, p.payload, p.qos) == ("d/1", b"after", 1)
     c.send(r.puback(p.packet_id))
+    assert retained(b) == [("keep/a", b"A", True)]
+
+
+def retained(b):
+    """(topic, payload, retain) of what a new subscriber to keep/# gets."""
     fresh = b.raw()
     fresh.connect_ok("fresh")
     fresh.subscribe(1, [("keep/#", 0)])
-    got = [(x.topic, x.payload, x.retain) for x in fresh.pending]
-    got += [(x.topic, x.payload, x.retain) for x in drain(fresh, quiet=0.5)]
-    assert got == [("keep/a", b"A", True)]
+    return [(x.topic, x.payload, x.retain) for x in fresh.pending + drain(fresh, quiet=0.5)]
 
 
 def qos2_pair(b):
@@ -738,12 +741,7 @@ def test_retained_change_survives_a_power_cut(broker_factory, tmp_path, change):
     b.kill()
     power.cut()
     b = broker_factory(port=b.port, persistence_dir=data)
-    fresh = b.raw()
-    fresh.connect_ok("fresh")
-    fresh.subscribe(1, [("keep/#", 0)])
-    got = [(x.topic, x.payload) for x in fresh.pending]
-    got += [(x.topic, x.payload) for x in drain(fresh, quiet=0.5)]
-    assert got == ([] if change == "clear-puback" else [("keep/r", b"new")])
+    assert retained(b) == ([] if change == "clear-puback" else [("keep/r", b"new", True)])
 
 
 # ---- a full disk (docs/persistence.md, "Commit and durability") ------------

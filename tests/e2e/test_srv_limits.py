@@ -3,12 +3,14 @@
 docs/a2b.md: "as car-server's"). Both servers take them from the process
 skeleton they share, src/core/srv.c, so each test runs against both."""
 
+import re
 import signal
 import socket
 import time
 
 import pytest
 
+import http_hostile
 from conftest import HOST
 
 GET = {"car-server": b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -27,14 +29,16 @@ class Server:
         return socket.create_connection((HOST, self.port), timeout=5)
 
     def served(self, s):
-        """Sends the GET on s; True if a 200 comes back."""
+        """Sends the GET on s and reads the whole answer; True if a 200."""
         s.sendall(self.get)
         got = b""
-        while b"\r\n\r\n" not in got:
+        while b"\r\n\r\n" not in got or len(got) < got.index(b"\r\n\r\n") + 4 + length:
             chunk = s.recv(65536)
             if not chunk:
                 return False
             got += chunk
+            m = re.search(rb"\r\nContent-Length: (\d+)\r\n", got, re.I)
+            length = int(m.group(1)) if m else 0
         return got.startswith(b"HTTP/1.1 200 ")
 
 
@@ -43,17 +47,6 @@ def start(request):
     factory = request.getfixturevalue(
         "car_server_factory" if request.param == "car-server" else "a2b_server_factory")
     return lambda *args: Server(request.param, factory(*args))
-
-
-def closed_unanswered(s, timeout=5):
-    """True if s closes (EOF or reset) within timeout without a byte."""
-    s.settimeout(timeout)
-    try:
-        return s.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
 
 
 def test_max_connections_closes_one_more_at_once(start):
@@ -66,7 +59,7 @@ def test_max_connections_closes_one_more_at_once(start):
             over.sendall(srv.get)
         except (BrokenPipeError, ConnectionResetError):
             pass
-        assert closed_unanswered(over), "a connection over the limit was served"
+        assert http_hostile.closed_unanswered(over), "a connection over the limit was served"
         over.close()
         assert all(srv.served(s) for s in held), "the connections within the limit suffered"
         # A slot freed is taken again (once the server has seen the close).
@@ -102,7 +95,7 @@ def test_car_server_counts_rest_and_grpc_connections_together(car_server_factory
         grpc.settimeout(5)
         assert grpc.recv(9)  # the server's SETTINGS: it took the connection
         over = srv.connect()
-        assert closed_unanswered(over), "a third connection was accepted"
+        assert http_hostile.closed_unanswered(over), "a third connection was accepted"
         over.close()
         assert srv.served(rest)
     finally:
@@ -119,13 +112,13 @@ def test_drain_timeout_closes_what_is_still_busy(start):
     try:
         assert srv.served(idle)
         busy.sendall(srv.get[:10])
-        assert not closed_unanswered(busy, 0.3)  # the server holds the half request
+        assert not http_hostile.closed_unanswered(busy, 0.3)  # the server holds the half request
         stopped = time.monotonic()
         srv.proc.proc.send_signal(signal.SIGTERM)
-        assert closed_unanswered(idle), "the idle connection was not closed at once"
-        busy_closed = closed_unanswered(busy, 5.8 - (time.monotonic() - stopped))
+        assert http_hostile.closed_unanswered(idle), "the idle connection was not closed at once"
+        busy_closed = http_hostile.closed_unanswered(busy, 5.8 - (time.monotonic() - stopped))
         assert not busy_closed and srv.proc.running(), "the drain ended before --drain-timeout"
-        assert closed_unanswered(busy, 20), "the busy connection outlived the drain timeout"
+        assert http_hostile.closed_unanswered(busy, 20), "the busy connection outlived the drain timeout"
         assert srv.proc.proc.wait(10) == 0
         assert time.monotonic() - stopped >= 6.5
     finally:
