@@ -163,7 +163,7 @@ uint8_t auth_connect(struct broker *b, const struct conn *c, const struct mqtt5_
             reason = MQTT5_RC_NOT_AUTHORIZED;
         }
     }
-    if (reason && LOG_INFO <= log_threshold) {
+    if (reason && b->cfg->obs.connection_messages && LOG_INFO <= log_threshold) {
         char idv[160], userv[160], addr[80];
         log_info("event=connect_refused client=%s addr=%s username=%s reason=%s",
                  metrics_log_value(idv, sizeof idv, id, id_len), metrics_peer(c, addr, sizeof addr),

@@ -368,9 +368,11 @@ bool conn_prepare(struct broker *b)
             conn_read_resumed(b, c);
     }
     /* Group commit: what this iteration's packets changed is durable
-     * before any acknowledgement of them leaves; else retry next time. */
+     * before any acknowledgement of them leaves; else retry at the next
+     * wake-up (an event, or the sweep timer), not in a busy loop: a full
+     * disk stays full for a while. */
     if (!persist_commit(b))
-        return true;
+        return false;
     while (b->dirty) {
         struct conn *c = b->dirty;
         b->dirty = c->dirty_next;

@@ -878,6 +878,9 @@ struct plog {
     /* After a failed compaction, the next waits until the log has grown
      * this large, so that a full disk is not hit once a second. */
     uint64_t compact_retry_bytes;
+    /* Writes and syncs failed in a row (a full disk is retried at every
+     * wake-up of the loop), and when that was last logged. */
+    uint64_t failures, failure_logged_ms;
 };
 
 static uint64_t mono_ms(void)
@@ -950,11 +953,34 @@ uint64_t plog_append(struct plog *l, const struct plog_rec *rec)
     return id;
 }
 
+/* Logs a failed write or sync of the current file: the first of a run of
+ * failures, then one line every 10 s, so that a full disk, retried at
+ * every wake-up of the loop, does not flood the log (often on that disk). */
+static void log_failure(struct plog *l, const char *what, int err)
+{
+    uint64_t now = mono_ms();
+    if (l->failures++ && now - l->failure_logged_ms < 10000)
+        return;
+    l->failure_logged_ms = now;
+    log_error("persistence: %s log.%010u failed: %s (%llu attempts; acknowledgements wait, "
+              "retrying)",
+              what, l->number, strerror(err), (unsigned long long)l->failures);
+}
+
+static void log_recovered(struct plog *l)
+{
+    if (!l->failures)
+        return;
+    log_info("persistence: log.%010u committed again after %llu failed attempts", l->number,
+             (unsigned long long)l->failures);
+    l->failures = 0;
+}
+
 /* Makes everything written durable. 0, or -1 (logged). */
 static int log_sync(struct plog *l, uint64_t now)
 {
     if (fdatasync(l->fd) < 0) {
-        log_error("persistence: fdatasync of log.%010u failed: %s", l->number, strerror(errno));
+        log_failure(l, "fdatasync of", errno);
         return -1;
     }
     l->syncs++;
@@ -968,8 +994,11 @@ int plog_commit(struct plog *l)
 {
     if (l->batch.len) {
         if (write_all(l->fd, l->batch.p, l->batch.len) < 0) {
-            log_error("persistence: write to log.%010u failed: %s", l->number, strerror(errno));
-            if (ftruncate(l->fd, (off_t)l->size) < 0)
+            log_failure(l, "write to", errno);
+            /* The file offset too: a retry written past a partial write
+             * would leave a hole, which recovery takes for damage. */
+            if (ftruncate(l->fd, (off_t)l->size) < 0 ||
+                lseek(l->fd, (off_t)l->size, SEEK_SET) < 0)
                 log_error("persistence: cannot cut log.%010u back: %s", l->number,
                           strerror(errno));
             return -1;
@@ -988,13 +1017,15 @@ int plog_commit(struct plog *l)
         if (l->opt.sync_interval_ms || !l->unsynced_gates)
             l->committed_seq = l->written_seq;
     }
-    if (!l->unsynced)
-        return 0;
-    uint64_t now = mono_ms();
-    if (l->opt.sync_interval_ms ? now - l->last_sync_ms < l->opt.sync_interval_ms
-                                : !l->unsynced_gates)
-        return 0;
-    return log_sync(l, now);
+    if (l->unsynced) {
+        uint64_t now = mono_ms();
+        bool due = l->opt.sync_interval_ms ? now - l->last_sync_ms >= l->opt.sync_interval_ms
+                                           : l->unsynced_gates;
+        if (due && log_sync(l, now) < 0)
+            return -1;
+    }
+    log_recovered(l);
+    return 0;
 }
 
 int plog_compact_start(struct plog *l)

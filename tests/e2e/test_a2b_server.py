@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+import http_hostile
 from conftest import HOST, SHOOTOUT_BIN
 
 JSON = "application/json"
@@ -344,6 +345,23 @@ def test_connection_handling(a2b_server_factory):
         s.sendall(b"GET /api/v1/countries HTTP/1.1\r\nHo")
         out, _ = read_responses(s, 1, timeout=10)
         assert out[0][0] == 408 and json.loads(out[0][2])["status"] == "REQUEST_TIMEOUT"
+
+
+def test_hostile_inputs_get_their_exact_answer_and_a_close(a2b_server_factory):
+    """The cases of http_hostile, as car-server's REST side gets them: the
+    same parser (http1.c) in the other engine (http_server.c), with its
+    error shape."""
+    srv = a2b_server_factory()
+
+    def message_of(status, headers, body):
+        if headers.get("content-type") != JSON:
+            return "not JSON: %r" % body
+        err = json.loads(body)
+        return err["message"] if err["code"] == status else "wrong code: %r" % err
+
+    wrong = http_hostile.check_all(srv.port, b"/api/v1/users/1/transfers/2", b"/api/v1/countries",
+                                   message_of, lambda: call(srv, "GET", "/api/v1/countries")[0] == 200)
+    assert not wrong, "\n".join(wrong)
 
 
 def test_client_gone_while_pending(a2b_server_factory):

@@ -5,11 +5,12 @@ adding a user without dropping anyone; the connect log lines."""
 
 import shutil
 import subprocess
+import urllib.request
 
 import pytest
 
 import mqtt_raw
-from conftest import SHOOTOUT_BIN
+from conftest import SHOOTOUT_BIN, free_port
 from mqtt_paho import PahoClient
 
 HAVE_MOSQUITTO_PASSWD = shutil.which("mosquitto_passwd") is not None
@@ -117,18 +118,53 @@ def test_broken_password_file_at_start_exits_1(tmp_path):
     assert (str(f) + ":1:").encode() in r.stderr
 
 
+def log_worthy_clients(b, good, bad, kicked, keepalive=60):
+    """Alice connects as `good` and disconnects; `bad` is refused her
+    password; `kicked` connects and sends a protocol error."""
+    c = b.raw()
+    c.connect_ok(good, username="alice", password=b"wonder land", keepalive=keepalive)
+    c.send(mqtt_raw.disconnect())
+    c.wait_closed()
+    assert connack(b, client_id=bad, username="alice", password=b"x") == 5
+    k = b.raw()
+    k.connect_ok(kicked)
+    k.send(b"\xf0\x00")  # reserved packet type: a protocol error
+    k.wait_closed()
+
+
+@pytest.mark.parametrize("how", [
+    pytest.param("flag", marks=pytest.mark.shootout_only("a shootout flag")), "file"])
+def test_connection_messages_false_logs_no_connect_or_disconnect(broker_factory, pwfile, how):
+    """Like Mosquitto's connection_messages false: no line for a connect, a
+    disconnect or a refused password, nor a disconnect line for a protocol
+    error's close (whose diagnostic docs/broker.md keeps at info level)."""
+    lines = ["password_file " + pwfile, "allow_anonymous true"]
+    metrics = free_port()
+    if how == "flag":
+        b = broker_factory(conf_lines=lines, extra_args=("--connection-messages", "false",
+                                                         "--metrics-port", str(metrics)))
+    else:
+        b = broker_factory(conf_lines=lines + ["connection_messages false"])
+    log_worthy_clients(b, "quiet-ok", "quiet-bad", "quiet-kicked")
+    # A client after them all, so that their lines would be out by now.
+    last = b.raw()
+    last.connect_ok("quiet-last")
+    last.send(mqtt_raw.pingreq())
+    last.expect(mqtt_raw.PINGRESP)
+    text = b.stderr_text()
+    for cid in ("quiet-ok", "quiet-bad", "quiet-last"):
+        assert cid not in text, text
+    if b.kind == "shootout":
+        assert "event=" not in text, text
+    if how == "flag":
+        scrape = urllib.request.urlopen("http://%s:%d/metrics" % (b.host, metrics), timeout=5).read()
+        assert b'shootout_broker_auth_failures_total{reason="bad_password"} 1\n' in scrape
+
+
 @pytest.mark.shootout_only("our log format")
 def test_connect_and_disconnect_log_lines(broker_factory, pwfile):
     b = auth_broker(broker_factory, pwfile, anonymous=True)
-    c = b.raw()
-    c.connect_ok("logged in", username="alice", password=b"wonder land", keepalive=33)
-    c.send(mqtt_raw.disconnect())
-    c.wait_closed()
-    assert connack(b, client_id="bad-pw", username="alice", password=b"x") == 5
-    k = b.raw()
-    k.connect_ok("kicked")
-    k.send(b"\xf0\x00")  # reserved packet type: a protocol error
-    k.wait_closed()
+    log_worthy_clients(b, "logged in", "bad-pw", "kicked", keepalive=33)
     text = b.stderr_text()
     assert ('event=connect client="logged in" addr=127.0.0.1:' in text)
     assert "protocol=3.1.1 username=alice clean=1 keepalive=33 session_present=0" in text

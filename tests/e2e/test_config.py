@@ -76,6 +76,10 @@ def test_flags_override_the_file_wherever_they_stand(tmp_path):
     ("max_connections many\n", "broker.conf:1: max_connections wants a whole number"),
     ("port 1883\nauth_plugin /etc/passwd\n", "broker.conf:2: unknown setting 'auth_plugin'"),
     ("allow_anonymous maybe\n", "broker.conf:1: allow_anonymous wants true or false, not 'maybe'"),
+    # docs/broker.md: only the value that describes the broker is accepted.
+    ("port 1883\nper_listener_settings true\n",
+     "broker.conf:2: 'per_listener_settings' other than false is not supported yet"),
+    ("per_listener_settings\n", "broker.conf:1: 'per_listener_settings' other than false is not supported yet"),
 ])
 def test_bad_config_file_exits_1_naming_the_line(tmp_path, content, message):
     conf = tmp_path / "broker.conf"

@@ -9,23 +9,32 @@ import pytest
 import mqtt_raw as R
 
 
-def try_connect(broker, client_id):
-    """Returns (client, connack) on acceptance, (None, reason) on refusal:
-    refusal is a close (before or after a CONNACK 3) within 5 s."""
+def try_connect(broker, client_id, v5=False):
+    """Returns (client, connack) on acceptance, (None, reason) on refusal.
+    shootout refuses as docs/broker.md says: CONNACK 3 (server unavailable;
+    MQTT 5: 0x88), then the close [MQTT-3.2.2-5]. Mosquitto 2.0.11 closes an
+    over-limit connection at its accept, without a CONNACK."""
     c = broker.raw()
     try:
-        c.send(R.connect(client_id))
-        p = c.recv_packet(5)
-    except (R.Closed, ConnectionError, OSError):
+        if v5:
+            p = c.connect5(client_id)
+        else:
+            c.send(R.connect(client_id))
+            p = c.recv_packet(5)
+    except (AssertionError, R.Closed, ConnectionError, OSError):
+        assert broker.kind == "mosquitto", "closed without a CONNACK; expected CONNACK %s" % (
+            "0x88" if v5 else "3 (server unavailable)")
         c.close()
         return None, "closed"
     assert p.type == R.CONNACK, p
     if p.rc == 0:
         return c, p
-    assert p.rc == 3, "refused with CONNACK %d; expected 3 (server unavailable)" % p.rc
-    c.wait_closed(5)  # [MQTT-3.2.2-5]: close after a non-zero CONNACK
+    want = 0x88 if v5 else 3
+    assert p.rc == want, "refused with CONNACK 0x%02x; expected 0x%02x (server unavailable)" % (p.rc, want)
+    assert not p.session_present
+    assert c.wait_closed(5) == []
     c.close()
-    return None, "connack 3"
+    return None, "connack"
 
 
 def connect_retrying(broker, client_id, timeout=5.0):
@@ -65,6 +74,20 @@ def test_max_connections(broker_factory):
     new = connect_retrying(b, "mc-new")
     new.send(R.pingreq())
     new.expect(R.PINGRESP)
+
+
+# Mosquitto 2.0.11 closes an over-limit connection without a CONNACK.
+@pytest.mark.shootout_only
+def test_max_connections_refuses_mqtt5_with_0x88_and_logs_it(broker_factory):
+    b = broker_factory(max_connections=1)
+    warning = "warn  connection limit (1) reached: refusing a client"
+    first = connect_retrying(b, "mc5-in")  # may be refused while the start-up probe lingers
+    before = b.stderr_text().count(warning)
+    assert try_connect(b, "mc5-over", v5=True) == (None, "connack")
+    assert try_connect(b, "mc311-over") == (None, "connack")
+    assert b.stderr_text().count(warning) == before + 2
+    first.send(R.pingreq())
+    first.expect(R.PINGRESP)
 
 
 # Mosquitto 2.0.11 miscounts connections that are refused or closed before

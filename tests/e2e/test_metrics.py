@@ -3,9 +3,11 @@ counters growing with traffic, and the responder's refusals."""
 
 import socket
 import subprocess
+import time
 
 import pytest
 
+import http_hostile
 import mqtt_raw as R
 from conftest import HOST, SHOOTOUT_BIN, free_port
 
@@ -121,6 +123,65 @@ def test_other_requests(mbroker):
     assert idle.recv(12) == b"HTTP/1.1 200"
     idle.close()
     mbroker.assert_alive()
+
+
+def test_hostile_inputs_get_their_exact_answer_and_a_close(mbroker):
+    """The cases of http_hostile, answered by the metrics responder from
+    the head alone: its status (a POST /metrics whose head parses is 405),
+    a `STATUS\\n` body, `Connection: close`, and the close."""
+    def message_of(status, headers, body):
+        return None if body == b"%d\n" % status else "body %r" % body
+
+    port = mbroker.metrics_port
+    wrong = http_hostile.check_all(port, b"/metrics", b"/metrics", message_of,
+                                   lambda: http(port, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 200,
+                                   head_only=405)
+    assert not wrong, "\n".join(wrong)
+
+
+def get_of_size(size):
+    """A GET /metrics head exactly size bytes long (padded with a field)."""
+    base = b"GET /metrics HTTP/1.1\r\nHost: x\r\nX: \r\n\r\n"
+    return base.replace(b"X: ", b"X: " + b"a" * (size - len(base)))
+
+
+def test_head_limit_is_4_kib(mbroker):
+    port = mbroker.metrics_port
+    assert len(get_of_size(4096)) == 4096
+    assert http(port, get_of_size(4096))[0] == 200
+    status, headers, body = http(port, get_of_size(4097))
+    assert (status, headers["Connection"], body) == (431, "close", b"431\n")
+
+
+def test_one_request_per_connection(mbroker):
+    get = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+    status, headers, body = http(mbroker.metrics_port, get + get)
+    assert status == 200 and headers["Connection"] == "close"
+    assert len(body) == int(headers["Content-Length"]), "a second answer after the first"
+
+
+def test_at_most_16_connections_each_closed_after_5_seconds(mbroker):
+    """16 scrapers that send nothing hold every slot: the 17th connection
+    is closed at once, unanswered, while MQTT goes on. At 5 s the 16 are
+    closed (no answer: they never asked), and the responder serves again."""
+    port = mbroker.metrics_port
+    held = [socket.create_connection((HOST, port), timeout=5) for _ in range(16)]
+    try:
+        held[0].sendall(b"GET /metr")  # a head never finished counts the same
+        opened = time.monotonic()
+        extra = socket.create_connection((HOST, port), timeout=5)
+        extra.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert http_hostile.closed_unanswered(extra, 5), "a 17th connection was served"
+        extra.close()
+        mbroker.raw_connected("served-meanwhile")
+        assert not http_hostile.closed_unanswered(held[-1], 3.5), "closed before its 5 s"
+        for s in held:
+            assert http_hostile.closed_unanswered(s, 15 - (time.monotonic() - opened)), "not closed at 5 s"
+        assert time.monotonic() - opened >= 4.5
+    finally:
+        for s in held:
+            s.close()
+    assert scrape(port)[0]["shootout_broker_clients_connected"] == 1
 
 
 def test_metrics_port_in_use_exits_1(tmp_path):
