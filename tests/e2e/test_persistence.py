@@ -750,8 +750,7 @@ def test_retained_change_survives_a_power_cut(broker_factory, tmp_path, change):
 def small_disk(tmp_path):
     """A 256 KiB tmpfs (mounting one needs root, as the tests run here and
     in CI), unmounted lazily at the end, whatever still holds it open."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs needs root")
+    need(os.geteuid() == 0, "mounting a tmpfs needs root")
     path = str(tmp_path / "disk")
     os.mkdir(path)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", path], check=True, timeout=30)
