@@ -35,6 +35,7 @@
 #include "bench/pg_probe.h"
 #include "bench/probe.h"
 #include "bench/scenario.h"
+#include "bench/texttab.h"
 #include "core/ev.h"
 #include "core/mem.h"
 #include "core/net.h"
@@ -1233,69 +1234,106 @@ static void report_json(struct json *j, const void *arg)
     json_object_end(j);
 }
 
-static void print_stat(FILE *f, const char *name, const struct ho_stat *st, double dur)
+static void stat_row(struct tt *tt, const char *name, const struct ho_stat *st, double dur)
 {
     const struct hist *h = &st->h;
-    fprintf(f, "%-24.24s %8llu %8llu %7llu %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.2f\n",
-            name, (unsigned long long)h->count, (unsigned long long)st->ok,
-            (unsigned long long)st->ko, h->count ? (double)h->min / 1e6 : 0, hist_mean(h) / 1e6,
-            (double)hist_percentile(h, 50) / 1e6, (double)hist_percentile(h, 75) / 1e6,
-            (double)hist_percentile(h, 95) / 1e6, (double)hist_percentile(h, 99) / 1e6,
-            h->count ? (double)h->max / 1e6 : 0, dur > 0 ? (double)h->count / dur : 0);
+    tt_cell(tt, "%s", name);
+    tt_cell(tt, "%llu", (unsigned long long)h->count);
+    tt_cell(tt, "%llu", (unsigned long long)st->ok);
+    tt_cell(tt, "%llu", (unsigned long long)st->ko);
+    const double ms[] = {h->count ? (double)h->min : 0, hist_mean(h),
+                         (double)hist_percentile(h, 50), (double)hist_percentile(h, 75),
+                         (double)hist_percentile(h, 95), (double)hist_percentile(h, 99),
+                         h->count ? (double)h->max : 0};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        tt_cell(tt, "%.1f", ms[i] / 1e6);
+    tt_cell(tt, "%.2f", dur > 0 ? (double)h->count / dur : 0);
 }
 
 /* The load levels, when the profile has more than one. */
 static void print_levels(FILE *f, const struct ho_report *rep)
 {
-    fprintf(f, "---- load levels (requests by their intended send time) ----\n"
-               "%-5s %-5s %-17s %7s %6s %7s %8s %8s %7s %8s %8s %8s %8s %8s %8s\n",
-            "level", "step", "load", "start s", "dur s", "users", "requests", "ok", "ko", "req/s",
-            "resp/s", "mean", "p50", "p95", "p99");
+    static const char *const titles[] = {
+        "level", "step", "load", "start s", "dur s", "users", "requests", "ok", "ko", "req/s",
+        "resp/s", "mean", "p50", "p95", "p99"};
+    struct tt tt;
+    tt_init(&tt, "lllrrrrrrrrrrrr");
+    tt_cells(&tt, sizeof titles / sizeof titles[0], titles);
     for (unsigned i = 0; i < rep->nlevels; i++) {
         const struct http_open_level *l = &rep->levels[i];
-        char level[16] = "after", step[16] = "", load[48] = "";
-        if (l->step) {
-            snprintf(level, sizeof level, "%u", i + 1);
+        if (!l->step) {
+            tt_cell(&tt, "after");
+            tt_cell(&tt, "%s", "");
+            tt_cell(&tt, "%s", "");
+        } else {
+            tt_cell(&tt, "%u", i + 1);
             if (l->stair)
-                snprintf(step, sizeof step, "%u:%u", l->step, l->stair);
+                tt_cell(&tt, "%u:%u", l->step, l->stair);
             else
-                snprintf(step, sizeof step, "%u", l->step);
+                tt_cell(&tt, "%u", l->step);
             const char *unit = l->closed ? " users" : "/s";
             if (l->load_from == l->load_to)
-                snprintf(load, sizeof load, "%g%s", l->load_from, unit);
+                tt_cell(&tt, "%g%s", l->load_from, unit);
             else
-                snprintf(load, sizeof load, "%g->%g%s", l->load_from, l->load_to, unit);
+                tt_cell(&tt, "%g->%g%s", l->load_from, l->load_to, unit);
         }
-        fprintf(f, "%-5s %-5s %-17.17s %7.1f %6.1f %7.0f %8.0f %8.0f %7.0f %8.1f %8.1f %8.1f %8.1f "
-                   "%8.1f %8.1f\n",
-                level, step, load, l->start_s, l->dur_s, l->users_started, l->requests, l->ok,
-                l->ko, l->rps, l->responses_per_s, l->mean_ms, l->p50_ms, l->p95_ms, l->p99_ms);
+        const struct {
+            double v;
+            int prec;
+        } figs[] = {{l->start_s, 1},        {l->dur_s, 1},           {l->users_started, 0},
+                    {l->requests, 0},       {l->ok, 0},              {l->ko, 0},
+                    {l->rps, 1},            {l->responses_per_s, 1}, {l->mean_ms, 1},
+                    {l->p50_ms, 1},         {l->p95_ms, 1},          {l->p99_ms, 1}};
+        for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++)
+            tt_cell(&tt, "%.*f", figs[k].prec, figs[k].v);
     }
+    fprintf(f, "---- load levels (requests by their intended send time) ----\n");
+    tt_print(f, &tt);
+    tt_free(&tt);
+}
+
+/* The errors by class, then the unexpected statuses. */
+static void print_errors(FILE *f, const struct ho_report *rep)
+{
+    struct tt tt;
+    tt_init(&tt, "lrrl");
+    for (unsigned e = 0; e < ERR_COUNT; e++)
+        if (rep->errs[e]) {
+            tt_cell(&tt, "> %s", err_names[e]);
+            tt_cell(&tt, "%llu", (unsigned long long)rep->errs[e]);
+            tt_cell(&tt, "(%.1f %%)", 100.0 * (double)rep->errs[e] / (double)rep->all.ko);
+            tt_cell(&tt, "%s", err_is_generator(e) ? "[load generator]" : "");
+        }
+    for (unsigned s = 0; s < 600; s++)
+        if (rep->status_ko[s]) {
+            tt_cell(&tt, ">   status %u", s);
+            tt_cell(&tt, "%llu", (unsigned long long)rep->status_ko[s]);
+            tt_cell(&tt, "%s", "");
+            tt_cell(&tt, "%s", "");
+        }
+    fprintf(f, "---- errors ----\n");
+    tt_print(f, &tt);
+    tt_free(&tt);
 }
 
 /* Gatling's console summary: global, per request, errors, load levels. */
 static void report_print(FILE *f, const struct ho_report *rep)
 {
-    fprintf(f, "---- %s: %llu users started, %llu done, %.1f s ", rep->scn->name,
+    static const char *const titles[] = {"request (ms)", "count", "ok", "ko", "min", "mean",
+                                         "p50", "p75", "p95", "p99", "max", "req/s"};
+    fprintf(f, "---- %s: %llu users started, %llu done, %.1f s ----\n", rep->scn->name,
             (unsigned long long)rep->users_started, (unsigned long long)rep->users_done,
             rep->duration_s);
-    fprintf(f, "----\n%-24s %8s %8s %7s %8s %8s %8s %8s %8s %8s %8s %9s\n", "request (ms)", "count",
-            "ok", "ko", "min", "mean", "p50", "p75", "p95", "p99", "max", "req/s");
-    print_stat(f, "Global", &rep->all, rep->duration_s);
+    struct tt tt;
+    tt_init(&tt, "lrrrrrrrrrrr");
+    tt_cells(&tt, sizeof titles / sizeof titles[0], titles);
+    stat_row(&tt, "Global", &rep->all, rep->duration_s);
     for (unsigned i = 0; i < rep->scn->nnames; i++)
-        print_stat(f, rep->scn->names[i], &rep->by_name[i], rep->duration_s);
-    uint64_t ko = rep->all.ko;
-    if (ko) {
-        fprintf(f, "---- errors ----\n");
-        for (unsigned e = 0; e < ERR_COUNT; e++)
-            if (rep->errs[e])
-                fprintf(f, "> %-26s %8llu (%5.1f %%)%s\n", err_names[e],
-                        (unsigned long long)rep->errs[e], 100.0 * (double)rep->errs[e] / (double)ko,
-                        err_is_generator(e) ? " [load generator]" : "");
-        for (unsigned s = 0; s < 600; s++)
-            if (rep->status_ko[s])
-                fprintf(f, ">   status %u: %llu\n", s, (unsigned long long)rep->status_ko[s]);
-    }
+        stat_row(&tt, rep->scn->names[i], &rep->by_name[i], rep->duration_s);
+    tt_print(f, &tt);
+    tt_free(&tt);
+    if (rep->all.ko)
+        print_errors(f, rep);
     if (rep->nlevels > 2)
         print_levels(f, rep);
     if (rep->saturation_s >= 0) {

@@ -19,6 +19,7 @@
 #include "bench/http_open.h"
 #include "bench/json.h"
 #include "bench/mqtt_client.h"
+#include "bench/texttab.h"
 #include "core/mem.h"
 #include "core/textfile.h"
 
@@ -481,29 +482,14 @@ static int measure(struct run_a2b *j, int i)
 
 /* ---- the table ----------------------------------------------------------- */
 
-#define LABEL_W 32
-#define CELL_W 10
-
-static void print_line(FILE *f, const char *label, const char *const cells[NCOLS])
+static void figures_row(struct tt *tt, const struct a2b_figures *fig)
 {
-    fprintf(f, "%-*.*s", LABEL_W, LABEL_W - 1, label);
+    tt_cell(tt, "%s", fig->variant);
     for (int c = 0; c < NCOLS; c++)
-        fprintf(f, "%*s", CELL_W, cells[c]);
-    fputc('\n', f);
-}
-
-static void print_figures(FILE *f, const struct a2b_figures *fig)
-{
-    char text[NCOLS][32];
-    const char *cells[NCOLS];
-    for (int c = 0; c < NCOLS; c++) {
         if (isnan(fig->col[c]))
-            snprintf(text[c], sizeof text[c], "n/a");
+            tt_cell(tt, "n/a");
         else
-            snprintf(text[c], sizeof text[c], "%.*f", col_prec[c], fig->col[c]);
-        cells[c] = text[c];
-    }
-    print_line(f, fig->variant, cells);
+            tt_cell(tt, "%.*f", col_prec[c], fig->col[c]);
 }
 
 static void print_table(FILE *f, const struct run_a2b *j)
@@ -513,18 +499,25 @@ static void print_table(FILE *f, const struct run_a2b *j)
                "rampUsersPerSec(100).to(200).during(1000 s),\nmaxDuration 2000 s, time scale %g: "
                "durations and pauses / %g, same arrival rates; data set scale %g)\n",
             o->time_scale, o->time_scale, o->data_scale);
-    print_line(f, "", col_title);
+    struct tt tt;
+    tt_init(&tt, "lrrrrrrrrrrrr");
+    tt_cell(&tt, "%s", "");
+    tt_cells(&tt, NCOLS, col_title);
     for (int i = 0; i < NTARGETS; i++) {
         const struct a2b_target *t = &j->t[i];
-        if (t->ran)
-            print_figures(f, &t->fig);
-        else
-            fprintf(f, "%-*s not measured: %s\n", LABEL_W - 1, t->label, t->note);
+        if (t->ran) {
+            figures_row(&tt, &t->fig);
+        } else {
+            tt_cell(&tt, "%s", t->label);
+            tt_tail(&tt, "not measured: %s", t->note);
+        }
     }
-    fprintf(f, "-- the article's published rows, %s; not comparable with the rows above --\n",
+    tt_line(&tt, "-- the article's published rows, %s; not comparable with the rows above --",
             QUOTED_HOW);
     for (unsigned q = 0; q < NQUOTED; q++)
-        print_figures(f, &quoted[q]);
+        figures_row(&tt, &quoted[q]);
+    tt_print(f, &tt);
+    tt_free(&tt);
 
     fprintf(f, "\na2b, as measured:\n"
                "  %s\n"
