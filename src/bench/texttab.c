@@ -96,10 +96,15 @@ void tt_cells(struct tt *t, unsigned n, const char *const cells[])
         push(t, mem_strdup(cells[i]), 1, false);
 }
 
+void tt_end(struct tt *t)
+{
+    while (t->col)
+        push(t, mem_strdup(""), 1, false);
+}
+
 void tt_line(struct tt *t, const char *fmt, ...)
 {
-    while (t->col) /* complete the row before it */
-        push(t, mem_strdup(""), 1, false);
+    tt_end(t); /* the row before it */
     va_list ap;
     va_start(ap, fmt);
     push(t, vformat(fmt, ap), 0, false);
@@ -129,8 +134,7 @@ static void pad(FILE *f, unsigned n)
 
 void tt_print(FILE *f, struct tt *t)
 {
-    while (t->col)
-        push(t, mem_strdup(""), 1, false);
+    tt_end(t);
     /* One-column cells first, then the groups, which widen their last
      * column when they need more. */
     for (unsigned i = t->printed; i < t->n; i++) {

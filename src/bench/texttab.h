@@ -44,6 +44,9 @@ void tt_span(struct tt *t, unsigned span, const char *fmt, ...)
 /* The row's last cell, from the current column to the end of the line
  * however long it is (a remark in place of figures): it widens no column. */
 void tt_tail(struct tt *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Ends the current row here, its columns left empty (none if the row is
+ * already complete). */
+void tt_end(struct tt *t);
 /* Appends n cells from an array. */
 void tt_cells(struct tt *t, unsigned n, const char *const cells[]);
 /* A line of its own between the rows (a remark, a separator), printed as

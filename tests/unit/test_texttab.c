@@ -137,16 +137,20 @@ static void test_headings_widen_their_group_and_remarks_size_nothing(void **stat
     tt_cells(&t, 5, (const char *[]){"50", "1", "2", "3", "4"});
     tt_cell(&t, "left out");
     tt_tail(&t, "not measured: a reason much longer than all the columns together, %d", 42);
+    tt_cell(&t, "short");
+    tt_end(&t); /* a row that stops early: the next one starts a line */
     tt_line(&t, "-- a remark --");
     tt_cells(&t, 5, (const char *[]){"100", "10", "20", "30", "40"});
     char *text = printed(&t);
-    assert_int_equal(nlines(text), 6);
-    char h[256], a[256], r[256], m[256], z[256];
+    assert_int_equal(nlines(text), 7);
+    char h[256], a[256], r[256], e[256], m[256], z[256];
     line(text, 0, h, sizeof h);
     line(text, 1, a, sizeof a);
     line(text, 3, r, sizeof r);
-    line(text, 4, m, sizeof m);
-    line(text, 5, z, sizeof z);
+    line(text, 4, e, sizeof e);
+    line(text, 5, m, sizeof m);
+    line(text, 6, z, sizeof z);
+    assert_string_equal(e, "short");
     /* The group's columns take the heading; the next group starts after it.
      * The first column is as wide as "left out", the tail's label. */
     long col1 = (long)strlen("left out") + TT_GAP;
