@@ -18,6 +18,7 @@
 #include "bench/probe.h"
 #include "bench/report_html.h"
 #include "bench/rpc_seq.h"
+#include "bench/texttab.h"
 #include "core/mem.h"
 #include "core/net.h"
 #include "core/opt.h"
@@ -52,8 +53,15 @@ static void bench_usage(FILE *f)
           "\n"
           "experiments:\n",
           f);
-    for (size_t i = 0; i < NEXPERIMENTS; i++)
-        fprintf(f, "  %-10s %s\n", experiments[i].name, experiments[i].summary);
+    struct tt tt;
+    tt_init(&tt, "ll");
+    tt.indent = "  ";
+    for (size_t i = 0; i < NEXPERIMENTS; i++) {
+        tt_cell(&tt, "%s", experiments[i].name);
+        tt_cell(&tt, "%s", experiments[i].summary);
+    }
+    tt_print(f, &tt);
+    tt_free(&tt);
 }
 
 int bench_main(int argc, char **argv, const char *version)
@@ -346,6 +354,7 @@ int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
     struct result_row *rows = mem_calloc(o->runs + 3, sizeof *rows);
     unsigned n = 0;
     int rc = BENCH_EXIT_OK;
+    struct tt table = {0};
     for (unsigned rep = 0; rep < o->runs; rep++) {
         struct result_row *row = &rows[n++];
         *row = *tmpl;
@@ -357,9 +366,12 @@ int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
         } else {
             if (rep == 0) {
                 fprintf(tf, "%s: %s\n", row->name, ctx->command_line);
-                result_print_header(tf, row);
+                result_print_defs(tf, row);
+                result_table_begin(&table, row);
             }
-            result_print_row(tf, row);
+            result_table_row(&table, row);
+            tt_print(tf, &table);
+            fflush(tf);
             if (rc != BENCH_EXIT_OK)
                 fprintf(stderr, "shootout bench %s: run %u FAILED: %s\n", o->experiment,
                         rep + 1, row->error);
@@ -371,11 +383,13 @@ int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
         result_aggregate(rows, o->runs, &rows[n]);
         if (!o->brief) {
             for (unsigned i = 0; i < 3; i++)
-                result_print_row(tf, &rows[n + i]);
+                result_table_row(&table, &rows[n + i]);
+            tt_print(tf, &table);
             result_print_summary(tf, &rows[n], &rows[n + 2]);
         }
         n += 3;
     }
+    tt_free(&table);
     result_set_append(out, rows, n);
     mem_free(rows);
     return rc;

@@ -35,6 +35,7 @@
 #include "bench/pg_probe.h"
 #include "bench/probe.h"
 #include "bench/scenario.h"
+#include "bench/texttab.h"
 #include "core/ev.h"
 #include "core/mem.h"
 #include "core/net.h"
@@ -89,6 +90,11 @@ static const char usage[] =
     "  --saturation-window S the saturation rule's window in seconds (default 5):\n"
     "                        the server counts as saturated once it falls behind\n"
     "                        its demand over two such windows in a row\n"
+    "  --until-saturated     open profiles: stop arriving users at the end of the\n"
+    "                        level after which the level rule finds the server\n"
+    "                        saturated (answers behind arrivals and p95 doubled,\n"
+    "                        or failures), so that a staircase climbs only as\n"
+    "                        far as the server's capacity\n"
     "  --seed S              seed of arrivals, pauses, feeders and picks (default 1)\n"
     "  --share-connections N users share a pool of N keep-alive connections per\n"
     "                        thread (Gatling's shareConnections) instead of one\n"
@@ -146,7 +152,7 @@ struct ho_sec {
  * send time, whenever they end; answers counts those that ended in it. */
 struct ho_level {
     struct ho_stat st;
-    uint64_t started, sent, answered;
+    uint64_t started, sent, answered, ko_gen; /* ko_gen: of st.ko, the generator's own */
 };
 
 struct ho_cfg {
@@ -165,6 +171,12 @@ struct ho_cfg {
     struct inj_segment levels[INJ_MAX_SEGMENTS];
     unsigned nlevels;
     double profile_end_s;
+    bool until_saturated;
+    /* The levels the run keeps: nlevels, or fewer once --until-saturated
+     * has stopped the profile at the end of one (the time after the
+     * profile then starts there). Set by the main thread while the loops
+     * read it; it only ever shrinks, to a boundary still ahead of them. */
+    _Atomic unsigned *kept;
 };
 
 struct ho_user;
@@ -201,6 +213,9 @@ struct ho_thread {
     struct ho_sec *secs;
     unsigned nsecs;
     struct ho_level *levels; /* cfg->nlevels + 1 */
+    /* Guards levels, which the main thread reads during the run
+     * (--until-saturated); everything else is the thread's alone. */
+    pthread_mutex_t lock;
     struct scn_buf head, body;
 };
 
@@ -214,6 +229,7 @@ struct ho_user {
     struct ho_user *wait_prev, *wait_next;
     struct ev_timer timer;
     uint64_t intended_ns; /* when the current request should start */
+    unsigned level;       /* the current request's, from its intended start */
     char *vals[SCN_MAX_VARS];
 };
 
@@ -273,11 +289,25 @@ static struct ho_sec *th_sec(struct ho_thread *th)
     return &th->secs[s];
 }
 
+/* Where --until-saturated stopped the profile: no arrival from then on;
+ * infinite while it runs its course. */
+static double cfg_cut_s(const struct ho_cfg *cfg)
+{
+    unsigned kept = atomic_load(cfg->kept);
+    return kept < cfg->nlevels ? cfg->levels[kept].start_s : INFINITY;
+}
+
+/* When the profile ends: at its last segment's end, or at the cut. */
+static double cfg_end_s(const struct ho_cfg *cfg)
+{
+    return fmin(cfg->profile_end_s, cfg_cut_s(cfg));
+}
+
 /* The level of the instant t (seconds of the run): the last segment
  * starting at or before it, or (cfg->nlevels) the time after the profile. */
 static unsigned cfg_level_at(const struct ho_cfg *cfg, double t)
 {
-    if (t >= cfg->profile_end_s)
+    if (t >= cfg_end_s(cfg))
         return cfg->nlevels;
     unsigned lo = 0, hi = cfg->nlevels - 1;
     while (lo < hi) {
@@ -290,10 +320,10 @@ static unsigned cfg_level_at(const struct ho_cfg *cfg, double t)
     return lo;
 }
 
-static struct ho_level *th_level(struct ho_thread *th, uint64_t ns)
+static unsigned th_level(const struct ho_thread *th, uint64_t ns)
 {
     double t = ns > th->t0_ns ? (double)(ns - th->t0_ns) / 1e9 : 0;
-    return &th->levels[cfg_level_at(th->cfg, t)];
+    return cfg_level_at(th->cfg, t);
 }
 
 /* The saturation rule's numbers; docs/http_open.md (Metrics) says why. */
@@ -396,6 +426,49 @@ int ho_saturation(const struct ho_point *s, unsigned n, unsigned w, enum ho_sat_
     return found;
 }
 
+/* A level the level rule judges: constant open load. */
+static bool level_judged(const struct http_open_level *l)
+{
+    return l->step && !l->closed && l->load_from == l->load_to && l->requests > 0;
+}
+
+int ho_level_saturation(const struct http_open_level *levels, unsigned n, struct ho_level_verdict *v)
+{
+    *v = (struct ho_level_verdict){.level = -1, .cause = HO_SAT_NONE};
+    /* B so far: requests, p95 weighted by them, the server's KO and answers. */
+    double b_req = 0, b_p95 = 0, b_ko = 0, b_ans = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const struct http_open_level *l = &levels[i];
+        if (!level_judged(l))
+            continue;
+        double ko = l->ko - l->ko_generator, answered = l->ok + ko;
+        if (b_req > 0) {
+            double base = b_p95 / b_req, share = b_ans > 0 ? b_ko / b_ans : 0;
+            double behind = l->requests - l->responses_per_s * l->dur_s;
+            bool backlog = sat_excess(behind, l->requests) &&
+                           l->p95_ms >= fmax(SAT_LATENCY_RATIO * base, base + SAT_LATENCY_MS);
+            bool failures = sat_excess(ko - share * answered, answered);
+            if (backlog || failures) {
+                *v = (struct ho_level_verdict){
+                    .level = (int)i,
+                    .cause = backlog ? HO_SAT_BACKLOG : HO_SAT_FAILURES,
+                    .behind_pct = 100 * behind / l->requests,
+                    .p95_ms = l->p95_ms,
+                    .base_p95_ms = base,
+                    .ko_pct = answered > 0 ? 100 * ko / answered : 0,
+                    .base_ko_pct = 100 * share,
+                };
+                break;
+            }
+        }
+        b_req += l->requests;
+        b_p95 += l->p95_ms * l->requests;
+        b_ko += ko;
+        b_ans += answered;
+    }
+    return v->level;
+}
+
 /* ---- users ----------------------------------------------------------------- */
 
 static void user_run(struct ho_user *u);
@@ -439,22 +512,26 @@ static void user_record(struct ho_user *u, bool ok, enum ho_err err, int status)
     struct ho_thread *th = u->th;
     const struct scn_request *r = user_req(u);
     uint64_t t = now_ns(), lat = t > u->intended_ns ? t - u->intended_ns : 0;
-    struct ho_stat *st = &th->by_name[r->name], *lv = &th_level(th, u->intended_ns)->st;
+    struct ho_stat *st = &th->by_name[r->name];
+    struct ho_level *lv = &th->levels[u->level];
     hist_record(&st->h, lat);
     hist_record(&th->all.h, lat);
-    hist_record(&lv->h, lat);
-    th_level(th, t)->answered++;
+    pthread_mutex_lock(&th->lock);
+    hist_record(&lv->st.h, lat);
+    lv->st.ok += ok;
+    lv->st.ko += !ok;
+    lv->ko_gen += !ok && err_is_generator(err);
+    th->levels[th_level(th, t)].answered++;
+    pthread_mutex_unlock(&th->lock);
     struct ho_sec *sec = th_sec(th);
     if (ok) {
         st->ok++;
         th->all.ok++;
-        lv->ok++;
         sec->ok++;
         sec->lat[sec_bucket(lat / 1000)]++;
     } else {
         st->ko++;
         th->all.ko++;
-        lv->ko++;
         sec->ko++;
         sec->ko_gen += err_is_generator(err);
         th->errs[err]++;
@@ -722,7 +799,10 @@ static bool user_request(struct ho_user *u)
     struct ho_thread *th = u->th;
     th->requests++;
     th_sec(th)->sent++;
-    th_level(th, u->intended_ns)->sent++;
+    u->level = th_level(th, u->intended_ns);
+    pthread_mutex_lock(&th->lock);
+    th->levels[u->level].sent++;
+    pthread_mutex_unlock(&th->lock);
     if (user_render(u) < 0) {
         user_record(u, false, ERR_GEN_VAR, 0);
         return false;
@@ -776,18 +856,21 @@ static void user_start(struct ho_thread *th, uint64_t intended_ns)
     th->alive++;
     th->users_started++;
     th_sec(th)->started++;
-    th_level(th, intended_ns)->started++;
+    pthread_mutex_lock(&th->lock);
+    th->levels[th_level(th, intended_ns)].started++;
+    pthread_mutex_unlock(&th->lock);
     user_run(u);
 }
 
 /* ---- threads ----------------------------------------------------------- */
 
-/* Our share of the open profile's arrivals: every threads-th one. */
+/* Our share of the open profile's arrivals: every threads-th one, up to
+ * the profile's end (which --until-saturated may bring forward). */
 static void th_next_arrival(struct ho_thread *th)
 {
     double t;
     th->next_t = -1;
-    while (th->injecting && inj_gen_next(&th->gen, &t)) {
+    while (th->injecting && inj_gen_next(&th->gen, &t) && t < cfg_cut_s(th->cfg)) {
         if (th->next_k++ % th->cfg->threads == th->index) {
             th->next_t = t;
             return;
@@ -814,6 +897,11 @@ static void th_on_arrival(struct ev_loop *loop, struct ev_timer *t)
     uint64_t now = now_ns();
     /* Everyone due by now starts, at the intended time each. */
     while (th->next_t >= 0 && th_arrival_ns(th) <= now) {
+        if (th->next_t >= cfg_cut_s(th->cfg)) { /* drawn before the profile was stopped */
+            th->next_t = -1;
+            th->injecting = false;
+            break;
+        }
         user_start(th, th_arrival_ns(th));
         th_next_arrival(th);
     }
@@ -829,6 +917,12 @@ static void th_on_tick(struct ev_loop *loop, struct ev_timer *t)
     if (el >= cfg->max_duration_s) {
         while (th->users) /* Gatling's maxDuration: the rest are cut off */
             user_end(th->users);
+        th->injecting = false;
+    }
+    if (th->injecting && !inj_profile_closed(cfg->prof) && th->next_t >= cfg_cut_s(cfg)) {
+        /* --until-saturated stopped the profile before our next arrival */
+        ev_timer_stop(loop, &th->arrival);
+        th->next_t = -1;
         th->injecting = false;
     }
     if (th->injecting && inj_profile_closed(cfg->prof)) {
@@ -891,6 +985,9 @@ struct ho_report {
     double duration_s;
     struct http_open_level *levels; /* the time after the profile last */
     unsigned nlevels;
+    struct ho_level_verdict level_sat; /* the level rule on levels */
+    bool until_saturated;
+    int stopped_after; /* the level --until-saturated stopped after, -1: none */
     double server_cpu_pct, server_rss_kb, server_threads, pg_cpu_pct, pg_rss_kb;
     int pg_postmaster;
     unsigned pg_procs;
@@ -912,8 +1009,8 @@ struct ho_args {
 static void level_figures(const struct ho_cfg *cfg, const struct ho_level *lv, unsigned i,
                           double run_s, struct http_open_level *out)
 {
-    *out = (struct http_open_level){.kind = "after", .start_s = cfg->profile_end_s,
-                                    .dur_s = fmax(0, run_s - cfg->profile_end_s)};
+    double end = cfg_end_s(cfg);
+    *out = (struct http_open_level){.kind = "after", .start_s = end, .dur_s = fmax(0, run_s - end)};
     if (i < cfg->nlevels) {
         const struct inj_segment *g = &cfg->levels[i];
         out->kind = inj_kind_name(g->s.kind);
@@ -932,6 +1029,7 @@ static void level_figures(const struct ho_cfg *cfg, const struct ho_level *lv, u
     out->requests = (double)lv->sent;
     out->ok = (double)lv->st.ok;
     out->ko = (double)lv->st.ko;
+    out->ko_generator = (double)lv->ko_gen;
     out->rps = out->dur_s > 0 ? (double)lv->sent / out->dur_s : 0;
     out->responses_per_s = out->dur_s > 0 ? (double)lv->answered / out->dur_s : 0;
     out->mean_ms = hist_mean(h) / 1e6;
@@ -940,26 +1038,88 @@ static void level_figures(const struct ho_cfg *cfg, const struct ho_level *lv, u
     out->p99_ms = (double)hist_percentile(h, 99) / 1e6;
 }
 
+/* Level i of the n threads' levels, merged into m, as they are now. */
+static void levels_merge(struct ho_level *m, struct ho_thread *ths, unsigned n, unsigned i)
+{
+    memset(m, 0, sizeof *m);
+    for (unsigned t = 0; t < n; t++) {
+        pthread_mutex_lock(&ths[t].lock);
+        const struct ho_level *l = &ths[t].levels[i];
+        hist_merge(&m->st.h, &l->st.h);
+        m->st.ok += l->st.ok;
+        m->st.ko += l->st.ko;
+        m->started += l->started;
+        m->sent += l->sent;
+        m->answered += l->answered;
+        m->ko_gen += l->ko_gen;
+        pthread_mutex_unlock(&ths[t].lock);
+    }
+}
+
+/* The levels the run kept, then the time after the profile. */
 static void report_levels(struct ho_report *rep, const struct ho_cfg *cfg, struct ho_thread *ths,
                           unsigned n)
 {
-    rep->nlevels = cfg->nlevels + 1;
+    unsigned kept = atomic_load(cfg->kept);
+    rep->nlevels = kept + 1;
     rep->levels = mem_calloc(rep->nlevels, sizeof *rep->levels);
+    rep->until_saturated = cfg->until_saturated;
+    rep->stopped_after = kept < cfg->nlevels ? (int)kept - 1 : -1;
     struct ho_level *m = mem_calloc(1, sizeof *m);
     for (unsigned i = 0; i < rep->nlevels; i++) {
-        memset(m, 0, sizeof *m);
-        for (unsigned t = 0; t < n; t++) {
-            const struct ho_level *l = &ths[t].levels[i];
-            hist_merge(&m->st.h, &l->st.h);
-            m->st.ok += l->st.ok;
-            m->st.ko += l->st.ko;
-            m->started += l->started;
-            m->sent += l->sent;
-            m->answered += l->answered;
-        }
-        level_figures(cfg, m, i, rep->duration_s, &rep->levels[i]);
+        unsigned from = i < kept ? i : cfg->nlevels; /* the threads keep "after" last */
+        levels_merge(m, ths, n, from);
+        level_figures(cfg, m, from, rep->duration_s, &rep->levels[i]);
     }
     mem_free(m);
+    ho_level_saturation(rep->levels, rep->nlevels, &rep->level_sat);
+}
+
+/* --until-saturated, on the main thread while the loops run: judges each
+ * level of constant load once it is over, on the figures so far, and once
+ * the level rule finds the server saturated, stops the profile at the next
+ * boundary at least HO_CLIMB_MARGIN_S ahead, which no loop has reached.
+ * The level's requests still unanswered count as answered now, the least
+ * their latency can be, so that a verdict of saturation holds whenever
+ * they end; one of no saturation waits until they have all ended, or as
+ * long again as the level lasted. *next is the first level not yet
+ * judged; m and figs are scratch (figs for INJ_MAX_SEGMENTS levels). */
+#define HO_CLIMB_MARGIN_S 0.05
+
+static void climb_check(const struct ho_cfg *cfg, struct ho_thread *ths, unsigned n, double now_s,
+                        unsigned *next, struct ho_level *m, struct http_open_level *figs)
+{
+    unsigned kept = atomic_load(cfg->kept);
+    /* The last level kept has nothing after it to leave out. */
+    while (*next + 1 < kept) {
+        unsigned k = *next;
+        const struct inj_segment *g = &cfg->levels[k];
+        double end = g->start_s + g->s.dur_s;
+        if (end > now_s)
+            return;
+        for (unsigned i = 0; i < k; i++) {
+            levels_merge(m, ths, n, i);
+            level_figures(cfg, m, i, now_s, &figs[i]);
+        }
+        levels_merge(m, ths, n, k);
+        uint64_t pending = m->sent - m->st.ok - m->st.ko;
+        for (uint64_t p = 0; p < pending; p++)
+            hist_record(&m->st.h, (uint64_t)((now_s - end) * 1e9));
+        level_figures(cfg, m, k, now_s, &figs[k]);
+        if (level_judged(&figs[k])) {
+            struct ho_level_verdict v;
+            if (ho_level_saturation(figs, k + 1, &v) >= 0) {
+                unsigned stop = cfg_level_at(cfg, now_s + HO_CLIMB_MARGIN_S) + 1;
+                if (stop < kept)
+                    atomic_store(cfg->kept, stop);
+                *next = kept;
+                return;
+            }
+            if (pending > 0 && now_s < end + g->s.dur_s)
+                return;
+        }
+        (*next)++;
+    }
 }
 
 static const char *sat_cause_name(enum ho_sat_cause c)
@@ -979,7 +1139,7 @@ static void report_saturation(struct ho_report *rep, const struct ho_cfg *cfg, u
     unsigned s = (unsigned)rep->saturation_s;
     double t = s + 0.5;
     unsigned i = cfg_level_at(cfg, t);
-    rep->saturation_level = i;
+    rep->saturation_level = i < rep->nlevels - 1 ? i : rep->nlevels - 1;
     if (i < cfg->nlevels) { /* along a ramp, where t is; 0 after the profile */
         const struct http_open_level *l = &rep->levels[i];
         double f = (t - cfg->levels[i].start_s) / cfg->levels[i].s.dur_s;
@@ -1111,6 +1271,7 @@ static void json_level(struct json *j, const struct http_open_level *l)
     json_kv(j, "requests", l->requests);
     json_kv(j, "ok", l->ok);
     json_kv(j, "ko", l->ko);
+    json_kv(j, "ko_generator", l->ko_generator);
     json_kv(j, "rps", l->rps);
     json_kv(j, "responses_per_sec", l->responses_per_s);
     json_kv(j, "mean_ms", l->mean_ms);
@@ -1187,6 +1348,31 @@ static void report_json(struct json *j, const void *arg)
     } else {
         json_null(j);
     }
+    json_key(j, "level_saturation");
+    const struct ho_level_verdict *v = &rep->level_sat;
+    if (v->level >= 0) {
+        json_object_begin(j);
+        json_key(j, "level");
+        json_int(j, v->level + 1);
+        json_kv(j, "load", rep->levels[v->level].load_from);
+        json_key(j, "cause");
+        json_string(j, sat_cause_name(v->cause));
+        json_kv(j, "behind_pct", v->behind_pct);
+        json_kv(j, "p95_ms", v->p95_ms);
+        json_kv(j, "base_p95_ms", v->base_p95_ms);
+        json_kv(j, "ko_pct", v->ko_pct);
+        json_kv(j, "base_ko_pct", v->base_ko_pct);
+        json_object_end(j);
+    } else {
+        json_null(j);
+    }
+    json_key(j, "until_saturated");
+    json_bool(j, rep->until_saturated);
+    json_key(j, "stopped_after_level");
+    if (rep->stopped_after >= 0)
+        json_int(j, rep->stopped_after + 1);
+    else
+        json_null(j);
     json_key(j, "server_cpu_pct");
     json_number(j, rep->server_cpu_pct);
     if (rep->pg) {
@@ -1233,69 +1419,131 @@ static void report_json(struct json *j, const void *arg)
     json_object_end(j);
 }
 
-static void print_stat(FILE *f, const char *name, const struct ho_stat *st, double dur)
+static void stat_row(struct tt *tt, const char *name, const struct ho_stat *st, double dur)
 {
     const struct hist *h = &st->h;
-    fprintf(f, "%-24.24s %8llu %8llu %7llu %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %9.2f\n",
-            name, (unsigned long long)h->count, (unsigned long long)st->ok,
-            (unsigned long long)st->ko, h->count ? (double)h->min / 1e6 : 0, hist_mean(h) / 1e6,
-            (double)hist_percentile(h, 50) / 1e6, (double)hist_percentile(h, 75) / 1e6,
-            (double)hist_percentile(h, 95) / 1e6, (double)hist_percentile(h, 99) / 1e6,
-            h->count ? (double)h->max / 1e6 : 0, dur > 0 ? (double)h->count / dur : 0);
+    tt_cell(tt, "%s", name);
+    tt_cell(tt, "%llu", (unsigned long long)h->count);
+    tt_cell(tt, "%llu", (unsigned long long)st->ok);
+    tt_cell(tt, "%llu", (unsigned long long)st->ko);
+    const double ms[] = {h->count ? (double)h->min : 0, hist_mean(h),
+                         (double)hist_percentile(h, 50), (double)hist_percentile(h, 75),
+                         (double)hist_percentile(h, 95), (double)hist_percentile(h, 99),
+                         h->count ? (double)h->max : 0};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++)
+        tt_cell(tt, "%.1f", ms[i] / 1e6);
+    tt_cell(tt, "%.2f", dur > 0 ? (double)h->count / dur : 0);
 }
 
 /* The load levels, when the profile has more than one. */
 static void print_levels(FILE *f, const struct ho_report *rep)
 {
-    fprintf(f, "---- load levels (requests by their intended send time) ----\n"
-               "%-5s %-5s %-17s %7s %6s %7s %8s %8s %7s %8s %8s %8s %8s %8s %8s\n",
-            "level", "step", "load", "start s", "dur s", "users", "requests", "ok", "ko", "req/s",
-            "resp/s", "mean", "p50", "p95", "p99");
+    static const char *const titles[] = {
+        "level", "step", "load", "start s", "dur s", "users", "requests", "ok", "ko", "req/s",
+        "resp/s", "mean", "p50", "p95", "p99"};
+    struct tt tt;
+    tt_init(&tt, "lllrrrrrrrrrrrr");
+    tt_cells(&tt, sizeof titles / sizeof titles[0], titles);
     for (unsigned i = 0; i < rep->nlevels; i++) {
         const struct http_open_level *l = &rep->levels[i];
-        char level[16] = "after", step[16] = "", load[48] = "";
-        if (l->step) {
-            snprintf(level, sizeof level, "%u", i + 1);
+        if (!l->step) {
+            tt_cell(&tt, "after");
+            tt_cell(&tt, "%s", "");
+            tt_cell(&tt, "%s", "");
+        } else {
+            tt_cell(&tt, "%u", i + 1);
             if (l->stair)
-                snprintf(step, sizeof step, "%u:%u", l->step, l->stair);
+                tt_cell(&tt, "%u:%u", l->step, l->stair);
             else
-                snprintf(step, sizeof step, "%u", l->step);
+                tt_cell(&tt, "%u", l->step);
             const char *unit = l->closed ? " users" : "/s";
             if (l->load_from == l->load_to)
-                snprintf(load, sizeof load, "%g%s", l->load_from, unit);
+                tt_cell(&tt, "%g%s", l->load_from, unit);
             else
-                snprintf(load, sizeof load, "%g->%g%s", l->load_from, l->load_to, unit);
+                tt_cell(&tt, "%g->%g%s", l->load_from, l->load_to, unit);
         }
-        fprintf(f, "%-5s %-5s %-17.17s %7.1f %6.1f %7.0f %8.0f %8.0f %7.0f %8.1f %8.1f %8.1f %8.1f "
-                   "%8.1f %8.1f\n",
-                level, step, load, l->start_s, l->dur_s, l->users_started, l->requests, l->ok,
-                l->ko, l->rps, l->responses_per_s, l->mean_ms, l->p50_ms, l->p95_ms, l->p99_ms);
+        const struct {
+            double v;
+            int prec;
+        } figs[] = {{l->start_s, 1},        {l->dur_s, 1},           {l->users_started, 0},
+                    {l->requests, 0},       {l->ok, 0},              {l->ko, 0},
+                    {l->rps, 1},            {l->responses_per_s, 1}, {l->mean_ms, 1},
+                    {l->p50_ms, 1},         {l->p95_ms, 1},          {l->p99_ms, 1}};
+        for (size_t k = 0; k < sizeof figs / sizeof figs[0]; k++)
+            tt_cell(&tt, "%.*f", figs[k].prec, figs[k].v);
     }
+    fprintf(f, "---- load levels (requests by their intended send time) ----\n");
+    tt_print(f, &tt);
+    tt_free(&tt);
+}
+
+/* The errors by class, then the unexpected statuses. */
+static void print_errors(FILE *f, const struct ho_report *rep)
+{
+    struct tt tt;
+    tt_init(&tt, "lrrl");
+    for (unsigned e = 0; e < ERR_COUNT; e++)
+        if (rep->errs[e]) {
+            tt_cell(&tt, "> %s", err_names[e]);
+            tt_cell(&tt, "%llu", (unsigned long long)rep->errs[e]);
+            tt_cell(&tt, "(%.1f %%)", 100.0 * (double)rep->errs[e] / (double)rep->all.ko);
+            tt_cell(&tt, "%s", err_is_generator(e) ? "[load generator]" : "");
+        }
+    for (unsigned s = 0; s < 600; s++)
+        if (rep->status_ko[s]) {
+            tt_cell(&tt, ">   status %u", s);
+            tt_cell(&tt, "%llu", (unsigned long long)rep->status_ko[s]);
+            tt_cell(&tt, "%s", "");
+            tt_cell(&tt, "%s", "");
+        }
+    fprintf(f, "---- errors ----\n");
+    tt_print(f, &tt);
+    tt_free(&tt);
+}
+
+/* The level rule's verdict, when there are levels to compare, and where
+ * --until-saturated stopped the profile. */
+static void print_level_verdict(FILE *f, const struct ho_report *rep)
+{
+    unsigned judged = 0;
+    for (unsigned i = 0; i < rep->nlevels; i++)
+        judged += level_judged(&rep->levels[i]);
+    const struct ho_level_verdict *v = &rep->level_sat;
+    if (v->level >= 0) {
+        const struct http_open_level *l = &rep->levels[v->level];
+        fprintf(f, "saturation by level: level %d (%g/s; ", v->level + 1, l->load_from);
+        if (v->cause == HO_SAT_BACKLOG)
+            fprintf(f, "backlog: %.1f %% of its requests unanswered in it, p95 %.1f ms against "
+                       "%.1f ms before)\n", v->behind_pct, v->p95_ms, v->base_p95_ms);
+        else
+            fprintf(f, "failures: the server's KO %.1f %% of its answers against %.1f %% before)\n",
+                    v->ko_pct, v->base_ko_pct);
+    } else if (judged > 1) {
+        fprintf(f, "saturation by level: not reached\n");
+    }
+    if (rep->stopped_after >= 0)
+        fprintf(f, "--until-saturated: the profile stopped after level %d\n",
+                rep->stopped_after + 1);
 }
 
 /* Gatling's console summary: global, per request, errors, load levels. */
 static void report_print(FILE *f, const struct ho_report *rep)
 {
-    fprintf(f, "---- %s: %llu users started, %llu done, %.1f s ", rep->scn->name,
+    static const char *const titles[] = {"request (ms)", "count", "ok", "ko", "min", "mean",
+                                         "p50", "p75", "p95", "p99", "max", "req/s"};
+    fprintf(f, "---- %s: %llu users started, %llu done, %.1f s ----\n", rep->scn->name,
             (unsigned long long)rep->users_started, (unsigned long long)rep->users_done,
             rep->duration_s);
-    fprintf(f, "----\n%-24s %8s %8s %7s %8s %8s %8s %8s %8s %8s %8s %9s\n", "request (ms)", "count",
-            "ok", "ko", "min", "mean", "p50", "p75", "p95", "p99", "max", "req/s");
-    print_stat(f, "Global", &rep->all, rep->duration_s);
+    struct tt tt;
+    tt_init(&tt, "lrrrrrrrrrrr");
+    tt_cells(&tt, sizeof titles / sizeof titles[0], titles);
+    stat_row(&tt, "Global", &rep->all, rep->duration_s);
     for (unsigned i = 0; i < rep->scn->nnames; i++)
-        print_stat(f, rep->scn->names[i], &rep->by_name[i], rep->duration_s);
-    uint64_t ko = rep->all.ko;
-    if (ko) {
-        fprintf(f, "---- errors ----\n");
-        for (unsigned e = 0; e < ERR_COUNT; e++)
-            if (rep->errs[e])
-                fprintf(f, "> %-26s %8llu (%5.1f %%)%s\n", err_names[e],
-                        (unsigned long long)rep->errs[e], 100.0 * (double)rep->errs[e] / (double)ko,
-                        err_is_generator(e) ? " [load generator]" : "");
-        for (unsigned s = 0; s < 600; s++)
-            if (rep->status_ko[s])
-                fprintf(f, ">   status %u: %llu\n", s, (unsigned long long)rep->status_ko[s]);
-    }
+        stat_row(&tt, rep->scn->names[i], &rep->by_name[i], rep->duration_s);
+    tt_print(f, &tt);
+    tt_free(&tt);
+    if (rep->all.ko)
+        print_errors(f, rep);
     if (rep->nlevels > 2)
         print_levels(f, rep);
     if (rep->saturation_s >= 0) {
@@ -1311,6 +1559,7 @@ static void report_print(FILE *f, const struct ho_report *rep)
     } else {
         fprintf(f, "saturation point: not reached\n");
     }
+    print_level_verdict(f, rep);
 }
 
 static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
@@ -1319,6 +1568,8 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
     struct ho_args *a = arg;
     struct ho_cfg cfg = a->cfg;
     cfg.seed += rep_index;
+    _Atomic unsigned kept = cfg.nlevels;
+    cfg.kept = &kept;
     struct ho_thread *ths = mem_calloc(cfg.threads, sizeof *ths);
     struct probe probe;
     struct pg_probe pg;
@@ -1337,22 +1588,34 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
         th->loop = ev_loop_new();
         th->by_name = mem_calloc(cfg.scn->nnames, sizeof *th->by_name);
         th->levels = mem_calloc(cfg.nlevels + 1, sizeof *th->levels);
+        pthread_mutex_init(&th->lock, NULL);
         if (pthread_create(&th->tid, NULL, th_main, th) != 0) {
             ev_loop_free(th->loop);
             mem_free(th->by_name);
             mem_free(th->levels);
+            pthread_mutex_destroy(&th->lock);
             snprintf(row->error, sizeof row->error, "cannot start thread %u", i);
             break;
         }
         started++;
     }
     /* Sample while the threads run; each ends when its users have. */
+    struct ho_level *scratch = NULL;
+    struct http_open_level *figs = NULL;
+    unsigned climb_next = 0;
+    if (cfg.until_saturated && started == cfg.threads) {
+        scratch = mem_calloc(1, sizeof *scratch);
+        figs = mem_calloc(INJ_MAX_SEGMENTS, sizeof *figs);
+    }
     for (unsigned done = 0; done < started;) {
         struct timespec ts = {0, HO_SAMPLE_MS * 1000000L};
         nanosleep(&ts, NULL);
         probe_sample(&probe);
         if (a->pg_postmaster)
             pg_probe_sample(&pg);
+        if (scratch)
+            climb_check(&cfg, ths, started, (double)(now_ns() - t0) / 1e9, &climb_next, scratch,
+                        figs);
         done = 0;
         for (unsigned i = 0; i < started; i++) {
             if (!ths[i].joined && pthread_tryjoin_np(ths[i].tid, NULL) == 0)
@@ -1363,11 +1626,14 @@ static int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index,
     struct ho_report *rep = mem_calloc(1, sizeof *rep);
     rep->scn = cfg.scn;
     rep->duration_s = (double)(now_ns() - t0) / 1e9;
+    mem_free(scratch);
+    mem_free(figs);
     report_merge(rep, ths, started);
     report_levels(rep, &cfg, ths, started);
     for (unsigned i = 0; i < started; i++) {
         mem_free(ths[i].by_name);
         mem_free(ths[i].levels);
+        pthread_mutex_destroy(&ths[i].lock);
         mem_free(ths[i].secs);
         scn_buf_free(&ths[i].head);
         scn_buf_free(&ths[i].body);
@@ -1437,6 +1703,7 @@ enum {
     OPT_SEED,
     OPT_PG,
     OPT_SHARE,
+    OPT_UNTIL_SATURATED,
 };
 
 static int parse_duration_opt(const struct bench_opts *o, const char *opt, const char *arg,
@@ -1480,6 +1747,7 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
         {"seed", required_argument, NULL, OPT_SEED},
         {"pg-sample", required_argument, NULL, OPT_PG},
         {"share-connections", required_argument, NULL, OPT_SHARE},
+        {"until-saturated", no_argument, NULL, OPT_UNTIL_SATURATED},
         {"threads", required_argument, NULL, BENCH_OPT_THREADS},
         BENCH_LONGOPTS_COMMON,
         {NULL, 0, NULL, 0},
@@ -1541,6 +1809,9 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
         case OPT_PG:
             t.pg_sample = optarg;
             break;
+        case OPT_UNTIL_SATURATED:
+            t.until_saturated = true;
+            break;
         case OPT_SHARE:
             if (bench_parse_uint(&o, "--share-connections", optarg, 1, HO_MAX_SHARED, &v))
                 rc = BENCH_EXIT_USAGE;
@@ -1568,6 +1839,9 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
         return rc;
     if (prof.n == 0)
         http_open_reference_profile(&prof);
+    if (t.until_saturated && inj_profile_closed(&prof))
+        return bench_usage_error(&o, "--until-saturated needs an open profile (users/s): "
+                                     "the level rule reads arrival rates");
     rc = load_scenario(&o, scn_arg, &scn);
     if (rc)
         return rc;
@@ -1641,6 +1915,7 @@ int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
             .connect_timeout_ms = (unsigned)ceil(t->connect_timeout_s * 1000),
             .seed = t->seed,
             .share_connections = t->share_connections,
+            .until_saturated = t->until_saturated && !inj_profile_closed(t->prof),
         },
         .sat_window = t->sat_window,
     };
@@ -1673,6 +1948,7 @@ int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
     result_param(&tmpl, "closed_model", inj_profile_closed(&prof));
     result_param(&tmpl, "seed", (double)t->seed);
     result_param(&tmpl, "share_connections", t->share_connections);
+    result_param(&tmpl, "until_saturated", a.cfg.until_saturated);
 
     int rc = bench_repeat(o, ctx, &tmpl, ho_run, &a, rows);
     /* Newest first, behind any earlier exec's. */
@@ -1713,6 +1989,8 @@ bool http_open_last_summary(const struct http_open_test *t, struct http_open_sum
         .saturation_rps = sat ? rep->saturation_rps : -1,
         .saturation_level = sat ? (int)rep->saturation_level : -1,
         .saturation_cause = sat ? sat_cause_name(rep->saturation_cause) : NULL,
+        .level_saturation = rep->level_sat.level,
+        .stopped_after_level = rep->stopped_after,
         .server_cpu_pct = rep->server_cpu_pct,
         .server_rss_kb = rep->server_rss_kb,
         .server_threads = rep->server_threads,

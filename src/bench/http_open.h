@@ -35,6 +35,10 @@ struct http_open_test {
     uint64_t seed;
     unsigned sat_window; /* seconds, the saturation rule's w */
     unsigned share_connections; /* per thread (--share-connections); 0: one per user */
+    /* --until-saturated: an open profile stops at the end of the level
+     * after which the level rule (ho_level_saturation) finds the server
+     * saturated; its later levels never run. */
+    bool until_saturated;
     /* --pg-sample: also sample this PostgreSQL server, named by its
      * postmaster's pid or a connection string (pg_probe.h); NULL: none */
     const char *pg_sample;
@@ -71,6 +75,11 @@ struct http_open_summary {
     double saturation_users, saturation_s, saturation_load, saturation_rps;
     int saturation_level;
     const char *saturation_cause;
+    /* The level rule's verdict (ho_level_saturation) on the levels: the
+     * index of the first saturated level in http_open_last_levels' levels,
+     * or -1; and the level --until-saturated stopped the profile after
+     * (-1: it ran to its end). */
+    int level_saturation, stopped_after_level;
     double server_cpu_pct, server_rss_kb, server_threads;
     bool pg;
     double pg_cpu_pct;
@@ -91,6 +100,7 @@ struct http_open_level {
     double load_from, load_to;
     double start_s, dur_s; /* seconds of the run (after --time-scale) */
     double users_started, requests, ok, ko, rps, responses_per_s;
+    double ko_generator; /* of ko, the load generator's own failures */
     double mean_ms, p50_ms, p95_ms, p99_ms; /* over OK and KO, as the global figures */
 };
 
@@ -126,6 +136,29 @@ enum ho_sat_cause { HO_SAT_NONE, HO_SAT_BACKLOG, HO_SAT_FAILURES };
  * active users then are the saturation point's value. docs/http_open.md
  * gives the reasons for each number. cause may be NULL. */
 int ho_saturation(const struct ho_point *series, unsigned n, unsigned w, enum ho_sat_cause *cause);
+
+/* The saturation point by level (docs/http_open.md, Metrics): the first
+ * level of constant open load, after the first, at which the server no
+ * longer kept up, judged from the level's own figures against those of the
+ * constant levels before it (B), so that it reads the same at any time
+ * scale:
+ * - backlog: its requests minus the answers that ended in it reach
+ *   max(5 % of its requests, 10), and its p95 reaches max(2 x P(B),
+ *   P(B) + 20 ms), P(B) the mean of B's p95 weighted by their requests; or
+ * - failures: the server's KO of its requests exceed B's share of KO by
+ *   max(5 % of its answered requests, 10).
+ * Ramps, closed levels and the time after the profile are never judged nor
+ * part of B. */
+struct ho_level_verdict {
+    int level; /* its index in levels, -1: none */
+    enum ho_sat_cause cause;
+    double behind_pct;   /* requests not answered in the level, % of its requests */
+    double p95_ms, base_p95_ms;
+    double ko_pct, base_ko_pct; /* the server's KO, % of its answered requests */
+};
+
+/* The verdict on levels[0..n), into *v; returns v->level. */
+int ho_level_saturation(const struct http_open_level *levels, unsigned n, struct ho_level_verdict *v);
 
 /* The per-second series of an http-open iteration row (its n points, the
  * saturation second or -1), valid while the row's run is kept; false for

@@ -193,6 +193,12 @@ void json_null(struct json *j)
     json_puts(j, "null");
 }
 
+void json_bool(struct json *j, bool v)
+{
+    json_item(j);
+    json_puts(j, v ? "true" : "false");
+}
+
 void json_kv(struct json *j, const char *key, double v)
 {
     json_key(j, key);

@@ -53,6 +53,7 @@ void json_int(struct json *j, int64_t v);
  * rounding through a double. decimals <= 18. */
 void json_fixed(struct json *j, int64_t scaled, unsigned decimals);
 void json_null(struct json *j);
+void json_bool(struct json *j, bool v);
 /* A key and its value, the most common pair. */
 void json_kv(struct json *j, const char *key, double v);
 void json_kstr(struct json *j, const char *key, const char *s);

@@ -324,8 +324,6 @@ static const struct col cols[] = {
     {"server MB", RESULT_METRIC(server_rss_max_kb), 1.0 / 1024, 1, NEED_SERVER},
 };
 
-#define COL_MIN_WIDTH 9
-
 static bool col_shown(const struct col *c, const struct result_row *r)
 {
     switch (c->need) {
@@ -342,14 +340,9 @@ static bool col_shown(const struct col *c, const struct result_row *r)
     }
 }
 
-/* The column's title for rows shaped like r, and its width. */
-static int col_title(const struct col *c, const struct result_row *r, char *buf, size_t len)
-{
-    int w = snprintf(buf, len, c->title, result_unit(r));
-    return w > COL_MIN_WIDTH ? w : COL_MIN_WIDTH;
-}
+#define NCOLS (sizeof cols / sizeof cols[0])
 
-void result_print_header(FILE *f, const struct result_row *r)
+void result_print_defs(FILE *f, const struct result_row *r)
 {
     const char *unit = result_unit(r);
     fprintf(f, "k %s/s: %s\n", unit, r->throughput_def);
@@ -359,58 +352,79 @@ void result_print_header(FILE *f, const struct result_row *r)
         fprintf(f, "publish k %s/s: %s\ndrain k %s/s: %s\n", unit, r->publish_def, unit,
                 r->drain_def);
     fprintf(f, "us/%s: CPU time (user + system) per %s\n", unit, r->op_def);
-    fprintf(f, "%-6s", "run");
-    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
-        char title[32];
-        if (col_shown(&cols[i], r)) {
-            int w = col_title(&cols[i], r, title, sizeof title);
-            fprintf(f, "  %*s", w, title);
-        }
-    }
-    fputc('\n', f);
 }
 
-void result_print_row(FILE *f, const struct result_row *r)
+void result_table_begin(struct tt *tt, const struct result_row *r)
+{
+    char align[NCOLS + 2] = "l";
+    unsigned n = 1;
+    for (size_t i = 0; i < NCOLS; i++)
+        if (col_shown(&cols[i], r))
+            align[n++] = 'r';
+    align[n] = '\0';
+    tt_init(tt, align);
+    tt_reserve(tt, 0, "median"); /* the longest aggregate's name, printed last */
+    tt_cell(tt, "run");
+    for (size_t i = 0; i < NCOLS; i++)
+        if (col_shown(&cols[i], r)) {
+            char title[32];
+            snprintf(title, sizeof title, cols[i].title, result_unit(r));
+            tt_cell(tt, "%s", title);
+        }
+}
+
+void result_table_row(struct tt *tt, const struct result_row *r)
 {
     if (r->aggregate_name)
-        fprintf(f, "%-6s", r->aggregate_name);
+        tt_cell(tt, "%s", r->aggregate_name);
     else
-        fprintf(f, "%-6u", r->repetition_index + 1);
-    for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
+        tt_cell(tt, "%u", r->repetition_index + 1);
+    for (size_t i = 0; i < NCOLS; i++) {
         const struct col *c = &cols[i];
-        char title[32];
         if (col_shown(c, r))
-            fprintf(f, "  %*.*f", col_title(c, r, title, sizeof title), c->precision,
-                    r->metric[c->metric] * c->scale);
+            tt_cell(tt, "%.*f", c->precision, r->metric[c->metric] * c->scale);
     }
-    fputc('\n', f);
-    fflush(f);
 }
 
 void result_print_summary(FILE *f, const struct result_row *mean, const struct result_row *stddev)
 {
     const char *unit = result_unit(mean);
-    fprintf(f, "%s over %u runs (mean +/- stddev):\n", mean->name, mean->repetitions);
-    fprintf(f, "  throughput           %.1f +/- %.1f thousand %s/s\n", mean->throughput / 1e3,
-            stddev->throughput / 1e3, unit);
-    if (mean->throughput_messaging_def)
-        fprintf(f, "  msg-phase throughput %.1f +/- %.1f thousand %s/s\n",
-                mean->throughput_messaging / 1e3, stddev->throughput_messaging / 1e3, unit);
-    if (mean->publish_def) {
-        fprintf(f, "  publish phase        %.2f +/- %.2f thousand %s/s\n",
-                mean->throughput_publish / 1e3, stddev->throughput_publish / 1e3, unit);
-        fprintf(f, "  drain phase          %.2f +/- %.2f thousand %s/s\n",
-                mean->throughput_drain / 1e3, stddev->throughput_drain / 1e3, unit);
+    struct tt tt;
+    tt_init(&tt, "ll");
+    tt.indent = "  ";
+    tt_cell(&tt, "throughput");
+    tt_cell(&tt, "%.1f +/- %.1f thousand %s/s", mean->throughput / 1e3, stddev->throughput / 1e3,
+            unit);
+    if (mean->throughput_messaging_def) {
+        tt_cell(&tt, "msg-phase throughput");
+        tt_cell(&tt, "%.1f +/- %.1f thousand %s/s", mean->throughput_messaging / 1e3,
+                stddev->throughput_messaging / 1e3, unit);
     }
-    fprintf(f, "  wall time            %.1f +/- %.1f ms\n", mean->duration_s * 1e3,
-            stddev->duration_s * 1e3);
-    if (mean->has_latency)
-        fprintf(f, "  round trip           mean %.1f +/- %.1f us, p99 %.1f +/- %.1f us\n",
-                mean->lat_mean, stddev->lat_mean, mean->lat_p99, stddev->lat_p99);
-    fprintf(f, "  client CPU           %.3f +/- %.3f us per %s\n", mean->client_cpu_us_per_op,
+    if (mean->publish_def) {
+        tt_cell(&tt, "publish phase");
+        tt_cell(&tt, "%.2f +/- %.2f thousand %s/s", mean->throughput_publish / 1e3,
+                stddev->throughput_publish / 1e3, unit);
+        tt_cell(&tt, "drain phase");
+        tt_cell(&tt, "%.2f +/- %.2f thousand %s/s", mean->throughput_drain / 1e3,
+                stddev->throughput_drain / 1e3, unit);
+    }
+    tt_cell(&tt, "wall time");
+    tt_cell(&tt, "%.1f +/- %.1f ms", mean->duration_s * 1e3, stddev->duration_s * 1e3);
+    if (mean->has_latency) {
+        tt_cell(&tt, "round trip");
+        tt_cell(&tt, "mean %.1f +/- %.1f us, p99 %.1f +/- %.1f us", mean->lat_mean,
+                stddev->lat_mean, mean->lat_p99, stddev->lat_p99);
+    }
+    tt_cell(&tt, "client CPU");
+    tt_cell(&tt, "%.3f +/- %.3f us per %s", mean->client_cpu_us_per_op,
             stddev->client_cpu_us_per_op, mean->op_def);
-    if (mean->server_pid)
-        fprintf(f, "  server CPU           %.3f +/- %.3f us per %s\n", mean->server_cpu_us_per_op,
+    if (mean->server_pid) {
+        tt_cell(&tt, "server CPU");
+        tt_cell(&tt, "%.3f +/- %.3f us per %s", mean->server_cpu_us_per_op,
                 stddev->server_cpu_us_per_op, mean->op_def);
+    }
+    fprintf(f, "%s over %u runs (mean +/- stddev):\n", mean->name, mean->repetitions);
+    tt_print(f, &tt);
+    tt_free(&tt);
     fflush(f);
 }

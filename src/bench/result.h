@@ -14,6 +14,7 @@
 #include <stdio.h>
 
 #include "bench/hist.h"
+#include "bench/texttab.h"
 
 struct json;
 
@@ -124,10 +125,14 @@ void result_aggregate(const struct result_row *iters, unsigned n, struct result_
 int result_write_json(const char *path, const struct result_context *ctx,
                       const struct result_row *rows, unsigned n, char *err, size_t errlen);
 
-/* The terminal table: a header line for rows shaped like r, then one line
- * per row; "run" shows the repetition number or the aggregate's name. */
-void result_print_header(FILE *f, const struct result_row *r);
-void result_print_row(FILE *f, const struct result_row *r);
+/* The definitions of the terminal table's figures for rows shaped like r. */
+void result_print_defs(FILE *f, const struct result_row *r);
+/* The terminal table (texttab.h): result_table_begin starts tt with the
+ * columns rows shaped like r have, and their titles; result_table_row adds
+ * a row, "run" being its repetition number or its aggregate's name. The
+ * caller prints with tt_print as rows come. */
+void result_table_begin(struct tt *tt, const struct result_row *r);
+void result_table_row(struct tt *tt, const struct result_row *r);
 /* The article's form, "123.4 +/- 1.2" thousand msgs/s, for the throughput,
  * the measured window's wall time and the CPU per message, from mean and
  * stddev aggregate rows. */

@@ -19,6 +19,7 @@
 #include "bench/http_open.h"
 #include "bench/json.h"
 #include "bench/mqtt_client.h"
+#include "bench/texttab.h"
 #include "core/mem.h"
 #include "core/textfile.h"
 
@@ -29,6 +30,10 @@
 #define NODE_PEER "peers/a2b-node"                /* from the repository root */
 #define NODE_READY "a2b-node listening on "
 #define QUOTED_HOW "quoted: MacBook Pro i7 4-core, Gatling, unscaled profile"
+/* The capacity race's users still on their journeys after the staircase:
+ * at most this long (unscaled seconds) past its end. The journey's pauses
+ * add up to 20 to 52 s. */
+#define A2B_RACE_TAIL_S 300.0
 
 enum { T_SQLITE, T_PG, T_NODE, NTARGETS };
 enum { NCOLS = 12 };
@@ -41,6 +46,9 @@ struct a2b_figures {
                           RAM MB, CPU %, threads, PG CPU % */
     const char *quoted; /* NULL: measured here */
     double time_scale, data_load_s;
+    bool raced; /* the capacity race's verdict, for the JSON */
+    struct run_a2b_verdict race;
+    double race_ceiling;
 };
 
 static const char *const col_title[NCOLS] = {
@@ -55,17 +63,20 @@ static const int col_prec[NCOLS] = {1, 1, 3, 0, 1, 1, 0, 0, 0, 1, 0, 1};
 
 /* The article's combined table (performance-researches README), the rows
  * the brief compares against: its JVM and native champions. */
+/* A quoted row: its figures, from an unscaled run with no data load apart. */
+#define QUOTED(name, ...) \
+    {.variant = name, .col = {__VA_ARGS__}, .quoted = QUOTED_HOW, .time_scale = 1, \
+     .data_load_s = NAN}
 static const struct a2b_figures quoted[] = {
-    {"Spring Web jar", {5, 49.70, 3.59, 523756, 24, 381.127, 50977, 1611, 658, 11, 33, 99},
-     QUOTED_HOW, 1, NAN},
-    {"Spring Web native build tools",
-     {210, 116.20, 0.310, 480763, 29, 414.785, 32175, 1829, 263, 8, 52, 99}, QUOTED_HOW, 1, NAN},
-    {"Spring Reactive jar", {3.1, 40.6, 2.55, 1168782, 8, 1091.30, 10406, 4391, 1823, 8, 31, 70},
-     QUOTED_HOW, 1, NAN},
-    {"Spring Reactive native b.tools",
-     {187, 71.7, 0.107, 1013549, 10, 934.147, 12591, 3038, 634, 32, 23, 70}, QUOTED_HOW, 1, NAN},
-    {"Quarkus native exe", {180, 49.3, 0.223, 768017, 15, 697.563, 16426, 1967, 646, 10, 15, 99},
-     QUOTED_HOW, 1, NAN},
+    QUOTED("Spring Web jar", 5, 49.70, 3.59, 523756, 24, 381.127, 50977, 1611, 658, 11, 33, 99),
+    QUOTED("Spring Web native build tools", 210, 116.20, 0.310, 480763, 29, 414.785, 32175, 1829,
+           263, 8, 52, 99),
+    QUOTED("Spring Reactive jar", 3.1, 40.6, 2.55, 1168782, 8, 1091.30, 10406, 4391, 1823, 8, 31,
+           70),
+    QUOTED("Spring Reactive native b.tools", 187, 71.7, 0.107, 1013549, 10, 934.147, 12591, 3038,
+           634, 32, 23, 70),
+    QUOTED("Quarkus native exe", 180, 49.3, 0.223, 768017, 15, 697.563, 16426, 1967, 646, 10, 15,
+           99),
 };
 #define NQUOTED (sizeof quoted / sizeof quoted[0])
 
@@ -95,6 +106,7 @@ struct run_a2b {
     struct scenario scn;
     struct inj_profile prof;
     struct inj_profile race_prof; /* n == 0: no capacity race */
+    double race_ceiling;          /* its highest load, users/s */
     struct a2b_target t[NTARGETS];
 };
 
@@ -456,7 +468,16 @@ static bool load(struct run_a2b *j, int i)
         figures_from(&t->fig, &s);
     if (i != T_SQLITE && j->race_prof.n && child_alive(&t->proc)) {
         t->raced = true;
+        /* Up the staircase until saturated, its users' journeys after. */
+        t->race.until_saturated = true;
+        t->race.max_duration_s = inj_profile_duration(&j->race_prof) + A2B_RACE_TAIL_S;
         t->race_rc = drive(j, i, &t->race, &j->race_prof, ", capacity");
+        struct http_open_level *lv = mem_calloc(INJ_MAX_SEGMENTS + 1, sizeof *lv);
+        unsigned n = http_open_last_levels(&t->race, lv, INJ_MAX_SEGMENTS + 1);
+        run_a2b_race_verdict(lv, n, &t->fig.race);
+        t->fig.raced = n > 0;
+        t->fig.race_ceiling = j->race_ceiling;
+        mem_free(lv);
     }
     return t->rc == BENCH_EXIT_OK && (!t->raced || t->race_rc == BENCH_EXIT_OK);
 }
@@ -497,29 +518,14 @@ static int measure(struct run_a2b *j, int i)
 
 /* ---- the table ----------------------------------------------------------- */
 
-#define LABEL_W 32
-#define CELL_W 10
-
-static void print_line(FILE *f, const char *label, const char *const cells[NCOLS])
+static void figures_row(struct tt *tt, const struct a2b_figures *fig)
 {
-    fprintf(f, "%-*.*s", LABEL_W, LABEL_W - 1, label);
+    tt_cell(tt, "%s", fig->variant);
     for (int c = 0; c < NCOLS; c++)
-        fprintf(f, "%*s", CELL_W, cells[c]);
-    fputc('\n', f);
-}
-
-static void print_figures(FILE *f, const struct a2b_figures *fig)
-{
-    char text[NCOLS][32];
-    const char *cells[NCOLS];
-    for (int c = 0; c < NCOLS; c++) {
         if (isnan(fig->col[c]))
-            snprintf(text[c], sizeof text[c], "n/a");
+            tt_cell(tt, "n/a");
         else
-            snprintf(text[c], sizeof text[c], "%.*f", col_prec[c], fig->col[c]);
-        cells[c] = text[c];
-    }
-    print_line(f, fig->variant, cells);
+            tt_cell(tt, "%.*f", col_prec[c], fig->col[c]);
 }
 
 static void print_table(FILE *f, const struct run_a2b *j)
@@ -529,18 +535,25 @@ static void print_table(FILE *f, const struct run_a2b *j)
                "rampUsersPerSec(100).to(200).during(1000 s),\nmaxDuration 2000 s, time scale %g: "
                "durations and pauses / %g, same arrival rates; data set scale %g)\n",
             o->time_scale, o->time_scale, o->data_scale);
-    print_line(f, "", col_title);
+    struct tt tt;
+    tt_init(&tt, "lrrrrrrrrrrrr");
+    tt_cell(&tt, "%s", "");
+    tt_cells(&tt, NCOLS, col_title);
     for (int i = 0; i < NTARGETS; i++) {
         const struct a2b_target *t = &j->t[i];
-        if (t->ran)
-            print_figures(f, &t->fig);
-        else
-            fprintf(f, "%-*s not measured: %s\n", LABEL_W - 1, t->label, t->note);
+        if (t->ran) {
+            figures_row(&tt, &t->fig);
+        } else {
+            tt_cell(&tt, "%s", t->label);
+            tt_tail(&tt, "not measured: %s", t->note);
+        }
     }
-    fprintf(f, "-- the article's published rows, %s; not comparable with the rows above --\n",
+    tt_line(&tt, "-- the article's published rows, %s; not comparable with the rows above --",
             QUOTED_HOW);
     for (unsigned q = 0; q < NQUOTED; q++)
-        print_figures(f, &quoted[q]);
+        figures_row(&tt, &quoted[q]);
+    tt_print(f, &tt);
+    tt_free(&tt);
 
     fprintf(f, "\na2b, as measured:\n"
                "  %s\n"
@@ -573,24 +586,84 @@ static void print_table(FILE *f, const struct run_a2b *j)
                "own (about 35 min per target)\n");
 }
 
-/* One target's figures of a race level, or blanks if it has none. */
-static void print_race_cells(FILE *f, const struct http_open_level *l)
-{
-    if (!l) {
-        fprintf(f, "%9s%9s%7s", "-", "-", "-");
-        return;
-    }
-    fprintf(f, "%9.0f%9.1f%7.1f", l->responses_per_s, l->p95_ms,
-            l->requests > 0 ? 100 * l->ko / l->requests : 0.0);
-}
-
-/* The level of a race whose load is constant, at index k of levels[n]. */
+/* The level of a race whose load is constant, at index k of levels[n]:
+ * the race table's rows. */
 static const struct http_open_level *race_level(const struct http_open_level *levels, unsigned n,
                                                 unsigned k)
 {
-    if (k >= n || !strcmp(levels[k].kind, "after") || levels[k].load_from != levels[k].load_to)
+    if (k >= n || !levels[k].step || levels[k].load_from != levels[k].load_to)
         return NULL;
     return &levels[k];
+}
+
+void run_a2b_race_verdict(const struct http_open_level *levels, unsigned n,
+                          struct run_a2b_verdict *v)
+{
+    *v = (struct run_a2b_verdict){0};
+    struct ho_level_verdict lv;
+    int sat = ho_level_saturation(levels, n, &lv);
+    for (unsigned k = 0; k < n; k++) {
+        const struct http_open_level *l = race_level(levels, n, k);
+        if (!l)
+            continue;
+        v->rows++;
+        v->last_users = l->load_from;
+        if (!v->peak_row || l->responses_per_s > v->peak) {
+            v->peak = l->responses_per_s;
+            v->peak_row = v->rows;
+            v->peak_users = l->load_from;
+        }
+        if (l->p95_ms > 1000 * l->dur_s && l->p95_ms > v->slow_p95_ms) {
+            v->slow_p95_ms = l->p95_ms;
+            v->slow_level_s = l->dur_s;
+        }
+        if ((int)k == sat) {
+            v->row = v->rows;
+            v->users = l->load_from;
+            v->level = lv;
+        }
+    }
+}
+
+void run_a2b_race_text(const struct run_a2b_verdict *v, double ceiling, char *buf, size_t len)
+{
+    char peak[256];
+    int n = snprintf(peak, sizeof peak, "peak %.0f responses/s at level %u (%g users/s)", v->peak,
+                     v->peak_row, v->peak_users);
+    if (v->slow_p95_ms > 0)
+        snprintf(peak + n, sizeof peak - (size_t)n,
+                 "; but a p95 of %.0f ms outlasts its levels of %g s, whose answers mostly end "
+                 "after them: a smaller time scale reads it better", v->slow_p95_ms, v->slow_level_s);
+    if (!v->rows)
+        snprintf(buf, len, "no level of constant load");
+    else if (v->row && v->level.cause == HO_SAT_BACKLOG)
+        snprintf(buf, len, "saturated at level %u (%g users/s): answers %.1f %% behind the "
+                           "requests sent in it and p95 %.1f ms against %.1f ms before "
+                           "(backlog); %s", v->row, v->users, v->level.behind_pct,
+                 v->level.p95_ms, v->level.base_p95_ms, peak);
+    else if (v->row)
+        snprintf(buf, len, "saturated at level %u (%g users/s): the server's KO %.1f %% of its "
+                           "answers against %.1f %% before (failures); %s", v->row, v->users,
+                 v->level.ko_pct, v->level.base_ko_pct, peak);
+    else if (v->last_users >= ceiling)
+        snprintf(buf, len, "not saturated up to the ceiling %g users/s; %s", ceiling, peak);
+    else
+        snprintf(buf, len, "not saturated up to level %u (%g users/s), below the ceiling %g "
+                           "users/s; %s", v->rows, v->last_users, ceiling, peak);
+}
+
+/* One target's cells of a race row, or dashes where it has none. */
+static void race_cells(struct tt *tt, const struct http_open_level *l)
+{
+    if (!l) {
+        for (int c = 0; c < 4; c++)
+            tt_cell(tt, "-");
+        return;
+    }
+    tt_cell(tt, "%.0f", l->rps);
+    tt_cell(tt, "%.0f", l->responses_per_s);
+    tt_cell(tt, "%.1f", l->p95_ms);
+    tt_cell(tt, "%.1f", l->requests > 0 ? 100 * l->ko / l->requests : 0.0);
 }
 
 static void print_race(FILE *f, const struct run_a2b *j)
@@ -604,40 +677,49 @@ static void print_race(FILE *f, const struct run_a2b *j)
     if (!n[0] && !n[1])
         return;
     fprintf(f, "\nThe capacity race on PostgreSQL: the same journey under %s, durations / %g,\n"
-               "one target at a time; a request counts in the level it was sent in. resp/s: "
-               "answers per second,\np95 over OK and KO; ratios above 1 favour ours\n",
-            j->o->capacity, j->o->time_scale);
-    fprintf(f, "%-9s|%-25s|%-25s| p95 peer/ours  resp/s ours/peer\n", "",
-            " shootout a2b-server", " a2b-node (the peer)");
-    fprintf(f, "%-9s|%9s%9s%7s|%9s%9s%7s|\n", "users/s", "resp/s", "p95 ms", "KO %", "resp/s",
-            "p95 ms", "KO %");
-    unsigned rows = n[0] > n[1] ? n[0] : n[1];
+               "one target at a time, each climbing until the level rule finds it saturated or "
+               "the ceiling (%g users/s)\nis reached; a request counts in the level it was sent "
+               "in. req/s: requests sent per second (the demand),\nresp/s: answers per second, "
+               "p95 over OK and KO; ratios above 1 favour ours\n",
+            j->o->capacity, j->o->time_scale, j->race_ceiling);
+    struct tt tt;
+    tt_init(&tt, "lrrrrrrrrrrr");
+    tt_cell(&tt, "%s", "");
+    tt_cell(&tt, "%s", "");
+    tt_span(&tt, 4, "shootout a2b-server");
+    tt_span(&tt, 4, "a2b-node (the peer)");
+    tt_end(&tt);
+    static const char *const titles[] = {"level", "users/s", "req/s", "resp/s", "p95 ms",
+                                         "KO %", "req/s", "resp/s", "p95 ms", "KO %",
+                                         "p95 peer/ours", "resp/s ours/peer"};
+    tt_cells(&tt, 12, titles);
+    unsigned rows = n[0] > n[1] ? n[0] : n[1], row = 0;
     for (unsigned k = 0; k < rows; k++) {
         const struct http_open_level *a = race_level(lv[0], n[0], k), *b = race_level(lv[1], n[1], k);
         const struct http_open_level *any = a ? a : b;
         if (!any)
             continue;
-        fprintf(f, "%-9.0f|", any->load_from);
-        print_race_cells(f, a);
-        fputc('|', f);
-        print_race_cells(f, b);
-        fputc('|', f);
-        if (a && b && a->p95_ms > 0 && b->responses_per_s > 0)
-            fprintf(f, " %12.2fx %16.2fx", b->p95_ms / a->p95_ms,
-                    a->responses_per_s / b->responses_per_s);
-        fputc('\n', f);
+        tt_cell(&tt, "%u", ++row);
+        tt_cell(&tt, "%g", any->load_from);
+        race_cells(&tt, a);
+        race_cells(&tt, b);
+        if (a && b && a->p95_ms > 0 && b->responses_per_s > 0) {
+            tt_cell(&tt, "%.2fx", b->p95_ms / a->p95_ms);
+            tt_cell(&tt, "%.2fx", a->responses_per_s / b->responses_per_s);
+        }
+        tt_end(&tt);
     }
+    tt_print(f, &tt);
+    tt_free(&tt);
     for (int w = 0; w < 2; w++) {
         const struct a2b_target *t = &j->t[who[w]];
-        struct http_open_summary s;
-        if (!t->raced || !http_open_last_summary(&t->race, &s))
+        if (!t->raced) {
             fprintf(f, "  %s: not raced%s%s\n", t->label, t->note[0] ? ": " : "", t->note);
-        else if (s.saturation_users < 0)
-            fprintf(f, "  %s: never saturated (peak %.0f responses/s)\n", t->label, s.rps);
-        else
-            fprintf(f, "  %s: saturated at second %.0f, %.0f users/s arriving, %.0f active users "
-                       "(%s)\n", t->label, s.saturation_s, s.saturation_load, s.saturation_users,
-                    s.saturation_cause ? s.saturation_cause : "?");
+            continue;
+        }
+        char text[512];
+        run_a2b_race_text(&t->fig.race, j->race_ceiling, text, sizeof text);
+        fprintf(f, "  %s: %s\n", t->label, text);
     }
 }
 
@@ -669,6 +751,31 @@ static void figures_json(struct json *jw, const void *arg)
         json_null(jw);
     else
         json_number(jw, f->data_load_s);
+    json_key(jw, "capacity");
+    if (f->raced) {
+        const struct run_a2b_verdict *v = &f->race;
+        json_object_begin(jw);
+        json_key(jw, "saturated_level");
+        if (v->row)
+            json_int(jw, v->row);
+        else
+            json_null(jw);
+        json_key(jw, "saturated_users_per_sec");
+        if (v->row)
+            json_number(jw, v->users);
+        else
+            json_null(jw);
+        json_kstr(jw, "cause", v->row ? (v->level.cause == HO_SAT_BACKLOG ? "backlog" : "failures")
+                                      : "none");
+        json_kv(jw, "levels", v->rows);
+        json_kv(jw, "last_users_per_sec", v->last_users);
+        json_kv(jw, "ceiling_users_per_sec", f->race_ceiling);
+        json_kv(jw, "peak_responses_per_sec", v->peak);
+        json_kv(jw, "peak_level", v->peak_row);
+        json_object_end(jw);
+    } else {
+        json_null(jw);
+    }
     json_object_end(jw);
 }
 
@@ -719,10 +826,19 @@ static void scenario_init(struct run_a2b *j)
     }
     http_open_reference_profile(&j->prof);
     struct inj_step st;
-    if (j->o->capacity &&
-        (inj_parse_step(j->o->capacity, strlen(j->o->capacity), &st, err, sizeof err) < 0 ||
-         inj_profile_add(&j->race_prof, &st, err, sizeof err) < 0))
+    if (!j->o->capacity)
+        return;
+    if (inj_parse_step(j->o->capacity, strlen(j->o->capacity), &st, err, sizeof err) < 0)
         abort(); /* shootout run has checked it */
+    if (j->o->ceiling > 0) /* a staircase, checked: its levels up to the ceiling */
+        st.n = floor((j->o->ceiling - inj_stair_load(&st, 0)) / st.inc + 1e-9) + 1;
+    if (inj_profile_add(&j->race_prof, &st, err, sizeof err) < 0)
+        abort();
+    struct inj_segment *seg = mem_calloc(INJ_MAX_SEGMENTS, sizeof *seg);
+    unsigned n = inj_profile_segments(&j->race_prof, seg);
+    for (unsigned i = 0; i < n; i++)
+        j->race_ceiling = fmax(j->race_ceiling, fmax(seg[i].s.r1, seg[i].s.r2));
+    mem_free(seg);
 }
 
 int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job)

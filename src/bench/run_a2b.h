@@ -8,8 +8,10 @@
  * saturation point, RAM, CPU, threads, PostgreSQL CPU) with the article's
  * published Spring and Quarkus rows quoted beneath, marked as such. Then,
  * on PostgreSQL, the capacity race: the journey under a staircase of
- * arrival rates against ours and the Node peer in turn, compared level by
- * level with each one's saturation point.
+ * arrival rates against ours and the Node peer in turn, each climbing it
+ * until the level rule (ho_level_saturation) finds it saturated or the
+ * staircase's top, the ceiling, is reached; compared level by level, with
+ * each one's saturation level and peak.
  */
 #ifndef SHOOTOUT_RUN_A2B_H
 #define SHOOTOUT_RUN_A2B_H
@@ -17,6 +19,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "bench/http_open.h"
 #include "bench/result.h"
 
 struct run_a2b_opts {
@@ -26,9 +29,12 @@ struct run_a2b_opts {
     /* An existing PostgreSQL server (postgres://...), "none" for none, or
      * NULL: a temporary one when PostgreSQL is installed. */
     const char *pg_uri;
-    /* The capacity race's profile, one --inject step (inject.h) scaled by
-     * time_scale like the journey's, or NULL: no race. */
+    /* The capacity race's profile, one open --inject step (inject.h)
+     * scaled by time_scale like the journey's, or NULL: no race. */
     const char *capacity;
+    /* A staircase's top level in users/s, which replaces its LEVELS (the
+     * caller has checked that it is one and that it fits); 0: its own. */
+    double ceiling;
     bool no_peer; /* leave out the Node peer */
     FILE *out;    /* the table; progress goes to stderr */
     const struct result_context *ctx;
@@ -44,5 +50,29 @@ struct run_a2b;
  * run_a2b_free once the results are written. */
 int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job);
 void run_a2b_free(struct run_a2b *job);
+
+/* The capacity race's verdict on one contender, read from its levels
+ * (http_open_last_levels) as the race table shows them: a row per level of
+ * constant load, numbered from 1. */
+struct run_a2b_verdict {
+    unsigned rows;                /* 0: no level of constant load */
+    unsigned row;                 /* the first saturated row, 0: none */
+    double users, last_users;     /* its load, and the last row's (users/s) */
+    struct ho_level_verdict level; /* the level rule's figures for it */
+    double peak, peak_users;      /* the most responses/s of a row, and its load */
+    unsigned peak_row;
+    /* The largest p95 of a row longer than the row itself, and the row's
+     * length (s); 0: none. Its answers then mostly end after it, and the
+     * rows say little: the time scale is too high for that server. */
+    double slow_p95_ms, slow_level_s;
+};
+
+void run_a2b_race_verdict(const struct http_open_level *levels, unsigned n,
+                          struct run_a2b_verdict *v);
+/* The verdict in words: "saturated at level N (X users/s): ...", or "not
+ * saturated up to the ceiling X users/s" (when the last row is at the
+ * ceiling, in users/s), each with the peak, and a warning when a row's
+ * p95 outlasts the row. */
+void run_a2b_race_text(const struct run_a2b_verdict *v, double ceiling, char *buf, size_t len);
 
 #endif

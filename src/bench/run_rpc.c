@@ -258,71 +258,79 @@ static void print_grid(FILE *f, const struct rpc_job *j, bool sweep, const char 
 
 /* The article's second table: at each N, which of two targets took longer
  * and by how much. */
-static void print_slower(FILE *f, const struct rpc_job *j, int col0, int a, int b,
-                         const char *label)
+static void slower_row(struct tt *tt, const struct rpc_job *j, int a, int b, const char *label)
 {
-    char text[NPOINTS][48];
-    const char *cells[NPOINTS];
+    tt_cell(tt, "%s:", label);
     for (unsigned p = 0; p < NPOINTS; p++) {
         double ta, tb;
-        cells[p] = text[p];
         if (!cell_mean(j, &j->sweep[p][a], RESULT_METRIC(duration_s), &ta) ||
             !cell_mean(j, &j->sweep[p][b], RESULT_METRIC(duration_s), &tb) || ta <= 0 || tb <= 0) {
-            snprintf(text[p], sizeof text[p], "-");
+            tt_cell(tt, "-");
             continue;
         }
         bool a_slower = ta > tb;
         const char *who = targets[a_slower ? a : b].label;
         who = strchr(who, ' ') ? strchr(who, ' ') + 1 : who; /* the protocol */
-        snprintf(text[p], sizeof text[p], "%s %.1f%% slower", who,
-                 100 * ((a_slower ? ta / tb : tb / ta) - 1));
+        tt_cell(tt, "%s %.1f%% slower", who, 100 * ((a_slower ? ta / tb : tb / ta) - 1));
     }
-    run_table_line(f, col0, label, NPOINTS, cells);
+}
+
+static void print_slower(FILE *f, const struct rpc_job *j)
+{
+    int rest = row_of(j, OURS_REST), ours = row_of(j, OURS_GRPC), peer = row_of(j, PEER_GRPC);
+    if (rest < 0 || (ours < 0 && peer < 0))
+        return;
+    struct tt tt;
+    run_table_begin(&tt, NPOINTS);
+    const char *cols[NPOINTS];
+    for (unsigned p = 0; p < NPOINTS; p++)
+        cols[p] = j->sweep_label[p];
+    fprintf(f, "\nHow much slower the slower protocol is (from the mean total times)\n");
+    run_table_row(&tt, "requests", NPOINTS, cols);
+    if (ours >= 0)
+        slower_row(&tt, j, OURS_REST, OURS_GRPC, "shootout: REST vs gRPC");
+    if (peer >= 0)
+        slower_row(&tt, j, OURS_REST, PEER_GRPC, "REST vs grpc-c++ gRPC");
+    tt_print(f, &tt);
+    tt_free(&tt);
 }
 
 /* The article's third table: how much longer each step of the sweep took
  * than the one before, against how many more requests it made. */
 static void print_growth(FILE *f, const struct rpc_job *j)
 {
-    const char *labels[NTARGETS + 2] = {"requests", "request increase"};
-    unsigned nlabels = 2;
-    for (unsigned r = 0; r < j->nrows; r++)
-        labels[nlabels++] = targets[j->row_target[r]].label;
-    int col0 = run_table_col0(labels, nlabels);
-    char text[NPOINTS][48];
-    const char *cells[NPOINTS];
-
+    struct tt tt;
+    run_table_begin(&tt, NPOINTS);
     fprintf(f, "\nGrowth of the total time per step against the increase in requests (from the "
                "means)\n");
-    for (unsigned p = 0; p < NPOINTS; p++) {
-        snprintf(text[p], sizeof text[p], "%llu-%llu",
-                 p ? (unsigned long long)j->sweep_calls[p - 1] : 0ull,
-                 (unsigned long long)j->sweep_calls[p]);
-        cells[p] = text[p];
-    }
-    run_table_line(f, col0, "requests", NPOINTS, cells);
+    tt_cell(&tt, "requests:");
+    for (unsigned p = 0; p < NPOINTS; p++)
+        tt_cell(&tt, "%llu-%llu", p ? (unsigned long long)j->sweep_calls[p - 1] : 0ull,
+                (unsigned long long)j->sweep_calls[p]);
     for (unsigned r = 0; r < j->nrows; r++) {
         int tg = j->row_target[r];
         double prev = 0, cur;
+        tt_cell(&tt, "%s:", targets[tg].label);
         for (unsigned p = 0; p < NPOINTS; p++) {
             bool ok = cell_mean(j, &j->sweep[p][tg], RESULT_METRIC(duration_s), &cur);
             if (p == 0)
-                snprintf(text[p], sizeof text[p], ok ? "baseline" : "-");
+                tt_cell(&tt, "%s", ok ? "baseline" : "-");
             else if (ok && prev > 0)
-                snprintf(text[p], sizeof text[p], "%.0f%% longer", 100 * (cur / prev - 1));
+                tt_cell(&tt, "%.0f%% longer", 100 * (cur / prev - 1));
             else
-                snprintf(text[p], sizeof text[p], "-");
+                tt_cell(&tt, "-");
             prev = ok ? cur : 0;
         }
-        run_table_line(f, col0, targets[tg].label, NPOINTS, cells);
     }
+    tt_cell(&tt, "request increase:");
     for (unsigned p = 0; p < NPOINTS; p++)
         if (p == 0)
-            snprintf(text[p], sizeof text[p], "0");
+            tt_cell(&tt, "0");
         else
-            snprintf(text[p], sizeof text[p], "%.0f%% more",
-                     100 * ((double)j->sweep_calls[p] / (double)j->sweep_calls[p - 1] - 1));
-    run_table_line(f, col0, "request increase", NPOINTS, cells);
+            tt_cell(&tt, "%.0f%% more",
+                    100 * ((double)j->sweep_calls[p] / (double)j->sweep_calls[p - 1] - 1));
+    tt_print(f, &tt);
+    tt_free(&tt);
 }
 
 /* Latency and CPU per call at the sweep's largest N. */
@@ -338,31 +346,27 @@ static void print_per_call(FILE *f, const struct rpc_job *j)
         {"client CPU", RESULT_METRIC(client_cpu_us_per_op)},
     };
     enum { NCOLS = sizeof cols / sizeof cols[0] };
-    const char *labels[NTARGETS + 1] = {"per call"}, *cells[NCOLS];
-    unsigned nlabels = 1;
-    for (unsigned r = 0; r < j->nrows; r++)
-        labels[nlabels++] = targets[j->row_target[r]].label;
-    int col0 = run_table_col0(labels, nlabels);
-    char text[NCOLS][48];
-
+    struct tt tt;
+    run_table_begin(&tt, NCOLS);
     fprintf(f, "\nPer call at %llu sequential calls (us, mean +/- stddev over %u run%s - smaller "
                "is better)\n",
             (unsigned long long)j->sweep_calls[NPOINTS - 1], j->o->runs, j->o->runs > 1 ? "s" : "");
+    tt_cell(&tt, "per call:");
     for (unsigned c = 0; c < NCOLS; c++)
-        cells[c] = cols[c].title;
-    run_table_line(f, col0, "per call", NCOLS, cells);
+        tt_cell(&tt, "%s", cols[c].title);
     for (unsigned r = 0; r < j->nrows; r++) {
         int tg = j->row_target[r];
+        tt_cell(&tt, "%s:", targets[tg].label);
         for (unsigned c = 0; c < NCOLS; c++) {
             double mean, sd;
             if (run_cell_stats(j->o->rows, &j->sweep[NPOINTS - 1][tg], cols[c].metric, &mean, &sd))
-                snprintf(text[c], sizeof text[c], "%.1f +/- %.1f", mean, sd);
+                tt_cell(&tt, "%.1f +/- %.1f", mean, sd);
             else
-                snprintf(text[c], sizeof text[c], "failed");
-            cells[c] = text[c];
+                tt_cell(&tt, "failed");
         }
-        run_table_line(f, col0, targets[tg].label, NCOLS, cells);
     }
+    tt_print(f, &tt);
+    tt_free(&tt);
 }
 
 static void print_tables(FILE *f, const struct rpc_job *j)
@@ -374,20 +378,7 @@ static void print_tables(FILE *f, const struct rpc_job *j)
              "smaller is better)", runs, runs > 1 ? "s" : "");
     print_grid(f, j, true, title, RESULT_METRIC(duration_s), 1e3, 1);
 
-    int rest = row_of(j, OURS_REST), ours = row_of(j, OURS_GRPC), peer = row_of(j, PEER_GRPC);
-    if (rest >= 0 && (ours >= 0 || peer >= 0)) {
-        const char *labels[] = {"requests", "shootout: REST vs gRPC", "REST vs grpc-c++ gRPC"};
-        int col0 = run_table_col0(labels, 3);
-        const char *cols[NPOINTS];
-        for (unsigned p = 0; p < NPOINTS; p++)
-            cols[p] = j->sweep_label[p];
-        fprintf(f, "\nHow much slower the slower protocol is (from the mean total times)\n");
-        run_table_line(f, col0, "requests", NPOINTS, cols);
-        if (ours >= 0)
-            print_slower(f, j, col0, OURS_REST, OURS_GRPC, labels[1]);
-        if (peer >= 0)
-            print_slower(f, j, col0, OURS_REST, PEER_GRPC, labels[2]);
-    }
+    print_slower(f, j);
     print_growth(f, j);
     print_per_call(f, j);
 

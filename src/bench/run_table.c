@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-#define RUN_TABLE_COL0_MIN 20
-
 bool run_cell_stats(const struct result_set *rows, const struct run_cell *c, unsigned metric,
                     double *mean, double *sd)
 {
@@ -18,71 +16,52 @@ bool run_cell_stats(const struct result_set *rows, const struct run_cell *c, uns
     return true;
 }
 
-int run_table_col0(const char *const labels[], unsigned n)
+void run_table_begin(struct tt *tt, unsigned ncols)
 {
-    int w = RUN_TABLE_COL0_MIN;
-    for (unsigned i = 0; i < n; i++)
-        if ((int)strlen(labels[i]) + 2 > w)
-            w = (int)strlen(labels[i]) + 2;
-    return w;
+    char align[RUN_TABLE_MAX + 2];
+    memset(align, 'l', ncols + 1);
+    align[ncols + 1] = '\0';
+    tt_init(tt, align);
 }
 
-void run_table_line(FILE *f, int col0, const char *label, unsigned n, const char *const cells[])
+void run_table_row(struct tt *tt, const char *label, unsigned n, const char *const cells[])
 {
-    char buf[96];
-    snprintf(buf, sizeof buf, "%s:", label);
-    fprintf(f, "%-*s", n ? col0 : 0, buf);
-    for (unsigned i = 0; i < n; i++) {
-        if (i + 1 < n)
-            fprintf(f, "%-*s", RUN_TABLE_COLW, cells[i]);
-        else
-            fputs(cells[i], f);
-    }
-    fputc('\n', f);
+    tt_cell(tt, "%s:", label);
+    tt_cells(tt, n, cells);
 }
 
 void run_table_print(FILE *f, const struct result_set *rows, const struct run_table *t,
                      unsigned metric, double scale, int prec)
 {
-    const char *labels[RUN_TABLE_MAX + 2];
-    unsigned nlabels = 0;
-    labels[nlabels++] = t->corner;
-    for (unsigned r = 0; r < t->nrows; r++)
-        labels[nlabels++] = t->row[r];
-    if (t->ratio)
-        labels[nlabels++] = t->ratio;
-    int col0 = run_table_col0(labels, nlabels);
-
+    struct tt tt;
+    run_table_begin(&tt, t->ncols);
     fprintf(f, "\n%s\n", t->title);
-    run_table_line(f, col0, t->corner, t->ncols, t->col);
-    char text[RUN_TABLE_MAX][RUN_TABLE_COLW + 16];
-    const char *cells[RUN_TABLE_MAX];
+    run_table_row(&tt, t->corner, t->ncols, t->col);
     double mean[RUN_TABLE_MAX][RUN_TABLE_MAX];
     bool ok[RUN_TABLE_MAX][RUN_TABLE_MAX];
     for (unsigned r = 0; r < t->nrows; r++) {
+        tt_cell(&tt, "%s:", t->row[r]);
         for (unsigned c = 0; c < t->ncols; c++) {
             double sd;
             ok[r][c] = run_cell_stats(rows, t->cell[r][c], metric, &mean[r][c], &sd);
             if (ok[r][c])
-                snprintf(text[c], sizeof text[c], "%.*f +/- %.*f", prec, mean[r][c] * scale, prec,
-                         sd * scale);
+                tt_cell(&tt, "%.*f +/- %.*f", prec, mean[r][c] * scale, prec, sd * scale);
             else
-                snprintf(text[c], sizeof text[c], "failed");
-            cells[c] = text[c];
+                tt_cell(&tt, "failed");
         }
-        run_table_line(f, col0, t->row[r], t->ncols, cells);
     }
-    if (!t->ratio)
-        return;
-    for (unsigned c = 0; c < t->ncols; c++) {
-        unsigned a = t->ratio_num, b = t->ratio_den;
-        if (ok[a][c] && ok[b][c] && mean[b][c] > 0)
-            snprintf(text[c], sizeof text[c], "%.2fx", mean[a][c] / mean[b][c]);
-        else
-            snprintf(text[c], sizeof text[c], "-");
-        cells[c] = text[c];
+    if (t->ratio) {
+        tt_cell(&tt, "%s:", t->ratio);
+        for (unsigned c = 0; c < t->ncols; c++) {
+            unsigned a = t->ratio_num, b = t->ratio_den;
+            if (ok[a][c] && ok[b][c] && mean[b][c] > 0)
+                tt_cell(&tt, "%.2fx", mean[a][c] / mean[b][c]);
+            else
+                tt_cell(&tt, "-");
+        }
     }
-    run_table_line(f, col0, t->ratio, t->ncols, cells);
+    tt_print(f, &tt);
+    tt_free(&tt);
 }
 
 double run_peak_rss_kb(const struct result_set *rows, const char *target, const char *prefix)

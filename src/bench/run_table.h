@@ -10,9 +10,9 @@
 #include <stdio.h>
 
 #include "bench/result.h"
+#include "bench/texttab.h"
 
 #define RUN_TABLE_MAX 8 /* rows, and columns */
-#define RUN_TABLE_COLW 18
 
 /* A grid point measured against one server: where its rows are. */
 struct run_cell {
@@ -41,16 +41,16 @@ struct run_table {
 
 /* Prints t (a blank line, the title, the column line, the rows) with each
  * cell's metric multiplied by scale, shown with prec decimals; a cell
- * whose experiment failed reads "failed". */
+ * whose experiment failed reads "failed". Columns fit their cells
+ * (texttab.h). */
 void run_table_print(FILE *f, const struct result_set *rows, const struct run_table *t,
                      unsigned metric, double scale, int prec);
 
-/* One line in the tables' layout, for tables of other shapes: label and
- * ':' padded to col0 characters, then the cells, RUN_TABLE_COLW each. */
-void run_table_line(FILE *f, int col0, const char *label, unsigned n, const char *const cells[]);
-
-/* The first column's width for these row labels (and ':'). */
-int run_table_col0(const char *const labels[], unsigned n);
+/* Starts tt as the job's tables are laid out, for tables of other shapes:
+ * ncols columns of figures after the row labels, all left-aligned. */
+void run_table_begin(struct tt *tt, unsigned ncols);
+/* One row of such a table: label and ':', then the n cells. */
+void run_table_row(struct tt *tt, const char *label, unsigned n, const char *const cells[]);
 
 /* The largest server RSS (kB) of the iteration rows of target whose
  * experiment starts with prefix ("mqtt-"); 0 if none. */

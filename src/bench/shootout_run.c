@@ -40,11 +40,12 @@
  * two minutes per target with the users' tails; --quick: 25 s. */
 #define RUN_A2B_TIME_SCALE 10.0
 #define RUN_A2B_QUICK_TIME_SCALE 40.0
-/* The capacity race: 50 to 350 users/s (about 700 to 4,900 requests/s),
- * levels of 100 s and ramps of 10 s before the time scale: at the default
- * scale, 10 s per level, which is where the Node peer and then ours stop
- * keeping up on a 2-core machine. */
-#define RUN_A2B_CAPACITY "increment-users-per-sec 50 7 100s ramp 10s from 50"
+/* The capacity race: Gatling's staircase, levels of 100 s and ramps of
+ * 10 s before the time scale (10 s per level at the default scale), from
+ * 50 users/s (about 700 requests/s) by 50 up to the ceiling of 1000 users/s
+ * (about 14,000 requests/s), each contender climbing only until it
+ * saturates: on 2 cores the Node peer and ours do well below the ceiling. */
+#define RUN_A2B_CAPACITY "increment-users-per-sec 50 20 100s ramp 10s from 50"
 #define RUN_HOST "127.0.0.1"
 /* Descriptors the largest grid point needs in this process: connections
  * plus stdio, epoll and eventfds. */
@@ -89,15 +90,20 @@ static const char usage[] =
     "  --runs R         runs per grid point and server (default 3 for MQTT and 10\n"
     "                   for RPC, as the articles; 1 and 2 with --quick)\n"
     "  --quick          fewer runs, half the messages and calls, a2b time scale 40\n"
+    "                   (about 4 times shorter)\n"
     "  --only mqtt|rpc|a2b  run one part\n"
     "  --a2b-time-scale F  divide the a2b profile's durations and pauses by F\n"
     "                   (default 10: about 2 minutes per target)\n"
     "  --full-profile   the a2b profile unscaled, as Gatling ran it (about 35\n"
     "                   minutes per target); the same as --a2b-time-scale 1\n"
-    "  --a2b-capacity STEP|none  the capacity race's profile, an http-open\n"
+    "  --a2b-capacity STEP|none  the capacity race's profile, an open http-open\n"
     "                   --inject step, its durations divided by the time scale too\n"
-    "                   (default '" RUN_A2B_CAPACITY "': levels of 10 s),\n"
-    "                   or none to skip the race\n"
+    "                   (default '" RUN_A2B_CAPACITY "':\n"
+    "                   50 to 1000 users/s, levels of 10 s), or none to skip the\n"
+    "                   race; each contender stops climbing once it saturates\n"
+    "  --a2b-ceiling R  the staircase's top level, R users/s: its levels go from\n"
+    "                   its first by its increment up to R (default: the STEP's\n"
+    "                   own top, 1000 users/s)\n"
     "  --pg URI|none    the a2b part's PostgreSQL: an existing server\n"
     "                   (postgres://...; schema a2b is replaced), or none\n"
     "                   (default: a temporary server when PostgreSQL is installed)\n"
@@ -137,6 +143,8 @@ struct run {
     double a2b_time_scale; /* 0: the default for --quick or not */
     const char *pg_uri;
     const char *a2b_capacity; /* an --inject step, or NULL for none */
+    double a2b_ceiling;       /* users/s, 0: the staircase's own top */
+    double test_scale;        /* the hidden --scale alone, without --quick's */
     const char *json_path;
     const char *html_path; /* NULL: no HTML report */
     bool no_peer;
@@ -436,6 +444,7 @@ static int run_parse(struct run *r, int argc, char **argv)
         OPT_FULL_PROFILE,
         OPT_PG,
         OPT_A2B_CAPACITY,
+        OPT_A2B_CEILING,
     };
     static const struct option opts[] = {
         {"runs", required_argument, NULL, OPT_RUNS},
@@ -449,6 +458,7 @@ static int run_parse(struct run *r, int argc, char **argv)
         {"full-profile", no_argument, NULL, OPT_FULL_PROFILE},
         {"pg", required_argument, NULL, OPT_PG},
         {"a2b-capacity", required_argument, NULL, OPT_A2B_CAPACITY},
+        {"a2b-ceiling", required_argument, NULL, OPT_A2B_CEILING},
         /* Not in --help: for the tests, which need a job of seconds. */
         {"scale", required_argument, NULL, OPT_SCALE},
         {"help", no_argument, NULL, 'h'},
@@ -514,12 +524,19 @@ static int run_parse(struct run *r, int argc, char **argv)
         case OPT_A2B_CAPACITY:
             r->a2b_capacity = strcmp(optarg, "none") ? optarg : NULL;
             break;
+        case OPT_A2B_CEILING:
+            errno = 0;
+            r->a2b_ceiling = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(r->a2b_ceiling > 0) || r->a2b_ceiling > 1e6)
+                return run_usage_error("--a2b-ceiling wants users/s above 0, not '%s'", optarg);
+            break;
         case OPT_SCALE:
             errno = 0;
             r->scale = strtod(optarg, &end);
             if (errno || end == optarg || *end || !(r->scale > 0 && r->scale <= 100))
                 return run_usage_error("--scale wants a number above 0 and up to 100, not '%s'",
                                        optarg);
+            r->test_scale = r->scale;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -536,6 +553,20 @@ static int run_parse(struct run *r, int argc, char **argv)
     if (r->a2b_capacity &&
         inj_parse_step(r->a2b_capacity, strlen(r->a2b_capacity), &step, why, sizeof why) < 0)
         return run_usage_error("--a2b-capacity: %s", why);
+    if (r->a2b_capacity && inj_step_closed(&step))
+        return run_usage_error("--a2b-capacity: the race compares arrival rates: an open step, "
+                               "not '%s'", r->a2b_capacity);
+    if (r->a2b_ceiling > 0) {
+        if (!r->a2b_capacity || step.kind != INJ_STAIRS_RATE)
+            return run_usage_error("--a2b-ceiling needs a staircase (increment-users-per-sec) "
+                                   "as --a2b-capacity");
+        double first = inj_stair_load(&step, 0);
+        double levels = floor((r->a2b_ceiling - first) / step.inc + 1e-9) + 1;
+        if (r->a2b_ceiling < first || levels > INJ_MAX_LEVELS)
+            return run_usage_error("--a2b-ceiling %g: the staircase from %g users/s by %g needs "
+                                   "a ceiling from %g up to %g users/s", r->a2b_ceiling, first,
+                                   step.inc, first, first + (INJ_MAX_LEVELS - 1) * step.inc);
+    }
     r->runs = runs ? (unsigned)runs : quick ? 1 : RUN_MQTT_RUNS;
     r->rpc_runs = runs ? (unsigned)runs : quick ? RUN_RPC_QUICK_RUNS : RUN_RPC_RUNS;
     if (!r->a2b_time_scale)
@@ -559,6 +590,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
     struct run r = {
         .threads = 1,
         .scale = 1,
+        .test_scale = 1,
         .json_path = "shootout-results.json",
         .html_path = "shootout-report.html",
         .parts = PART_MQTT | PART_RPC | PART_A2B,
@@ -605,13 +637,15 @@ int shootout_run_main(int argc, char **argv, const char *version)
     }
     struct run_a2b *a2b = NULL;
     if (r.parts & PART_A2B) {
-        /* --scale (tests) shortens the profile and shrinks the data set. */
+        /* --scale (tests) shortens the profile and shrinks the data set;
+         * --quick has its own time scale. */
         struct run_a2b_opts ao = {
-            .time_scale = r.a2b_time_scale / r.scale,
-            .data_scale = r.scale < 1 ? r.scale : 1,
+            .time_scale = r.a2b_time_scale / r.test_scale,
+            .data_scale = r.test_scale < 1 ? r.test_scale : 1,
             .exe = r.exe,
             .pg_uri = r.pg_uri,
             .capacity = r.a2b_capacity,
+            .ceiling = r.a2b_ceiling,
             .no_peer = r.no_peer,
             .out = out,
             .ctx = &r.ctx,

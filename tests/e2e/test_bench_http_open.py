@@ -445,6 +445,51 @@ def test_saturation_of_a_serial_server(fake, tmp_path):
         sat["active_users"], sat["second"]) in p.stdout
 
 
+STAIRS_TO_600 = "increment-users-per-sec 30 20 1s ramp 200ms from 30"  # 30, 60, ... 600 users/s
+
+
+def test_until_saturated_stops_the_staircase(fake, tmp_path):
+    # The same server of at most 100 requests/s up a staircase to 600
+    # users/s of one request each: the level rule finds it saturated past
+    # 100, and no level after the one that showed it (and the boundary
+    # ahead of the loops then) is run.
+    ho, row, p = run(tmp_path, fake.target, "request GET /serial/10 s\n",
+                     "--inject", STAIRS_TO_600, "--until-saturated", "--request-timeout", "5s",
+                     "--max-duration", "60s")
+    lv, sat = ho["levels"], ho["level_saturation"]
+    assert ho["until_saturated"] is True and sat is not None, p.stdout
+    assert lv[sat["level"] - 1]["kind"] == "constant-users-per-sec"
+    assert sat["load"] == lv[sat["level"] - 1]["load_from"] > 90  # above the capacity, or nearly
+    assert sat["cause"] in ("backlog", "failures")
+    if sat["cause"] == "backlog":
+        assert sat["behind_pct"] >= 5 and sat["p95_ms"] >= 2 * sat["base_p95_ms"]
+    # Stopped after a level at or past the saturated one, well before the top.
+    stop = ho["stopped_after_level"]
+    assert sat["level"] <= stop < 39 and len(lv) == stop
+    assert ho["after_levels"]["start_s"] == pytest.approx(lv[-1]["start_s"] + lv[-1]["duration_s"])
+    assert max(l["load_to"] for l in lv) < 600
+    # Nobody arrived after the stop.
+    assert ho["after_levels"]["users_started"] == 0
+    assert ho["users_started"] == sum(l["users_started"] for l in lv)
+    assert "saturation by level: level %d (%g/s; " % (sat["level"], sat["load"]) in p.stdout
+    assert "--until-saturated: the profile stopped after level %d" % stop in p.stdout
+
+
+def test_until_saturated_runs_the_whole_profile_when_the_server_keeps_up(fake, tmp_path):
+    ho, _, p = run(tmp_path, fake.target, "request GET /ping p\n",
+                   "--inject", "increment-users-per-sec 10 3 1s ramp 200ms from 10",
+                   "--until-saturated")
+    assert ho["level_saturation"] is None and ho["stopped_after_level"] is None
+    assert [l["load_from"] for l in ho["levels"]] == [10, 10, 20, 20, 30]
+    assert ho["users_started"] == 10 + 3 + 20 + 5 + 30
+    assert "saturation by level: not reached" in p.stdout
+    assert "the profile stopped" not in p.stdout
+    # A closed profile has no arrival rate to climb.
+    p = test_bench.bench("http-open", "--inject", "constant-concurrent-users 2 1s",
+                         "--until-saturated")
+    assert p.returncode == EXIT_USAGE and "open profile" in p.stderr
+
+
 def test_no_saturation_under_light_load(fake, tmp_path):
     # 30 users/s where the same server answers 100/s: answers follow the
     # demand whatever p95 does from second to second.

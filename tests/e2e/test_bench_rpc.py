@@ -380,7 +380,15 @@ def test_run_rpc_part_measures(tmp_path):
         assert b["messages"]["lost"] == 0 and b["messages"]["received"] > 0
         assert b["server"]["cpu_us_per_op"] > 0
     slower = table(p.stdout, "How much slower the slower protocol is")
-    assert re.search(r"(REST|gRPC) \d+\.\d% slower", slower[2])
+    # Every cell apart from the next and under its column's title, however
+    # wide ("gRPC 122.6% slowergRPC 125.6% slower" once ran together).
+    cells = re.split(r" {2,}", slower[2])
+    assert cells[0] == "shootout: REST vs gRPC:"
+    assert len(cells) == 1 + len(SWEEP), slower
+    assert all(re.fullmatch(r"(REST|gRPC) \d+\.\d% slower", c) for c in cells[1:]), slower
+    def starts(line):
+        return [m.end() for m in re.finditer(r" {2,}", line)]
+    assert starts(slower[2]) == starts(slower[1]), slower
     assert "failed" not in p.stdout
 
 

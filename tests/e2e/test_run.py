@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, have_node_peer, need, require_shootout
+from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, shootout_available
 
 pytestmark = pytest.mark.shootout_only
 
@@ -27,7 +27,8 @@ HAVE_MOSQUITTO = bool(shutil.which("mosquitto")) or os.access(MOSQUITTO_BIN, os.
 
 
 def run(*args, cwd=None, timeout=RUN_TIMEOUT):
-    require_shootout()
+    if not shootout_available():
+        pytest.fail("shootout binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
     p = subprocess.run([SHOOTOUT_BIN, "run"] + [str(a) for a in args], cwd=cwd,
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     for marker in SANITIZER_MARKERS:
@@ -69,8 +70,8 @@ def row_names(lines):
     return [line.split(":")[0] for line in lines[2:]]
 
 
+@pytest.mark.skipif(not HAVE_MOSQUITTO, reason="mosquitto is not installed")
 def test_run_races_both_brokers(tmp_path):
-    need(HAVE_MOSQUITTO, "mosquitto is not installed")
     p = run(*TINY, cwd=tmp_path)  # JSON to the default file in the current directory
     assert p.returncode == 0, "exit %d\nstdout:\n%s\nstderr:\n%s" % (p.returncode, p.stdout, p.stderr)
     out = p.stdout
@@ -242,10 +243,43 @@ def test_a2b_part_prints_the_articles_table_and_quotes_its_rows(tmp_path):
 RACE_TITLE = "The capacity race on PostgreSQL"
 
 
+def race_rows(race):
+    """The race table's level rows, split into cells: level, users/s, then
+    req/s, resp/s, p95 ms, KO % for ours and the peer ("-" where one did
+    not run it), then the two ratios when both did."""
+    return [line.split() for line in race if re.match(r"^\d+ +\d+ ", line)]
+
+
+def verdict(text, target):
+    m = re.search(r"^  %s: (.*)$" % re.escape(target), text, re.M)
+    assert m, text
+    return m.group(1)
+
+
+def check_verdict(line, rows, ceiling, resp_col=3):
+    """The verdict line names a row of the table (or the ceiling when no
+    row saturated) and the peak of the target's resp/s column there."""
+    served = [float(c[1]) for c in rows]
+    resp = [float(c[resp_col]) for c in rows]
+    m = re.match(r"saturated at level (\d+) \((\d+) users/s\): .* \((backlog|failures)\); ", line)
+    if m:
+        assert int(m.group(2)) == served[int(m.group(1)) - 1], line
+    else:
+        assert line.startswith("not saturated up to the ceiling %d users/s; " % ceiling), line
+        assert served[-1] == ceiling
+    peak = re.search(r"peak (\d+) responses/s at level (\d+) \((\d+) users/s\)(; but a p95 .*)?$",
+                     line)
+    assert peak, line
+    assert float(peak.group(1)) == max(resp)
+    assert served[int(peak.group(2)) - 1] == int(peak.group(3))
+
+
 def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, pg_cluster):
-    """On PostgreSQL, after the journey, each target gets the staircase: one
-    table line per level of constant load (never the ramps between them), the
-    levels in the JSON, and ratios when the Node peer ran too."""
+    """On PostgreSQL, after the journey, each target climbs the staircase:
+    one table line per level of constant load (never the ramps between
+    them) until it saturates or reaches the ceiling, each one's verdict
+    read from those lines, the levels in the JSON, and ratios where the
+    Node peer ran the level too."""
     have_peer = have_node_peer()
     out = tmp_path / "r.json"
     p = run("--only", "a2b", "--scale", "0.01", "--a2b-time-scale", "2", "--pg", pg_cluster.uri(),
@@ -254,33 +288,67 @@ def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, 
     assert p.returncode == 0, p.stderr
     race = table(p.stdout, RACE_TITLE)
     assert "increment-users-per-sec 10 3 100s ramp 20s from 20, durations / 200" in race[0]
-    levels = [line for line in race if re.match(r"^\d+ +\|", line)]
-    assert [int(line.split("|")[0]) for line in levels] == [20, 30, 40]
-    ours = [line.split("|")[1].split() for line in levels]
-    assert all(float(cells[0]) > 0 and float(cells[1]) > 0 for cells in ours), race
+    assert "the ceiling (40 users/s)" in race[1]
+    header = next(line for line in race if line.startswith("level"))
+    assert header.split() == ["level", "users/s", "req/s", "resp/s", "p95", "ms", "KO", "%",
+                              "req/s", "resp/s", "p95", "ms", "KO", "%", "p95", "peer/ours",
+                              "resp/s", "ours/peer"]
+    rows = race_rows(race)
+    assert [int(c[0]) for c in rows] == list(range(1, len(rows) + 1))
+    assert [int(c[1]) for c in rows] == [20, 30, 40][:len(rows)]
+    ours = [c for c in rows if c[2] != "-"]
+    assert ours and all(float(c[2]) > 0 and float(c[3]) > 0 for c in ours), race
+    check_verdict(verdict(p.stdout, "shootout a2b-server, PostgreSQL"), ours, 40)
     if have_peer:
-        # resp/s counts answers by arrival: a level lasts 0.5 s here, and the
-        # peer's first answers can take longer (700 ms seen on a quiet
-        # machine), so a level may have none. Where it answered, the ratios.
-        peer = [line.split("|")[2].split() for line in levels]
-        assert float(peer[-1][0]) > 0, race
-        assert all(re.search(r"\d+\.\d\dx +\d+\.\d\dx$", line)
-                   for line, cells in zip(levels, peer) if float(cells[0]) > 0), race
+        peer = [c for c in rows if c[6] != "-"]
+        assert peer and all(float(c[6]) > 0 for c in peer), race
+        check_verdict(verdict(p.stdout, "a2b-node, PostgreSQL"), peer, 40, resp_col=7)
+        both = [c for c in rows if c[2] != "-" and c[6] != "-" and float(c[4]) > 0
+                and float(c[7]) > 0]
+        assert all(re.fullmatch(r"\d+\.\d\dx", c[-1]) for c in both), race
     else:
         assert any("a2b-node, PostgreSQL: not raced" in line for line in race), race
-    assert re.search(r"shootout a2b-server, PostgreSQL: (never saturated|saturated at second)",
-                     p.stdout)
 
-    rows = json.loads(out.read_text())["benchmarks"]
-    raced = [r for r in rows if r["name"].endswith(", capacity/a2b")]
+    doc = json.loads(out.read_text())["benchmarks"]
+    raced = [r for r in doc if r["name"].endswith(", capacity/a2b")]
     assert len(raced) == (2 if have_peer else 1)
     for r in raced:
-        stairs = [lv for lv in r["http_open"]["levels"] if lv["kind"] != "after"]
-        # three levels and the two ramps between them
-        assert len(stairs) == 5, stairs
+        ho = r["http_open"]
+        assert ho["until_saturated"] is True
+        stairs = [lv for lv in ho["levels"] if lv["kind"] != "after"]
+        # three levels and the two ramps between them, unless it stopped
+        assert len(stairs) == (ho["stopped_after_level"] or 5), stairs
+    figures = {r["target"]: r["a2b"]["capacity"] for r in doc if r["experiment"] == "a2b"}
+    cap = figures["shootout a2b-server, PostgreSQL"]
+    assert cap["ceiling_users_per_sec"] == 40 and cap["levels"] == len(ours)
+    assert cap["peak_responses_per_sec"] == pytest.approx(max(float(c[3]) for c in ours), abs=0.5)
+    assert figures["shootout a2b-server, SQLite"] is None
+
+
+def test_capacity_race_climbs_to_the_ceiling_it_is_given(tmp_path, pg_cluster):
+    """--a2b-ceiling sets the staircase's top: levels from its first by its
+    increment up to the ceiling, named in the report."""
+    out = tmp_path / "r.json"
+    p = run("--only", "a2b", "--scale", "0.01", "--a2b-time-scale", "4", "--pg", pg_cluster.uri(),
+            "--no-peer", "--a2b-capacity", "increment-users-per-sec 10 2 100s ramp 20s from 20",
+            "--a2b-ceiling", "55", "--json", out, "--html", "none", cwd=tmp_path, timeout=240)
+    assert p.returncode == 0, p.stderr
+    race = table(p.stdout, RACE_TITLE)
+    assert "the ceiling (50 users/s)" in race[1]
+    rows = race_rows(race)
+    assert [int(c[1]) for c in rows] == [20, 30, 40, 50][:len(rows)]
+    check_verdict(verdict(p.stdout, "shootout a2b-server, PostgreSQL"), rows, 50)
 
 
 def test_capacity_race_can_be_skipped_and_is_checked():
-    assert "--a2b-capacity" in run("--help").stdout
-    p = run("--a2b-capacity", "increment-users-per-sec x")
-    assert p.returncode == EXIT_USAGE and "--a2b-capacity" in p.stderr
+    assert "--a2b-capacity" in run("--help").stdout and "--a2b-ceiling" in run("--help").stdout
+    for args, why in ((["--a2b-capacity", "increment-users-per-sec x"], "--a2b-capacity"),
+                      (["--a2b-capacity", "constant-concurrent-users 10 1s"], "an open step"),
+                      (["--a2b-ceiling", "0"], "--a2b-ceiling wants"),
+                      (["--a2b-ceiling", "40"], "a ceiling from 50 up to 5000 users/s"),
+                      (["--a2b-ceiling", "6000"], "a ceiling from 50 up to 5000 users/s"),
+                      (["--a2b-capacity", "constant-users-per-sec 10 1s", "--a2b-ceiling", "20"],
+                       "needs a staircase"),
+                      (["--a2b-capacity", "none", "--a2b-ceiling", "20"], "needs a staircase")):
+        p = run(*args)
+        assert p.returncode == EXIT_USAGE and why in p.stderr, (args, p.stderr)
