@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, shootout_available
+from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, have_node_peer, need, require_shootout
 
 pytestmark = pytest.mark.shootout_only
 
@@ -27,8 +27,7 @@ HAVE_MOSQUITTO = bool(shutil.which("mosquitto")) or os.access(MOSQUITTO_BIN, os.
 
 
 def run(*args, cwd=None, timeout=RUN_TIMEOUT):
-    if not shootout_available():
-        pytest.fail("shootout binary %s not found (build it, or set SHOOTOUT_BIN)" % SHOOTOUT_BIN)
+    require_shootout()
     p = subprocess.run([SHOOTOUT_BIN, "run"] + [str(a) for a in args], cwd=cwd,
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     for marker in SANITIZER_MARKERS:
@@ -70,8 +69,8 @@ def row_names(lines):
     return [line.split(":")[0] for line in lines[2:]]
 
 
-@pytest.mark.skipif(not HAVE_MOSQUITTO, reason="mosquitto is not installed")
 def test_run_races_both_brokers(tmp_path):
+    need(HAVE_MOSQUITTO, "mosquitto is not installed")
     p = run(*TINY, cwd=tmp_path)  # JSON to the default file in the current directory
     assert p.returncode == 0, "exit %d\nstdout:\n%s\nstderr:\n%s" % (p.returncode, p.stdout, p.stderr)
     out = p.stdout
