@@ -153,6 +153,8 @@ void broker_shutdown(struct broker *b)
     subtree_free(b->shared);
     retain_free(b->retained);
     mem_free(b->matches);
+    mem_free(b->match_ids);
+    mem_free(b->route_ids);
     if (b->spare_fd >= 0)
         close(b->spare_fd);
     const struct broker_stats *st = &b->stats;

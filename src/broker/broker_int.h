@@ -115,6 +115,12 @@ struct delivery {
     uint8_t qos;
     bool retain;
     bool shared;     /* chosen through a shared subscription */
+    /* Several identifiers (overlapping subscriptions of one MQTT 5 client
+     * share one copy, 3.3.4): sub_ids[0] is their count, the identifiers
+     * follow, and sub_id is 0. NULL otherwise. Borrowed in a delivery
+     * handed to session_deliver; a copy the session keeps (queued, in
+     * flight) owns its own array. */
+    uint32_t *sub_ids;
     uint64_t entry;  /* persist.c: its log entry id; 0 = not in the log */
 };
 
@@ -162,11 +168,22 @@ struct session {
     struct session_auth auth; /* auth.c: its ACL handle */
 };
 
-/* One session a message is routed to, and how. */
+/* One session a message is routed to, and how: every matching
+ * subscription of the session merged into opts (the highest QoS, Retain As
+ * Published if any asked for it, the first Subscription Identifier), the
+ * further identifiers in b->match_ids. */
 struct route_match {
     struct session *s;
     subtree_opts opts;
+    uint32_t more_ids; /* 1 + index of the first further identifier in b->match_ids; 0 = none */
     bool shared;
+};
+
+/* A further Subscription Identifier of a route_match: a list through
+ * b->match_ids, 0-terminated like route_match.more_ids. */
+struct route_id {
+    uint32_t id;
+    uint32_t next;
 };
 
 /* A shared subscription's group (share.c): the sessions subscribed to
@@ -217,6 +234,10 @@ struct broker {
     uint32_t match_gen;
     struct route_match *matches; /* routing scratch */
     uint32_t nmatches, matches_cap;
+    struct route_id *match_ids; /* routing scratch: identifiers beyond each match's first */
+    uint32_t nmatch_ids, match_ids_cap;
+    uint32_t *route_ids;        /* routing scratch: one copy's identifiers, as delivery.sub_ids */
+    uint32_t route_ids_cap;
     uint32_t next_auto_id;
     struct conn *publisher;   /* whose packet is being handled, if any */
     struct session *route_origin; /* publisher of the message routed (No Local) */
