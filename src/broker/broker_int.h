@@ -49,8 +49,8 @@ struct topic_alias {
 enum conn_state {
     CONN_NEW,      /* accepted, waiting for CONNECT */
     CONN_ACTIVE,   /* CONNACK 0 sent */
-    CONN_CLOSING,  /* flushing a last answer, then closed */
-    CONN_CLOSED,   /* fd closed, waiting to be freed */
+    CONN_LINGER,   /* ended by us: its last output goes out, its input is dropped (core/linger.h) */
+    CONN_CLOSED,   /* done with, waiting to be freed (and its fd closed) */
 };
 
 struct conn {
@@ -61,9 +61,12 @@ struct conn {
     bool read_pending;        /* stopped reading early; on the read list */
     bool write_blocked;       /* socket full; wait for EV_WRITE */
     bool v5;                  /* the client speaks MQTT 5.0 */
+    bool shut;                /* CONN_LINGER: all output out, write side shut */
+    bool peer_done;           /* CONN_LINGER: the client closed */
     bool problem_info;        /* MQTT 5: it takes reason strings */
     uint16_t keepalive;       /* seconds, 0 = none */
-    uint64_t last_rx_ms;
+    uint64_t last_rx_ms;      /* CONN_LINGER: when the linger time is up */
+    uint32_t dropped;         /* CONN_LINGER: input bytes dropped */
     struct session *session;
     struct msg *will;         /* owned; published unless DISCONNECT (expiry: see session_owe_will) */
     uint32_t will_delay_s;    /* MQTT 5 Will Delay Interval */
@@ -230,7 +233,7 @@ struct broker {
     uint64_t started_ms;
     struct conn *dirty;     /* connections with output to flush */
     struct conn *read_list; /* connections with unread input */
-    struct conn *closed;    /* closed, to be freed */
+    struct conn *closed;    /* lingering, or closed and to be freed */
     uint32_t match_gen;
     struct route_match *matches; /* routing scratch */
     uint32_t nmatches, matches_cap;
@@ -277,16 +280,24 @@ void sys_tree_publish(struct broker *b);
 struct conn *conn_accept(struct broker *b, int fd);
 /* Queues the connection for a flush at the end of this loop iteration. */
 void conn_mark_dirty(struct broker *b, struct conn *c);
-/* Closes the socket now (publishing the will unless graceful) and detaches
- * the session; the struct is freed later. reason is for the log. */
+/* Ends the connection (publishing the will unless graceful) and detaches
+ * the session at once; drops what is queued for it, and the socket is
+ * closed when the struct is freed, after this iteration's commit. reason is
+ * for the log. */
 void conn_close(struct broker *b, struct conn *c, const char *reason, bool graceful);
-/* Sends what is queued, then closes. */
+/* A refused CONNECT: the connection ends as conn_close, but lingers for its
+ * CONNACK to reach the client (see conn_kick). */
 void conn_close_after_flush(struct broker *b, struct conn *c);
 /* Ends a connection the server's way: an MQTT 5 client is first sent a
  * DISCONNECT with the reason code (why as its Reason String, if it fits);
- * what is queued is written out at once as far as the socket takes it;
- * then conn_close. */
+ * the MQTT side ends at once, as with conn_close, and the connection
+ * lingers (core/linger.h): what is queued goes out after this iteration's
+ * commit, then the write side is shut and input dropped until the client
+ * closes, LINGER_MS at most, so that a client still sending reads the
+ * DISCONNECT rather than a reset. */
 void conn_kick(struct broker *b, struct conn *c, uint8_t reason, const char *why, bool graceful);
+/* broker_shutdown: whether connections still linger. */
+static inline bool conn_lingering(const struct broker *b) { return b->closed != NULL; }
 /* Appends an MQTT 5 packet made of a reason code and properties (DISCONNECT,
  * the acks) with a Reason String when the client takes one and it fits its
  * Maximum Packet Size. type is the packet type, packet_id 0 for DISCONNECT. */
