@@ -295,3 +295,65 @@ def test_linger_lasts_2s_at_most(broker_factory):
         for _ in range(3):
             c.sock.sendall(b"x")
             time.sleep(0.1)
+
+
+# ---- the HTTP servers and gRPC ---------------------------------------------
+
+def http_error_to_flooding_client(port, head, status):
+    """Sends head, then keeps sending body bytes while the server answers
+    status; the client still reads that answer, then a clean end of stream."""
+    s = socket.create_connection((HOST, port), timeout=5)
+    try:
+        s.sendall(head)
+        how = send_flood(s, b"b" * 65536)
+        assert not how.startswith("error"), how
+        data, end = read_to_end(s)
+    finally:
+        s.close()
+    assert data.startswith(b"HTTP/1.1 %d " % status), data[:200]
+    assert end == "eof", end
+    return data
+
+
+BIG_POST = (b"POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 99999999\r\n\r\n")
+
+
+def test_car_rest_413_reaches_a_flooding_client(car_server_factory):
+    s = car_server_factory("--max-body-size", "1000")
+    http_error_to_flooding_client(s.rest_port, BIG_POST, 413)
+
+
+def test_a2b_413_reaches_a_flooding_client(a2b_server_factory):
+    srv = a2b_server_factory()
+    http_error_to_flooding_client(
+        srv.port, b"POST /api/v1/users/1/transfers/2 HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 99999999\r\n\r\n", 413)
+
+
+def test_broker_metrics_431_reaches_a_flooding_client(broker_factory):
+    mport = free_port()
+    broker_factory(extra_args=["--metrics-port", str(mport)])
+    http_error_to_flooding_client(mport, b"GET /metrics HTTP/1.1\r\nX-Pad: " + b"p" * 5000, 431)
+
+
+def test_grpc_goaway_reaches_a_flooding_client(car_server):
+    import h2_raw as H
+    c = H.H2Conn(car_server.grpc_port)
+    try:
+        # DATA on stream 0 is a connection error [RFC 9113 6.1]: GOAWAY.
+        c.send_frame(H.DATA, 0, 0, b"x")
+        junk = H.H2Conn.frame_bytes(H.PING, 0, 0, b"12345678") * 4096
+        how = send_flood(c.sock, junk)
+        assert not how.startswith("error"), how
+        data, end = read_to_end(c.sock)
+    finally:
+        c.close()
+    frames, pos = [], 0
+    while pos + 9 <= len(data):
+        n = int.from_bytes(data[pos:pos + 3], "big")
+        frames.append((data[pos + 3], data[pos + 9:pos + 9 + n]))
+        pos += 9 + n
+    assert frames and frames[-1][0] == H.GOAWAY, frames[-3:]
+    assert int.from_bytes(frames[-1][1][4:8], "big") == H.PROTOCOL_ERROR
+    assert end == "eof", end
