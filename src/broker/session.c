@@ -398,7 +398,7 @@ static void session_push_back(struct broker *b, struct session *s)
     struct conn *p = b->publisher;
     /* A publisher closed while handling its packet (its will routed) has
      * nothing left to pause. */
-    if (!p || p->state == CONN_CLOSED || p->blocked_on || p->session == s || s->slow_consumer || s->conn->blocked_on ||
+    if (!p || p->state >= CONN_LINGER || p->blocked_on || p->session == s || s->slow_consumer || s->conn->blocked_on ||
         !session_above(s, b->out_high, b->queue_high))
         return;
     p->blocked_on = s;
