@@ -211,10 +211,6 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
         ci.username.ptr = (const uint8_t *)cert_user;
         ci.username.len = (uint32_t)strlen(cert_user);
     }
-    struct acl_client *acl;
-    uint8_t denied = auth_connect(b, c, &ci, id, id_len, &acl);
-    if (denied)
-        return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, denied);
     if (!c->v5 && connect_keepalive(b, ci.keepalive) != ci.keepalive) {
         /* MQTT 3.1.1 cannot be told another keep alive: refused as
          * Mosquitto does, with "identifier rejected". */
@@ -222,6 +218,10 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
                  b->cfg->max_keepalive);
         return refuse(b, c, MQTT_CONNACK_ID_REJECTED, 0);
     }
+    struct acl_client *acl;
+    uint8_t denied = auth_connect(b, c, &ci, id, id_len, &acl);
+    if (denied)
+        return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, denied);
     connect_accept(b, c, &ci, id, id_len, id == (const uint8_t *)assigned && c->v5 ? assigned : NULL);
     auth_session_bind(b, c->session, acl, &ci);
     return 0;

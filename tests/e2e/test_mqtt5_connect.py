@@ -237,10 +237,13 @@ def test_max_keepalive_paho_flag(broker_factory):
 # Mosquitto 2.0.11 lets a longer one through; its documentation, and the
 # versions after it, refuse it so.
 @pytest.mark.shootout_only
-def test_max_keepalive_refuses_v3_client(broker_factory):
+def test_max_keepalive_refuses_v3_client(broker_factory, tmp_path):
     # MQTT 3.1.1 has no way to be told another keep alive: as Mosquitto,
-    # CONNACK 2 (identifier rejected) and the connection closed.
-    b = broker_factory(conf_lines=max_ka(10))
+    # CONNACK 2 (identifier rejected) and the connection closed. (With an
+    # ACL: the refusal comes before the client gets an ACL handle.)
+    acl = tmp_path / "acl"
+    acl.write_text("topic read #\n")
+    b = broker_factory(conf_lines=max_ka(10) + ["acl_file %s" % acl])
     c = b.raw()
     ack = c.connect("m3-maxka", keepalive=11)
     assert ack.rc == 2
