@@ -178,8 +178,10 @@ struct session {
 struct route_match {
     struct session *s;
     subtree_opts opts;
-    uint32_t more_ids; /* 1 + index of the first further identifier in b->match_ids; 0 = none */
-    bool shared;
+    /* 1 + index of the first further identifier in b->match_ids; 0 = none.
+     * A bit field with shared so that an entry stays 16 bytes. */
+    uint32_t more_ids : 31;
+    uint32_t shared : 1;
 };
 
 /* A further Subscription Identifier of a route_match: a list through

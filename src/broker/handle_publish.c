@@ -92,8 +92,10 @@ void share_route_push(struct broker *b, struct session *s, subtree_opts opts)
 }
 
 /* The identifiers of a match with more than one, as delivery.sub_ids
- * wants them (in b->route_ids, valid until the next match). */
-static uint32_t *route_ids(struct broker *b, const struct route_match *r)
+ * wants them (in b->route_ids, valid until the next match). Rare: kept out
+ * of route_deliver's loop. */
+__attribute__((cold, noinline)) static uint32_t *route_ids(struct broker *b,
+                                                          const struct route_match *r)
 {
     uint32_t n = 1;
     for (uint32_t i = r->more_ids; i; i = b->match_ids[i - 1].next)

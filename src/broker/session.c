@@ -26,6 +26,25 @@ struct session *session_new(struct broker *b, const uint8_t *client_id, size_t l
     return s;
 }
 
+/* A delivery the session keeps (queued, in flight) owns its identifier
+ * array (broker_int.h): copied when kept, freed when let go. Rarely there. */
+__attribute__((cold, noinline)) static uint32_t *session_ids_dup(const uint32_t *ids)
+{
+    size_t size = (1 + (size_t)ids[0]) * sizeof *ids;
+    return memcpy(mem_alloc(size), ids, size);
+}
+static inline void session_keep(struct delivery *k, const struct delivery *d)
+{
+    *k = *d;
+    if (d->sub_ids)
+        k->sub_ids = session_ids_dup(d->sub_ids);
+}
+static inline void session_let_go(struct delivery *d)
+{
+    if (d->sub_ids)
+        mem_free(d->sub_ids);
+}
+
 /* ---- offline timers ------------------------------------------------------ */
 
 static void timers_add(struct broker *b, struct session *s)
@@ -84,12 +103,12 @@ void session_destroy(struct broker *b, struct session *s)
     for (uint32_t i = 0; i < s->ninflight; i++) {
         if (s->inflight[i].msg)
             msg_unref(s->inflight[i].msg);
-        mem_free(s->inflight[i].d.sub_ids);
+        session_let_go(&s->inflight[i].d);
     }
     for (uint32_t i = 0; i < s->qlen; i++) {
         struct queued *e = &s->queue[(s->qhead + i) % s->qcap];
         msg_unref(e->msg);
-        mem_free(e->d.sub_ids);
+        session_let_go(&e->d);
     }
     hmap_del(&b->sessions, s->client_id, s->client_id_len);
     mem_free(s->subs);
@@ -225,16 +244,6 @@ static void session_alias_out(struct conn *c, const struct msg *m, struct msg_co
     x->topic_alias = c->nalias_out;
 }
 
-/* A copy of d for the session to keep: with its own identifier array. */
-static struct delivery session_keep(const struct delivery *d)
-{
-    struct delivery k = *d;
-    if (d->sub_ids) {
-        size_t size = (1 + (size_t)d->sub_ids[0]) * sizeof *d->sub_ids;
-        k.sub_ids = memcpy(mem_alloc(size), d->sub_ids, size);
-    }
-    return k;
-}
 
 /* session_write for an MQTT 5 client. */
 static bool session_write5(struct broker *b, struct conn *c, struct msg *m, const struct delivery *d,
@@ -308,7 +317,7 @@ static void session_send_inflight(struct broker *b, struct session *s, struct ms
     }
     struct inflight *f = session_inflight_add(b, s);
     f->msg = msg_ref(m);
-    f->d = session_keep(d);
+    session_keep(&f->d, d);
     f->d.entry = persist_out(b, s, m, d, PLOG_PUBLISH_SENT, packet_id);
     f->packet_id = packet_id;
     f->state = d->qos == 1 ? WAIT_PUBACK : WAIT_PUBREC;
@@ -334,7 +343,7 @@ static void session_enqueue(struct broker *b, struct session *s, struct msg *m,
     }
     struct queued *e = &s->queue[(s->qhead + s->qlen++) % s->qcap];
     e->msg = msg_ref(m);
-    e->d = session_keep(d);
+    session_keep(&e->d, d);
     if (!d->entry)
         e->d.entry = persist_out(b, s, m, d, PLOG_QUEUED, 0);
 }
@@ -347,7 +356,7 @@ void session_restore(struct broker *b, struct session *s, struct msg *m, const s
         return;
     }
     struct inflight *f = session_inflight_add(b, s);
-    f->d = session_keep(d);
+    session_keep(&f->d, d);
     f->packet_id = packet_id;
     if (state == PLOG_PUBREL_SENT) {
         f->msg = NULL;
@@ -375,7 +384,7 @@ static void session_pump(struct broker *b, struct session *s)
         } else
             session_send_inflight(b, s, e.msg, &e.d);
         msg_unref(e.msg);
-        mem_free(e.d.sub_ids);
+        session_let_go(&e.d);
     }
     if (s->qlen == 0 && s->queue) {
         mem_free(s->queue);
@@ -475,7 +484,7 @@ static void session_inflight_remove(struct broker *b, struct session *s, uint32_
     persist_entry_del(b, &f->d, f->state == WAIT_PUBCOMP);
     if (f->msg)
         msg_unref(f->msg);
-    mem_free(f->d.sub_ids);
+    session_let_go(&f->d);
     memmove(f, f + 1, (s->ninflight - i - 1) * sizeof *f);
     s->ninflight--;
     if (s->ninflight == 0) {
@@ -526,7 +535,7 @@ static void session_handoff_shared(struct broker *b, struct session *s)
         if (e.d.shared && share_redeliver(b, s, e.msg, &d)) {
             persist_entry_del(b, &e.d, false);
             msg_unref(e.msg);
-            mem_free(e.d.sub_ids);
+            session_let_go(&e.d);
         } else
             s->queue[(s->qhead + kept++) % s->qcap] = e;
     }
