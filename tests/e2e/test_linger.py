@@ -200,59 +200,56 @@ def linger_broker(broker_factory, tls_certs=None, transport="tcp", **limits):
     return broker_factory(extra_args=extra, conf=conf, **limits), port
 
 
-@pytest.mark.parametrize("transport", ["tcp", "tls", "ws"])
-def test_packet_too_large_0x95_reaches_a_flooding_client(broker_factory, tls_certs, transport):
-    b, port = linger_broker(broker_factory, tls_certs, transport)
-    c = Client(port, transport, tls_certs)
-    c.connect("lg-95-" + transport)
-    c.backlog("lg/95")
+def backlogged(port, name, transport="tcp", certs=None):
+    """A connected client that the broker owes a backlog of messages."""
+    c = Client(port, transport, certs)
+    c.connect("lg-" + name)
+    c.backlog("lg/" + name)
+    return c
+
+
+def disconnected_while_flooding(b, port, name, trigger, reason, transport="tcp", certs=None):
+    """A client with a backlog: trigger(b, c) makes the broker end it with
+    reason while it keeps writing; it still reads the DISCONNECT."""
+    c = backlogged(port, name, transport, certs)
+    trigger(b, c)
+    send_flood(c.sock, c.junk())
+    assert_ends_with_disconnect(c, reason)
+
+
+def too_large(b, c):
     # A PUBLISH announcing 100000 bytes, over max_packet_size: the broker
     # answers from its fixed header.
     c.sock.sendall(c.wrap(bytes([0x30]) + R.varint(100000)) + c.junk())
-    send_flood(c.sock, c.junk())
-    assert_ends_with_disconnect(c, 0x95)
+
+
+@pytest.mark.parametrize("transport", ["tcp", "tls", "ws"])
+def test_packet_too_large_0x95_reaches_a_flooding_client(broker_factory, tls_certs, transport):
+    b, port = linger_broker(broker_factory, tls_certs, transport)
+    disconnected_while_flooding(b, port, "95-" + transport, too_large, 0x95, transport, tls_certs)
     b.assert_alive()
 
 
-def test_receive_maximum_exceeded_0x93(broker_factory):
-    b, port = linger_broker(broker_factory, max_inflight_messages=2)
-    c = Client(port)
-    c.connect("lg-93")
-    c.backlog("lg/93")
-    c.send(b"".join(R.publish5("lg/q2", b"q", qos=2, packet_id=i) for i in (1, 2, 3)))
-    send_flood(c.sock, c.junk())
-    assert_ends_with_disconnect(c, 0x93)
+TRIGGERS = {
+    # Three QoS 2 messages waiting for PUBREL, with a Receive Maximum of 2.
+    "0x93": (0x93, dict(max_inflight_messages=2), lambda b, c: c.send(
+        b"".join(R.publish5("lg/q2", b"q", qos=2, packet_id=i) for i in (1, 2, 3)))),
+    # A PUBLISH with QoS 3: malformed.
+    "0x81": (0x81, {}, lambda b, c: c.send(bytes([0x36, 3]) + b"\x00\x01x")),
+    # A new connection with the same client id.
+    "0x8e": (0x8E, {}, lambda b, c: b.raw().connect5_ok("lg-0x8e")),
+    # SIGTERM.
+    "0x8b": (0x8B, {}, lambda b, c: b.proc.send_signal(signal.SIGTERM)),
+}
 
 
-def test_protocol_error_0x81(broker_factory):
-    b, port = linger_broker(broker_factory)
-    c = Client(port)
-    c.connect("lg-81")
-    c.backlog("lg/81")
-    c.send(bytes([0x36, 3]) + b"\x00\x01x")  # PUBLISH with QoS 3: malformed
-    send_flood(c.sock, c.junk())
-    assert_ends_with_disconnect(c, 0x81)
-
-
-def test_session_taken_over_0x8e(broker_factory):
-    b, port = linger_broker(broker_factory)
-    c = Client(port)
-    c.connect("lg-8e")
-    c.backlog("lg/8e")
-    b.raw().connect5_ok("lg-8e")
-    send_flood(c.sock, c.junk())
-    assert_ends_with_disconnect(c, 0x8E)
-
-
-def test_shutdown_0x8b(broker_factory):
-    b, port = linger_broker(broker_factory)
-    c = Client(port)
-    c.connect("lg-8b")
-    c.backlog("lg/8b")
-    b.proc.send_signal(signal.SIGTERM)
-    send_flood(c.sock, c.junk())
-    assert_ends_with_disconnect(c, 0x8B)
-    assert b.stop() == 0
+@pytest.mark.parametrize("name", sorted(TRIGGERS))
+def test_disconnect_reaches_a_flooding_client(broker_factory, name):
+    reason, limits, trigger = TRIGGERS[name]
+    b, port = linger_broker(broker_factory, **limits)
+    disconnected_while_flooding(b, port, name, trigger, reason)
+    if reason == 0x8B:
+        assert b.stop() == 0
 
 
 def test_refused_connack_reaches_a_flooding_client(broker_factory):
@@ -271,10 +268,8 @@ def test_linger_drops_1mib_at_most(broker_factory):
     # Past 1 MiB of dropped input the broker reads no more: the flood
     # blocks, and the client still reads its DISCONNECT.
     b, port = linger_broker(broker_factory)
-    c = Client(port)
-    c.connect("lg-bytes")
-    c.backlog("lg/bytes")
-    c.sock.sendall(bytes([0x30]) + R.varint(100000))
+    c = backlogged(port, "bytes")
+    too_large(b, c)
     assert send_flood(c.sock, c.junk(), limit=256 * 1024 * 1024) == "blocked"
     assert_ends_with_disconnect(c, 0x95)
 
@@ -284,10 +279,8 @@ def test_linger_lasts_2s_at_most(broker_factory):
     # not close: 2 s on, the broker has closed the socket, and what the
     # client sends then is answered with a reset.
     b, port = linger_broker(broker_factory)
-    c = Client(port)
-    c.connect("lg-time")
-    c.backlog("lg/time")
-    c.sock.sendall(bytes([0x30]) + R.varint(100000))
+    c = backlogged(port, "time")
+    too_large(b, c)
     assert_ends_with_disconnect(c, 0x95)
     c.sock.sendall(b"still lingering")  # dropped
     time.sleep(2.5)
