@@ -16,6 +16,7 @@
 #include "broker/retain.h"
 #include "broker/subtree.h"
 #include "broker/transport.h"
+#include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
@@ -131,6 +132,14 @@ void broker_shutdown(struct broker *b)
     b->defer_wills = b->persist != NULL;
     while ((c = b->conns))
         conn_kick(b, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down", !b->defer_wills);
+    /* They linger: each reads its DISCONNECT and closes, or is closed when
+     * LINGER_MS have passed. */
+    uint64_t until = ev_now(b->loop) + LINGER_MS;
+    conn_prepare(b);
+    while (conn_lingering(b) && ev_update_now(b->loop) < until)
+        ev_run_once(b->loop, 50);
+    for (c = b->closed; c; c = c->next)
+        conn_close(b, c, "", true);
     conn_prepare(b);
     persist_close(b);
     /* Delayed wills would only reach sessions that are about to go too
@@ -153,6 +162,8 @@ void broker_shutdown(struct broker *b)
     subtree_free(b->shared);
     retain_free(b->retained);
     mem_free(b->matches);
+    mem_free(b->match_ids);
+    mem_free(b->route_ids);
     if (b->spare_fd >= 0)
         close(b->spare_fd);
     const struct broker_stats *st = &b->stats;

@@ -39,6 +39,7 @@ struct broker_config {
     size_t max_output;         /* per connection pending output, bytes */
     bool queue_qos0;           /* queue QoS 0 for offline persistent sessions */
     uint32_t connect_timeout_ms; /* time allowed between accept and CONNECT */
+    uint32_t max_keepalive;    /* seconds a client's keep alive may be at most; 0 = no limit */
     uint32_t sys_interval_s;   /* $SYS/broker/... update period; 0 = off */
     struct {                   /* docs/persistence.md */
         bool on;

@@ -32,6 +32,7 @@ static const struct conf_setting conf_settings[] = {
     {"max_output_bytes", "max-output-bytes", CONF_SIZE, CFG(max_output), 1024, SIZE_MAX},
     {"queue_qos0_messages", "queue-qos0", CONF_BOOL, CFG(queue_qos0), 0, 0},
     {"connect_timeout", "connect-timeout", CONF_SECONDS_MS, CFG(connect_timeout_ms), 1, 3600},
+    {"max_keepalive", "max-keepalive", CONF_U32, CFG(max_keepalive), 0, 65535},
     {"sys_interval", "sys-interval", CONF_U32, CFG(sys_interval_s), 0, 86400},
     {"persistence", "persistence", CONF_BOOL, CFG(persistence.on), 0, 0},
     {"persistence_location", "persistence-location", CONF_PATH, CFG(persistence.location), 0,

@@ -49,8 +49,8 @@ struct topic_alias {
 enum conn_state {
     CONN_NEW,      /* accepted, waiting for CONNECT */
     CONN_ACTIVE,   /* CONNACK 0 sent */
-    CONN_CLOSING,  /* flushing a last answer, then closed */
-    CONN_CLOSED,   /* fd closed, waiting to be freed */
+    CONN_LINGER,   /* ended by us: its last output goes out, its input is dropped (core/linger.h) */
+    CONN_CLOSED,   /* done with, waiting to be freed (and its fd closed) */
 };
 
 struct conn {
@@ -61,9 +61,12 @@ struct conn {
     bool read_pending;        /* stopped reading early; on the read list */
     bool write_blocked;       /* socket full; wait for EV_WRITE */
     bool v5;                  /* the client speaks MQTT 5.0 */
+    bool shut;                /* CONN_LINGER: all output out, write side shut */
+    bool peer_done;           /* CONN_LINGER: the client closed */
     bool problem_info;        /* MQTT 5: it takes reason strings */
     uint16_t keepalive;       /* seconds, 0 = none */
-    uint64_t last_rx_ms;
+    uint64_t last_rx_ms;      /* CONN_LINGER: when the linger time is up */
+    uint32_t dropped;         /* CONN_LINGER: input bytes dropped */
     struct session *session;
     struct msg *will;         /* owned; published unless DISCONNECT (expiry: see session_owe_will) */
     uint32_t will_delay_s;    /* MQTT 5 Will Delay Interval */
@@ -115,6 +118,12 @@ struct delivery {
     uint8_t qos;
     bool retain;
     bool shared;     /* chosen through a shared subscription */
+    /* Several identifiers (overlapping subscriptions of one MQTT 5 client
+     * share one copy, 3.3.4): sub_ids[0] is their count, the identifiers
+     * follow, and sub_id is 0. NULL otherwise. Borrowed in a delivery
+     * handed to session_deliver; a copy the session keeps (queued, in
+     * flight) owns its own array. */
+    uint32_t *sub_ids;
     uint64_t entry;  /* persist.c: its log entry id; 0 = not in the log */
 };
 
@@ -162,11 +171,24 @@ struct session {
     struct session_auth auth; /* auth.c: its ACL handle */
 };
 
-/* One session a message is routed to, and how. */
+/* One session a message is routed to, and how: every matching
+ * subscription of the session merged into opts (the highest QoS, Retain As
+ * Published if any asked for it, the first Subscription Identifier), the
+ * further identifiers in b->match_ids. */
 struct route_match {
     struct session *s;
     subtree_opts opts;
-    bool shared;
+    /* 1 + index of the first further identifier in b->match_ids; 0 = none.
+     * A bit field with shared so that an entry stays 16 bytes. */
+    uint32_t more_ids : 31;
+    uint32_t shared : 1;
+};
+
+/* A further Subscription Identifier of a route_match: a list through
+ * b->match_ids, 0-terminated like route_match.more_ids. */
+struct route_id {
+    uint32_t id;
+    uint32_t next;
 };
 
 /* A shared subscription's group (share.c): the sessions subscribed to
@@ -213,10 +235,14 @@ struct broker {
     uint64_t started_ms;
     struct conn *dirty;     /* connections with output to flush */
     struct conn *read_list; /* connections with unread input */
-    struct conn *closed;    /* closed, to be freed */
+    struct conn *closed;    /* lingering, or closed and to be freed */
     uint32_t match_gen;
     struct route_match *matches; /* routing scratch */
     uint32_t nmatches, matches_cap;
+    struct route_id *match_ids; /* routing scratch: identifiers beyond each match's first */
+    uint32_t nmatch_ids, match_ids_cap;
+    uint32_t *route_ids;        /* routing scratch: one copy's identifiers, as delivery.sub_ids */
+    uint32_t route_ids_cap;
     uint32_t next_auto_id;
     struct conn *publisher;   /* whose packet is being handled, if any */
     struct session *route_origin; /* publisher of the message routed (No Local) */
@@ -256,16 +282,24 @@ void sys_tree_publish(struct broker *b);
 struct conn *conn_accept(struct broker *b, int fd);
 /* Queues the connection for a flush at the end of this loop iteration. */
 void conn_mark_dirty(struct broker *b, struct conn *c);
-/* Closes the socket now (publishing the will unless graceful) and detaches
- * the session; the struct is freed later. reason is for the log. */
+/* Ends the connection (publishing the will unless graceful) and detaches
+ * the session at once; drops what is queued for it, and the socket is
+ * closed when the struct is freed, after this iteration's commit. reason is
+ * for the log. */
 void conn_close(struct broker *b, struct conn *c, const char *reason, bool graceful);
-/* Sends what is queued, then closes. */
+/* A refused CONNECT: the connection ends as conn_close, but lingers for its
+ * CONNACK to reach the client (see conn_kick). */
 void conn_close_after_flush(struct broker *b, struct conn *c);
 /* Ends a connection the server's way: an MQTT 5 client is first sent a
  * DISCONNECT with the reason code (why as its Reason String, if it fits);
- * what is queued is written out at once as far as the socket takes it;
- * then conn_close. */
+ * the MQTT side ends at once, as with conn_close, and the connection
+ * lingers (core/linger.h): what is queued goes out after this iteration's
+ * commit, then the write side is shut and input dropped until the client
+ * closes, LINGER_MS at most, so that a client still sending reads the
+ * DISCONNECT rather than a reset. */
 void conn_kick(struct broker *b, struct conn *c, uint8_t reason, const char *why, bool graceful);
+/* broker_shutdown: whether connections still linger. */
+static inline bool conn_lingering(const struct broker *b) { return b->closed != NULL; }
 /* Appends an MQTT 5 packet made of a reason code and properties (DISCONNECT,
  * the acks) with a Reason String when the client takes one and it fits its
  * Maximum Packet Size. type is the packet type, packet_id 0 for DISCONNECT. */

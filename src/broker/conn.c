@@ -8,6 +8,12 @@
  * the read list and is resumed next iteration), and writes whenever it has
  * output, waiting for the next writability edge only when the socket is
  * full.
+ *
+ * A connection the broker ends (conn_kick, a refused CONNECT) lingers
+ * before its socket is closed (core/linger.h): it is off the broker's list
+ * and its session is detached at once, but it stays on b->closed, in
+ * CONN_LINGER, with its output and transport, until that output is out,
+ * the write side shut and the client gone, or LINGER_MS passed.
  */
 #include <errno.h>
 #include <string.h>
@@ -17,6 +23,7 @@
 #include "broker/persist.h"
 #include "broker/transport.h"
 #include "core/inbuf.h"
+#include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt5.h"
@@ -64,22 +71,15 @@ static void conn_free_aliases(struct topic_alias *a, unsigned n)
     mem_free(a);
 }
 
-void conn_close(struct broker *b, struct conn *c, const char *reason, bool graceful)
+/* The MQTT side of ending a connection: off the broker's list, onto
+ * b->closed, its session detached and its will published unless graceful. */
+static void conn_end(struct broker *b, struct conn *c, const char *reason, bool graceful)
 {
-    if (c->state == CONN_CLOSED)
-        return;
     metrics_log_disconnect(b, c, reason);
-    if (c->tp)
-        transport_free(c);
-    /* The socket itself is closed when the struct is freed, after this
-     * iteration's commit: a client that sees its connection end (after its
-     * DISCONNECT, say) may take what that changed as durable. */
-    c->state = CONN_CLOSED;
     b->nconns--;
     conn_unlink(b, c);
     c->next = b->closed;
     b->closed = c;
-    outq_clear(&c->out);
     inbuf_free(&c->in);
     session_forget_publisher(c);
     conn_free_aliases(c->alias_in, BROKER_TOPIC_ALIAS_MAX);
@@ -100,6 +100,52 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
     } else if (will) {
         msg_unref(will);
     }
+}
+
+/* Done with the socket: it is closed when the struct is freed, after this
+ * iteration's commit (a client that sees its connection end, after its
+ * DISCONNECT say, may take what that changed as durable). */
+static void conn_release(struct conn *c)
+{
+    if (c->tp)
+        transport_free(c);
+    outq_clear(&c->out);
+    c->state = CONN_CLOSED;
+}
+
+void conn_close(struct broker *b, struct conn *c, const char *reason, bool graceful)
+{
+    if (c->state == CONN_CLOSED)
+        return;
+    if (c->state == CONN_LINGER) {
+        conn_release(c);
+        return;
+    }
+    c->state = CONN_CLOSED; /* nothing is read or sent from here on */
+    conn_end(b, c, reason, graceful);
+    conn_release(c);
+}
+
+/* Ends the connection but keeps the socket lingering (see the top). */
+static void conn_linger(struct broker *b, struct conn *c, const char *reason, bool graceful)
+{
+    if (c->state >= CONN_LINGER)
+        return;
+    c->state = CONN_LINGER;
+    c->last_rx_ms = ev_now(b->loop) + LINGER_MS;
+    conn_end(b, c, reason, graceful);
+    conn_mark_dirty(b, c);
+}
+
+/* CONN_LINGER: drops what the client sends; it is done once it closed and
+ * our output is out. */
+static void conn_linger_read(struct conn *c)
+{
+    if (c->peer_done || linger_discard(c->io.fd, &c->dropped) != LINGER_EOF)
+        return; /* past LINGER_MAX_BYTES it waits for the time to run out */
+    c->peer_done = true;
+    if (c->shut)
+        conn_release(c);
 }
 
 void conn_write_reason(struct conn *c, uint8_t type, uint16_t packet_id, uint8_t reason,
@@ -141,22 +187,15 @@ static int conn_write_out(struct broker *b, struct conn *c)
 
 void conn_kick(struct broker *b, struct conn *c, uint8_t reason, const char *why, bool graceful)
 {
-    if (c->state == CONN_CLOSED)
+    if (c->state >= CONN_LINGER)
         return;
     if (c->v5 && c->state == CONN_ACTIVE)
         conn_write_reason(c, MQTT_DISCONNECT, 0, reason, why);
-    /* No acknowledgement may leave before its records are durable. */
-    if (persist_commit(b))
-        conn_write_out(b, c);
     b->obs.kick_reason = reason;
-    conn_close(b, c, why, graceful);
+    conn_linger(b, c, why, graceful);
 }
 
-void conn_close_after_flush(struct broker *b, struct conn *c)
-{
-    c->state = CONN_CLOSING;
-    conn_mark_dirty(b, c);
-}
+void conn_close_after_flush(struct broker *b, struct conn *c) { conn_linger(b, c, "refused", true); }
 
 /* Returns 0, or an error as the handlers do (broker_int.h). */
 static int conn_dispatch(struct broker *b, struct conn *c, const struct mqtt_header *h,
@@ -289,6 +328,10 @@ void conn_resume(struct broker *b, struct conn *c) { conn_defer_read(b, c); }
 /* Handles the complete packets a wait left unparsed, then reads on. */
 static void conn_read_resumed(struct broker *b, struct conn *c)
 {
+    if (c->state == CONN_LINGER) {
+        conn_linger_read(c);
+        return;
+    }
     if (c->in.len) {
         long used = conn_parse(b, c, c->in.data, c->in.len);
         if (used < 0)
@@ -312,7 +355,9 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
         c->write_blocked = false;
         conn_mark_dirty(b, c);
     }
-    if (events & EV_READ || c->tp)
+    if (c->state == CONN_LINGER)
+        conn_linger_read(c);
+    else if (events & EV_READ || c->tp)
         conn_read(b, c, events & EV_HUP);
 }
 
@@ -340,18 +385,35 @@ struct conn *conn_accept(struct broker *b, int fd)
     return c;
 }
 
+/* CONN_LINGER: writes what is left; once it is all out, TLS's close_notify
+ * and our end of the stream follow it. */
+static void conn_linger_flush(struct conn *c, int r)
+{
+    if (r < 0) {
+        conn_release(c);
+    } else if (r == 1) {
+        c->write_blocked = true;
+    } else {
+        if (c->tp)
+            transport_free(c);
+        linger_shut(c->io.fd);
+        c->shut = true;
+        if (c->peer_done)
+            conn_release(c); /* it closed already */
+    }
+}
+
 static void conn_flush(struct broker *b, struct conn *c)
 {
     int r = conn_write_out(b, c);
-    if (r < 0) {
-        conn_close(b, c, strerror(errno), false);
-    } else if (c->state == CONN_CLOSING) {
-        /* Only refusals (a CONNACK of a few bytes) close this way; a socket
-         * that cannot take them is not worth waiting for. */
-        conn_close(b, c, "refused", true);
-    } else if (r == 1) {
-        c->write_blocked = true;
+    if (c->state == CONN_LINGER) {
+        conn_linger_flush(c, r);
+        return;
     }
+    if (r < 0)
+        conn_close(b, c, strerror(errno), false);
+    else if (r == 1)
+        c->write_blocked = true;
     if (c->session && (c->session->waiters || c->session->slow_consumer))
         session_release_publishers(b, c->session, false);
 }
@@ -377,14 +439,14 @@ bool conn_prepare(struct broker *b)
         struct conn *c = b->dirty;
         b->dirty = c->dirty_next;
         c->dirty = false;
-        if (c->state != CONN_CLOSED && !c->write_blocked)
+        if (c->state != CONN_CLOSED && !c->write_blocked && !c->shut)
             conn_flush(b, c);
     }
     /* Free closed connections no list still points to. */
     struct conn **pp = &b->closed;
     while (*pp) {
         struct conn *c = *pp;
-        if (c->read_pending || c->dirty) {
+        if (c->read_pending || c->dirty || c->state == CONN_LINGER) {
             pp = &c->next;
             continue;
         }
@@ -421,5 +483,8 @@ void conn_sweep(struct broker *b)
                 conn_kick(b, c, MQTT5_RC_KEEP_ALIVE_TIMEOUT, "keep alive timeout", false);
         }
     }
+    for (struct conn *c = b->closed; c; c = c->next)
+        if (c->state == CONN_LINGER && now >= c->last_rx_ms)
+            conn_release(c);
     session_sweep(b);
 }

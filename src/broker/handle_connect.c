@@ -70,7 +70,19 @@ static void connect_limits(struct broker *b, struct conn *c, const struct mqtt_p
         c->problem_info = p->request_problem_info;
 }
 
-static void connack(struct broker *b, struct conn *c, bool session_present, const char *assigned_id)
+/* max_keepalive, as Mosquitto's: the keep alive the broker holds the
+ * client to. One longer than the maximum, or none (0, no limit at all), is
+ * cut to the maximum. */
+static uint16_t connect_keepalive(const struct broker *b, uint16_t asked)
+{
+    uint32_t max = b->cfg->max_keepalive;
+    return max && (asked == 0 || asked > max) ? (uint16_t)max : asked;
+}
+
+/* server_keepalive: c->keepalive is not what the client asked for, and an
+ * MQTT 5 client must be told (Server Keep Alive, [MQTT-3.2.2-21]). */
+static void connack(struct broker *b, struct conn *c, bool session_present, const char *assigned_id,
+                    bool server_keepalive)
 {
     if (!c->v5) {
         mqtt_encode_connack(outq_reserve(&c->out, MQTT_CONNACK_LEN), session_present,
@@ -94,6 +106,10 @@ static void connack(struct broker *b, struct conn *c, bool session_present, cons
     if (b->cfg->max_packet_size) {
         p->present |= MQTT_PROP_BIT(MQTT_PROP_MAX_PACKET_SIZE);
         p->max_packet_size = b->cfg->max_packet_size;
+    }
+    if (server_keepalive) {
+        p->present |= MQTT_PROP_BIT(MQTT_PROP_SERVER_KEEP_ALIVE);
+        p->server_keep_alive = c->keepalive;
     }
     if (assigned_id) {
         p->present |= MQTT_PROP_BIT(MQTT_PROP_ASSIGNED_CLIENT_ID);
@@ -129,7 +145,7 @@ static void connect_accept(struct broker *b, struct conn *c, const struct mqtt5_
         s->expiry_s = ci->clean_start ? 0 : SESSION_NEVER;
     session_attach(b, s, c);
     b->nclients++;
-    c->keepalive = ci->keepalive;
+    c->keepalive = connect_keepalive(b, ci->keepalive);
     c->state = CONN_ACTIVE;
     c->last_rx_ms = ev_now(b->loop);
     connect_limits(b, c, &ci->props);
@@ -141,7 +157,7 @@ static void connect_accept(struct broker *b, struct conn *c, const struct mqtt5_
     }
     persist_session(b, s);
     metrics_log_connect(b, c, ci, session_present);
-    connack(b, c, session_present, assigned_id);
+    connack(b, c, session_present, assigned_id, c->keepalive != ci->keepalive);
     if (session_present)
         session_resume(b, s);
 }
@@ -194,6 +210,13 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
         ci.has_username = true;
         ci.username.ptr = (const uint8_t *)cert_user;
         ci.username.len = (uint32_t)strlen(cert_user);
+    }
+    if (!c->v5 && connect_keepalive(b, ci.keepalive) != ci.keepalive) {
+        /* MQTT 3.1.1 cannot be told another keep alive: refused as
+         * Mosquitto does, with "identifier rejected". */
+        log_info("fd %d: refused keep alive %u (max_keepalive %u)", c->io.fd, ci.keepalive,
+                 b->cfg->max_keepalive);
+        return refuse(b, c, MQTT_CONNACK_ID_REJECTED, 0);
     }
     struct acl_client *acl;
     uint8_t denied = auth_connect(b, c, &ci, id, id_len, &acl);

@@ -5,11 +5,14 @@
  * kept until PUBREL, so a retransmitted PUBLISH is acknowledged again but not
  * delivered twice (the spec's "Method B").
  *
- * Overlapping subscriptions: an MQTT 3.1.1 session gets one copy at the
- * highest granted QoS; an MQTT 5 session one copy per matching
- * subscription, each with that subscription's options and identifier (MQTT
- * 5 allows either [MQTT-3.3.4-5]). A shared subscription's group adds one
- * copy, to one member, whatever else matched.
+ * Overlapping subscriptions: a session with several subscriptions matching
+ * a message gets one copy, in either version (MQTT 3.1.1 3.3.5 and MQTT 5
+ * 3.3.4 allow one copy or one per subscription): at the highest QoS among
+ * them, carrying every Subscription Identifier they have, identical ones
+ * included [MQTT-3.3.4-4], with RETAIN as published if any of them has
+ * Retain As Published. A subscription whose No Local excludes the
+ * publisher takes no part [MQTT-3.8.3-3]. A shared subscription's group
+ * adds one copy, to one member, whatever else matched (4.8.2).
  */
 #include "broker/broker_int.h"
 #include "broker/persist.h"
@@ -25,7 +28,29 @@ static inline void route_push(struct broker *b, struct session *s, subtree_opts 
         b->matches_cap = b->matches_cap ? b->matches_cap * 2 : 64;
         b->matches = mem_realloc(b->matches, b->matches_cap * sizeof *b->matches);
     }
-    b->matches[b->nmatches++] = (struct route_match){s, opts, shared};
+    b->matches[b->nmatches++] = (struct route_match){s, opts, 0, shared};
+}
+
+/* A second (third, ...) subscription of the session already routed to in
+ * r matched: one copy still, as the strongest of them asks. */
+static void route_merge(struct broker *b, struct route_match *r, subtree_opts opts)
+{
+    uint32_t id = sub_opts_id(opts);
+    subtree_opts keep = r->opts;
+    if (sub_opts_qos(opts) > sub_opts_qos(keep))
+        keep = (keep & ~(subtree_opts)MQTT5_SUB_QOS) | sub_opts_qos(opts);
+    keep |= opts & MQTT5_SUB_RETAIN_AS_PUBLISHED;
+    if (id && !sub_opts_id(keep)) {
+        keep |= (subtree_opts)id << SUB_OPT_ID_SHIFT;
+    } else if (id) {
+        if (b->nmatch_ids == b->match_ids_cap) {
+            b->match_ids_cap = b->match_ids_cap ? b->match_ids_cap * 2 : 16;
+            b->match_ids = mem_realloc(b->match_ids, b->match_ids_cap * sizeof *b->match_ids);
+        }
+        b->match_ids[b->nmatch_ids] = (struct route_id){id, r->more_ids};
+        r->more_ids = ++b->nmatch_ids;
+    }
+    r->opts = keep;
 }
 
 static void route_match(void *ctx, void *subscriber, subtree_opts opts)
@@ -34,11 +59,8 @@ static void route_match(void *ctx, void *subscriber, subtree_opts opts)
     struct session *s = subscriber;
     if ((opts & MQTT5_SUB_NO_LOCAL) && s == b->route_origin)
         return; /* [MQTT-3.8.3-3] */
-    if (!s->v5 && s->match_gen == b->match_gen) {
-        /* Overlapping subscriptions: one copy at the highest QoS. */
-        struct route_match *r = &b->matches[s->match_idx];
-        if (sub_opts_qos(opts) > sub_opts_qos(r->opts))
-            r->opts = opts;
+    if (s->match_gen == b->match_gen) {
+        route_merge(b, &b->matches[s->match_idx], opts);
         return;
     }
     s->match_gen = b->match_gen;
@@ -50,6 +72,7 @@ static void route_match(void *ctx, void *subscriber, subtree_opts opts)
 static void route_collect(struct broker *b, const uint8_t *topic, size_t len)
 {
     b->nmatches = 0;
+    b->nmatch_ids = 0;
     if (++b->match_gen == 0) {
         /* After 2^32 messages a stale stamp could collide: clear them. */
         size_t i = 0;
@@ -66,6 +89,28 @@ static void route_collect(struct broker *b, const uint8_t *topic, size_t len)
 void share_route_push(struct broker *b, struct session *s, subtree_opts opts)
 {
     route_push(b, s, opts, true);
+}
+
+/* The identifiers of a match with more than one, as delivery.sub_ids
+ * wants them (in b->route_ids, valid until the next match). Rare: kept out
+ * of route_deliver's loop. */
+__attribute__((cold, noinline)) static uint32_t *route_ids(struct broker *b,
+                                                          const struct route_match *r)
+{
+    uint32_t n = 1;
+    for (uint32_t i = r->more_ids; i; i = b->match_ids[i - 1].next)
+        n++;
+    if (n + 1 > b->route_ids_cap) {
+        b->route_ids_cap = n + 1 > 16 ? n + 1 : 16;
+        b->route_ids = mem_realloc(b->route_ids, b->route_ids_cap * sizeof *b->route_ids);
+    }
+    uint32_t *ids = b->route_ids;
+    ids[0] = n;
+    ids[1] = sub_opts_id(r->opts);
+    n = 2;
+    for (uint32_t i = r->more_ids; i; i = b->match_ids[i - 1].next)
+        ids[n++] = b->match_ids[i - 1].id;
+    return ids;
 }
 
 static inline void route_deliver(struct broker *b, struct msg *m)
@@ -85,6 +130,10 @@ static inline void route_deliver(struct broker *b, struct msg *m)
             .retain = (r->opts & MQTT5_SUB_RETAIN_AS_PUBLISHED) && m->retain,
             .shared = r->shared,
         };
+        if (r->more_ids) {
+            d.sub_ids = route_ids(b, r);
+            d.sub_id = 0;
+        }
         session_deliver(b, r->s, m, &d);
     }
 }

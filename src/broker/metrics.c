@@ -18,6 +18,7 @@
 #include "broker/broker_int.h"
 #include "broker/retain.h"
 #include "broker/subtree.h"
+#include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
@@ -37,6 +38,7 @@ struct metrics_conn {
     char *out;       /* owned response, once there is one */
     size_t out_len, out_off;
     size_t in_len;
+    uint32_t dropped; /* lingering: input dropped */
     char in[METRICS_HEAD_MAX];
 };
 
@@ -155,16 +157,11 @@ static void mconn_close(struct metrics_server *srv, struct metrics_conn *mc)
  * the response before the client read it (a 431 for an over-long head). */
 static void mconn_drain(struct metrics_server *srv, struct metrics_conn *mc)
 {
-    char sink[4096];
-    for (;;) {
-        ssize_t n = read(mc->io.fd, sink, sizeof sink);
-        if (n > 0 || (n < 0 && errno == EINTR))
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
+    enum linger_read r = linger_discard(mc->io.fd, &mc->dropped);
+    if (r == LINGER_EOF)
         mconn_close(srv, mc);
-        return;
-    }
+    else if (r == LINGER_FULL)
+        ev_io_stop(srv->b->loop, &mc->io); /* read no more: the timeout ends it */
 }
 
 /* Writes what the socket takes; drains once the response is out. */
@@ -182,8 +179,11 @@ static void mconn_write(struct metrics_server *srv, struct metrics_conn *mc)
         }
         mc->out_off += (size_t)n;
     }
-    shutdown(mc->io.fd, SHUT_WR);
+    linger_shut(mc->io.fd);
     ev_io_modify(srv->b->loop, &mc->io, EV_READ);
+    uint64_t linger_end = ev_now(srv->b->loop) + LINGER_MS;
+    if (linger_end < mc->deadline_ms)
+        mc->deadline_ms = linger_end;
     mconn_drain(srv, mc);
 }
 

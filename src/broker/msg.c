@@ -146,8 +146,8 @@ static uint32_t msg_props5_len(const struct msg *m, const struct msg_copy5 *x)
         n += 3;
     if (m->expires_ms)
         n += 5;
-    if (x->sub_id)
-        n += 1 + (uint32_t)mqtt_varint_size(x->sub_id);
+    for (uint32_t i = 0; i < x->nsub_ids; i++)
+        n += 1 + (uint32_t)mqtt_varint_size(x->sub_ids[i]);
     return n;
 }
 
@@ -200,9 +200,9 @@ static uint8_t *msg_put_head5(uint8_t *p, const struct msg *m, uint8_t first, ui
         *p++ = MQTT_PROP_MESSAGE_EXPIRY;
         p = put_u16(put_u16(p, (uint16_t)(left >> 16)), (uint16_t)left);
     }
-    if (x->sub_id) {
+    for (uint32_t i = 0; i < x->nsub_ids; i++) {
         *p++ = MQTT_PROP_SUBSCRIPTION_ID;
-        p += mqtt_encode_varint(p, x->sub_id);
+        p += mqtt_encode_varint(p, x->sub_ids[i]);
     }
     memcpy(p, msg_props(m), m->props_len);
     return p + m->props_len;
@@ -226,7 +226,7 @@ static void msg_build_enc5(struct msg *m)
 void msg_write_publish5(struct msg *m, struct outq *q, uint8_t qos, uint16_t packet_id, bool dup,
                         bool retain, const struct msg_copy5 *x)
 {
-    if (!x->topic_alias && !x->sub_id && !m->expires_ms) {
+    if (!x->topic_alias && !x->nsub_ids && !m->expires_ms) {
         if (!m->enc5)
             msg_build_enc5(m);
         msg_write_encoded(m, m->enc5, m->enc5_len, m->hdr5_len, q, qos, packet_id, dup, retain);

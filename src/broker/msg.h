@@ -10,8 +10,8 @@
  * subscriber gets enc[] (copied whole at QoS 0, its head rebuilt at QoS
  * 1/2). The MQTT 5 QoS 0 packet is built once, when the first MQTT 5
  * subscriber needs it (enc5), and shared the same way by every MQTT 5
- * copy that adds nothing of its own; a copy with a topic alias, a
- * subscription identifier or a remaining expiry gets a head built for it
+ * copy that adds nothing of its own; a copy with a topic alias,
+ * subscription identifiers or a remaining expiry gets a head built for it
  * (topic or alias, packet id, property length, its properties, then the
  * stored ones) followed by the payload from enc[]. Large payloads are
  * referenced, never copied, in every case.
@@ -80,7 +80,10 @@ void msg_write_publish(struct msg *m, struct outq *q, uint8_t qos, uint16_t pack
 struct msg_copy5 {
     uint16_t topic_alias; /* 0: none */
     bool alias_only;      /* the client knows the alias: the topic is left out */
-    uint32_t sub_id;      /* Subscription Identifier, 0: none */
+    /* Subscription Identifiers (several when overlapping subscriptions
+     * share this one copy, MQTT 5 3.3.4); nsub_ids 0: none. */
+    const uint32_t *sub_ids;
+    uint32_t nsub_ids;
     uint64_t now_ms;      /* for the remaining Message Expiry Interval */
 };
 

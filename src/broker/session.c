@@ -26,6 +26,25 @@ struct session *session_new(struct broker *b, const uint8_t *client_id, size_t l
     return s;
 }
 
+/* A delivery the session keeps (queued, in flight) owns its identifier
+ * array (broker_int.h): copied when kept, freed when let go. Rarely there. */
+__attribute__((cold, noinline)) static uint32_t *session_ids_dup(const uint32_t *ids)
+{
+    size_t size = (1 + (size_t)ids[0]) * sizeof *ids;
+    return memcpy(mem_alloc(size), ids, size);
+}
+static inline void session_keep(struct delivery *k, const struct delivery *d)
+{
+    *k = *d;
+    if (d->sub_ids)
+        k->sub_ids = session_ids_dup(d->sub_ids);
+}
+static inline void session_let_go(struct delivery *d)
+{
+    if (d->sub_ids)
+        mem_free(d->sub_ids);
+}
+
 /* ---- offline timers ------------------------------------------------------ */
 
 static void timers_add(struct broker *b, struct session *s)
@@ -81,11 +100,16 @@ void session_destroy(struct broker *b, struct session *s)
         session_unsubscribe(b, s, s->subs[i].filter, s->subs[i].len);
         mem_free(s->subs[i].filter);
     }
-    for (uint32_t i = 0; i < s->ninflight; i++)
+    for (uint32_t i = 0; i < s->ninflight; i++) {
         if (s->inflight[i].msg)
             msg_unref(s->inflight[i].msg);
-    for (uint32_t i = 0; i < s->qlen; i++)
-        msg_unref(s->queue[(s->qhead + i) % s->qcap].msg);
+        session_let_go(&s->inflight[i].d);
+    }
+    for (uint32_t i = 0; i < s->qlen; i++) {
+        struct queued *e = &s->queue[(s->qhead + i) % s->qcap];
+        msg_unref(e->msg);
+        session_let_go(&e->d);
+    }
     hmap_del(&b->sessions, s->client_id, s->client_id_len);
     mem_free(s->subs);
     mem_free(s->inflight);
@@ -220,11 +244,19 @@ static void session_alias_out(struct conn *c, const struct msg *m, struct msg_co
     x->topic_alias = c->nalias_out;
 }
 
+
 /* session_write for an MQTT 5 client. */
 static bool session_write5(struct broker *b, struct conn *c, struct msg *m, const struct delivery *d,
                            uint16_t packet_id, bool dup)
 {
-    struct msg_copy5 x = {.sub_id = d->sub_id, .now_ms = m->expires_ms ? ev_now(b->loop) : 0};
+    struct msg_copy5 x = {.now_ms = m->expires_ms ? ev_now(b->loop) : 0};
+    if (d->sub_ids) {
+        x.sub_ids = d->sub_ids + 1;
+        x.nsub_ids = d->sub_ids[0];
+    } else if (d->sub_id) {
+        x.sub_ids = &d->sub_id;
+        x.nsub_ids = 1;
+    }
     if (c->max_packet_out) {
         /* The largest form: whole topic and an alias. */
         x.topic_alias = c->alias_out_max ? 1 : 0;
@@ -285,7 +317,7 @@ static void session_send_inflight(struct broker *b, struct session *s, struct ms
     }
     struct inflight *f = session_inflight_add(b, s);
     f->msg = msg_ref(m);
-    f->d = *d;
+    session_keep(&f->d, d);
     f->d.entry = persist_out(b, s, m, d, PLOG_PUBLISH_SENT, packet_id);
     f->packet_id = packet_id;
     f->state = d->qos == 1 ? WAIT_PUBACK : WAIT_PUBREC;
@@ -311,7 +343,7 @@ static void session_enqueue(struct broker *b, struct session *s, struct msg *m,
     }
     struct queued *e = &s->queue[(s->qhead + s->qlen++) % s->qcap];
     e->msg = msg_ref(m);
-    e->d = *d;
+    session_keep(&e->d, d);
     if (!d->entry)
         e->d.entry = persist_out(b, s, m, d, PLOG_QUEUED, 0);
 }
@@ -324,7 +356,7 @@ void session_restore(struct broker *b, struct session *s, struct msg *m, const s
         return;
     }
     struct inflight *f = session_inflight_add(b, s);
-    f->d = *d;
+    session_keep(&f->d, d);
     f->packet_id = packet_id;
     if (state == PLOG_PUBREL_SENT) {
         f->msg = NULL;
@@ -352,6 +384,7 @@ static void session_pump(struct broker *b, struct session *s)
         } else
             session_send_inflight(b, s, e.msg, &e.d);
         msg_unref(e.msg);
+        session_let_go(&e.d);
     }
     if (s->qlen == 0 && s->queue) {
         mem_free(s->queue);
@@ -374,7 +407,7 @@ static void session_push_back(struct broker *b, struct session *s)
     struct conn *p = b->publisher;
     /* A publisher closed while handling its packet (its will routed) has
      * nothing left to pause. */
-    if (!p || p->state == CONN_CLOSED || p->blocked_on || p->session == s || s->slow_consumer || s->conn->blocked_on ||
+    if (!p || p->state >= CONN_LINGER || p->blocked_on || p->session == s || s->slow_consumer || s->conn->blocked_on ||
         !session_above(s, b->out_high, b->queue_high))
         return;
     p->blocked_on = s;
@@ -451,6 +484,7 @@ static void session_inflight_remove(struct broker *b, struct session *s, uint32_
     persist_entry_del(b, &f->d, f->state == WAIT_PUBCOMP);
     if (f->msg)
         msg_unref(f->msg);
+    session_let_go(&f->d);
     memmove(f, f + 1, (s->ninflight - i - 1) * sizeof *f);
     s->ninflight--;
     if (s->ninflight == 0) {
@@ -501,6 +535,7 @@ static void session_handoff_shared(struct broker *b, struct session *s)
         if (e.d.shared && share_redeliver(b, s, e.msg, &d)) {
             persist_entry_del(b, &e.d, false);
             msg_unref(e.msg);
+            session_let_go(&e.d);
         } else
             s->queue[(s->qhead + kept++) % s->qcap] = e;
     }

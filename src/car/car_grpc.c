@@ -38,6 +38,7 @@
 
 #include "car.pb-c.h"
 #include "car/car_server.h"
+#include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/tls.h"
@@ -79,6 +80,8 @@ struct car_grpc_conn {
     struct car_grpc_stream *streams;
     unsigned fails_pending; /* streams with fail_pending set */
     bool reading;           /* inside h2_io_read */
+    bool lingering;         /* the session is over: dropping input (core/linger.h) */
+    uint32_t dropped;       /* lingering: input dropped */
     struct grpc_gzip gz;
 };
 
@@ -584,17 +587,22 @@ static void car_grpc_session_new(struct car_grpc_conn *c)
 
 /* ---- Connections ----------------------------------------------------------- */
 
-static void car_grpc_close(struct car_grpc_conn *c, const char *why)
+static void car_grpc_end_streams(struct car_grpc_conn *c)
 {
-    struct car_worker *w = c->w;
-    if (w->cfg->log_requests)
-        log_debug("grpc fd %d: connection closed (%s)", c->x.io.fd, why);
     while (c->streams) {
         struct car_grpc_stream *s = c->streams;
         if (!s->answered)
             car_grpc_count(s, GRPC_CANCELLED, "connection closed");
         car_grpc_stream_free(s);
     }
+}
+
+static void car_grpc_close(struct car_grpc_conn *c, const char *why)
+{
+    struct car_worker *w = c->w;
+    if (w->cfg->log_requests)
+        log_debug("grpc fd %d: connection closed (%s)", c->x.io.fd, why);
+    car_grpc_end_streams(c);
     h2_io_close(&c->x, w->loop);
     ev_timer_stop(w->loop, &c->timer);
     grpc_gzip_free(&c->gz);
@@ -608,16 +616,46 @@ static void car_grpc_close(struct car_grpc_conn *c, const char *why)
     car_worker_conn_closed(w);
 }
 
-/* Writes what nghttp2 has; closes the connection when it failed or is
- * finished (nghttp2 wants neither to read nor to write: after a GOAWAY
- * once its streams are done). Returns false if it closed. */
+/* The session finished with its GOAWAY out: the connection lingers
+ * (core/linger.h) so that a client still sending reads the GOAWAY rather
+ * than a reset, LINGER_MS at most. */
+static void car_grpc_linger(struct car_grpc_conn *c)
+{
+    car_grpc_end_streams(c);
+    h2_io_linger(&c->x, c->w->loop);
+    c->lingering = true;
+    ev_timer_stop(c->w->loop, &c->timer);
+    ev_timer_start(c->w->loop, &c->timer, LINGER_MS, 0);
+}
+
+/* Lingering: drops what comes until the client closes. Past
+ * LINGER_MAX_BYTES the socket is no longer read, and a wake-up can only be
+ * its hang-up. */
+static void car_grpc_linger_read(struct car_grpc_conn *c)
+{
+    enum linger_read r =
+        c->dropped < LINGER_MAX_BYTES ? linger_discard(c->x.io.fd, &c->dropped) : LINGER_EOF;
+    if (r == LINGER_EOF)
+        car_grpc_close(c, "session finished");
+    else if (r == LINGER_FULL)
+        ev_io_modify(c->w->loop, &c->x.io, 0);
+}
+
+/* Writes what nghttp2 has; closes the connection when it failed, and
+ * lingers when it is finished (nghttp2 wants neither to read nor to write:
+ * after a GOAWAY once its streams are done). Returns false if it closed or
+ * lingers. */
 static bool car_grpc_flush(struct car_grpc_conn *c)
 {
     const char *why = NULL;
     bool was_blocked = c->x.write_blocked;
     enum h2_io_flushed r = h2_io_flush(&c->x, c->w->loop, &why);
-    if (r != H2_IO_OPEN) {
-        car_grpc_close(c, r == H2_IO_ERROR ? why : "session finished");
+    if (r == H2_IO_ERROR) {
+        car_grpc_close(c, why);
+        return false;
+    }
+    if (r == H2_IO_FINISHED) {
+        car_grpc_linger(c);
         return false;
     }
     if (c->x.write_blocked && !was_blocked)
@@ -645,6 +683,10 @@ static bool car_grpc_handshake(struct car_grpc_conn *c)
 static void car_grpc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
     struct car_grpc_conn *c = io->data;
+    if (c->lingering) {
+        car_grpc_linger_read(c);
+        return;
+    }
     if (!h2_io_ready(&c->x)) {
         if (!car_grpc_handshake(c))
             return;
@@ -685,6 +727,10 @@ static void car_grpc_goaway(struct car_grpc_conn *c)
 static void car_grpc_on_timer(struct ev_loop *loop, struct ev_timer *t)
 {
     struct car_grpc_conn *c = t->data;
+    if (c->lingering) {
+        car_grpc_close(c, "linger time over");
+        return;
+    }
     if (!h2_io_ready(&c->x)) {
         log_info("grpc fd %d: TLS connection refused: no handshake within the request timeout",
                  c->x.io.fd);
@@ -760,6 +806,8 @@ void car_grpc_drain(struct car_worker *w)
     struct car_grpc_conn *next;
     for (struct car_grpc_conn *c = w->grpc_conns; c; c = next) {
         next = c->next;
+        if (c->lingering)
+            continue; /* it ends on its own, LINGER_MS at most */
         if (!h2_io_ready(&c->x)) {
             car_grpc_close(c, "server draining"); /* no call can be in progress */
             continue;

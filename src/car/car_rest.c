@@ -32,6 +32,7 @@
 #include "car/car_rest_proto.h"
 #include "car/car_server.h"
 #include "core/inbuf.h"
+#include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/outq.h"
@@ -43,11 +44,6 @@
 #define REST_READ_BUDGET (256 * 1024)
 /* Responses produced per feed before they are written out. */
 #define REST_OUT_CHUNK (16 * 1024)
-/* After the last response the write side is shut and input discarded until
- * the client closes, for this long at most: closing with unread input would
- * send a reset, which can destroy the response before the client reads it
- * (a 413 sent while the body is still coming, say). */
-#define REST_LINGER_MS 2000
 
 static _Thread_local uint8_t rest_rbuf[REST_READ_CHUNK];
 static _Thread_local char rest_obuf[REST_OUT_CHUNK];
@@ -55,7 +51,9 @@ static _Thread_local char rest_obuf[REST_OUT_CHUNK];
 enum rest_state {
     REST_OPEN,
     REST_CLOSING, /* the last response is queued; linger once it is out */
-    REST_LINGER,  /* write side shut; discarding input until EOF */
+    REST_LINGER,  /* write side shut; dropping input until EOF (core/linger.h): a
+                   * reset could destroy the last response (a 413 sent while
+                   * the body is still coming, say) */
     REST_CLOSED,  /* waiting in the front of the list to be freed */
 };
 
@@ -64,7 +62,7 @@ enum rest_wait {
     WAIT_IDLE,    /* no request begun: idle_timeout_ms */
     WAIT_REQUEST, /* a request begun: request_timeout_ms, then 408 */
     WAIT_WRITE,   /* output the client does not take: idle_timeout_ms */
-    WAIT_LINGER,  /* REST_LINGER_MS */
+    WAIT_LINGER,  /* LINGER_MS */
 };
 
 struct car_rest_conn {
@@ -83,6 +81,7 @@ struct car_rest_conn {
     bool resume;     /* car_rest_prepare must read it */
     bool paused;     /* input left unhandled until the output drains */
     bool peer_done;  /* the client closed its side */
+    uint32_t dropped; /* REST_LINGER: input dropped */
     bool progress;   /* a request was answered or output written: the wait restarts */
 };
 
@@ -226,22 +225,24 @@ static bool rest_handle(struct car_rest_conn *c, const uint8_t *data, size_t len
 /* Reads until the socket is drained: until EAGAIN, or a short read unless
  * the peer may have closed (hup), since the end of the stream then follows
  * the data with no further edge. An open connection answers what it reads;
- * a lingering one drops it. */
+ * a lingering one drops it (LINGER_MAX_BYTES at most: past them it waits
+ * for its timer). */
 static void rest_read(struct car_rest_conn *c, bool hup)
 {
+    if (c->state == REST_LINGER) {
+        if (linger_discard(c->io.fd, &c->dropped) == LINGER_EOF)
+            rest_close(c, "done");
+        return;
+    }
     size_t budget = REST_READ_BUDGET;
-    while ((c->state == REST_OPEN && !c->paused) || c->state == REST_LINGER) {
-        bool linger = c->state == REST_LINGER;
+    while (c->state == REST_OPEN && !c->paused) {
         size_t cap = sizeof rest_rbuf;
-        uint8_t *buf = linger ? rest_rbuf : inbuf_read_target(&c->in, rest_rbuf, cap, &cap);
+        uint8_t *buf = inbuf_read_target(&c->in, rest_rbuf, cap, &cap);
         ssize_t n = read(c->io.fd, buf, cap);
         if (n == 0) {
             /* An open connection answers what came, then closes; an
              * unfinished request never will be. */
-            if (linger)
-                rest_close(c, "done");
-            else
-                c->peer_done = true;
+            c->peer_done = true;
             return;
         }
         if (n < 0) {
@@ -251,12 +252,10 @@ static void rest_read(struct car_rest_conn *c, bool hup)
                 rest_close(c, strerror(errno));
             return;
         }
-        if (!linger) {
-            size_t len;
-            const uint8_t *data = inbuf_filled(&c->in, rest_rbuf, (size_t)n, &len);
-            if (!rest_handle(c, data, len))
-                return;
-        }
+        size_t len;
+        const uint8_t *data = inbuf_filled(&c->in, rest_rbuf, (size_t)n, &len);
+        if (!rest_handle(c, data, len))
+            return;
         if ((size_t)n < cap && !hup)
             return;
         if ((size_t)n >= budget) {
@@ -284,7 +283,7 @@ static uint64_t rest_wait_limit(const struct car_rest_conn *c)
 {
     switch (c->wait) {
     case WAIT_REQUEST: return c->w->cfg->request_timeout_ms;
-    case WAIT_LINGER: return REST_LINGER_MS;
+    case WAIT_LINGER: return LINGER_MS;
     default: return c->w->cfg->idle_timeout_ms;
     }
 }
@@ -319,7 +318,7 @@ static void rest_settle(struct car_rest_conn *c)
                 rest_close(c, "closed by client");
                 return;
             }
-            shutdown(c->io.fd, SHUT_WR);
+            linger_shut(c->io.fd);
             c->state = REST_LINGER;
             rest_resume_later(c); /* the input's edge may have passed */
         } else if (c->paused) {
@@ -451,9 +450,9 @@ void car_rest_drain(struct car_worker *w)
     struct car_rest_conn *next;
     for (struct car_rest_conn *c = w->rest_conns; c; c = next) {
         next = c->next;
-        if (c->state == REST_LINGER ||
-            (c->state == REST_OPEN && outq_pending(&c->out) == 0 &&
-             !car_rest_proto_busy(&c->proto, c->in.len)))
+        /* A lingering one ends on its own, LINGER_MS at most. */
+        if (c->state == REST_OPEN && outq_pending(&c->out) == 0 &&
+            !car_rest_proto_busy(&c->proto, c->in.len))
             rest_close(c, "server draining");
         /* The busy ones answer with Connection: close (env.draining) and
          * close from rest_settle. */

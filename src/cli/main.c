@@ -70,6 +70,10 @@ static const char usage_broker[] =
     "      --connect-timeout SECS    time a new connection has to send CONNECT,\n"
     "                                TLS handshake and WebSocket upgrade included\n"
     "                                (default 10)\n"
+    "      --max-keepalive SECS      longest keep alive a client may use (default\n"
+    "                                0: any); MQTT 5 clients asking for more, or\n"
+    "                                for none, are told this one, MQTT 3.1.1\n"
+    "                                clients get CONNACK 2\n"
     "      --sys-interval SECS       period of the $SYS/broker/... figures\n"
     "                                (default 10; 0 turns them off)\n"
     "      --persistence             keep sessions, wills, subscriptions, retained\n"
@@ -184,6 +188,7 @@ static int cmd_broker(int argc, char **argv)
         {"max-output-bytes", required_argument, NULL, 0},
         {"queue-qos0", no_argument, NULL, 0},
         {"connect-timeout", required_argument, NULL, 0},
+        {"max-keepalive", required_argument, NULL, 0},
         {"sys-interval", required_argument, NULL, 0},
         {"persistence", no_argument, NULL, 0},
         {"persistence-location", required_argument, NULL, 0},

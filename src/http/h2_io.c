@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/linger.h"
 #include "core/log.h"
 #include "core/tls.h"
 
@@ -246,18 +247,31 @@ enum h2_io_flushed h2_io_flush(struct h2_io *x, struct ev_loop *loop, const char
     return H2_IO_OPEN;
 }
 
-void h2_io_close(struct h2_io *x, struct ev_loop *loop)
+/* Frees the session and the TLS connection, after TLS close_notify. */
+static void h2_io_end(struct h2_io *x)
 {
     if (x->h2)
         nghttp2_session_del(x->h2);
     x->h2 = NULL;
-    ev_io_stop(loop, &x->io);
     if (x->tls) {
         if (x->tls_ready)
             tls_shutdown(x->tls); /* one try: the socket closes next anyway */
         tls_conn_free(x->tls);
         x->tls = NULL;
     }
+}
+
+void h2_io_linger(struct h2_io *x, struct ev_loop *loop)
+{
+    h2_io_end(x);
+    linger_shut(x->io.fd);
+    ev_io_modify(loop, &x->io, EV_READ);
+}
+
+void h2_io_close(struct h2_io *x, struct ev_loop *loop)
+{
+    ev_io_stop(loop, &x->io);
+    h2_io_end(x);
     close(x->io.fd);
     x->io.fd = -1;
     outq_clear(&x->out);

@@ -99,7 +99,7 @@ enum h2_io_flushed {
     H2_IO_OPEN = 0,     /* written, or waiting for writability */
     H2_IO_FINISHED = 1, /* all written and the session wants nothing more
                          * (a GOAWAY was sent or received and its streams
-                         * are done): close the connection */
+                         * are done): linger (h2_io_linger), then close */
 };
 
 /* Writes what out kept and what the session has to send, and watches the
@@ -112,6 +112,13 @@ enum h2_io_flushed h2_io_flush(struct h2_io *x, struct ev_loop *loop, const char
  * can at once, closes the socket, and frees the session, the TLS
  * connection and the pending output. */
 void h2_io_close(struct h2_io *x, struct ev_loop *loop);
+
+/* After H2_IO_FINISHED, for a lingering close (core/linger.h): frees the
+ * session, sends TLS close_notify if it can at once and frees the TLS
+ * connection, and shuts the socket's write side; the socket stays open
+ * and watched for reading, for the caller to drop what still comes
+ * (linger_discard on x->io.fd) until it calls h2_io_close. */
+void h2_io_linger(struct h2_io *x, struct ev_loop *loop);
 
 /* A DATA source of bytes held by the caller, for nghttp2_data_provider. */
 struct h2_io_body {

@@ -27,6 +27,7 @@
 #include <zlib.h>
 
 #include "core/ev.h"
+#include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/outq.h"
@@ -40,9 +41,6 @@
 /* Output queued for a client that does not read, past which no further
  * request is read from it. */
 #define OUT_HIGH (256 * 1024)
-/* See car_rest.c: closing with unread input would send a reset that can
- * destroy the last response before the client reads it. */
-#define LINGER_MS 2000
 /* Input handed to the chunked decoder at a time (bounds the body buffer
  * to max_body + this). */
 #define CHUNK_SLICE 4096
@@ -65,7 +63,7 @@ struct http_worker {
 enum conn_state {
     C_OPEN,
     C_CLOSING, /* the last response is queued; linger once it is out */
-    C_LINGER,  /* write side shut; discarding input until EOF */
+    C_LINGER,  /* write side shut; dropping input until EOF (core/linger.h) */
     C_CLOSED,
 };
 
@@ -100,11 +98,11 @@ struct http_conn {
     unsigned inflight;
     bool continue_due;             /* 100 Continue owed once earlier responses are out */
     bool peer_done;                /* the client closed its side */
+    uint32_t dropped;              /* C_LINGER: input dropped */
     enum conn_wait wait;
     uint64_t since_ms;
 };
 
-static _Thread_local char read_buf[READ_CHUNK];
 
 /* ---- Pure helpers ------------------------------------------------------- */
 
@@ -717,23 +715,23 @@ static bool conn_parse(struct http_conn *c)
 }
 
 /* Reads what the socket holds, within the budget. An open connection keeps
- * it; a lingering one drops it. */
+ * it; a lingering one drops it (LINGER_MAX_BYTES at most, then it stops
+ * reading). */
 static void conn_read(struct http_conn *c)
 {
+    if (c->state == C_LINGER) {
+        if (linger_discard(c->io.fd, &c->dropped) == LINGER_EOF)
+            c->peer_done = true;
+        return;
+    }
     /* Level-triggered: what the budget leaves is reported again. */
     size_t budget = READ_BUDGET;
     while (budget > 0 && !c->peer_done) {
-        bool linger = c->state == C_LINGER;
-        char *dst = read_buf;
-        size_t cap = sizeof read_buf;
-        if (!linger) {
-            if (c->in_cap - c->in_len < READ_CHUNK) {
-                c->in_cap = c->in_len + READ_CHUNK;
-                c->in = mem_realloc(c->in, c->in_cap);
-            }
-            dst = c->in + c->in_len;
+        if (c->in_cap - c->in_len < READ_CHUNK) {
+            c->in_cap = c->in_len + READ_CHUNK;
+            c->in = mem_realloc(c->in, c->in_cap);
         }
-        ssize_t n = read(c->io.fd, dst, cap);
+        ssize_t n = read(c->io.fd, c->in + c->in_len, READ_CHUNK);
         if (n == 0) {
             c->peer_done = true;
             return;
@@ -750,12 +748,11 @@ static void conn_read(struct http_conn *c)
             }
             return;
         }
-        if (!linger)
-            c->in_len += (size_t)n;
-        if ((size_t)n < cap)
+        c->in_len += (size_t)n;
+        if ((size_t)n < READ_CHUNK)
             return;
         budget = (size_t)n >= budget ? 0 : budget - (size_t)n;
-        if (!linger && !conn_may_read_request(c))
+        if (!conn_may_read_request(c))
             return;
     }
 }
@@ -811,7 +808,8 @@ static void conn_on_timer(struct ev_loop *loop, struct ev_timer *t)
 static void conn_set_interest(struct http_conn *c)
 {
     uint32_t want = 0;
-    if (!c->peer_done && (c->state == C_LINGER || conn_may_read_request(c)))
+    if (!c->peer_done &&
+        (c->state == C_LINGER ? c->dropped < LINGER_MAX_BYTES : conn_may_read_request(c)))
         want |= EV_READ;
     if (outq_pending(&c->out) > 0)
         want |= EV_WRITE;
@@ -854,7 +852,7 @@ static void conn_pump(struct http_conn *c, bool progress)
                 conn_close(c, "done");
                 return;
             }
-            shutdown(c->io.fd, SHUT_WR);
+            linger_shut(c->io.fd);
             c->state = C_LINGER;
             mem_free(c->in);
             c->in = NULL;
@@ -901,7 +899,9 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
             conn_close(c, strerror(err));
             return;
         }
-        if (recv(c->io.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+        /* A lingering one stopped reading at LINGER_MAX_BYTES: the
+         * client's hang-up ends it. */
+        if (c->state == C_LINGER || recv(c->io.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
             c->peer_done = true;
     } else if (events & EV_READ) {
         size_t before = c->in_len;
@@ -977,9 +977,9 @@ static void http_drain(struct srv_worker *base)
     struct http_conn *next;
     for (struct http_conn *c = w->conns; c; c = next) {
         next = c->next;
-        if (c->state == C_LINGER ||
-            (c->state == C_OPEN && !c->head && !c->cur && c->in_len == 0 &&
-             outq_pending(&c->out) == 0)) {
+        /* A lingering one ends on its own, LINGER_MS at most. */
+        if (c->state == C_OPEN && !c->head && !c->cur && c->in_len == 0 &&
+            outq_pending(&c->out) == 0) {
             conn_close(c, "server draining");
         } else if (c->phase == IN_HEAD && c->in_len == 0) {
             c->phase = IN_DONE; /* the last response in flight closes */

@@ -12,8 +12,9 @@
  * not read (bounded memory). Idle connections are closed after
  * idle_timeout_ms; a request begun and not complete within
  * request_timeout_ms gets 408. The last response is followed by a
- * lingering close (write side shut, input discarded until EOF, at most 2 s)
- * so that a client still sending never sees a reset destroy it.
+ * lingering close (core/linger.h: write side shut, input dropped until EOF,
+ * 2 s and 1 MiB at most, draining or not) so that a client still sending
+ * never sees a reset destroy it.
  *
  * A request whose connection closes while its handler is pending stays
  * valid: http_respond() on it just frees it. Every request must be

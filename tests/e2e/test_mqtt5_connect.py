@@ -197,3 +197,63 @@ def test_other_levels_still_refused(broker, level):
     c = broker.raw()
     c.send(R.connect("m5-lvl", protocol_level=level))
     assert c.expect(R.CONNACK).rc == 1
+
+
+# ---- max_keepalive (Mosquitto's keyword, --max-keepalive) -------------------
+
+def max_ka(secs):
+    """conf_lines for both brokers (Mosquitto's drop allow_anonymous when
+    given lines of their own)."""
+    return ["allow_anonymous true", "max_keepalive %d" % secs]
+
+
+@pytest.mark.shootout_only  # Mosquitto 2.0.11 takes max_keepalive 10 at the least
+def test_max_keepalive_server_keep_alive_v5(broker_factory):
+    # [MQTT-3.2.2-21]: a longer keep alive, or none (0), is answered with
+    # the maximum as Server Keep Alive, and the broker holds the client to
+    # it: 1.5 s of silence ends the connection with 0x8D.
+    b = broker_factory(conf_lines=max_ka(1))
+    for asked in (60, 0):
+        c = b.raw()
+        ack = c.connect5_ok("m5-maxka-%d" % asked, keepalive=asked)
+        assert ack.props.get(R.SERVER_KEEP_ALIVE) == 1
+        t0 = time.monotonic()
+        c.expect_disconnect(0x8D, timeout=10)
+        assert time.monotonic() - t0 >= 1.0
+    # One within the limit is used as asked, and not answered.
+    c = b.raw()
+    ack = c.connect5_ok("m5-maxka-ok", keepalive=1)
+    assert R.SERVER_KEEP_ALIVE not in ack.props
+
+
+def test_max_keepalive_paho_flag(broker_factory):
+    b = broker_factory(extra_args=["--max-keepalive", "30"]) if not IS_PEER else \
+        broker_factory(conf_lines=max_ka(30))
+    c = paho5(b, "m5-maxka-paho", keepalive=300)
+    assert c.connack_props.ServerKeepAlive == 30
+    c.publish("maxka/t", b"still here", qos=1)
+
+
+# Mosquitto 2.0.11 lets a longer one through; its documentation, and the
+# versions after it, refuse it so.
+@pytest.mark.shootout_only
+def test_max_keepalive_refuses_v3_client(broker_factory, tmp_path):
+    # MQTT 3.1.1 has no way to be told another keep alive: as Mosquitto,
+    # CONNACK 2 (identifier rejected) and the connection closed. (With an
+    # ACL: the refusal comes before the client gets an ACL handle.)
+    acl = tmp_path / "acl"
+    acl.write_text("topic read #\n")
+    b = broker_factory(conf_lines=max_ka(10) + ["acl_file %s" % acl])
+    c = b.raw()
+    ack = c.connect("m3-maxka", keepalive=11)
+    assert ack.rc == 2
+    c.wait_closed()
+    b.raw_connected("m3-maxka-ok", keepalive=10)
+
+
+@pytest.mark.shootout_only
+def test_max_keepalive_refuses_v3_keepalive_0(broker_factory):
+    b = broker_factory(conf_lines=max_ka(10))
+    c = b.raw()
+    assert c.connect("m3-maxka0", keepalive=0).rc == 2
+    c.wait_closed()

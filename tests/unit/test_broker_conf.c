@@ -37,6 +37,11 @@ static void test_flag_and_keyword_names_set_the_same_field(void **state)
     assert_int_equal(cfg.connect_timeout_ms, 3000);
     assert_int_equal(broker_conf_set(&cfg, "max-output-bytes", "65536", err, sizeof err), 0);
     assert_int_equal(cfg.max_output, 65536);
+    assert_int_equal(cfg.max_keepalive, 0); /* no limit unless asked */
+    assert_int_equal(broker_conf_set(&cfg, "max_keepalive", "30", err, sizeof err), 0);
+    assert_int_equal(cfg.max_keepalive, 30);
+    assert_int_equal(broker_conf_set(&cfg, "max-keepalive", "65535", err, sizeof err), 0);
+    assert_int_equal(cfg.max_keepalive, 65535);
 }
 
 static void test_ranges_and_bad_values_refused(void **state)
@@ -46,6 +51,7 @@ static void test_ranges_and_bad_values_refused(void **state)
     assert_non_null(strstr(err, "port wants a whole number from 0 to 65535, not '65536'"));
     assert_int_equal(broker_conf_set(&cfg, "max_inflight_messages", "0", err, sizeof err), -1);
     assert_int_equal(broker_conf_set(&cfg, "max_packet_size", "-1", err, sizeof err), -1);
+    assert_int_equal(broker_conf_set(&cfg, "max_keepalive", "65536", err, sizeof err), -1);
     assert_int_equal(broker_conf_set(&cfg, "queue_qos0_messages", "yes", err, sizeof err), -1);
     assert_non_null(strstr(err, "true or false"));
     assert_int_equal(broker_conf_set(&cfg, "no_such_thing", "1", err, sizeof err), -1);

@@ -472,8 +472,13 @@ static void test_v5_copies(void **state)
         uint8_t qos = (uint8_t)rnd(3);
         uint16_t id = (uint16_t)(1 + rnd(65535));
         bool dup = qos && rnd(2), retain = rnd(2);
-        struct msg_copy5 x = {.sub_id = rnd(2) ? (uint32_t)(1 + rnd(300000)) : 0,
+        /* None, one, or several identifiers (overlapping subscriptions),
+         * repeated ones included. */
+        uint32_t ids[3];
+        struct msg_copy5 x = {.sub_ids = ids, .nsub_ids = (uint32_t)rnd(4),
                               .now_ms = 1000 + rnd(30000)};
+        for (uint32_t k = 0; k < x.nsub_ids; k++)
+            ids[k] = k && rnd(3) == 0 ? ids[k - 1] : (uint32_t)(1 + rnd(300000));
         if (rnd(2)) {
             x.topic_alias = (uint16_t)(1 + rnd(10));
             x.alias_only = rnd(2);
@@ -514,12 +519,12 @@ static void test_v5_copies(void **state)
         assert_int_equal(!!(o->present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)), expires);
         if (expires) /* 60 s from 1000 ms, rounded up */
             assert_int_equal(o->message_expiry, (61000 - x.now_ms + 999) / 1000);
-        assert_int_equal(o->subid_count, x.sub_id ? 1 : 0);
-        if (x.sub_id) {
+        assert_int_equal(o->subid_count, x.nsub_ids);
+        mqtt_props_subids(o, &it);
+        for (uint32_t k = 0; k < x.nsub_ids; k++) {
             uint32_t sid;
-            mqtt_props_subids(o, &it);
             assert_true(mqtt_props_next_subid(&it, &sid));
-            assert_int_equal(sid, x.sub_id);
+            assert_int_equal(sid, ids[k]);
         }
         free(bytes);
         outq_clear(&q);
