@@ -407,11 +407,20 @@ def cli(tool, b, *args, port=None):
     return [tool, "-V", "mqttv31", "-h", HOST, "-p", str(port or b.port)] + [str(a) for a in args]
 
 
-def start_sub(argv):
+class Cli(subprocess.Popen):
+    def close(self):
+        """Teardown (as a broker client): a run that did not end is killed."""
+        if self.poll() is None:
+            self.kill()
+            self.wait(5)
+
+
+def start_sub(b, argv):
     """mosquitto_sub -d running; returns it once its SUBACK arrived."""
     # Line-buffered, so that its SUBACK line shows while it runs.
-    p = subprocess.Popen(["stdbuf", "-oL"] + argv + ["-d"], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = Cli(["stdbuf", "-oL"] + argv + ["-d"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+    b.clients.append(p)
     deadline = time.monotonic() + CLI_TIMEOUT
     for line in p.stdout:
         if "received SUBACK" in line:
@@ -435,7 +444,7 @@ def test_mosquitto_clients_v31(broker_factory, tls_certs, transport):
     tls_port = free_port()
     b = broker_factory(conf=tls_conf(tls_certs, tls_port))
     port, extra = (tls_port, ["--cafile", tls_certs["ca"]]) if transport == "tls" else (None, [])
-    sub = start_sub(cli("mosquitto_sub", b, "-t", "t/#", "-q", 2, "-v", "-C", 4, "-i", "cli-sub",
+    sub = start_sub(b, cli("mosquitto_sub", b, "-t", "t/#", "-q", 2, "-v", "-C", 4, "-i", "cli-sub",
                         *extra, port=port))
     others = []
     for v in (V311, V5):
