@@ -97,13 +97,16 @@ def report(experiment, args, points, results):
     heads = ["%d" % p[0] if experiment == "load" else "%dp %dw" % p for p in points]
     print("\n%stest, MQTT %s, mean +/- stddev over %d runs" % (experiment, args.mqtt_version, args.runs))
     for figure in results[(BROKERS[0], points[0])]:
-        print("  %-22s" % figure + "".join("%20s" % h for h in heads) + "   (%s)" % label)
+        print("  %-22s" % figure + "".join("%22s" % h for h in heads) + "   (%s)" % label)
         for b in BROKERS:
-            print("  %-22s" % b + "".join("%20s" % ("%.2f +/- %.2f" % results[(b, p)][figure])
-                                          for p in points))
+            cells = []
+            for p in points:
+                mean, sd = results[(b, p)][figure]
+                cells.append(("%.2f +/- %.2f" if mean < 1000 else "%.0f +/- %.0f") % (mean, sd))
+            print("  %-22s" % b + "".join("%22s" % c for c in cells))
         ratios = ["%.2fx" % (results[("shootout", p)][figure][0] / results[("mosquitto", p)][figure][0])
                   for p in points]
-        print("  %-22s" % "shootout/mosquitto" + "".join("%20s" % r for r in ratios))
+        print("  %-22s" % "shootout/mosquitto" + "".join("%22s" % r for r in ratios))
 
 
 def main():
