@@ -22,6 +22,8 @@
 #include "core/mem.h"
 #include "core/net.h"
 #include "core/opt.h"
+#include "mqtt/mqtt5.h"
+#include "mqtt/mqtt_codec.h"
 
 #define BENCH_DEFAULT_PORT 1883
 /* Descriptors beyond the connections: stdio, epoll and eventfds, JSON. */
@@ -163,11 +165,14 @@ int bench_parse_option(struct bench_opts *o, int c, const char *arg)
         break;
     case BENCH_OPT_MQTT_VERSION:
         if (!strcmp(arg, "3.1.1") || !strcmp(arg, "311"))
-            o->mqtt_version = 4;
+            o->mqtt_version = MQTT311_PROTOCOL_LEVEL;
+        else if (!strcmp(arg, "3.1") || !strcmp(arg, "31"))
+            o->mqtt_version = MQTT31_PROTOCOL_LEVEL;
         else if (!strcmp(arg, "5"))
-            o->mqtt_version = 5;
+            o->mqtt_version = MQTT5_PROTOCOL_LEVEL;
         else
-            return bench_usage_error(o, "--mqtt-version wants 3.1.1 (or 311) or 5, not '%s'", arg);
+            return bench_usage_error(o, "--mqtt-version wants 3.1 (or 31), 3.1.1 (or 311) or 5, not '%s'",
+                                     arg);
         break;
     case BENCH_OPT_HTML:
         o->html_path = arg;
@@ -427,7 +432,9 @@ void bench_common_params(struct result_row *tmpl, const struct bench_opts *o)
 void bench_row_name(struct result_row *tmpl, const struct bench_opts *o, const char *point)
 {
     const char *session = o->offline ? "offline" : o->persistent ? "persistent" : "";
-    const char *version = o->mqtt_version == 5 ? "mqtt5" : "";
+    const char *version = o->mqtt_version == MQTT5_PROTOCOL_LEVEL    ? "mqtt5"
+                          : o->mqtt_version == MQTT31_PROTOCOL_LEVEL ? "mqtt31"
+                                                                     : "";
     char variant[32];
     snprintf(variant, sizeof variant, "%s%s%s", version, version[0] && session[0] ? "-" : "",
              session);

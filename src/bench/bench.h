@@ -35,7 +35,7 @@ struct bench_opts {
     unsigned threads, runs, timeout_s, qos;
     uint64_t messages;
     uint32_t payload_size;
-    uint8_t mqtt_version; /* protocol level: 4 (MQTT 3.1.1, the default) or 5 */
+    uint8_t mqtt_version; /* protocol level: 3 (MQTT 3.1), 4 (3.1.1, the default) or 5 */
     bool persistent;      /* mqtt-load --session persistent */
     bool offline;         /* mqtt-load --offline */
     /* Tells this process's client ids from any earlier run's, so that a
@@ -109,8 +109,8 @@ enum {
     "  --target HOST:PORT    broker to measure (default 127.0.0.1:1883)\n"               \
     "  --qos 0|1|2           QoS of every publish and subscription (default 0)\n"        \
     "  --payload-size BYTES  message payload size (default 16)\n"                        \
-    "  --mqtt-version V      3.1.1 (also 311) or 5: the protocol every client speaks\n"  \
-    "                        (default 3.1.1)\n"                                          \
+    "  --mqtt-version V      3.1 (also 31), 3.1.1 (also 311) or 5: the protocol every\n" \
+    "                        client speaks (default 3.1.1)\n"                            \
     BENCH_HELP_RUNS                                                                      \
     "  --threads T           client threads, one event loop each (default 1)\n"          \
     BENCH_HELP_JSON                                                                      \

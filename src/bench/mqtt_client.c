@@ -254,7 +254,7 @@ static void mc_send_connect(struct mc_conn *c)
         mqtt5_encode_connect(outq_reserve(&c->out, mqtt5_connect_size(&m)), &m);
     } else {
         struct mqtt_connect m = {
-            .protocol_level = 4,
+            .protocol_level = cfg->version,
             .clean_session = clean,
             .keepalive = MC_KEEPALIVE_S,
             .client_id = client_id,
@@ -367,7 +367,10 @@ static int mc_on_connack(struct mc_conn *c, const uint8_t *body, uint32_t len)
                     c->index, rc, mc_connack_reason(rc));
         return -1;
     }
-    if (c->session == MC_SESSION_RESUME && !session_present) {
+    /* MQTT 3.1 has no Session Present flag: a lost session shows as
+     * missing messages instead. */
+    if (c->session == MC_SESSION_RESUME && !session_present &&
+        c->t->run->cfg.version != MQTT31_PROTOCOL_LEVEL) {
         mc_fail(c, MC_FAIL_CHECK,
                 "connection %u: the broker kept no session for client %s-%u (CONNACK session "
                 "present 0), so the messages queued for it are lost",
@@ -521,6 +524,17 @@ static int mc_dispatch(struct mc_conn *c, const struct mqtt_header *h, const uin
     }
 }
 
+/* Frames one packet the way the run's protocol version does. */
+static int mc_frame(const struct mc_conn *c, const uint8_t *buf, size_t len, struct mqtt_header *h)
+{
+    uint32_t max = c->t->run->cfg.max_packet;
+    switch (c->t->run->cfg.version) {
+    case MQTT5_PROTOCOL_LEVEL: return mqtt5_frame(buf, len, max, h);
+    case MQTT31_PROTOCOL_LEVEL: return mqtt31_frame(buf, len, max, h);
+    default: return mqtt_frame(buf, len, max, h);
+    }
+}
+
 /* Handles every whole packet in data[0..len). Returns the bytes consumed,
  * or -1 if the connection was closed. */
 static long mc_parse(struct mc_conn *c, const uint8_t *data, size_t len)
@@ -528,9 +542,7 @@ static long mc_parse(struct mc_conn *c, const uint8_t *data, size_t len)
     size_t off = 0;
     while (off < len) {
         struct mqtt_header h;
-        uint32_t max = c->t->run->cfg.max_packet;
-        int n = mc_v5(c) ? mqtt5_frame(data + off, len - off, max, &h)
-                         : mqtt_frame(data + off, len - off, max, &h);
+        int n = mc_frame(c, data + off, len - off, &h);
         if (n == 0)
             break;
         if (n < 0) {

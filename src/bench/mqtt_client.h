@@ -1,5 +1,5 @@
 /* mqtt_client.h - the MQTT client engine of the load generators (MQTT
- * 3.1.1 or 5.0, one version per run): many connections per thread on one
+ * 3.1, 3.1.1 or 5.0, one version per run): many connections per thread on one
  * event loop each, built so that the client is never the bottleneck it
  * measures.
  *
@@ -89,7 +89,7 @@ struct mc_config {
     const char *client_id_prefix; /* ids are "<prefix>-<i>"; not owned */
     uint32_t max_packet;          /* largest packet accepted from the broker */
     uint64_t work;                /* mc_complete() calls that end the run */
-    uint8_t version;              /* protocol level: 4 (MQTT 3.1.1) or 5 (MQTT 5.0) */
+    uint8_t version;              /* protocol level: 3 (MQTT 3.1), 4 (3.1.1) or 5 (5.0) */
     uint32_t session_expiry;      /* MQTT 5 Session Expiry Interval (s) of kept sessions */
 };
 

@@ -217,7 +217,8 @@ int broker_run(const struct broker_config *cfg)
     ev_signal_start(loop, &set, broker_on_signal, &b);
 
     bool v6 = strchr(cfg->bind, ':') != NULL;
-    log_info("shootout broker listening on %s%s%s:%d (MQTT 3.1.1 and 5.0, max %u connections, %ld fds)",
+    log_info("shootout broker listening on %s%s%s:%d (MQTT 3.1, 3.1.1 and 5.0, max %u connections, "
+             "%ld fds)",
              v6 ? "[" : "", cfg->bind, v6 ? "]" : "", net_local_port(lfd), cfg->max_connections, fds);
     int rc = ev_run(loop);
     if (rc < 0)

@@ -3,8 +3,10 @@
  *
  * Ownership: the broker owns every connection and session. A session lives
  * while its client is connected and then for its Session Expiry Interval
- * (MQTT 5; 0 unless the client asked for more), or, for an MQTT 3.1.1
- * persistent session, until a clean CONNECT with its client id discards it.
+ * (MQTT 5; 0 unless the client asked for more), or, for an MQTT 3.1 or
+ * 3.1.1 persistent session, until a clean CONNECT with its client id
+ * discards it. MQTT 3.1 behaves as 3.1.1 wherever the two agree; the v31
+ * flags mark where they do not (CONNACK, client ids, SUBACK, framing).
  * A connection points to its session
  * and the session back to its connection while both are live. Connections
  * are freed, and their sockets closed, only at the end of a loop iteration
@@ -61,6 +63,7 @@ struct conn {
     bool read_pending;        /* stopped reading early; on the read list */
     bool write_blocked;       /* socket full; wait for EV_WRITE */
     bool v5;                  /* the client speaks MQTT 5.0 */
+    bool v31;                 /* the client speaks MQTT 3.1 ("MQIsdp"); else 3.1.1 unless v5 */
     bool shut;                /* CONN_LINGER: all output out, write side shut */
     bool peer_done;           /* CONN_LINGER: the client closed */
     bool problem_info;        /* MQTT 5: it takes reason strings */
@@ -143,6 +146,7 @@ struct session {
     char *client_id; /* owned, NUL-terminated; the sessions map key */
     uint16_t client_id_len;
     bool v5;           /* its latest connection spoke MQTT 5 */
+    bool v31;          /* its latest connection spoke MQTT 3.1 */
     uint32_t expiry_s; /* Session Expiry Interval: 0 ends it with its connection */
     struct conn *conn; /* NULL while offline */
     /* Offline with an end in sight (b->timers): the session expires at

@@ -256,8 +256,9 @@ static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, si
     b->publisher = c;
     while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on) {
         struct mqtt_header h;
-        int n = c->v5 ? mqtt5_frame(data + off, len - off, b->cfg->max_packet_size, &h)
-                      : mqtt_frame(data + off, len - off, b->cfg->max_packet_size, &h);
+        int n = c->v5    ? mqtt5_frame(data + off, len - off, b->cfg->max_packet_size, &h)
+                : c->v31 ? mqtt31_frame(data + off, len - off, b->cfg->max_packet_size, &h)
+                         : mqtt_frame(data + off, len - off, b->cfg->max_packet_size, &h);
         if (n == 0)
             break;
         int err = n < 0 ? n : conn_dispatch(b, c, &h, data + off + h.header_len);

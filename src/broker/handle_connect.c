@@ -1,4 +1,4 @@
-/* handle_connect.c - CONNECT in MQTT 3.1.1 and 5.0: protocol checks, client
+/* handle_connect.c - CONNECT in MQTT 3.1, 3.1.1 and 5.0: protocol checks, client
  * identifiers, session takeover and resumption, wills, the limits an MQTT 5
  * client sets, and the CONNACK; and the client's DISCONNECT.
  *
@@ -16,7 +16,7 @@
 #include "mqtt/mqtt_codec.h"
 
 /* Refuses the CONNECT with a CONNACK in the client's protocol (the return
- * code rc3 in MQTT 3.1.1, reason in MQTT 5), then closes. */
+ * code rc3 in MQTT 3.1 and 3.1.1, reason in MQTT 5), then closes. */
 static int refuse(struct broker *b, struct conn *c, uint8_t rc3, uint8_t reason)
 {
     if (!c->v5) {
@@ -29,17 +29,21 @@ static int refuse(struct broker *b, struct conn *c, uint8_t rc3, uint8_t reason)
     return 0;
 }
 
-/* Either version's CONNECT in the MQTT 5 form; sets c->v5. A level 4
- * CONNECT has no properties, and its Clean Session is the Clean Start of a
- * session that ends with its connection or never. */
+/* Any version's CONNECT in the MQTT 5 form; sets c->v5 or c->v31. A level
+ * 3 or 4 CONNECT has no properties, and its Clean Session is the Clean
+ * Start of a session that ends with its connection or never. */
 static int connect_decode(struct conn *c, const uint8_t *body, uint32_t len, struct mqtt5_connect *ci)
 {
     struct mqtt_connect c3;
     int rc = mqtt_decode_connect(body, len, &c3);
     if (rc == MQTT_E_VERSION && c3.protocol_level == MQTT5_PROTOCOL_LEVEL) {
-        c->v5 = true;
-        return mqtt5_decode_connect(body, len, ci);
+        rc = mqtt5_decode_connect(body, len, ci);
+        /* Only "MQTT" is MQTT 5: "MQIsdp" 5 is refused in the 3.1.1 form,
+         * as Mosquitto does. */
+        c->v5 = rc != MQTT_E_VERSION;
+        return rc;
     }
+    c->v31 = rc == MQTT_OK && c3.protocol_level == MQTT31_PROTOCOL_LEVEL;
     *ci = (struct mqtt5_connect){
         .protocol_level = c3.protocol_level, .clean_start = c3.clean_session,
         .keepalive = c3.keepalive, .client_id = c3.client_id, .has_will = c3.has_will,
@@ -85,7 +89,9 @@ static void connack(struct broker *b, struct conn *c, bool session_present, cons
                     bool server_keepalive)
 {
     if (!c->v5) {
-        mqtt_encode_connack(outq_reserve(&c->out, MQTT_CONNACK_LEN), session_present,
+        /* MQTT 3.1 has no Session Present flag: its first byte is unused
+         * (Mosquitto sends 0 there too). */
+        mqtt_encode_connack(outq_reserve(&c->out, MQTT_CONNACK_LEN), session_present && !c->v31,
                             MQTT_CONNACK_ACCEPTED);
         conn_mark_dirty(b, c);
         return;
@@ -191,12 +197,15 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
 
     /* A client without an id gets one. In MQTT 3.1.1 only for a clean
      * session: the id is how it would find a persistent session again; MQTT
-     * 5 tells it the id (Assigned Client Identifier). */
+     * 5 tells it the id (Assigned Client Identifier). MQTT 3.1 requires an
+     * id of 1 to 23 bytes; an empty one is refused, as Mosquitto does, and
+     * so is a longer one by the letter of 3.1, but Mosquitto lets that in,
+     * and so do we (3.1.1 allowed it). */
     char assigned[32];
     const uint8_t *id = ci.client_id.ptr;
     size_t id_len = ci.client_id.len;
     if (id_len == 0) {
-        if (!c->v5 && !ci.clean_start)
+        if (c->v31 || (!c->v5 && !ci.clean_start))
             return refuse(b, c, MQTT_CONNACK_ID_REJECTED, 0);
         do {
             id_len = (size_t)snprintf(assigned, sizeof assigned, "auto-%08x", ++b->next_auto_id);

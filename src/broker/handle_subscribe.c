@@ -1,5 +1,5 @@
 /* handle_subscribe.c - SUBSCRIBE (with retained-message delivery) and
- * UNSUBSCRIBE, in both protocol versions. Granting a subscription
+ * UNSUBSCRIBE, in every protocol version. Granting a subscription
  * (sub_grant) is the one place a subscription enters the broker, where the
  * ACL is asked (auth_subscribe).
  */
@@ -32,9 +32,19 @@ static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, 
     session_deliver(r->b, r->s, m, &d);
 }
 
+/* The SUBACK code of a refused subscription: MQTT 5's reason, 3.1.1's
+ * failure code, or, as MQTT 3.1 has none, the QoS asked for while nothing
+ * is subscribed (what Mosquitto answers a 3.1 client the ACL denies). */
+static uint8_t sub_refused(const struct session *s, uint8_t reason5, uint8_t options)
+{
+    if (s->v5)
+        return reason5;
+    return s->v31 ? options & MQTT5_SUB_QOS : MQTT_SUBACK_FAILURE;
+}
+
 /* Grants one subscription: returns its SUBACK code and whether retained
  * messages are to follow. options is the MQTT 5 Subscription Options byte
- * (just the QoS from MQTT 3.1.1). */
+ * (just the QoS from MQTT 3.1 and 3.1.1). */
 static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes filter,
                          uint8_t options, uint32_t sub_id, bool *send_retained)
 {
@@ -42,9 +52,9 @@ static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes 
     int shared = share_parse(filter.ptr, filter.len, &inner);
     *send_retained = false;
     if (shared < 0)
-        return s->v5 ? MQTT5_RC_TOPIC_FILTER_INVALID : MQTT_SUBACK_FAILURE;
+        return sub_refused(s, MQTT5_RC_TOPIC_FILTER_INVALID, options);
     if (auth_subscribe(b, s, filter.ptr, filter.len) == ACL_SUB_DENIED)
-        return s->v5 ? MQTT5_RC_NOT_AUTHORIZED : MQTT_SUBACK_FAILURE;
+        return sub_refused(s, MQTT5_RC_NOT_AUTHORIZED, options);
     bool is_new = session_subscribe(b, s, filter.ptr, filter.len, sub_opts(options, sub_id));
     persist_sub(b, s, filter.ptr, filter.len, options, sub_id, true);
     /* Retained messages follow the SUBACK, for every filter, even one that
@@ -55,8 +65,8 @@ static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes 
     return options & MQTT5_SUB_QOS;
 }
 
-/* The filter list and Subscription Identifier of either version's
- * SUBSCRIBE; MQTT 3.1.1's options byte is its QoS, which the MQTT 5 masks
+/* The filter list and Subscription Identifier of any version's SUBSCRIBE;
+ * MQTT 3.1's and 3.1.1's options byte is its QoS, which the MQTT 5 masks
  * read the same way. */
 static int subscribe_decode(struct conn *c, const uint8_t *body, uint32_t len,
                             struct mqtt_filters *f, uint32_t *sub_id)

@@ -409,7 +409,7 @@ void metrics_log_connect(struct broker *b, const struct conn *c, const struct mq
     log_info("event=connect client=%s addr=%s protocol=%s username=%s clean=%d keepalive=%u "
              "session_present=%d",
              metrics_log_value(id, sizeof id, s->client_id, s->client_id_len),
-             metrics_peer(c, addr, sizeof addr), c->v5 ? "5.0" : "3.1.1",
+             metrics_peer(c, addr, sizeof addr), c->v5 ? "5.0" : c->v31 ? "3.1" : "3.1.1",
              ci->has_username
                  ? metrics_log_value(user, sizeof user, ci->username.ptr, ci->username.len)
                  : "-",

@@ -119,7 +119,7 @@ void persist_session_(struct broker *b, struct session *s)
         .client_id = client_id(s),
         .expiry = s->expiry_s,
         .expires_at_ms = !s->conn && s->expiry_s != SESSION_NEVER ? to_wall(b, s->expires_ms) : 0,
-        .protocol = s->v5 ? 5 : 4,
+        .protocol = s->v5 ? MQTT5_PROTOCOL_LEVEL : s->v31 ? MQTT31_PROTOCOL_LEVEL : MQTT311_PROTOCOL_LEVEL,
     };
     uint8_t *props = persist_will(b, s, &r.session);
     plog_append(b->persist->log, &r);
@@ -300,7 +300,8 @@ static void rebuild_session(struct broker *b, const struct plog_session *r)
 {
     struct session *s = session_new(b, r->client_id.p, r->client_id.len);
     s->expiry_s = r->expiry;
-    s->v5 = r->protocol == 5;
+    s->v5 = r->protocol == MQTT5_PROTOCOL_LEVEL;
+    s->v31 = r->protocol == MQTT31_PROTOCOL_LEVEL;
     s->persisted = true;
     /* Offline now; a session that was connected when the broker stopped
      * starts its expiry clock, and its will's delay, at this start. */

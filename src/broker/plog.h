@@ -69,7 +69,7 @@ struct plog_session {
     /* Wall-clock (CLOCK_REALTIME) ms when the offline session expires;
      * 0 while connected or if it never does. */
     uint64_t expires_at_ms;
-    uint8_t protocol;  /* MQTT protocol level: 4 or 5 */
+    uint8_t protocol;  /* MQTT protocol level: 3 (3.1), 4 (3.1.1) or 5 */
     bool has_will;
     bool will_retain;
     uint8_t will_qos;

@@ -158,6 +158,7 @@ void session_attach(struct broker *b, struct session *s, struct conn *c)
     s->conn = c;
     c->session = s;
     s->v5 = c->v5;
+    s->v31 = c->v31;
 }
 
 void session_sweep(struct broker *b)

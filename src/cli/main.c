@@ -31,7 +31,7 @@ static const char usage_main[] =
     "commands:\n"
     "  run        the main job: races our MQTT broker against Mosquitto with the\n"
     "             article's loadtest and pingtest and prints the tables\n"
-    "  broker     MQTT 3.1.1 and 5.0 broker\n"
+    "  broker     MQTT 3.1, 3.1.1 and 5.0 broker\n"
     "  car-server the Car service of the gRPC-vs-REST article over REST and gRPC\n"
     "  a2b-server the a2b transfer-booking service of the Gatling article (HTTP/1.1,\n"
     "             SQLite or PostgreSQL)\n"
@@ -43,7 +43,7 @@ static const char usage_main[] =
 static const char usage_broker[] =
     "usage: shootout broker [options]\n"
     "\n"
-    "MQTT 3.1.1 and 5.0 broker (both on one listener). Runs in the\n"
+    "MQTT 3.1, 3.1.1 and 5.0 broker (all on every listener). Runs in the\n"
     "foreground, logs to stderr, stops gracefully on SIGTERM or SIGINT.\n"
     "\n"
     "options:\n"

@@ -86,7 +86,7 @@ uint8_t mqtt5_err_reason(int err)
 
 int mqtt5_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqtt_header *h)
 {
-    return wire_frame(buf, len, max_packet, true, h);
+    return wire_frame(buf, len, max_packet, MQTT5_PROTOCOL_LEVEL, h);
 }
 
 /* ---- Reason codes each packet may carry ---------------------------------- */
@@ -167,8 +167,10 @@ int mqtt5_decode_connect(const uint8_t *body, size_t len, struct mqtt5_connect *
     memset(c, 0, sizeof *c);
     if (!cur_bytes(&cur, &name) || !cur_u8(&cur, &c->protocol_level))
         return MQTT_E_MALFORMED;
-    if ((rc = wire_check_protocol(&name, c->protocol_level, MQTT5_PROTOCOL_LEVEL)) != MQTT_OK)
+    if ((rc = wire_check_protocol(&name, c->protocol_level)) < 0)
         return rc;
+    if (rc != MQTT5_PROTOCOL_LEVEL)
+        return MQTT_E_VERSION; /* MQTT 3.1 and 3.1.1 are the other codec's */
     if (!cur_u8(&cur, &flags) || !cur_u16(&cur, &c->keepalive))
         return MQTT_E_MALFORMED;
     if ((rc = wire_check_connect_flags(flags)) != MQTT_OK)

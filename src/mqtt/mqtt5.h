@@ -126,7 +126,8 @@ struct mqtt5_connect {
 };
 
 /* On MQTT_E_VERSION, c->protocol_level holds the level asked for, so a
- * server can answer with 0x84 (or hand a level 4 CONNECT to mqtt_codec). */
+ * server can answer with 0x84 (or hand a level 3 or 4 CONNECT to
+ * mqtt_codec). */
 int mqtt5_decode_connect(const uint8_t *body, size_t len, struct mqtt5_connect *c);
 size_t mqtt5_connect_size(const struct mqtt5_connect *c);
 size_t mqtt5_encode_connect(uint8_t *out, const struct mqtt5_connect *c);

@@ -1,10 +1,11 @@
-/* mqtt_codec.c - MQTT 3.1.1 packet framing, decoding and encoding.
+/* mqtt_codec.c - MQTT 3.1.1 and 3.1 packet framing, decoding and encoding.
  *
  * Decoders read through a small cursor (mqtt_wire.h, shared with the MQTT 5
  * codec) that checks every length against the bytes actually present, so no
  * input can make them read out of bounds.
  * Section numbers and [MQTT-x.y.z-n] tags refer to the OASIS MQTT 3.1.1
- * standard.
+ * standard; "3.1" means IBM's MQTT V3.1 Protocol Specification, whose
+ * packets 3.1.1 kept but for the CONNECT's protocol name and level.
  */
 #include "mqtt/mqtt_codec.h"
 
@@ -35,7 +36,12 @@ const char *mqtt_strerror(int err)
 
 int mqtt_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqtt_header *h)
 {
-    return wire_frame(buf, len, max_packet, false, h);
+    return wire_frame(buf, len, max_packet, MQTT311_PROTOCOL_LEVEL, h);
+}
+
+int mqtt31_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqtt_header *h)
+{
+    return wire_frame(buf, len, max_packet, MQTT31_PROTOCOL_LEVEL, h);
 }
 
 int mqtt_decode_varint(const uint8_t *buf, size_t len, uint32_t *v, bool *non_minimal)
@@ -85,11 +91,20 @@ int mqtt_decode_connect(const uint8_t *body, size_t len, struct mqtt_connect *c)
     memset(c, 0, sizeof *c);
     if (!cur_bytes(&cur, &name) || !cur_u8(&cur, &c->protocol_level))
         return MQTT_E_MALFORMED;
-    if ((rc = wire_check_protocol(&name, c->protocol_level, 4)) != MQTT_OK)
+    if ((rc = wire_check_protocol(&name, c->protocol_level)) < 0)
         return rc;
+    if (rc != MQTT31_PROTOCOL_LEVEL && rc != MQTT311_PROTOCOL_LEVEL)
+        return MQTT_E_VERSION; /* 5: the MQTT 5 codec's */
 
     if (!cur_u8(&cur, &flags) || !cur_u16(&cur, &c->keepalive))
         return MQTT_E_MALFORMED;
+    if (c->protocol_level == MQTT31_PROTOCOL_LEVEL) {
+        /* 3.1 leaves bit 0 unused and says nothing of Will QoS and Retain
+         * without a will; Will QoS 3 stays an error, as in Mosquitto. */
+        flags &= (uint8_t)~CF_RESERVED;
+        if (!(flags & CF_WILL) && (flags & CF_WILL_QOS) != CF_WILL_QOS)
+            flags &= (uint8_t)~(CF_WILL_QOS | CF_WILL_RETAIN);
+    }
     if ((rc = wire_check_connect_flags(flags)) != MQTT_OK)
         return rc;
     c->clean_session = flags & CF_CLEAN;
@@ -114,7 +129,8 @@ int mqtt_decode_connect(const uint8_t *body, size_t len, struct mqtt_connect *c)
 
 static size_t connect_body_size(const struct mqtt_connect *c)
 {
-    size_t n = 2 + 4 + 1 + 1 + 2 + 2 + c->client_id.len;
+    size_t name = c->protocol_level == MQTT31_PROTOCOL_LEVEL ? 6 : 4;
+    size_t n = 2 + name + 1 + 1 + 2 + 2 + c->client_id.len;
     if (c->has_will)
         n += 2 + c->will_topic.len + 2 + c->will_payload.len;
     if (c->has_username)
@@ -132,7 +148,10 @@ size_t mqtt_encode_connect(uint8_t *out, const struct mqtt_connect *c)
                                        c->has_username, c->has_password);
 
     uint8_t *p = put_header(out, MQTT_CONNECT << 4, connect_body_size(c));
-    p = put_bytes(p, (const uint8_t *)"MQTT", 4);
+    if (c->protocol_level == MQTT31_PROTOCOL_LEVEL)
+        p = put_bytes(p, (const uint8_t *)"MQIsdp", 6);
+    else
+        p = put_bytes(p, (const uint8_t *)"MQTT", 4);
     *p++ = c->protocol_level;
     *p++ = flags;
     p = put_u16(p, c->keepalive);

@@ -1,6 +1,8 @@
-/* mqtt_codec.h - MQTT 3.1.1 packet codec: pure encode and decode over byte
- * ranges, used by the broker (server side) and by the load generator
- * (client side).
+/* mqtt_codec.h - MQTT 3.1.1 and MQTT 3.1 packet codec: pure encode and
+ * decode over byte ranges, used by the broker (server side) and by the load
+ * generator (client side). The two versions have the same packets; 3.1
+ * differs in the CONNECT's protocol name and in what it does not check
+ * (see mqtt31_frame and mqtt_decode_connect).
  *
  * Decoding never allocates and never copies: decoded structs point into the
  * caller's buffer, which must outlive them. Framing is resumable: the caller
@@ -47,7 +49,7 @@ enum mqtt_err {
     MQTT_E_TOO_LARGE = -4, /* packet exceeds the caller's maximum */
     MQTT_E_UTF8 = -5,      /* a string is not valid MQTT UTF-8 */
     MQTT_E_TOPIC = -6,     /* topic name or filter breaks the topic rules */
-    MQTT_E_PROTOCOL = -7,  /* CONNECT protocol name is not "MQTT" */
+    MQTT_E_PROTOCOL = -7,  /* CONNECT protocol name is neither "MQTT" nor "MQIsdp" */
     MQTT_E_VERSION = -8,   /* CONNECT protocol level we do not speak */
     MQTT_E_QOS = -9,       /* QoS 3, or a QoS field where none may be */
     MQTT_E_PACKET_ID = -10 /* packet identifier 0 where one is required */
@@ -71,7 +73,7 @@ struct mqtt_bytes {
 #define MQTT_ACK_LEN 4 /* PUBACK, PUBREC, PUBREL, PUBCOMP, UNSUBACK */
 #define MQTT_EMPTY_LEN 2 /* PINGREQ, PINGRESP, DISCONNECT */
 
-/* CONNACK return codes (MQTT 3.1.1, 3.2.2.3). */
+/* CONNACK return codes (MQTT 3.1.1, 3.2.2.3; MQTT 3.1 has the same six). */
 enum mqtt_connack_rc {
     MQTT_CONNACK_ACCEPTED = 0,
     MQTT_CONNACK_BAD_VERSION = 1,
@@ -81,7 +83,8 @@ enum mqtt_connack_rc {
     MQTT_CONNACK_NOT_AUTHORIZED = 5,
 };
 
-/* SUBACK return code for a refused subscription. */
+/* SUBACK return code for a refused subscription (MQTT 3.1.1; 3.1 has none:
+ * a SUBACK there only grants QoS 0..2). */
 #define MQTT_SUBACK_FAILURE 0x80
 
 struct mqtt_header {
@@ -100,6 +103,11 @@ struct mqtt_header {
  * the fixed-header flags each type requires (0x2 for PUBREL, SUBSCRIBE and
  * UNSUBSCRIBE, 0 for the others, QoS < 3 for PUBLISH). */
 int mqtt_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqtt_header *h);
+/* mqtt_frame() for the packets of an MQTT 3.1 connection after its CONNECT:
+ * the flags are checked for PUBLISH alone (QoS < 3). 3.1 has DUP, QoS and
+ * RETAIN bits in every fixed header, means them only in PUBLISH and sets no
+ * rule for the others; a retried SUBSCRIBE or PUBREL carries DUP. */
+int mqtt31_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqtt_header *h);
 
 /* Variable-length Remaining Length encoding. mqtt_varint_size(v) is 1..4 for
  * v <= MQTT_MAX_REMAINING. mqtt_encode_varint writes that many bytes. */
@@ -113,8 +121,13 @@ int mqtt_decode_varint(const uint8_t *buf, size_t len, uint32_t *v, bool *non_mi
 
 /* ---- CONNECT ----------------------------------------------------------- */
 
+/* The protocol levels this codec speaks: 3.1's with protocol name "MQIsdp",
+ * 3.1.1's with "MQTT". (MQTT 5 is mqtt5.h's.) */
+#define MQTT31_PROTOCOL_LEVEL 3
+#define MQTT311_PROTOCOL_LEVEL 4
+
 struct mqtt_connect {
-    uint8_t protocol_level; /* 4 for MQTT 3.1.1 */
+    uint8_t protocol_level; /* MQTT311_PROTOCOL_LEVEL or MQTT31_PROTOCOL_LEVEL */
     bool clean_session;
     uint16_t keepalive; /* seconds, 0 = off */
     struct mqtt_bytes client_id;
@@ -129,11 +142,16 @@ struct mqtt_connect {
     struct mqtt_bytes password;
 };
 
-/* Decodes a CONNECT body. On MQTT_E_VERSION, c->protocol_level holds the
- * level the client asked for, so a server can answer CONNACK 1 as the spec
- * requires; on every other error the connection should just be closed. */
+/* Decodes a CONNECT body: "MQTT" level 4 or "MQIsdp" level 3 (3.1). On
+ * MQTT_E_VERSION, c->protocol_level holds the level the client asked for, so
+ * a server can answer CONNACK 1 as the spec requires; on every other error
+ * the connection should just be closed. A 3.1 CONNECT is let off what 3.1
+ * never required and Mosquitto does not check: the reserved Connect Flags
+ * bit, and Will QoS and Will Retain without a Will Flag (read as 0). Client
+ * identifier rules are the server's: the codec accepts any length. */
 int mqtt_decode_connect(const uint8_t *body, size_t len, struct mqtt_connect *c);
 size_t mqtt_connect_size(const struct mqtt_connect *c);
+/* Writes the protocol name that goes with c->protocol_level. */
 size_t mqtt_encode_connect(uint8_t *out, const struct mqtt_connect *c);
 
 /* ---- CONNACK ------------------------------------------------------------ */

@@ -1,4 +1,4 @@
-/* mqtt_wire.h - internal helpers shared by the MQTT 3.1.1 and MQTT 5.0
+/* mqtt_wire.h - internal helpers shared by the MQTT 3.1/3.1.1 and MQTT 5.0
  * packet codecs (mqtt_codec.c, mqtt5.c): fixed-header framing, a bounds-
  * checked read cursor, string and topic checks, and big-endian writers.
  *
@@ -23,15 +23,19 @@
 /* ---- Framing ------------------------------------------------------------ */
 
 /* Fixed-header checks on the first byte alone, so garbage is refused before
- * any length arrives (2.2.2). v5 admits AUTH, whose flags are 0. */
-static inline int wire_check_first_byte(uint8_t b, bool v5)
+ * any length arrives (2.2.2). level is the protocol's (3, 4 or 5). MQTT 5
+ * admits AUTH, whose flags are 0. MQTT 3.1 has DUP, QoS and RETAIN bits in
+ * every fixed header but gives them a meaning only in PUBLISH and no rule
+ * for the others (a retried SUBSCRIBE or PUBREL carries DUP): there only
+ * PUBLISH's are checked, as Mosquitto does. */
+static inline int wire_check_first_byte(uint8_t b, uint8_t level)
 {
     uint8_t type = b >> 4, flags = b & 0x0F;
     switch (type) {
     case 0:
         return MQTT_E_TYPE;
     case WIRE_TYPE_AUTH:
-        if (!v5)
+        if (level != 5)
             return MQTT_E_TYPE;
         return flags == 0 ? MQTT_OK : MQTT_E_FLAGS;
     case MQTT_PUBLISH:
@@ -39,21 +43,21 @@ static inline int wire_check_first_byte(uint8_t b, bool v5)
     case MQTT_PUBREL:
     case MQTT_SUBSCRIBE:
     case MQTT_UNSUBSCRIBE:
-        return flags == 0x02 ? MQTT_OK : MQTT_E_FLAGS;
+        return flags == 0x02 || level == 3 ? MQTT_OK : MQTT_E_FLAGS;
     default:
-        return flags == 0 ? MQTT_OK : MQTT_E_FLAGS;
+        return flags == 0 || level == 3 ? MQTT_OK : MQTT_E_FLAGS;
     }
 }
 
-/* mqtt_frame() for either protocol. MQTT 5 also refuses a Remaining Length
- * that is not minimally encoded [MQTT-1.5.5-1]; MQTT 3.1.1 does not say, so
- * the 3.1.1 codec keeps accepting it. */
-static inline int wire_frame(const uint8_t *buf, size_t len, uint32_t max_packet, bool v5,
+/* mqtt_frame() for the protocol at level. MQTT 5 also refuses a Remaining
+ * Length that is not minimally encoded [MQTT-1.5.5-1]; MQTT 3.1 and 3.1.1
+ * do not say, so their codec keeps accepting it. */
+static inline int wire_frame(const uint8_t *buf, size_t len, uint32_t max_packet, uint8_t level,
                              struct mqtt_header *h)
 {
     if (len == 0)
         return 0;
-    int rc = wire_check_first_byte(buf[0], v5);
+    int rc = wire_check_first_byte(buf[0], level);
     if (rc != MQTT_OK)
         return rc;
 
@@ -62,7 +66,7 @@ static inline int wire_frame(const uint8_t *buf, size_t len, uint32_t max_packet
     int n = mqtt_decode_varint(buf + 1, len - 1, &body, &non_minimal);
     if (n <= 0)
         return n;
-    if (v5 && non_minimal)
+    if (level == 5 && non_minimal)
         return MQTT_E_MALFORMED;
     size_t i = 1 + (size_t)n;
 
@@ -255,16 +259,18 @@ static inline size_t whole_size(size_t body) { return 1 + mqtt_varint_size((uint
 #define CF_CLEAN 0x02 /* Clean Session in 3.1.1, Clean Start in 5.0 */
 #define CF_RESERVED 0x01
 
-/* The Protocol Name and Level: level `want` of "MQTT" is ours, any other
- * level is MQTT_E_VERSION, and so is "MQIsdp" (MQTT 3.1), a protocol we
- * recognise but do not speak, which deserves a refusing CONNACK rather than
- * a silent close. */
-static inline int wire_check_protocol(const struct mqtt_bytes *name, uint8_t level, uint8_t want)
+/* The protocol a CONNECT's Protocol Name and Level ask for. A pair MQTT
+ * defines gives its level: "MQIsdp" 3 (MQTT 3.1), "MQTT" 4 (3.1.1) and 5.
+ * A known name with any other level is MQTT_E_VERSION, which deserves a
+ * refusing CONNACK rather than a silent close (Mosquitto answers "MQTT" 3
+ * and "MQIsdp" 4 or 5 with CONNACK 1 too); an unknown name is
+ * MQTT_E_PROTOCOL. Each codec then takes the levels it decodes. */
+static inline int wire_check_protocol(const struct mqtt_bytes *name, uint8_t level)
 {
     if (name->len == 4 && memcmp(name->ptr, "MQTT", 4) == 0)
-        return level == want ? MQTT_OK : MQTT_E_VERSION;
+        return level == 4 || level == 5 ? level : MQTT_E_VERSION;
     if (name->len == 6 && memcmp(name->ptr, "MQIsdp", 6) == 0)
-        return MQTT_E_VERSION;
+        return level == 3 ? level : MQTT_E_VERSION;
     return MQTT_E_PROTOCOL;
 }
 

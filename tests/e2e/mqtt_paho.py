@@ -183,6 +183,8 @@ class PahoClient:
     def drop(self):
         """Closes the TCP connection without DISCONNECT (the will is kept)."""
         sock = self.c.socket()
+        # Over WebSockets paho hands out its wrapper; the socket is inside.
+        sock = getattr(sock, "_socket", sock)
         if sock is not None:
             try:
                 # shutdown() wakes paho's select() so its thread ends at once

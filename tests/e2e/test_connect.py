@@ -44,16 +44,8 @@ def test_unsupported_protocol_level_gets_connack_1_then_close(broker, name, leve
     assert rest == [], "packets after a refusing CONNACK: %r" % rest
 
 
-# Mosquitto legitimately also speaks MQTT 3.1 ("MQIsdp", level 3) and accepts
-# it; shootout speaks 3.1.1 and 5.0 only and must refuse it.
-@pytest.mark.shootout_only
-@pytest.mark.parametrize("name,level", [("MQIsdp", 3)])
-def test_other_mqtt_versions_refused_with_connack_1(broker, name, level):
-    c = broker.raw()
-    c.send(R.connect("conn-31", protocol_name=name, protocol_level=level))
-    ack = c.expect(R.CONNACK)
-    assert ack.rc == 1
-    assert c.wait_closed(5) == []
+# MQTT 3.1 ("MQIsdp" 3) is accepted, and "MQIsdp" with another level gets
+# CONNACK 1 too: test_mqtt31.py.
 
 
 def test_wrong_protocol_name_closed_without_acceptance(broker):

@@ -1,7 +1,9 @@
-/* fuzz_mqtt_codec.c - libFuzzer target for the MQTT codec.
+/* fuzz_mqtt_codec.c - libFuzzer target for the MQTT 3.1.1 and 3.1 codec.
  *
  * Reads the input as a broker reads a socket: frames packet after packet
- * under a size limit, and hands every body to every decoder. Whatever
+ * under a size limit (as MQTT 3.1 does, which checks fewer flags, and
+ * checks that 3.1.1's framer agrees but for flags), and hands every body to
+ * every decoder. Whatever
  * decodes must re-encode to bytes that decode to the same values, and to the
  * very same bytes when the original was minimally encoded. Decoded topics
  * and filters are then cross-matched against a level-by-level reference.
@@ -63,10 +65,27 @@ static void round_trip_connect(const struct mqtt_connect *c, const uint8_t *orig
 {
     size_t size = mqtt_connect_size(c);
     uint8_t *out = malloc(size);
+    uint8_t *canon = NULL;
+    if (orig && c->protocol_level == MQTT31_PROTOCOL_LEVEL) {
+        /* A 3.1 CONNECT re-encodes without the Connect Flags it ignores:
+         * the reserved bit, and Will QoS and Retain without a will. */
+        uint32_t body_len;
+        bool non_minimal;
+        int n = mqtt_decode_varint(orig + 1, orig_len - 1, &body_len, &non_minimal);
+        CHECK(n > 0);
+        canon = malloc(orig_len);
+        memcpy(canon, orig, orig_len);
+        uint8_t *flags = canon + 1 + n + 9; /* after "\0\6MQIsdp" and the level */
+        *flags &= 0xFE;
+        if (!(*flags & 0x04))
+            *flags &= (uint8_t)~0x38;
+        orig = canon;
+    }
     struct mqtt_header h;
     struct mqtt_connect d;
     const uint8_t *body = reframe(out, mqtt_encode_connect(out, c), size, MQTT_CONNECT, orig,
                                   orig_len, &h);
+    free(canon);
     CHECK(mqtt_decode_connect(body, h.body_len, &d) == MQTT_OK);
     CHECK(d.protocol_level == c->protocol_level && d.clean_session == c->clean_session);
     CHECK(d.keepalive == c->keepalive && bytes_same(d.client_id, c->client_id));
@@ -160,14 +179,16 @@ static void decode_all(struct state *st, const uint8_t *body, size_t len, uint8_
         if (c.has_will)
             keep(st->topics, &st->n_topics, c.will_topic);
         round_trip_connect(&c, ORIG(MQTT_CONNECT), pkt_len);
+        CHECK(c.protocol_level == (len >= 8 && body[1] == 6 ? MQTT31_PROTOCOL_LEVEL
+                                                            : MQTT311_PROTOCOL_LEVEL));
     } else if (rc == MQTT_E_VERSION) {
         /* Only a known protocol name earns CONNACK 1, with the level it
-         * asked for. */
+         * asked for when that is not the name's own. */
         if (len >= 9 && memcmp(body, "\0\6MQIsdp", 8) == 0)
-            CHECK(c.protocol_level == body[8]);
+            CHECK(c.protocol_level == body[8] && c.protocol_level != MQTT31_PROTOCOL_LEVEL);
         else
             CHECK(len >= 7 && memcmp(body, "\0\4MQTT", 6) == 0 && c.protocol_level == body[6] &&
-                  c.protocol_level != 4);
+                  c.protocol_level != MQTT311_PROTOCOL_LEVEL);
     }
 
     bool sp;
@@ -279,9 +300,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     st.n_bodies = st.n_topics = st.n_filters = 0;
     size_t off = 0;
     while (off < size && st.n_bodies < sizeof st.bodies / sizeof *st.bodies) {
-        struct mqtt_header h;
+        struct mqtt_header h, h311;
         const uint8_t *pkt = data + off;
-        int r = mqtt_frame(pkt, size - off, MAX_PACKET, &h);
+        int r = mqtt31_frame(pkt, size - off, MAX_PACKET, &h);
+        /* 3.1.1 frames the same, or refuses flags 3.1 does not check. */
+        int r311 = mqtt_frame(pkt, size - off, MAX_PACKET, &h311);
+        CHECK(r311 == r || (r311 == MQTT_E_FLAGS && r != MQTT_E_FLAGS));
+        if (r311 > 0)
+            CHECK(h311.type == h.type && h311.flags == h.flags && h311.body_len == h.body_len);
         if (r <= 0)
             break;
         CHECK((size_t)r == h.header_len + (size_t)h.body_len && (size_t)r <= MAX_PACKET);
@@ -289,13 +315,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(h.header_len >= 2 && h.header_len <= MQTT_MAX_FIXED_HEADER);
         /* Any shorter prefix of a packet that frames is "need more". */
         struct mqtt_header h2;
-        CHECK(mqtt_frame(pkt, (size_t)r - 1, MAX_PACKET, &h2) == 0);
+        CHECK(mqtt31_frame(pkt, (size_t)r - 1, MAX_PACKET, &h2) == 0);
 
         /* An exact-size copy, so that ASan sees any read past the body. */
         uint8_t *body = malloc(h.body_len ? h.body_len : 1);
         memcpy(body, pkt + h.header_len, h.body_len);
         st.bodies[st.n_bodies++] = body;
-        bool minimal = h.header_len == 1 + mqtt_varint_size(h.body_len);
+        /* Byte-exact re-encoding only for what 3.1.1 frames too: the
+         * encoders write 3.1.1's flags. */
+        bool minimal = h.header_len == 1 + mqtt_varint_size(h.body_len) && r311 == r;
         decode_all(&st, body, h.body_len, h.type, h.flags, minimal ? pkt : NULL, (size_t)r);
         off += (size_t)r;
     }

@@ -38,12 +38,17 @@ static void test_version_spellings(void **state)
     assert_int_equal(o.mqtt_version, 4);
     assert_int_equal(parse_version(&o, "311"), -1);
     assert_int_equal(o.mqtt_version, 4);
+    assert_int_equal(parse_version(&o, "3.1"), -1);
+    assert_int_equal(o.mqtt_version, 3);
+    assert_int_equal(parse_version(&o, "31"), -1);
+    assert_int_equal(o.mqtt_version, 3);
 }
 
 static void test_version_refusals(void **state)
 {
     /* The protocol level and other near misses are refused, not guessed. */
-    static const char *const bad[] = {"4", "5.0", "3.1", "31", "", " 5", "5 ", "mqttv5", "v5", "6"};
+    static const char *const bad[] = {"4", "3", "5.0", "3.1.0", "3.10", "", " 5", "5 ",
+                                      "mqttv5", "mqttv31", "v5", "6"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct bench_opts o;
         if (parse_version(&o, bad[i]) != BENCH_EXIT_USAGE)
@@ -73,11 +78,14 @@ static void test_row_names(void **state)
     expect_name(4, true, true, "mqtt-load/shootout/offline/20c");
     expect_name(5, true, true, "mqtt-load/shootout/mqtt5-offline/20c");
     expect_name(5, true, false, "mqtt-load/shootout/mqtt5-persistent/20c");
+    expect_name(3, false, false, "mqtt-load/shootout/mqtt31/20c");
+    expect_name(3, true, true, "mqtt-load/shootout/mqtt31-offline/20c");
 }
 
 /* MQTT 3.1.1 servers must accept client ids of 1 to 23 characters
- * [MQTT-3.1.3-5] and may refuse longer ones: the longest id, at the
- * largest --conns and --runs, stays within that. */
+ * [MQTT-3.1.3-5] and may refuse longer ones, and MQTT 3.1 allows no
+ * longer ones: the longest id, at the largest --conns and --runs, stays
+ * within that. */
 static void test_client_ids_fit_23_characters(void **state)
 {
     struct bench_opts o;

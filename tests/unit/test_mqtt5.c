@@ -294,6 +294,20 @@ static void test_connect_errors(void **state)
     PUT_STR(&body, "MQTX");
     put8(&body, 5);
     assert_int_equal(mqtt5_decode_connect(body.b, body.n, &c), MQTT_E_PROTOCOL);
+    /* "MQIsdp" is MQTT 3.1 at level 3 (mqtt_codec's), at level 5 nothing:
+     * neither is decoded as MQTT 5. */
+    static const uint8_t mqisdp_levels[] = {3, 5};
+    for (size_t i = 0; i < sizeof mqisdp_levels; i++) {
+        body.n = 0;
+        PUT_STR(&body, "MQIsdp");
+        put8(&body, mqisdp_levels[i]);
+        put8(&body, 0x02);
+        put16(&body, 60);
+        put_props(&body, &empty);
+        PUT_STR(&body, "c");
+        assert_int_equal(mqtt5_decode_connect(body.b, body.n, &c), MQTT_E_VERSION);
+        assert_int_equal(c.protocol_level, mqisdp_levels[i]);
+    }
 
     connect_head(&body, 5, 0x01); /* reserved bit */
     assert_int_equal(mqtt5_decode_connect(body.b, body.n, &c), MQTT_E_FLAGS);

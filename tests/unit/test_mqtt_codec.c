@@ -1,6 +1,7 @@
-/* test_mqtt_codec.c - unit tests for MQTT 3.1.1 framing, decoding and
- * encoding (mqtt_codec.c): every packet type both ways, every error code,
- * and framing over partial input.
+/* test_mqtt_codec.c - unit tests for MQTT 3.1.1 and 3.1 framing, decoding
+ * and encoding (mqtt_codec.c): every packet type both ways, every error
+ * code, framing over partial input, and where 3.1 differs (the CONNECT's
+ * protocol name and level, what a 3.1 CONNECT and framer do not check).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -162,6 +163,40 @@ static void test_frame_flags(void **state)
                 assert_int_equal(h.flags, flags);
         }
     }
+}
+
+/* MQTT 3.1: DUP, QoS and RETAIN bits are in every fixed header, and only
+ * PUBLISH's mean anything (QoS 3 is still no QoS); the reserved types stay
+ * refused. */
+static void test_frame_flags_v31(void **state)
+{
+    struct mqtt_header h;
+    for (unsigned type = 0; type <= 15; type++) {
+        for (unsigned flags = 0; flags < 16; flags++) {
+            uint8_t pkt[] = {(uint8_t)(type << 4 | flags), 0x00};
+            int want = (int)sizeof pkt;
+            if (type == 0 || type == 15)
+                want = MQTT_E_TYPE;
+            else if (type == MQTT_PUBLISH && (flags & 6) == 6)
+                want = MQTT_E_QOS;
+            if (mqtt31_frame(pkt, sizeof pkt, 0, &h) != want)
+                fail_msg("type %u flags %u: expected %d", type, flags, want);
+            if (want > 0)
+                assert_int_equal(h.flags, flags);
+        }
+    }
+    /* A retried SUBSCRIBE and PUBREL (DUP set) are 3.1 alone. */
+    static const uint8_t dup_sub[] = {0x8A, 0x00}, dup_rel[] = {0x6A, 0x00};
+    assert_int_equal(mqtt31_frame(dup_sub, 2, 0, &h), 2);
+    assert_int_equal(mqtt_frame(dup_sub, 2, 0, &h), MQTT_E_FLAGS);
+    assert_int_equal(mqtt31_frame(dup_rel, 2, 0, &h), 2);
+    assert_int_equal(mqtt_frame(dup_rel, 2, 0, &h), MQTT_E_FLAGS);
+    /* The rest of framing is 3.1.1's: lengths, limits, partial input. */
+    static const uint8_t big[] = {0x30, 0x80, 0x01};
+    assert_int_equal(mqtt31_frame(big, 1, 0, &h), 0);
+    assert_int_equal(mqtt31_frame(big, sizeof big, 100, &h), MQTT_E_TOO_LARGE);
+    static const uint8_t five[] = {0x30, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F};
+    assert_int_equal(mqtt31_frame(five, sizeof five, 0, &h), MQTT_E_MALFORMED);
 }
 
 struct varint_case {
@@ -392,6 +427,10 @@ static void test_connect_round_trips(void **state)
          .will_topic = wt, .will_payload = wp, .has_username = true, .username = user},
         {.protocol_level = 4, .client_id = id, .has_username = true, .username = none,
          .has_password = true, .password = pw},
+        {.protocol_level = 3, .clean_session = true, .client_id = id},
+        {.protocol_level = 3, .client_id = id, .has_will = true, .will_qos = 2, .will_retain = true,
+         .will_topic = wt, .will_payload = wp, .has_username = true, .username = user,
+         .has_password = true, .password = pw},
     };
     for (size_t i = 0; i < sizeof in / sizeof *in; i++) {
         uint8_t out[512];
@@ -402,7 +441,12 @@ static void test_connect_round_trips(void **state)
         const uint8_t *body = frame_whole(out, n, &h);
         assert_int_equal(h.type, MQTT_CONNECT);
         assert_int_equal(mqtt_decode_connect(body, h.body_len, &c), MQTT_OK);
-        assert_int_equal(c.protocol_level, 4);
+        assert_int_equal(c.protocol_level, in[i].protocol_level);
+        /* The protocol name goes with the level. */
+        if (in[i].protocol_level == MQTT31_PROTOCOL_LEVEL)
+            assert_memory_equal(body, "\0\6MQIsdp\3", 9);
+        else
+            assert_memory_equal(body, "\0\4MQTT\4", 7);
         assert_int_equal(c.clean_session, in[i].clean_session);
         assert_int_equal(c.keepalive, in[i].keepalive);
         assert_true(bytes_eq(c.client_id, (const char *)in[i].client_id.ptr, in[i].client_id.len));
@@ -435,18 +479,21 @@ static void test_connect_version(void **state)
 {
     struct buf b;
     struct mqtt_connect c;
-    static const uint8_t levels[] = {0, 3, 5, 255};
-    for (size_t i = 0; i < sizeof levels; i++) {
-        connect_head(&b, "MQTT", 4, levels[i], 0x02);
-        PUT_STR(&b, "id");
+    /* Each name with a level that is not its own is CONNACK 1, not a silent
+     * close, as Mosquitto answers: "MQTT" is 3.1.1 (and 5, the other
+     * codec's), "MQIsdp" 3.1 alone; the rest of the packet is not looked at. */
+    static const uint8_t mqtt_levels[] = {0, 3, 5, 6, 0x84, 255};
+    for (size_t i = 0; i < sizeof mqtt_levels; i++) {
+        connect_head(&b, "MQTT", 4, mqtt_levels[i], 0xFF);
         assert_int_equal(mqtt_decode_connect(b.b, b.n, &c), MQTT_E_VERSION);
-        assert_int_equal(c.protocol_level, levels[i]);
+        assert_int_equal(c.protocol_level, mqtt_levels[i]);
     }
-    /* MQTT 3.1 also gets CONNACK 1, not a silent close; the rest of the
-     * packet (another layout) is not looked at. */
-    connect_head(&b, "MQIsdp", 6, 3, 0xFF);
-    assert_int_equal(mqtt_decode_connect(b.b, b.n, &c), MQTT_E_VERSION);
-    assert_int_equal(c.protocol_level, 3);
+    static const uint8_t mqisdp_levels[] = {0, 2, 4, 5, 0x83, 255};
+    for (size_t i = 0; i < sizeof mqisdp_levels; i++) {
+        connect_head(&b, "MQIsdp", 6, mqisdp_levels[i], 0xFF);
+        assert_int_equal(mqtt_decode_connect(b.b, b.n, &c), MQTT_E_VERSION);
+        assert_int_equal(c.protocol_level, mqisdp_levels[i]);
+    }
     /* Without the level byte there is nothing to answer. */
     connect_head(&b, "MQTT", 4, 4, 0);
     assert_int_equal(mqtt_decode_connect(b.b, 6, &c), MQTT_E_MALFORMED);
@@ -477,6 +524,95 @@ static void test_connect_flags(void **state)
         PUT_STR(&b, "p");
         if (mqtt_decode_connect(b.b, b.n, &c) != cases[i].want)
             fail_msg("flags 0x%02x: expected %d", cases[i].flags, cases[i].want);
+    }
+}
+
+static void test_connect_v31(void **state)
+{
+    struct buf b;
+    struct mqtt_connect c;
+    connect_head(&b, "MQIsdp", 6, 3, 0x80 | 0x40 | 0x08 | 0x04 | 0x02);
+    PUT_STR(&b, "a-3.1-client");
+    PUT_STR(&b, "will/31");
+    PUT_STR(&b, "gone");
+    PUT_STR(&b, "user");
+    PUT_STR(&b, "pw");
+    assert_int_equal(mqtt_decode_connect(b.b, b.n, &c), MQTT_OK);
+    assert_int_equal(c.protocol_level, MQTT31_PROTOCOL_LEVEL);
+    assert_true(c.clean_session);
+    assert_true(BYTES_EQ(c.client_id, "a-3.1-client"));
+    assert_true(c.has_will);
+    assert_int_equal(c.will_qos, 1);
+    assert_false(c.will_retain);
+    assert_true(BYTES_EQ(c.will_topic, "will/31"));
+    assert_true(BYTES_EQ(c.will_payload, "gone"));
+    assert_true(BYTES_EQ(c.username, "user"));
+    assert_true(BYTES_EQ(c.password, "pw"));
+
+    /* Client identifier rules are the server's: the codec takes an empty
+     * one and one past 3.1's 23 bytes. */
+    char long_id[65535];
+    memset(long_id, 'i', sizeof long_id);
+    static const size_t lens[] = {0, 23, 24, 65535};
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        connect_head(&b, "MQIsdp", 6, 3, 0x02);
+        put_str(&b, long_id, lens[i]);
+        assert_int_equal(mqtt_decode_connect(b.b, b.n, &c), MQTT_OK);
+        assert_int_equal(c.client_id.len, lens[i]);
+    }
+    /* Everything else about the payload is checked as in 3.1.1. */
+    connect_head(&b, "MQIsdp", 6, 3, 0x02);
+    PUT_STR(&b, "bad\xc0\x80");
+    assert_int_equal(mqtt_decode_connect(b.b, b.n, &c), MQTT_E_UTF8);
+    connect_head(&b, "MQIsdp", 6, 3, 0x04);
+    PUT_STR(&b, "id");
+    PUT_STR(&b, "a/#");
+    PUT_STR(&b, "m");
+    assert_int_equal(mqtt_decode_connect(b.b, b.n, &c), MQTT_E_TOPIC);
+    connect_head(&b, "MQIsdp", 6, 3, 0x02);
+    PUT_STR(&b, "id");
+    put8(&b, 0);
+    assert_int_equal(mqtt_decode_connect(b.b, b.n, &c), MQTT_E_MALFORMED);
+}
+
+/* What 3.1 never required of the Connect Flags, and Mosquitto lets a 3.1
+ * client off: the reserved bit, and Will QoS and Retain without a will (read
+ * as 0). Will QoS 3 and a password without a user name stay errors. */
+static void test_connect_v31_flags(void **state)
+{
+    static const struct {
+        uint8_t flags;
+        int want;
+        uint8_t will_qos;
+        bool will_retain;
+    } cases[] = {
+        {0x01 | 0x02, MQTT_OK, 0, false},
+        {0x08, MQTT_OK, 0, false},
+        {0x10 | 0x20, MQTT_OK, 0, false},
+        {0x01 | 0x04 | 0x10 | 0x20, MQTT_OK, 2, true},
+        {0x18, MQTT_E_QOS, 0, false},
+        {0x04 | 0x18, MQTT_E_QOS, 0, false},
+        {0x40, MQTT_E_FLAGS, 0, false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct buf b;
+        struct mqtt_connect c;
+        connect_head(&b, "MQIsdp", 6, 3, cases[i].flags);
+        PUT_STR(&b, "id");
+        if (cases[i].flags & 0x04) {
+            PUT_STR(&b, "w");
+            PUT_STR(&b, "m");
+        }
+        if (cases[i].flags & 0x40)
+            PUT_STR(&b, "p");
+        int rc = mqtt_decode_connect(b.b, b.n, &c);
+        if (rc != cases[i].want)
+            fail_msg("flags 0x%02x: got %d, expected %d", cases[i].flags, rc, cases[i].want);
+        if (rc == MQTT_OK) {
+            assert_int_equal(c.has_will, (cases[i].flags & 0x04) != 0);
+            assert_int_equal(c.will_qos, cases[i].will_qos);
+            assert_int_equal(c.will_retain, cases[i].will_retain);
+        }
     }
 }
 
@@ -969,6 +1105,7 @@ int main(void)
         cmocka_unit_test(test_frame_trailing_bytes),
         cmocka_unit_test(test_frame_reserved_types),
         cmocka_unit_test(test_frame_flags),
+        cmocka_unit_test(test_frame_flags_v31),
         cmocka_unit_test(test_varint_encode),
         cmocka_unit_test(test_frame_remaining_length),
         cmocka_unit_test(test_frame_length_too_long),
@@ -984,6 +1121,8 @@ int main(void)
         cmocka_unit_test(test_connect_protocol),
         cmocka_unit_test(test_connect_version),
         cmocka_unit_test(test_connect_flags),
+        cmocka_unit_test(test_connect_v31),
+        cmocka_unit_test(test_connect_v31_flags),
         cmocka_unit_test(test_connect_strings),
         cmocka_unit_test(test_connack),
         cmocka_unit_test(test_connack_errors),
