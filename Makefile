@@ -68,7 +68,7 @@ GEN_H = $(PROTO_NAMES:%=$(1)/%.pb-c.h)
 ALL_CFLAGS := $(CFLAGS_BASE) -I$(GEN) $(MODE_CFLAGS) $(CFLAGS)
 ALL_LDFLAGS := $(MODE_LDFLAGS) $(LDFLAGS)
 
-LIB_SRC := $(filter-out src/cli/main.c,$(wildcard src/*/*.c))
+LIB_SRC := $(filter-out src/cli/main.c,$(sort $(shell find src -name "*.c")))
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o) $(PROTO_NAMES:%=$(B)/obj/gen/%.pb-c.o)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)

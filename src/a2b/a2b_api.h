@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "bench/json.h"
+#include "core/json.h"
 
 enum a2b_op {
     A2B_COUNTRIES,       /* GET /countries */

@@ -15,6 +15,7 @@
 #include "a2b/a2b_body.h"
 #include "a2b/a2b_pg.h"
 #include "a2b/a2b_store.h"
+#include "core/clock.h"
 #include "core/ev.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -143,9 +144,7 @@ static void observe(const struct http_req *req, int status)
     while (s < NSTATUS && status_codes[s] != status)
         s++;
     atomic_fetch_add_explicit(&m->requests[route][s], 1, memory_order_relaxed);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    uint64_t now = clock_now_ns();
     uint64_t ns = now > req->start_ns ? now - req->start_ns : 0;
     size_t b = 0;
     while (b < NBOUNDS && (double)ns / 1e9 > latency_bounds[b])

@@ -22,12 +22,12 @@
 #include "broker/broker.h"
 #include "broker/metrics.h"
 #include "broker/msg.h"
+#include "broker/subtree.h"
 #include "core/ev.h"
 #include "core/hmap.h"
 #include "core/inbuf.h"
 #include "core/outq.h"
 #include "mqtt/mqtt5.h"
-#include "broker/subtree.h"
 
 struct session;
 struct transport;

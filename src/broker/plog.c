@@ -34,6 +34,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/clock.h"
 #include "core/hmap.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -883,13 +884,6 @@ struct plog {
     uint64_t failures, failure_logged_ms;
 };
 
-static uint64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void files_add(struct plog *l, uint32_t number, uint64_t size)
 {
     l->files = mem_realloc(l->files, (l->nfiles + 1) * sizeof *l->files);
@@ -958,7 +952,7 @@ uint64_t plog_append(struct plog *l, const struct plog_rec *rec)
  * every wake-up of the loop, does not flood the log (often on that disk). */
 static void log_failure(struct plog *l, const char *what, int err)
 {
-    uint64_t now = mono_ms();
+    uint64_t now = clock_now_ms();
     if (l->failures++ && now - l->failure_logged_ms < 10000)
         return;
     l->failure_logged_ms = now;
@@ -1018,7 +1012,7 @@ int plog_commit(struct plog *l)
             l->committed_seq = l->written_seq;
     }
     if (l->unsynced) {
-        uint64_t now = mono_ms();
+        uint64_t now = clock_now_ms();
         bool due = l->opt.sync_interval_ms ? now - l->last_sync_ms >= l->opt.sync_interval_ms
                                            : l->unsynced_gates;
         if (due && log_sync(l, now) < 0)
@@ -1033,7 +1027,7 @@ int plog_compact_start(struct plog *l)
     /* The current file's records are synced before the next file's can
      * be: after a power cut, recovery must find a prefix of the history,
      * not a later file's records without an earlier one's. */
-    if (l->compaction || plog_commit(l) < 0 || (l->unsynced && log_sync(l, mono_ms()) < 0))
+    if (l->compaction || plog_commit(l) < 0 || (l->unsynced && log_sync(l, clock_now_ms()) < 0))
         return -1;
     struct compaction *c = mem_calloc(1, sizeof *c);
     uint32_t old_number = l->number;
@@ -1112,7 +1106,7 @@ int plog_compact_wait(struct plog *l)
 void plog_maintain(struct plog *l)
 {
     if (l->unsynced && !l->opt.sync_interval_ms)
-        log_sync(l, mono_ms()); /* lazy records; a failure is logged, and retried */
+        log_sync(l, clock_now_ms()); /* lazy records; a failure is logged, and retried */
     if (l->compaction) {
         if (atomic_load(&l->compaction->status) != COMPACT_RUNNING)
             compact_finish(l);
@@ -1131,7 +1125,7 @@ void plog_close(struct plog *l)
         return;
     plog_commit(l);
     if (l->unsynced)
-        log_sync(l, mono_ms());
+        log_sync(l, clock_now_ms());
     plog_compact_wait(l);
     index_free(&l->x);
     close(l->fd);

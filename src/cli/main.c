@@ -10,15 +10,15 @@
 #include <string.h>
 
 #include "a2b/a2b_server.h"
-#include "bench/bench.h"
-#include "bench/shootout_run.h"
 #include "broker/broker.h"
 #include "broker/broker_conf.h"
 #include "broker/passwd_cmd.h"
 #include "car/car_server.h"
+#include "cli/bench_cmd.h"
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/version.h"
+#include "run/shootout_run.h"
 
 #define EXIT_USAGE 2
 

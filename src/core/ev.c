@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/mem.h"
 
 #define EV_MAX_EVENTS 1024
@@ -28,13 +29,6 @@ struct ev_loop {
     struct epoll_event events[EV_MAX_EVENTS];
 };
 
-static uint64_t ev_clock_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 struct ev_loop *ev_loop_new(void)
 {
     int epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -42,7 +36,7 @@ struct ev_loop *ev_loop_new(void)
         return NULL;
     struct ev_loop *loop = mem_calloc(1, sizeof *loop);
     loop->epfd = epfd;
-    loop->now_ms = ev_clock_ms();
+    loop->now_ms = clock_now_ms();
     loop->signal_io.fd = -1;
     return loop;
 }
@@ -60,7 +54,7 @@ void ev_loop_free(struct ev_loop *loop)
 
 uint64_t ev_now(const struct ev_loop *loop) { return loop->now_ms; }
 
-uint64_t ev_update_now(struct ev_loop *loop) { return loop->now_ms = ev_clock_ms(); }
+uint64_t ev_update_now(struct ev_loop *loop) { return loop->now_ms = clock_now_ms(); }
 
 void ev_stop(struct ev_loop *loop) { loop->running = false; }
 
@@ -249,7 +243,7 @@ static int ev_iterate(struct ev_loop *loop, int max_wait_ms)
     int n = epoll_wait(loop->epfd, loop->events, EV_MAX_EVENTS, timeout);
     if (n < 0 && errno != EINTR)
         return -1;
-    loop->now_ms = ev_clock_ms();
+    loop->now_ms = clock_now_ms();
     loop->batch_len = n;
     for (int i = 0; i < n; i++) {
         loop->batch_next = i + 1;

@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/clock.h"
 #include "core/ev.h"
 #include "core/linger.h"
 #include "core/log.h"
@@ -102,7 +103,6 @@ struct http_conn {
     enum conn_wait wait;
     uint64_t since_ms;
 };
-
 
 /* ---- Pure helpers ------------------------------------------------------- */
 
@@ -284,13 +284,6 @@ void http_server_config_defaults(struct http_server_config *cfg)
 
 /* ---- Requests ----------------------------------------------------------- */
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* One allocation: the request, then method, path, query and content type. */
 static struct http_req *req_new(struct http_conn *c, const struct http1_request *r,
                                 const struct http1_header *headers)
@@ -321,7 +314,7 @@ static struct http_req *req_new(struct http_conn *c, const struct http1_request 
     req->head = http1_str_eq(r->method, "HEAD");
     req->keep_alive = r->keep_alive;
     req->http10 = r->minor_version == 0;
-    req->start_ns = now_ns();
+    req->start_ns = clock_now_ns();
     req->route = -1;
     req->worker = c->w->app_worker;
     req->conn = c;
@@ -336,7 +329,7 @@ static struct http_req *req_bare(struct http_conn *c)
     char *t = (char *)(req + 1);
     t[0] = '-';
     req->method = req->path = t;
-    req->start_ns = now_ns();
+    req->start_ns = clock_now_ns();
     req->route = -1;
     req->worker = c->w->app_worker;
     req->conn = c;

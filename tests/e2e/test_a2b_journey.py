@@ -1,5 +1,5 @@
 """The a2b journey end to end: `shootout bench http-open` walking the
-built-in journey (src/bench/scenario.c) against a2b-server, and the
+built-in journey (src/load/http/scenario.c) against a2b-server, and the
 feeders it relies on.
 
 - The built-in journey, its search fed with a route of our data set

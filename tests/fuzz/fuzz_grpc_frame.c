@@ -22,8 +22,8 @@
 #include <string.h>
 
 #include "core/mem.h"
-#include "http/grpc_frame.h"
 #include "fuzz_check.h"
+#include "http/grpc_frame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

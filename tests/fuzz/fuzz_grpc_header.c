@@ -19,8 +19,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http/grpc_frame.h"
 #include "fuzz_check.h"
+#include "http/grpc_frame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/http1.h"
 #include "fuzz_check.h"
+#include "http/http1.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

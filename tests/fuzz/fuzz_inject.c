@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "bench/inject.h"
 #include "fuzz_check.h"
+#include "load/http/inject.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

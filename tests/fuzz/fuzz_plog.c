@@ -19,9 +19,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "../unit/test_dir.h"
 #include "broker/plog.h"
 #include "core/log.h"
-#include "../unit/test_dir.h"
 
 #define CHECK(cond)                                                                                \
     do {                                                                                           \

@@ -19,9 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/scenario.h"
 #include "core/mem.h"
 #include "fuzz_check.h"
+#include "load/http/scenario.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

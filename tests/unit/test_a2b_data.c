@@ -13,7 +13,7 @@
 
 #include "a2b/a2b_api.h"
 #include "a2b/a2b_data.h"
-#include "bench/json.h"
+#include "core/json.h"
 #include "core/mem.h"
 
 static void test_sizes(void **state)

@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "bench/bench.h"
-#include "bench/mqtt_load.h"
+#include "load/bench.h"
+#include "load/mqtt/mqtt_load.h"
 
 static int parse_version(struct bench_opts *o, const char *arg)
 {

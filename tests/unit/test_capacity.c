@@ -19,8 +19,8 @@
 
 #include <cmocka.h>
 
-#include "bench/http_open.h"
-#include "bench/run_a2b.h"
+#include "load/http/http_open.h"
+#include "run/run_a2b.h"
 
 /* One level of a recorded staircase, as the race table prints it. */
 struct row {
@@ -143,10 +143,10 @@ static void test_the_series_could_not_see_it(void **state)
     /* The same run as a per-second series at --quick's scale: 12 s, too
      * short for two 5 s windows after a 5 s baseline, so the old verdict
      * ("never saturated") came from a rule that could not fire. */
-    struct ho_point s[12];
+    struct result_point s[12];
     for (unsigned t = 0; t < 12; t++) {
         double sent = 280 + 130 * t, ok = t < 9 ? sent : 0.85 * sent;
-        s[t] = (struct ho_point){.active = sent, .responses = ok, .p95_ms = t < 9 ? 30 : 265,
+        s[t] = (struct result_point){.active = sent, .responses = ok, .p95_ms = t < 9 ? 30 : 265,
                                  .sent = sent, .ok = ok};
     }
     assert_int_equal(ho_saturation(s, 12, 5, NULL), -1);

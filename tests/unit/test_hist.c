@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "bench/hist.h"
+#include "report/hist.h"
 #include "test_rng.h"
 
 /* Log-uniform over [0, HIST_MAX], so every power of two gets samples. */

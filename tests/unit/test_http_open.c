@@ -27,19 +27,19 @@
 
 #include <cmocka.h>
 
-#include "bench/bench.h"
-#include "bench/http_open.h"
+#include "load/bench.h"
+#include "load/http/http_open.h"
 
 #define N 300
 #define W 5
 
-static struct ho_point s[N];
+static struct result_point s[N];
 
 /* Second t of a server that keeps up: it answers each second what was
  * sent in it, all OK, with p95 p95_ms. */
-static struct ho_point kept_up(double sent, double p95_ms)
+static struct result_point kept_up(double sent, double p95_ms)
 {
-    return (struct ho_point){.active = sent, .responses = sent, .p95_ms = p95_ms, .sent = sent,
+    return (struct result_point){.active = sent, .responses = sent, .p95_ms = p95_ms, .sent = sent,
                              .ok = sent};
 }
 
@@ -53,7 +53,7 @@ static void queue_model(const double *demand, unsigned n, double cap, double bas
     for (unsigned t = 0; t < n; t++) {
         double answered = fmin(backlog + demand[t], cap), before = backlog;
         backlog += demand[t] - answered;
-        s[t] = (struct ho_point){.active = 10.0 * (t + 1), .responses = answered,
+        s[t] = (struct result_point){.active = 10.0 * (t + 1), .responses = answered,
                                  .p95_ms = base_ms + 1000 * (before + backlog) / 2 / cap,
                                  .sent = demand[t], .ok = answered};
     }
@@ -126,7 +126,7 @@ static void test_fast_failing_server(void **state)
      * backlog, no latency, but fewer OK answers than demand. */
     for (unsigned t = 0; t < 120; t++) {
         double sent = 10.0 * t, ok = fmin(sent, 500);
-        s[t] = (struct ho_point){.active = t, .responses = sent, .p95_ms = 3, .sent = sent,
+        s[t] = (struct result_point){.active = t, .responses = sent, .p95_ms = 3, .sent = sent,
                                  .ok = ok, .ko_server = sent - ok};
     }
     enum ho_sat_cause cause;
@@ -164,7 +164,7 @@ static void test_short_stall_recovers(void **state)
     double backlog = 0;
     for (unsigned t = 0; t < 120; t++) {
         double cap = t == 40 || t == 41 ? 0 : 500, answered = fmin(backlog + 300, cap);
-        s[t] = (struct ho_point){.active = 300, .responses = answered,
+        s[t] = (struct result_point){.active = 300, .responses = answered,
                                  .p95_ms = backlog > 0 ? 2000 : 3, .sent = 300, .ok = answered};
         backlog += 300 - answered;
     }
@@ -188,7 +188,7 @@ static void test_slow_stable_server(void **state)
      * which looks like a backlog, but the latency never climbs. */
     for (unsigned t = 0; t < 120; t++) {
         double sent = t < 60 ? 5.0 * t : 300, before = t ? s[t - 1].sent : 0;
-        s[t] = (struct ho_point){.active = sent, .responses = before, .p95_ms = 1100,
+        s[t] = (struct result_point){.active = sent, .responses = before, .p95_ms = 1100,
                                  .sent = sent, .ok = before};
     }
     assert_int_equal(ho_saturation(s, 120, W, NULL), -1);

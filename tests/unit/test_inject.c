@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "bench/inject.h"
+#include "load/http/inject.h"
 
 #define MAX_SECONDS 64
 

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "bench/pg_probe.h"
+#include "load/pg_probe.h"
 
 static char root[64];
 

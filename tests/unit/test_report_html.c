@@ -11,8 +11,8 @@
 
 #include <cmocka.h>
 
-#include "bench/http_open.h"
-#include "bench/report_html.h"
+#include "load/http/http_open.h"
+#include "report/report_html.h"
 
 static struct result_row make_row(const char *experiment, const char *target, const char *agg,
                                   double conns, double throughput)
@@ -161,7 +161,7 @@ static void test_write_to_unwritable_path_reports(void **state)
     assert_non_null(strstr(err, "/nonexistent-dir/report.html"));
 }
 
-static char *render_timeline(const struct ho_point *pts, unsigned n, int saturation_s)
+static char *render_timeline(const struct result_point *pts, unsigned n, int saturation_s)
 {
     char *text = NULL;
     size_t len = 0;
@@ -175,7 +175,7 @@ static char *render_timeline(const struct ho_point *pts, unsigned n, int saturat
 /* The plot spans x 72..744 and y 236 (zero) up to 16 (the axis maximum). */
 static void test_timeline_draws_the_series_and_the_saturation(void **state)
 {
-    const struct ho_point pts[] = {{.active = 0, .responses = 0, .p95_ms = 1},
+    const struct result_point pts[] = {{.active = 0, .responses = 0, .p95_ms = 1},
                                    {.active = 10, .responses = 5, .p95_ms = 2},
                                    {.active = 20, .responses = 10, .p95_ms = 4}};
     char *html = render_timeline(pts, 3, 1);
@@ -200,7 +200,7 @@ static void test_timeline_draws_the_series_and_the_saturation(void **state)
     assert_non_null(strstr(html, "Saturation point: not reached."));
     free(html);
     /* One second: a single point at the left; a flat zero series keeps an axis. */
-    const struct ho_point one = {.active = 0};
+    const struct result_point one = {.active = 0};
     html = render_timeline(&one, 1, 0);
     assert_non_null(strstr(html, "points=\"72.0,236.0\""));
     assert_int_equal(count(html, "class=\"sat\""), 2);

@@ -30,11 +30,11 @@
 
 #include <cmocka.h>
 
-#include "bench/rpc_client.h"
 #include "car/car_server.h"
 #include "core/ev.h"
 #include "core/log.h"
 #include "core/net.h"
+#include "load/rpc/rpc_client.h"
 
 /* ---- A driver ---------------------------------------------------------------- */
 

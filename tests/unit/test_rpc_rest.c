@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include "bench/rpc_client.h"
 #include "car/car_fake.h"
 #include "core/net.h"
 #include "http/http1.h"
+#include "load/rpc/rpc_client.h"
 
 #define MAX_EVENTS 16
 #define LOOP_ROUNDS 200 /* bound on every wait, 5 ms each at most */

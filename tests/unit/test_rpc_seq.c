@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "bench/rpc_seq.h"
 #include "core/mem.h"
+#include "load/rpc/rpc_seq.h"
 
 #define MAX_CONNS 8
 

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "bench/scenario.h"
 #include "core/mem.h"
+#include "load/http/scenario.h"
 
 static void parse_ok(const char *text, struct scenario *s)
 {

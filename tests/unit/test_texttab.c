@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "bench/run_table.h"
-#include "bench/texttab.h"
+#include "report/run_table.h"
+#include "report/texttab.h"
 
 static char *printed(struct tt *t)
 {

@@ -1,0 +1,404 @@
+/* bench.c - what the experiments of `shootout bench` share: their common
+ * options, the repeat driver that runs, prints and aggregates them, and the
+ * JSON and HTML results at the end. */
+#include "load/bench.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/mem.h"
+#include "core/net.h"
+#include "core/opt.h"
+#include "load/probe.h"
+#include "mqtt/mqtt5.h"
+#include "mqtt/mqtt_codec.h"
+#include "report/report_html.h"
+#include "report/texttab.h"
+
+#define BENCH_DEFAULT_PORT 1883
+/* Descriptors beyond the connections: stdio, epoll and eventfds, JSON. */
+#define BENCH_SPARE_FDS 64
+
+/* ---- options ------------------------------------------------------------- */
+
+void bench_opts_init(struct bench_opts *o, const char *experiment, const char *usage)
+{
+    memset(o, 0, sizeof *o);
+    o->experiment = experiment;
+    o->usage = usage;
+    o->port = BENCH_DEFAULT_PORT;
+    o->threads = 1;
+    o->runs = 1;
+    o->timeout_s = 10;
+    o->messages = 1000;
+    o->payload_size = 16;
+    o->mqtt_version = 4;
+    o->target_arg = "127.0.0.1";
+    /* The pid tells processes that run at once apart, the clock those that
+     * get the same pid at different times. */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+    uint64_t mix = ((uint64_t)getpid() << 40 ^ us) * UINT64_C(0x9E3779B97F4A7C15);
+    o->id_token = (uint32_t)(mix >> 32);
+}
+
+int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "shootout bench %s: ", o->experiment);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see shootout bench %s --help)\n", o->experiment);
+    return BENCH_EXIT_USAGE;
+}
+
+int bench_parse_uint(const struct bench_opts *o, const char *opt, const char *arg, uint64_t min,
+                     uint64_t max, uint64_t *out)
+{
+    if (opt_parse_uint(arg, min, max, out) == 0)
+        return 0;
+    bench_usage_error(o, "%s wants a whole number from %llu to %llu, not '%s'", opt,
+                      (unsigned long long)min, (unsigned long long)max, arg);
+    return -1;
+}
+
+int bench_parse_option(struct bench_opts *o, int c, const char *arg)
+{
+    uint64_t v = 0;
+    int bad = 0;
+    switch (c) {
+    case BENCH_OPT_TARGET:
+        o->target_arg = arg;
+        break;
+    case BENCH_OPT_MESSAGES:
+        bad = bench_parse_uint(o, "--messages", arg, 1, UINT32_MAX, &o->messages);
+        break;
+    case BENCH_OPT_QOS:
+        bad = bench_parse_uint(o, "--qos", arg, 0, 2, &v);
+        o->qos = (unsigned)v;
+        break;
+    case BENCH_OPT_PAYLOAD:
+        bad = bench_parse_uint(o, "--payload-size", arg, 0, 16 * 1024 * 1024, &v);
+        o->payload_size = (uint32_t)v;
+        break;
+    case BENCH_OPT_RUNS:
+        bad = bench_parse_uint(o, "--runs", arg, 1, 1000, &v);
+        o->runs = (unsigned)v;
+        break;
+    case BENCH_OPT_THREADS:
+        bad = bench_parse_uint(o, "--threads", arg, 1, 256, &v);
+        o->threads = (unsigned)v;
+        break;
+    case BENCH_OPT_MQTT_VERSION:
+        if (!strcmp(arg, "3.1.1") || !strcmp(arg, "311"))
+            o->mqtt_version = MQTT311_PROTOCOL_LEVEL;
+        else if (!strcmp(arg, "3.1") || !strcmp(arg, "31"))
+            o->mqtt_version = MQTT31_PROTOCOL_LEVEL;
+        else if (!strcmp(arg, "5"))
+            o->mqtt_version = MQTT5_PROTOCOL_LEVEL;
+        else
+            return bench_usage_error(o, "--mqtt-version wants 3.1 (or 31), 3.1.1 (or 311) or 5, not '%s'",
+                                     arg);
+        break;
+    case BENCH_OPT_HTML:
+        o->html_path = arg;
+        break;
+    case BENCH_OPT_JSON:
+        o->json_path = arg;
+        break;
+    case BENCH_OPT_TIMEOUT:
+        bad = bench_parse_uint(o, "--timeout", arg, 1, 3600, &v);
+        o->timeout_s = (unsigned)v;
+        break;
+    case BENCH_OPT_SERVER_PID:
+        bad = bench_parse_uint(o, "--server-pid", arg, 1, INT_MAX, &v);
+        o->server_pid = (int)v;
+        break;
+    case BENCH_OPT_LABEL:
+        if (strlen(arg) >= sizeof o->target || !arg[0])
+            return bench_usage_error(o, "--label wants 1 to %zu characters", sizeof o->target - 1);
+        o->label = arg;
+        break;
+    case 'h':
+        fputs(o->usage, stdout);
+        return BENCH_EXIT_OK;
+    default: /* getopt_long has said what was wrong */
+        fprintf(stderr, "(see shootout bench %s --help)\n", o->experiment);
+        return BENCH_EXIT_USAGE;
+    }
+    return bad ? BENCH_EXIT_USAGE : -1;
+}
+
+/* Splits "host", "host:port" or "[v6]:port" into o->host (still a name)
+ * and o->port. */
+static int bench_split_target(struct bench_opts *o)
+{
+    const char *t = o->target_arg, *port = NULL;
+    size_t hlen;
+    if (t[0] == '[') {
+        const char *close = strchr(t, ']');
+        if (!close || (close[1] && close[1] != ':'))
+            return bench_usage_error(o, "--target wants HOST:PORT or [IPV6]:PORT, not '%s'", t);
+        hlen = (size_t)(close - t - 1);
+        t++;
+        if (close[1] == ':')
+            port = close + 2;
+    } else {
+        const char *colon = strrchr(t, ':');
+        /* More than one colon without brackets: a bare IPv6 address. */
+        if (colon && strchr(t, ':') == colon) {
+            hlen = (size_t)(colon - t);
+            port = colon + 1;
+        } else {
+            hlen = strlen(t);
+        }
+    }
+    if (hlen == 0 || hlen >= sizeof o->host)
+        return bench_usage_error(o, "--target has no usable host: '%s'", o->target_arg);
+    memcpy(o->host, t, hlen);
+    o->host[hlen] = '\0';
+    if (port) {
+        uint64_t v;
+        if (bench_parse_uint(o, "--target's port", port, 1, 65535, &v) < 0)
+            return BENCH_EXIT_USAGE;
+        o->port = (int)v;
+    }
+    return 0;
+}
+
+/* Resolves o->host once, to a numeric address, so that thousands of
+ * connects make no name lookups. */
+static int bench_resolve(struct bench_opts *o)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
+    int rc = getaddrinfo(o->host, NULL, &hints, &res);
+    if (rc != 0) {
+        fprintf(stderr, "shootout bench %s: cannot resolve %s: %s\n", o->experiment, o->host,
+                gai_strerror(rc));
+        return BENCH_EXIT_RUNTIME;
+    }
+    const void *addr = res->ai_family == AF_INET6
+                           ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
+                           : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
+    inet_ntop(res->ai_family, addr, o->host, sizeof o->host);
+    freeaddrinfo(res);
+    return 0;
+}
+
+int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned conns)
+{
+    if (optind < argc)
+        return bench_usage_error(o, "unexpected argument '%s'", argv[optind]);
+    int rc = bench_split_target(o);
+    if (rc)
+        return rc;
+    char comm[64] = "", err[NET_ERR_LEN];
+    if (o->server_pid && probe_server_name(o->server_pid, comm, sizeof comm, err, sizeof err) < 0)
+        return bench_usage_error(o, "--server-pid: %s", err);
+    if (o->label)
+        snprintf(o->target, sizeof o->target, "%s", o->label);
+    else if (comm[0])
+        snprintf(o->target, sizeof o->target, "%s", comm);
+    else if (strchr(o->host, ':'))
+        snprintf(o->target, sizeof o->target, "[%s]:%d", o->host, o->port);
+    else
+        snprintf(o->target, sizeof o->target, "%s:%d", o->host, o->port);
+    rc = bench_resolve(o);
+    if (rc)
+        return rc;
+    long fds = net_raise_fd_limit();
+    if (fds >= 0 && (unsigned long)fds < (unsigned long)conns + BENCH_SPARE_FDS) {
+        fprintf(stderr,
+                "shootout bench %s: %u connections need about %lu open files, but the limit is "
+                "%ld (raise it with ulimit -n)\n",
+                o->experiment, conns, (unsigned long)conns + BENCH_SPARE_FDS, fds);
+        return BENCH_EXIT_RUNTIME;
+    }
+    return 0;
+}
+
+/* ---- running ------------------------------------------------------------- */
+
+static void bench_probe_tick(void *probe) { probe_sample(probe); }
+
+int bench_mqtt_exec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                    struct result_row *row, struct mc_stats *st)
+{
+    struct probe probe;
+    probe_start(&probe, o->server_pid);
+    int rc = bench_mqtt_phase(o, run, conns, &probe, row, st);
+    probe_finish(&probe, (double)st->received, row);
+    if (st->t_ready_ns)
+        row->setup_s = (double)(st->t_ready_ns - st->t_start_ns) / 1e9;
+    return rc;
+}
+
+int bench_mqtt_phase(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                     struct probe *probe, struct result_row *row, struct mc_stats *st)
+{
+    enum mc_status status = mc_run_exec(run, o->timeout_s, probe ? bench_probe_tick : NULL, probe);
+    mc_run_stats(run, st);
+    row->sent += (double)st->published;
+    row->received += (double)st->received;
+    row->err_connect += st->fail_connect;
+    row->err_protocol += st->fail_protocol;
+    row->err_timeout += status == MC_TIMEOUT;
+    switch (status) {
+    case MC_DONE:
+        return BENCH_EXIT_OK;
+    case MC_FAILED:
+        snprintf(row->error, sizeof row->error, "%s", st->error);
+        return st->fail_kind == MC_FAIL_CHECK ? BENCH_EXIT_MISSED : BENCH_EXIT_RUNTIME;
+    case MC_TIMEOUT:
+        break;
+    }
+    if (st->t_ready_ns)
+        return -1;
+    snprintf(row->error, sizeof row->error,
+             "no progress for %u s while connecting and subscribing: %u of %u connections ready",
+             o->timeout_s, st->ready, conns);
+    return BENCH_EXIT_RUNTIME;
+}
+
+/* One line per run for a caller that prints its own tables. */
+static void bench_progress(const struct result_row *row, int rc)
+{
+    if (rc != BENCH_EXIT_OK) {
+        fprintf(stderr, "  %s run %u/%u FAILED: %s\n", row->name, row->repetition_index + 1,
+                row->repetitions, row->error);
+        return;
+    }
+    const char *unit = result_unit(row);
+    fprintf(stderr, "  %s run %u/%u: %.1f k %s/s", row->name, row->repetition_index + 1,
+            row->repetitions, row->throughput / 1e3, unit);
+    if (row->server_pid)
+        fprintf(stderr, ", server %.2f us/%s", row->server_cpu_us_per_op, unit);
+    fputc('\n', stderr);
+}
+
+int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
+                 const struct result_row *tmpl, bench_run_fn run, void *arg,
+                 struct result_set *out)
+{
+    /* With JSON on stdout the table moves out of its way. */
+    FILE *tf = o->json_path && !strcmp(o->json_path, "-") ? stderr : stdout;
+    struct result_row *rows = mem_calloc(o->runs + 3, sizeof *rows);
+    unsigned n = 0;
+    int rc = BENCH_EXIT_OK;
+    struct tt table = {0};
+    for (unsigned rep = 0; rep < o->runs; rep++) {
+        struct result_row *row = &rows[n++];
+        *row = *tmpl;
+        row->repetitions = o->runs;
+        row->repetition_index = rep;
+        rc = run(o, arg, rep, row);
+        if (o->brief) {
+            bench_progress(row, rc);
+        } else {
+            if (rep == 0) {
+                fprintf(tf, "%s: %s\n", row->name, ctx->command_line);
+                result_print_defs(tf, row);
+                result_table_begin(&table, row);
+            }
+            result_table_row(&table, row);
+            tt_print(tf, &table);
+            fflush(tf);
+            if (rc != BENCH_EXIT_OK)
+                fprintf(stderr, "shootout bench %s: run %u FAILED: %s\n", o->experiment,
+                        rep + 1, row->error);
+        }
+        if (rc != BENCH_EXIT_OK)
+            break;
+    }
+    if (rc == BENCH_EXIT_OK && o->runs > 1) {
+        result_aggregate(rows, o->runs, &rows[n]);
+        if (!o->brief) {
+            for (unsigned i = 0; i < 3; i++)
+                result_table_row(&table, &rows[n + i]);
+            tt_print(tf, &table);
+            result_print_summary(tf, &rows[n], &rows[n + 2]);
+        }
+        n += 3;
+    }
+    tt_free(&table);
+    result_set_append(out, rows, n);
+    mem_free(rows);
+    return rc;
+}
+
+int bench_finish(const struct bench_opts *o, const struct result_context *ctx,
+                 struct result_set *rows, int rc)
+{
+    char err[256];
+    if (o->json_path && result_write_json(o->json_path, ctx, rows->rows, rows->n, err,
+                                          sizeof err) < 0) {
+        fprintf(stderr, "shootout bench %s: %s\n", o->experiment, err);
+        if (rc == BENCH_EXIT_OK)
+            rc = BENCH_EXIT_RUNTIME;
+    }
+    if (o->html_path && report_html_write(o->html_path, ctx, rows->rows, rows->n, err, sizeof err) < 0) {
+        fprintf(stderr, "shootout bench %s: %s\n", o->experiment, err);
+        if (rc == BENCH_EXIT_OK)
+            rc = BENCH_EXIT_RUNTIME;
+    }
+    result_set_free(rows);
+    return rc;
+}
+
+void bench_common_params(struct result_row *tmpl, const struct bench_opts *o)
+{
+    snprintf(tmpl->target, sizeof tmpl->target, "%s", o->target);
+    result_param(tmpl, "messages", (double)o->messages);
+    result_param(tmpl, "qos", o->qos);
+    result_param(tmpl, "payload_size", o->payload_size);
+    result_param(tmpl, "threads", o->threads);
+    result_param(tmpl, "protocol_level", o->mqtt_version);
+}
+
+void bench_row_name(struct result_row *tmpl, const struct bench_opts *o, const char *point)
+{
+    const char *session = o->offline ? "offline" : o->persistent ? "persistent" : "";
+    const char *version = o->mqtt_version == MQTT5_PROTOCOL_LEVEL    ? "mqtt5"
+                          : o->mqtt_version == MQTT31_PROTOCOL_LEVEL ? "mqtt31"
+                                                                     : "";
+    char variant[32];
+    snprintf(variant, sizeof variant, "%s%s%s", version, version[0] && session[0] ? "-" : "",
+             session);
+    snprintf(tmpl->name, sizeof tmpl->name, "%s/%s/%s%s%s", o->experiment, o->target, variant,
+             variant[0] ? "/" : "", point);
+}
+
+struct mc_config bench_mc_config(const struct bench_opts *o, const char *tag, unsigned rep,
+                                 unsigned conns, uint64_t work, char prefix[32])
+{
+    snprintf(prefix, 32, "%s%08x.%u", tag, (unsigned)o->id_token, rep);
+    return (struct mc_config){
+        .host = o->host,
+        .port = o->port,
+        .conns = conns,
+        .threads = o->threads,
+        .client_id_prefix = prefix,
+        .max_packet = o->payload_size + 64 * 1024,
+        .work = work,
+        .version = o->mqtt_version,
+    };
+}
+
+uint8_t *bench_payload(const char *text, size_t len)
+{
+    uint8_t *p = mem_alloc(len);
+    size_t tlen = strlen(text);
+    for (size_t i = 0; i < len; i++)
+        p[i] = (uint8_t)text[i % tlen];
+    return p;
+}

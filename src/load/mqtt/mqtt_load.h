@@ -1,0 +1,27 @@
+/* mqtt_load.h - `shootout bench mqtt-load`, the source article's loadtest:
+ * C connections, half of them subscribers (subscriber i on loadtest/<i>),
+ * half publishers (publisher i sends M messages to loadtest/<i> as fast as
+ * the broker takes them). The run ends when every subscriber has its M
+ * messages.
+ *
+ * Two throughputs, both messages delivered to subscribers per second: the
+ * article's, timed from the first connect to the last message, and the
+ * messaging phase's, timed from the moment every subscription was
+ * established (publishing starts only then) to the last message.
+ */
+#ifndef SHOOTOUT_MQTT_LOAD_H
+#define SHOOTOUT_MQTT_LOAD_H
+
+#include "load/bench.h"
+
+/* argv[0] is "mqtt-load". Returns the exit code (see bench.h). */
+int mqtt_load_main(int argc, char **argv, const struct result_context *ctx);
+
+/* The experiment itself, for callers that set the options up themselves
+ * (o->host numeric, o->target named, see bench_finish_options): o->runs
+ * repetitions with conns connections (even). Appends the rows to out and
+ * returns the exit code. */
+int mqtt_load_exec(const struct bench_opts *o, unsigned conns, const struct result_context *ctx,
+                   struct result_set *out);
+
+#endif

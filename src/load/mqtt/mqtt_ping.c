@@ -1,0 +1,310 @@
+/* mqtt_ping.c - the pingtest experiment on the client engine. */
+#include "load/mqtt/mqtt_ping.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/mem.h"
+#include "load/bench.h"
+#include "load/mqtt/mqtt_client.h"
+#include "report/hist.h"
+
+static const char usage[] =
+    "usage: shootout bench mqtt-ping [options]\n"
+    "\n"
+    "The MQTT pingtest of the source article: --pairs request/reply pairs and\n"
+    "--wsubs wildcard subscribers. In pair i a responder subscribes to\n"
+    "pingtest/<i>/request and answers each request on pingtest/<i>/reply; the\n"
+    "requester sends --messages requests one at a time, each after the previous\n"
+    "reply. Every wildcard subscriber (pingtest/0/#) must receive all of pair 0's\n"
+    "requests and replies. All connections and subscriptions are established\n"
+    "before the clock starts.\n"
+    "\n"
+    "Reported: messages per second, counting requests delivered to responders\n"
+    "plus replies delivered to requesters (2 x messages x pairs, as the article),\n"
+    "from all subscriptions established to the last message; the round-trip\n"
+    "latency (request sent to reply received) with min, mean, stddev, max and\n"
+    "percentiles; and the CPU time of this client, and of the broker with\n"
+    "--server-pid, per message delivered to any client.\n"
+    "\n"
+    "options:\n"
+    "  --pairs P             request/reply pairs (default 100)\n"
+    "  --wsubs W             wildcard subscribers on pingtest/0/# (default 20)\n"
+    "  --messages M          requests per pair (default 1000)\n"
+    "                        (--payload-size must be at least 8: requests carry\n"
+    "                        their sequence number)\n" BENCH_HELP;
+
+#define PING_PAYLOAD "pingtest payload"
+#define PING_SEQ_LEN sizeof(uint64_t)
+
+struct ping {
+    unsigned pairs, wsubs;
+    uint64_t messages;
+    uint8_t qos;
+    uint8_t *payload; /* request template; the sequence number goes first */
+    size_t payload_len;
+    char (*names)[2][40]; /* per pair: request and reply topic */
+    struct mqtt_bytes (*topics)[2];
+    /* Per connection, written only on its thread: messages received.
+     * Responders are 0..P-1, requesters P..2P-1, wildcard subscribers
+     * after them. */
+    uint64_t *count;
+    uint64_t *sent_ns;  /* per pair: when the outstanding request was queued */
+    struct hist *hists; /* per thread: round trips in nanoseconds */
+    unsigned nhists;
+};
+
+enum { PING_REQUEST, PING_REPLY };
+
+static bool ping_topic_is(const struct mqtt_publish *p, struct mqtt_bytes t)
+{
+    return p->topic.len == t.len && !memcmp(p->topic.ptr, t.ptr, t.len);
+}
+
+static void ping_send(struct ping *g, struct mc_conn *c, unsigned pair, uint64_t seq)
+{
+    uint8_t *payload =
+        mc_publish(c, g->topics[pair][PING_REQUEST], g->payload, g->payload_len, g->qos);
+    memcpy(payload, &seq, PING_SEQ_LEN);
+    g->sent_ns[pair] = clock_now_ns();
+}
+
+static void ping_start(struct mc_conn *c, void *user)
+{
+    struct ping *g = user;
+    unsigned i = mc_index(c);
+    if (i >= g->pairs && i < 2 * g->pairs)
+        ping_send(g, c, i - g->pairs, 0);
+}
+
+static void ping_unexpected(struct mc_conn *c, const char *who, unsigned n,
+                            const struct mqtt_publish *p)
+{
+    mc_fail(c, MC_FAIL_CHECK, "%s %u received an unexpected message on %.*s", who, n,
+            (int)p->topic.len, (const char *)p->topic.ptr);
+}
+
+static void ping_responder(struct ping *g, struct mc_conn *c, unsigned pair,
+                           const struct mqtt_publish *p)
+{
+    if (!ping_topic_is(p, g->topics[pair][PING_REQUEST])) {
+        ping_unexpected(c, "responder", pair, p);
+        return;
+    }
+    g->count[pair]++;
+    mc_publish(c, g->topics[pair][PING_REPLY], p->payload.ptr, p->payload.len, g->qos);
+}
+
+static void ping_requester(struct ping *g, struct mc_conn *c, unsigned pair,
+                           const struct mqtt_publish *p)
+{
+    uint64_t now = clock_now_ns();
+    uint64_t *n = &g->count[g->pairs + pair], seq;
+    if (!ping_topic_is(p, g->topics[pair][PING_REPLY]) || p->payload.len != g->payload_len) {
+        ping_unexpected(c, "requester", pair, p);
+        return;
+    }
+    memcpy(&seq, p->payload.ptr, PING_SEQ_LEN);
+    if (seq != *n) {
+        mc_fail(c, MC_FAIL_CHECK, "requester %u expected reply %llu, received reply %llu", pair,
+                (unsigned long long)*n, (unsigned long long)seq);
+        return;
+    }
+    hist_record(&g->hists[mc_thread(c)], now - g->sent_ns[pair]);
+    if (++*n == g->messages)
+        mc_complete(c);
+    else
+        ping_send(g, c, pair, *n);
+}
+
+static void ping_wildcard(struct ping *g, struct mc_conn *c, unsigned w,
+                          const struct mqtt_publish *p)
+{
+    if (!ping_topic_is(p, g->topics[0][PING_REQUEST]) &&
+        !ping_topic_is(p, g->topics[0][PING_REPLY])) {
+        ping_unexpected(c, "wildcard subscriber", w, p);
+        return;
+    }
+    uint64_t n = ++g->count[2 * g->pairs + w];
+    if (n == 2 * g->messages)
+        mc_complete(c);
+    else if (n == 2 * g->messages + 1)
+        mc_fail(c, MC_FAIL_CHECK,
+                "wildcard subscriber %u received more than the %llu messages of pair 0", w,
+                (unsigned long long)(2 * g->messages));
+}
+
+static void ping_message(struct mc_conn *c, const struct mqtt_publish *p, void *user)
+{
+    struct ping *g = user;
+    unsigned i = mc_index(c);
+    if (i < g->pairs)
+        ping_responder(g, c, i, p);
+    else if (i < 2 * g->pairs)
+        ping_requester(g, c, i - g->pairs, p);
+    else
+        ping_wildcard(g, c, i - 2 * g->pairs, p);
+}
+
+static const struct mc_ops ping_ops = {
+    .start = ping_start,
+    .message = ping_message,
+};
+
+/* After a timeout in the measured phase: which pairs and wildcard
+ * subscribers fell short. */
+static void ping_missing(const struct bench_opts *o, const struct ping *g, struct result_row *row)
+{
+    unsigned pairs_behind = 0, wsubs_behind = 0;
+    uint64_t trips = 0, wmissing = 0;
+    for (unsigned i = 0; i < g->pairs; i++) {
+        uint64_t done = g->count[g->pairs + i];
+        if (done < g->messages) {
+            pairs_behind++;
+            trips += g->messages - done;
+        }
+    }
+    for (unsigned i = 0; i < g->wsubs; i++) {
+        uint64_t got = g->count[2 * g->pairs + i];
+        if (got < 2 * g->messages) {
+            wsubs_behind++;
+            wmissing += 2 * g->messages - got;
+        }
+    }
+    uint64_t expected = 2 * g->messages * (g->pairs + g->wsubs);
+    row->lost = (double)expected - row->received;
+    snprintf(row->error, sizeof row->error,
+             "messages missing after no progress for %u s: %u of %u pairs are missing replies "
+             "(%llu of %llu round trips not completed), %u of %u wildcard subscribers are "
+             "missing messages (%llu not delivered)",
+             o->timeout_s, pairs_behind, g->pairs, (unsigned long long)trips,
+             (unsigned long long)(g->messages * g->pairs), wsubs_behind, g->wsubs,
+             (unsigned long long)wmissing);
+}
+
+static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct result_row *row)
+{
+    struct ping *g = arg;
+    unsigned conns = 2 * g->pairs + g->wsubs;
+    memset(g->count, 0, conns * sizeof *g->count);
+    for (unsigned i = 0; i < g->nhists; i++)
+        hist_reset(&g->hists[i]);
+    char prefix[32];
+    struct mc_config cfg = bench_mc_config(o, "pg", rep, conns, g->pairs + g->wsubs, prefix);
+    struct mc_run *run = mc_run_new(&cfg, &ping_ops, g);
+    for (unsigned i = 0; i < g->pairs; i++) {
+        mc_set_filter(run, i, g->names[i][PING_REQUEST], g->qos);
+        mc_set_filter(run, g->pairs + i, g->names[i][PING_REPLY], g->qos);
+    }
+    for (unsigned i = 0; i < g->wsubs; i++)
+        mc_set_filter(run, 2 * g->pairs + i, "pingtest/0/#", g->qos);
+    struct mc_stats st;
+    int rc = bench_mqtt_exec(o, run, conns, row, &st);
+    mc_run_free(run);
+
+    struct hist *all = &g->hists[0];
+    for (unsigned i = 1; i < g->nhists; i++)
+        hist_merge(all, &g->hists[i]);
+    result_set_latency(row, all);
+    if (rc < 0) {
+        ping_missing(o, g, row);
+        return BENCH_EXIT_MISSED;
+    }
+    if (rc != BENCH_EXIT_OK)
+        return rc;
+    uint64_t pair_deliveries = 0;
+    for (unsigned i = 0; i < 2 * g->pairs; i++)
+        pair_deliveries += g->count[i];
+    row->duration_s = (double)(st.t_end_ns - st.t_ready_ns) / 1e9;
+    row->throughput = (double)pair_deliveries / row->duration_s;
+    return BENCH_EXIT_OK;
+}
+
+int mqtt_ping_main(int argc, char **argv, const struct result_context *ctx)
+{
+    enum { OPT_PAIRS = 1, OPT_WSUBS };
+    static const struct option opts[] = {
+        {"pairs", required_argument, NULL, OPT_PAIRS},
+        {"wsubs", required_argument, NULL, OPT_WSUBS},
+        BENCH_LONGOPTS,
+        {NULL, 0, NULL, 0},
+    };
+    struct bench_opts o;
+    bench_opts_init(&o, "mqtt-ping", usage);
+    uint64_t pairs = 100, wsubs = 20;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == OPT_PAIRS || c == OPT_WSUBS) {
+            bool is_pairs = c == OPT_PAIRS;
+            if (bench_parse_uint(&o, is_pairs ? "--pairs" : "--wsubs", optarg, is_pairs ? 1 : 0,
+                                 500000, is_pairs ? &pairs : &wsubs) < 0)
+                return BENCH_EXIT_USAGE;
+            continue;
+        }
+        int rc = bench_parse_option(&o, c, optarg);
+        if (rc >= 0)
+            return rc;
+    }
+    if (o.payload_size < PING_SEQ_LEN)
+        return bench_usage_error(&o, "--payload-size must be at least %zu (the sequence number)",
+                                 PING_SEQ_LEN);
+    int rc = bench_finish_options(&o, argc, argv, (unsigned)(2 * pairs + wsubs));
+    if (rc)
+        return rc;
+    struct result_set rows = {0};
+    rc = mqtt_ping_exec(&o, (unsigned)pairs, (unsigned)wsubs, ctx, &rows);
+    return bench_finish(&o, ctx, &rows, rc);
+}
+
+int mqtt_ping_exec(const struct bench_opts *o, unsigned pairs, unsigned wsubs,
+                   const struct result_context *ctx, struct result_set *out)
+{
+    unsigned conns = 2 * pairs + wsubs;
+    struct ping g = {
+        .pairs = pairs,
+        .wsubs = wsubs,
+        .messages = o->messages,
+        .qos = (uint8_t)o->qos,
+        .payload = bench_payload(PING_PAYLOAD, o->payload_size),
+        .payload_len = o->payload_size,
+        .nhists = o->threads,
+    };
+    g.names = mem_alloc(g.pairs * sizeof *g.names);
+    g.topics = mem_alloc(g.pairs * sizeof *g.topics);
+    g.count = mem_calloc(conns, sizeof *g.count);
+    g.sent_ns = mem_calloc(g.pairs, sizeof *g.sent_ns);
+    g.hists = mem_calloc(g.nhists, sizeof *g.hists);
+    for (unsigned i = 0; i < g.pairs; i++) {
+        static const char *const kinds[2] = {"request", "reply"};
+        for (int k = 0; k < 2; k++) {
+            int n = snprintf(g.names[i][k], sizeof g.names[i][k], "pingtest/%u/%s", i, kinds[k]);
+            g.topics[i][k] = (struct mqtt_bytes){(const uint8_t *)g.names[i][k], (size_t)n};
+        }
+    }
+
+    struct result_row tmpl = {
+        .experiment = "mqtt-ping",
+        .throughput_def = "requests delivered to responders plus replies delivered to "
+                          "requesters (2 x messages x pairs) per second, from all "
+                          "subscriptions established to the last message",
+        .op_def = "message delivered to any client (pairs and wildcard subscribers)",
+    };
+    char point[32];
+    snprintf(point, sizeof point, "%up%uw", g.pairs, g.wsubs);
+    bench_row_name(&tmpl, o, point);
+    result_param(&tmpl, "pairs", g.pairs);
+    result_param(&tmpl, "wsubs", g.wsubs);
+    result_param(&tmpl, "conns", conns);
+    bench_common_params(&tmpl, o);
+
+    int rc = bench_repeat(o, ctx, &tmpl, ping_run, &g, out);
+    mem_free(g.hists);
+    mem_free(g.sent_ns);
+    mem_free(g.count);
+    mem_free(g.topics);
+    mem_free(g.names);
+    mem_free(g.payload);
+    return rc;
+}

@@ -1,0 +1,532 @@
+/* report_html.c - the self-contained HTML report: rows grouped by
+ * experiment, grid point and target, drawn as inline SVG bar charts, and
+ * the per-second series of http-open runs as line charts. */
+#include "report/report_html.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+
+#define REPORT_MAX_POINTS 32
+#define REPORT_MAX_SERIES 8
+#define REPORT_MAX_EXPERIMENTS 16
+
+/* Chart geometry, in SVG user units. */
+#define CHART_W 760.0
+#define CHART_H 280.0
+#define CHART_LEFT 72.0
+#define CHART_RIGHT 16.0
+#define CHART_TOP 16.0
+#define CHART_BOTTOM 44.0
+#define PLOT_W (CHART_W - CHART_LEFT - CHART_RIGHT)
+#define PLOT_H (CHART_H - CHART_TOP - CHART_BOTTOM)
+
+static const char *const series_colors[REPORT_MAX_SERIES] = {
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+};
+
+/* A figure worth a chart, and when a row has it. */
+enum metric_need { NEED_ALWAYS, NEED_LATENCY, NEED_SERVER, NEED_CLIENT };
+
+static const struct report_metric {
+    size_t index;
+    const char *title, *unit;
+    enum metric_need need;
+} report_metrics[] = {
+    {RESULT_METRIC(throughput), "Throughput", "per second", NEED_ALWAYS},
+    {RESULT_METRIC(lat_p50), "Latency p50", "µs", NEED_LATENCY},
+    {RESULT_METRIC(lat_p99), "Latency p99", "µs", NEED_LATENCY},
+    {RESULT_METRIC(server_cpu_us_per_op), "Server CPU per operation", "µs", NEED_SERVER},
+    {RESULT_METRIC(client_cpu_us_per_op), "Client CPU per operation", "µs", NEED_CLIENT},
+};
+
+/* One experiment's rows arranged as points x series. Row names read
+ * "<experiment>/<series>/<point>", e.g. "rpc-seq/shootout/grpc/1000n1c":
+ * the series is what was measured (target and, where the experiment has
+ * one, protocol), the point where on the grid, labelled as in the tables. */
+struct report_group {
+    const char *experiment;
+    bool aggregated; /* mean/stddev rows, or plain iterations */
+    unsigned npoints, nseries;
+    const char *point[REPORT_MAX_POINTS]; /* into a row's name */
+    char series[REPORT_MAX_SERIES][128];
+    const struct result_row *value[REPORT_MAX_POINTS][REPORT_MAX_SERIES];
+    const struct result_row *spread[REPORT_MAX_POINTS][REPORT_MAX_SERIES]; /* stddev rows */
+};
+
+static void put_escaped(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
+        }
+    }
+}
+
+/* Enough digits to tell figures apart at a glance, no more. */
+static void put_number(FILE *f, double v)
+{
+    double a = fabs(v);
+    fprintf(f, a >= 100 || a == 0 ? "%.0f" : a >= 10 ? "%.1f" : a >= 1 ? "%.2f" : "%.3g", v);
+}
+
+/* Splits a row's name into its series and point (see report_group); a
+ * name without both falls back to the target and the whole name. */
+static void row_name_parts(const struct result_row *r, char *series, size_t cap, const char **point)
+{
+    const char *first = strchr(r->name, '/'), *last = strrchr(r->name, '/');
+    if (!first || first == last) {
+        snprintf(series, cap, "%s", r->target);
+        *point = r->name;
+        return;
+    }
+    snprintf(series, cap, "%.*s", (int)(last - first - 1), first + 1);
+    *point = last + 1;
+}
+
+static const struct result_row *find_stddev(const struct result_row *rows, unsigned n,
+                                            const struct result_row *mean)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (rows[i].aggregate_name && !strcmp(rows[i].aggregate_name, "stddev") &&
+            !strcmp(rows[i].name, mean->name))
+            return &rows[i];
+    return NULL;
+}
+
+static unsigned group_point(struct report_group *g, const char *point)
+{
+    for (unsigned p = 0; p < g->npoints; p++)
+        if (!strcmp(g->point[p], point))
+            return p;
+    if (g->npoints == REPORT_MAX_POINTS)
+        return REPORT_MAX_POINTS;
+    g->point[g->npoints] = point;
+    return g->npoints++;
+}
+
+static unsigned group_series(struct report_group *g, const char *series)
+{
+    for (unsigned s = 0; s < g->nseries; s++)
+        if (!strcmp(g->series[s], series))
+            return s;
+    if (g->nseries == REPORT_MAX_SERIES)
+        return REPORT_MAX_SERIES;
+    snprintf(g->series[g->nseries], sizeof g->series[0], "%s", series);
+    return g->nseries++;
+}
+
+static void group_build(struct report_group *g, const char *experiment, const struct result_row *rows,
+                        unsigned n)
+{
+    memset(g, 0, sizeof *g);
+    g->experiment = experiment;
+    for (unsigned i = 0; i < n; i++)
+        if (!strcmp(rows[i].experiment, experiment) && rows[i].aggregate_name &&
+            !strcmp(rows[i].aggregate_name, "mean"))
+            g->aggregated = true;
+    for (unsigned i = 0; i < n; i++) {
+        const struct result_row *r = &rows[i];
+        if (strcmp(r->experiment, experiment))
+            continue;
+        if (g->aggregated ? !r->aggregate_name || strcmp(r->aggregate_name, "mean") : r->aggregate_name != NULL)
+            continue;
+        char series[sizeof g->series[0]];
+        const char *point;
+        row_name_parts(r, series, sizeof series, &point);
+        unsigned p = group_point(g, point), s = group_series(g, series);
+        if (p == REPORT_MAX_POINTS || s == REPORT_MAX_SERIES)
+            continue;
+        g->value[p][s] = r;
+        g->spread[p][s] = g->aggregated ? find_stddev(rows, n, r) : NULL;
+    }
+}
+
+static bool row_has(const struct result_row *r, enum metric_need need)
+{
+    switch (need) {
+    case NEED_LATENCY:
+        return r->has_latency;
+    case NEED_SERVER:
+        return r->server_pid != 0;
+    case NEED_CLIENT:
+        return r->client_cpu_s > 0;
+    default:
+        return true;
+    }
+}
+
+static bool group_has(const struct report_group *g, enum metric_need need)
+{
+    for (unsigned p = 0; p < g->npoints; p++)
+        for (unsigned s = 0; s < g->nseries; s++)
+            if (g->value[p][s] && row_has(g->value[p][s], need))
+                return true;
+    return false;
+}
+
+/* A round axis maximum: 1, 2, 2.5 or 5 times a power of ten per tick. */
+static double nice_step(double max, unsigned ticks)
+{
+    double raw = max / ticks, mag = pow(10, floor(log10(raw))), steps[] = {1, 2, 2.5, 5, 10};
+    for (unsigned i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        if (steps[i] * mag >= raw)
+            return steps[i] * mag;
+    return 10 * mag;
+}
+
+/* A value axis from 0 up to max, in round steps of step. */
+struct axis {
+    double max, step;
+};
+
+static struct axis axis_for(double top)
+{
+    if (!(top > 0))
+        top = 1;
+    double step = nice_step(top, 5);
+    return (struct axis){step * ceil(top / step), step};
+}
+
+static double axis_y(const struct axis *a, double v) { return CHART_TOP + PLOT_H - v / a->max * PLOT_H; }
+
+/* Opens a figure (caption: static text) and its SVG, and draws the value
+ * grid with each step's value at the left. */
+static void put_figure_open(FILE *f, const char *caption, const struct axis *a)
+{
+    fprintf(f, "<figure><figcaption>%s</figcaption>\n", caption);
+    fprintf(f, "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\">\n", CHART_W,
+            CHART_H, CHART_W, CHART_H);
+    for (double t = 0; t <= a->max * 1.0001; t += a->step) {
+        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", CHART_LEFT,
+                CHART_W - CHART_RIGHT, axis_y(a, t), axis_y(a, t));
+        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT - 6, axis_y(a, t) + 4);
+        put_number(f, t);
+        fputs("</text>\n", f);
+    }
+}
+
+/* Draws the baseline and closes what put_figure_open opened. */
+static void put_figure_close(FILE *f, const struct axis *a)
+{
+    fprintf(f, "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", CHART_LEFT,
+            CHART_W - CHART_RIGHT, axis_y(a, 0), axis_y(a, 0));
+    fputs("</svg></figure>\n", f);
+}
+
+static void put_legend_item(FILE *f, const char *color, const char *name)
+{
+    fprintf(f, "<li><span class=\"swatch\" style=\"background:%s\"></span>", color);
+    put_escaped(f, name);
+    fputs("</li>", f);
+}
+
+static void put_chart(FILE *f, const struct report_group *g, const struct report_metric *m)
+{
+    double top = 0;
+    for (unsigned p = 0; p < g->npoints; p++)
+        for (unsigned s = 0; s < g->nseries; s++) {
+            const struct result_row *v = g->value[p][s], *sd = g->spread[p][s];
+            if (!v || !row_has(v, m->need))
+                continue;
+            double hi = v->metric[m->index] + (sd ? sd->metric[m->index] : 0);
+            if (hi > top)
+                top = hi;
+        }
+    struct axis a = axis_for(top);
+    double gw = PLOT_W / g->npoints, bw = gw * 0.8 / g->nseries;
+    char caption[128];
+    snprintf(caption, sizeof caption, "%s (%s)", m->title, m->unit);
+    put_figure_open(f, caption, &a);
+    for (unsigned p = 0; p < g->npoints; p++) {
+        double gx = CHART_LEFT + p * gw + gw * 0.1;
+        for (unsigned s = 0; s < g->nseries; s++) {
+            const struct result_row *v = g->value[p][s], *sd = g->spread[p][s];
+            if (!v || !row_has(v, m->need))
+                continue;
+            double val = v->metric[m->index], dev = sd ? sd->metric[m->index] : 0;
+            double x = gx + s * bw;
+            fprintf(f, "<rect class=\"bar\" fill=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">",
+                    series_colors[s], x, axis_y(&a, val), bw * 0.92, axis_y(&a, 0) - axis_y(&a, val));
+            fputs("<title>", f);
+            put_escaped(f, g->series[s]);
+            fputs(", ", f);
+            put_escaped(f, g->point[p]);
+            fputs(": ", f);
+            put_number(f, val);
+            if (sd) {
+                fputs(" ± ", f);
+                put_number(f, dev);
+            }
+            fprintf(f, " %s</title></rect>\n", m->unit);
+            if (dev > 0) {
+                double cx = x + bw * 0.46;
+                double lo = val - dev > 0 ? val - dev : 0;
+                fprintf(f, "<path class=\"err\" d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\"/>\n", cx,
+                        axis_y(&a, lo), axis_y(&a, val + dev), cx - 3, axis_y(&a, lo), cx + 3, cx - 3,
+                        axis_y(&a, val + dev), cx + 3);
+            }
+        }
+        fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT + p * gw + gw / 2,
+                CHART_H - CHART_BOTTOM + 18);
+        put_escaped(f, g->point[p]);
+        fputs("</text>\n", f);
+    }
+    put_figure_close(f, &a);
+}
+
+/* ---- time series ----------------------------------------------------------- */
+
+/* Second t of an n-second series across the plot's width. */
+static double time_x(double t, unsigned n) { return CHART_LEFT + (n > 1 ? t / (n - 1) : 0) * PLOT_W; }
+
+static void put_time_ticks(FILE *f, unsigned n)
+{
+    double step = ceil(fmax(1, axis_for(n > 1 ? n - 1 : 1).step)); /* whole seconds */
+    for (double t = 0; t <= (n > 1 ? n - 1 : 0) + 1e-9; t += step)
+        fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">%.0f s</text>\n", time_x(t, n),
+                CHART_H - CHART_BOTTOM + 18, t);
+}
+
+/* The field of struct result_point at offset off, second by second. */
+static void put_polyline(FILE *f, const struct result_point *pts, unsigned n, size_t off, const struct axis *a,
+                         const char *color, const char *name)
+{
+    fprintf(f, "<polyline class=\"line\" stroke=\"%s\" points=\"", color);
+    for (unsigned i = 0; i < n; i++) {
+        double v;
+        memcpy(&v, (const char *)&pts[i] + off, sizeof v);
+        fprintf(f, "%s%.1f,%.1f", i ? " " : "", time_x(i, n), axis_y(a, v));
+    }
+    fprintf(f, "\"><title>%s</title></polyline>\n", name);
+}
+
+static void put_saturation(FILE *f, unsigned n, int second, const struct axis *a)
+{
+    if (second < 0 || (unsigned)second >= n)
+        return;
+    double x = time_x(second, n);
+    fprintf(f, "<line class=\"sat\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x, x, CHART_TOP,
+            axis_y(a, 0));
+    fprintf(f, "<text class=\"satlabel\" x=\"%.1f\" y=\"%.1f\">saturation</text>\n", x + 4, CHART_TOP + 10);
+}
+
+void report_html_timeline(FILE *f, const char *label, const struct result_point *pts, unsigned n,
+                          int saturation_s)
+{
+    static const char *const active_name = "active users", *const responses_name = "responses per second",
+                      *const p95_name = "p95 of OK responses (ms)";
+    const char *active_color = series_colors[0], *responses_color = series_colors[2],
+               *p95_color = series_colors[3];
+    double top = 0, top_ms = 0;
+    for (unsigned i = 0; i < n; i++) {
+        top = fmax(top, fmax(pts[i].active, pts[i].responses));
+        top_ms = fmax(top_ms, pts[i].p95_ms);
+    }
+    struct axis counts = axis_for(top), ms = axis_for(top_ms);
+    bool sat = saturation_s >= 0 && (unsigned)saturation_s < n;
+    fputs("<div class=\"timeline\"><h3>", f);
+    put_escaped(f, label);
+    fputs("</h3>\n<p class=\"def\">", f);
+    if (sat)
+        fprintf(f, "Saturation point (dashed line): %.0f active users at second %d.", pts[saturation_s].active,
+                saturation_s);
+    else
+        fputs("Saturation point: not reached.", f);
+    fputs("</p>\n<ul class=\"legend\">", f);
+    put_legend_item(f, active_color, active_name);
+    put_legend_item(f, responses_color, responses_name);
+    put_legend_item(f, p95_color, p95_name);
+    fputs("</ul>\n", f);
+    put_figure_open(f, "Active users and responses per second", &counts);
+    put_time_ticks(f, n);
+    put_polyline(f, pts, n, offsetof(struct result_point, active), &counts, active_color, active_name);
+    put_polyline(f, pts, n, offsetof(struct result_point, responses), &counts, responses_color, responses_name);
+    put_saturation(f, n, saturation_s, &counts);
+    put_figure_close(f, &counts);
+    put_figure_open(f, "p95 per second (ms, OK responses that ended in that second)", &ms);
+    put_time_ticks(f, n);
+    put_polyline(f, pts, n, offsetof(struct result_point, p95_ms), &ms, p95_color, p95_name);
+    put_saturation(f, n, saturation_s, &ms);
+    put_figure_close(f, &ms);
+    fputs("</div>\n", f);
+}
+
+/* A timeline for every http-open run of the experiment (report_html_timeline). */
+static void put_timelines(FILE *f, const char *experiment, const struct result_row *rows, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        const struct result_row *r = &rows[i];
+        if (strcmp(r->experiment, experiment) || r->aggregate_name || r->series.n == 0)
+            continue;
+        char series[128], label[200];
+        const char *point;
+        row_name_parts(r, series, sizeof series, &point);
+        if (r->repetitions > 1)
+            snprintf(label, sizeof label, "%s, %s, run %u: over time", series, point, r->repetition_index + 1);
+        else
+            snprintf(label, sizeof label, "%s, %s: over time", series, point);
+        report_html_timeline(f, label, r->series.points, r->series.n, r->series.saturation_s);
+    }
+}
+
+static void put_cell(FILE *f, const struct result_row *v, const struct result_row *sd, size_t index,
+                     bool shown)
+{
+    fputs("<td>", f);
+    if (shown) {
+        put_number(f, v->metric[index]);
+        if (sd) {
+            fputs(" ± ", f);
+            put_number(f, sd->metric[index]);
+        }
+    } else {
+        fputs("–", f);
+    }
+    fputs("</td>", f);
+}
+
+static void put_table(FILE *f, const struct report_group *g)
+{
+    fputs("<table><thead><tr><th>point</th><th>target</th>", f);
+    for (size_t i = 0; i < sizeof report_metrics / sizeof report_metrics[0]; i++)
+        if (group_has(g, report_metrics[i].need))
+            fprintf(f, "<th>%s (%s)</th>", report_metrics[i].title, report_metrics[i].unit);
+    fputs("</tr></thead><tbody>\n", f);
+    for (unsigned p = 0; p < g->npoints; p++)
+        for (unsigned s = 0; s < g->nseries; s++) {
+            const struct result_row *v = g->value[p][s];
+            if (!v)
+                continue;
+            fputs("<tr><td>", f);
+            put_escaped(f, g->point[p]);
+            fprintf(f, "</td><td><span class=\"swatch\" style=\"background:%s\"></span>", series_colors[s]);
+            put_escaped(f, g->series[s]);
+            fputs("</td>", f);
+            for (size_t i = 0; i < sizeof report_metrics / sizeof report_metrics[0]; i++)
+                if (group_has(g, report_metrics[i].need))
+                    put_cell(f, v, g->spread[p][s], report_metrics[i].index, row_has(v, report_metrics[i].need));
+            fputs("</tr>\n", f);
+        }
+    fputs("</tbody></table>\n", f);
+}
+
+static void put_group(FILE *f, const struct report_group *g, const struct result_row *rows, unsigned n)
+{
+    fputs("<section><h2>", f);
+    put_escaped(f, g->experiment);
+    fputs("</h2>\n", f);
+    const struct result_row *any = NULL;
+    for (unsigned s = 0; s < g->nseries && !any; s++)
+        any = g->value[0][s];
+    if (any->throughput_def) {
+        fputs("<p class=\"def\">Throughput: ", f);
+        put_escaped(f, any->throughput_def);
+        fputs(".", f);
+        if (any->op_def) {
+            fputs(" One operation: ", f);
+            put_escaped(f, any->op_def);
+            fputs(".", f);
+        }
+        fputs("</p>\n", f);
+    }
+    fprintf(f, "<p class=\"def\">%s</p>\n",
+            g->aggregated ? "Bars: mean over the runs; whiskers: one standard deviation."
+                          : "Bars: single runs (no repetitions).");
+    fputs("<ul class=\"legend\">", f);
+    for (unsigned s = 0; s < g->nseries; s++)
+        put_legend_item(f, series_colors[s], g->series[s]);
+    fputs("</ul>\n", f);
+    for (size_t i = 0; i < sizeof report_metrics / sizeof report_metrics[0]; i++)
+        if (group_has(g, report_metrics[i].need))
+            put_chart(f, g, &report_metrics[i]);
+    put_table(f, g);
+    put_timelines(f, g->experiment, rows, n);
+    fputs("</section>\n", f);
+}
+
+static const char report_style[] =
+    "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:800px;color:#222}"
+    "h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}"
+    ".def{color:#555;margin:.3em 0}figure{margin:1em 0}figcaption{font-weight:600}"
+    "svg{max-width:100%;height:auto}.grid{stroke:#e4e4e4}.axis{stroke:#444}"
+    ".err{stroke:#222;fill:none}.tick{font-size:11px;text-anchor:end;fill:#555}"
+    ".point{font-size:11px;text-anchor:middle;fill:#333}"
+    ".legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:1.2em}"
+    ".swatch{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-1px}"
+    "table{border-collapse:collapse;font-size:12px;margin-top:1em}"
+    "th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}"
+    "th:nth-child(-n+2),td:nth-child(-n+2){text-align:left}"
+    "dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em;color:#444}dd{margin:0}"
+    "h3{font-size:1em;margin:1.6em 0 .3em}.line{fill:none;stroke-width:1.5}"
+    ".sat{stroke:#d62728;stroke-dasharray:5 4}.satlabel{font-size:11px;fill:#d62728}";
+
+int report_html_print(FILE *f, const struct result_context *ctx, const struct result_row *rows, unsigned n)
+{
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+               "<title>shootout results %s</title>\n<style>%s</style></head><body>\n",
+            ctx->date, report_style);
+    fputs("<h1>shootout results</h1>\n<dl>", f);
+    fputs("<dt>date</dt><dd>", f);
+    put_escaped(f, ctx->date);
+    fputs("</dd><dt>host</dt><dd>", f);
+    put_escaped(f, ctx->host_name);
+    fprintf(f, " (%ld CPUs)</dd><dt>version</dt><dd>", ctx->num_cpus);
+    put_escaped(f, ctx->version ? ctx->version : "?");
+    fputs(" (", f);
+    put_escaped(f, ctx->build_type ? ctx->build_type : "?");
+    fputs(" build)</dd><dt>command</dt><dd><code>", f);
+    put_escaped(f, ctx->command_line ? ctx->command_line : "");
+    fputs("</code></dd></dl>\n", f);
+
+    const char *seen[REPORT_MAX_EXPERIMENTS];
+    unsigned nseen = 0;
+    struct report_group g;
+    for (unsigned i = 0; i < n && nseen < REPORT_MAX_EXPERIMENTS; i++) {
+        bool known = false;
+        for (unsigned k = 0; k < nseen && !known; k++)
+            known = !strcmp(seen[k], rows[i].experiment);
+        if (known)
+            continue;
+        seen[nseen++] = rows[i].experiment;
+        group_build(&g, rows[i].experiment, rows, n);
+        if (g.npoints)
+            put_group(f, &g, rows, n);
+    }
+    if (!n)
+        fputs("<p>No results.</p>\n", f);
+    fputs("</body></html>\n", f);
+    return ferror(f) ? -1 : 0;
+}
+
+int report_html_write(const char *path, const struct result_context *ctx,
+                      const struct result_row *rows, unsigned n, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    int failed = report_html_print(f, ctx, rows, n);
+    if (fclose(f) != 0)
+        failed = -1;
+    if (failed) {
+        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}

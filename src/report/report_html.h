@@ -1,0 +1,35 @@
+/* report_html.h - the results as one self-contained HTML page: for every
+ * experiment, bar charts (inline SVG, one bar per target at every grid
+ * point, error bars of one standard deviation) of throughput, latency and
+ * CPU per operation, and the table of the same figures; for every http-open
+ * run, line charts of its per-second series. No script, no external file:
+ * the page can be mailed or archived as it is.
+ *
+ * Built from the same rows as the JSON file (result.h): the "mean" and
+ * "stddev" aggregate rows where an experiment has them, else its iteration
+ * rows.
+ */
+#ifndef SHOOTOUT_REPORT_HTML_H
+#define SHOOTOUT_REPORT_HTML_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "report/result.h"
+
+/* Writes the page to f. Returns 0, or -1 if writing failed. */
+int report_html_print(FILE *f, const struct result_context *ctx, const struct result_row *rows,
+                      unsigned n);
+
+/* Writes the timeline of one http-open run, headed by label: active users
+ * and responses per second over its n seconds in one chart, p95 in a
+ * second one below on the same time axis, and the saturation second (-1:
+ * none) as a dashed line across both. */
+void report_html_timeline(FILE *f, const char *label, const struct result_point *pts, unsigned n,
+                          int saturation_s);
+
+/* Writes the page to path. Returns 0, or -1 with a message in err. */
+int report_html_write(const char *path, const struct result_context *ctx,
+                      const struct result_row *rows, unsigned n, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,160 @@
+/* result.h - the one result model of every experiment: a row per measured
+ * repetition (and per aggregate over them), the run's context, and the
+ * writers that serve every experiment alike: the JSON file (fields after
+ * Google Benchmark's context/benchmarks[] and k6's percentile names, see
+ * ARCHITECTURE.md) and the terminal table.
+ *
+ * Experiments fill rows; they never format output themselves.
+ */
+#ifndef SHOOTOUT_RESULT_H
+#define SHOOTOUT_RESULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "report/hist.h"
+#include "report/texttab.h"
+
+struct json;
+
+#define RESULT_MAX_CONFIG 12
+#define RESULT_NMETRICS 30
+
+/* One configuration value of an experiment, e.g. {"conns", 1000}. */
+struct result_param {
+    const char *key; /* static */
+    double value;
+};
+
+/* One second of a run's time series (the open-model runs'), as the
+ * saturation point and the report's timelines read it. */
+struct result_point {
+    double active;    /* Gatling's active users in that second */
+    double responses; /* responses per second, OK and KO (the generator's own KOs too) */
+    double p95_ms;    /* p95 of the OK responses that ended in that second */
+    double sent;      /* requests sent in that second: the demand */
+    double ok;        /* OK responses that ended in that second */
+    double ko_server; /* KO responses that ended in it, but the generator's own failures */
+};
+
+/* A run's series, second by second; n = 0: the run has none. */
+struct result_series {
+    const struct result_point *points; /* owned by the experiment, outlives the row */
+    unsigned n;
+    int saturation_s; /* the saturation second, -1: none */
+};
+
+struct result_row {
+    char name[128];         /* "mqtt-load/mosquitto/1000c" */
+    const char *experiment; /* static: "mqtt-load" */
+    char target[80];        /* what was measured: a label or host:port */
+    /* NULL for an iteration row; "mean", "median" or "stddev" for an
+     * aggregate over the iterations. */
+    const char *aggregate_name;
+    unsigned repetitions, repetition_index;
+    struct result_param config[RESULT_MAX_CONFIG];
+    unsigned nconfig;
+    /* Static texts saying what each figure counts, carried into the JSON
+     * so that a reader never has to guess. */
+    const char *throughput_def;
+    const char *throughput_messaging_def; /* NULL: no second throughput */
+    /* An experiment in two timed phases (mqtt-load --offline: publishing
+     * into queues, then draining them) names each phase's throughput;
+     * NULL: no phases. */
+    const char *publish_def, *drain_def;
+    const char *op_def;                   /* one "op" of the cpu_us_per_op fields */
+    const char *op_unit; /* an op's short name in units ("msg" when NULL, "call"): k msg/s */
+    bool has_latency;
+    int server_pid;  /* 0: the server was not sampled */
+    /* An experiment's own details, written into an iteration row's JSON
+     * object by extra_json (keys and values); NULL for none. extra_arg
+     * must outlive the writing of the results. */
+    void (*extra_json)(struct json *j, const void *extra_arg);
+    const void *extra_arg;
+    struct result_series series;
+    char error[256]; /* empty, or why this iteration failed */
+    /* Every number that aggregates over repetitions, so that aggregates are
+     * computed field by field over metric[]. */
+    union {
+        struct {
+            double duration_s; /* the window the throughput is measured over */
+            double setup_s;    /* connecting and subscribing */
+            double sent, received, lost;
+            double throughput;           /* per second, see throughput_def */
+            double throughput_messaging; /* see throughput_messaging_def */
+            double lat_min, lat_mean, lat_stddev, lat_max; /* microseconds */
+            double lat_p50, lat_p90, lat_p99, lat_p99_9;
+            double server_cpu_s, server_cpu_us_per_op, server_rss_max_kb, server_threads_max;
+            double client_cpu_s, client_cpu_us_per_op;
+            double err_connect, err_timeout, err_protocol;
+            double err_status, err_closed; /* RPC: error answers, connections lost */
+            double publish_s, throughput_publish; /* see publish_def */
+            double drain_s, throughput_drain;     /* see drain_def */
+        };
+        double metric[RESULT_NMETRICS];
+    };
+};
+
+/* The index in metric[] of a named metric field, e.g.
+ * RESULT_METRIC(throughput), for code that picks a figure by table. */
+#define RESULT_METRIC(field) \
+    ((offsetof(struct result_row, field) - offsetof(struct result_row, metric)) / sizeof(double))
+
+/* Where and how the results were produced. */
+struct result_context {
+    char date[32]; /* ISO 8601, UTC */
+    char host_name[256];
+    long num_cpus;
+    char *command_line; /* owned */
+    const char *version;
+    const char *build_type;
+};
+
+/* Rows gathered over several experiments, for one JSON document. */
+struct result_set {
+    struct result_row *rows; /* owned */
+    unsigned n, cap;
+};
+
+/* Appends copies of rows[0..n) to set. */
+void result_set_append(struct result_set *set, const struct result_row *rows, unsigned n);
+void result_set_free(struct result_set *set);
+
+/* argv and version are copied or must outlive ctx (version: static). */
+void result_context_init(struct result_context *ctx, int argc, char **argv, const char *version);
+void result_context_free(struct result_context *ctx);
+
+/* row->op_unit, or "msg" when it is not set. */
+const char *result_unit(const struct result_row *row);
+
+/* Appends a configuration value to row (at most RESULT_MAX_CONFIG). */
+void result_param(struct result_row *row, const char *key, double value);
+
+/* Fills the latency fields (microseconds) from a histogram of nanoseconds
+ * and sets has_latency. */
+void result_set_latency(struct result_row *row, const struct hist *ns);
+
+/* Fills out[0..2] with the mean, median and stddev (sample, n - 1) rows of
+ * the n >= 1 iteration rows, which must share one configuration. */
+void result_aggregate(const struct result_row *iters, unsigned n, struct result_row out[3]);
+
+/* Writes the context and rows as JSON to path ("-" for stdout). Returns 0,
+ * or -1 with a message in err. */
+int result_write_json(const char *path, const struct result_context *ctx,
+                      const struct result_row *rows, unsigned n, char *err, size_t errlen);
+
+/* The definitions of the terminal table's figures for rows shaped like r. */
+void result_print_defs(FILE *f, const struct result_row *r);
+/* The terminal table (texttab.h): result_table_begin starts tt with the
+ * columns rows shaped like r have, and their titles; result_table_row adds
+ * a row, "run" being its repetition number or its aggregate's name. The
+ * caller prints with tt_print as rows come. */
+void result_table_begin(struct tt *tt, const struct result_row *r);
+void result_table_row(struct tt *tt, const struct result_row *r);
+/* The article's form, "123.4 +/- 1.2" thousand msgs/s, for the throughput,
+ * the measured window's wall time and the CPU per message, from mean and
+ * stddev aggregate rows. */
+void result_print_summary(FILE *f, const struct result_row *mean, const struct result_row *stddev);
+
+#endif
