@@ -1093,11 +1093,17 @@ static void test_sigkill_keeps_every_committed_record(void **state)
         char *dir = make_dir("/tmp");
         int fd;
         pid_t pid = spawn(crash_child, dir, &fd);
+        uint64_t seq, last = 0;
+        struct pollfd pfd = {fd, POLLIN, 0};
+        /* The random time runs from the first commit, not from the fork: on
+         * a loaded machine the child may take longer than that to start. */
+        if (poll(&pfd, 1, 30000) == 1 && read(fd, &seq, sizeof seq) == sizeof seq) {
+            assert_int_equal(seq, 1);
+            last = seq;
+        }
         struct timespec ts = {0, (long)(50 + rnd(400)) * 1000000L};
         nanosleep(&ts, NULL);
         kill(pid, SIGKILL);
-        uint64_t seq, last = 0;
-        struct pollfd pfd = {fd, POLLIN, 0};
         while (poll(&pfd, 1, 5000) == 1 && read(fd, &seq, sizeof seq) == sizeof seq) {
             assert_int_equal(seq, last + 1);
             last = seq;
