@@ -22,9 +22,10 @@ packages=(
   # the peers the benchmarks race against (Mosquitto; the gRPC C++ server,
   # built from peers/), and the load tools our client is checked against
   mosquitto libgrpc++-dev libprotobuf-dev protobuf-compiler-grpc g++ nghttp2-client wrk
-  # the tests' own tools: strace for the simulated power cuts, openssl for
-  # TLS certificates
-  strace openssl
+  # the tests' own tools: strace for the simulated power cuts, mount for the
+  # full-disk test's tmpfs (not in a minimal root), openssl for TLS
+  # certificates
+  strace mount openssl
   # the library car_json is measured against (make json-bench)
   libcjson-dev
   # the Node.js a2b peer (make node-peer): Debian's Node 18 or newer

@@ -102,7 +102,7 @@ def test_builtin_journey_loads_every_endpoint(a2b_server_factory, tmp_path):
 
 
 def test_docs_show_the_builtin_journey():
-    text = c_literal(os.path.join(REPO, "src", "bench", "scenario.c"), "scn_a2b_text")
+    text = c_literal(os.path.join(REPO, "src", "load", "http", "scenario.c"), "scn_a2b_text")
     assert text.startswith("scenario a2b\n") and "feed-a2b-routes\n" in text
     assert docs_journey() == text
 
@@ -181,7 +181,7 @@ def test_node_peer_answers_the_journey_alike(pg_cluster, a2b_server_factory, tmp
     r = subprocess.run([SHOOTOUT_BIN, "a2b-server", "--db", pg_cluster.uri(), "--init",
                         "--scale", "0.01"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    text = scaled(c_literal(os.path.join(REPO, "src", "bench", "scenario.c"), "scn_a2b_text"), 2000,
+    text = scaled(c_literal(os.path.join(REPO, "src", "load", "http", "scenario.c"), "scn_a2b_text"), 2000,
                   "feed-a2b-routes 0.01")
     ours = a2b_server_factory("--db", pg_cluster.uri())
     ho, row, p = journey(tmp_path, ours.port, scenario=text)
