@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt5.h"
+#include "mqtt/mqtt_topic.h"
 
 /* Loads whichever files are configured into *pw and *acl (NULL for those
  * that are not). Returns 0, or -1 with nothing loaded and err set. */
@@ -55,7 +56,7 @@ void auth_free(struct broker *b)
 static void auth_inner_filter(const uint8_t **filter, size_t *len)
 {
     size_t inner;
-    if (share_parse(*filter, *len, &inner) > 0) {
+    if (mqtt_topic_shared(*filter, *len, &inner) > 0) {
         *filter += inner;
         *len -= inner;
     }

@@ -402,11 +402,8 @@ bool session_subscribe(struct broker *b, struct session *s, const uint8_t *filte
 /* Removes one remembered subscription from the tree or its group. */
 void session_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len);
 
-/* share.c: shared subscriptions, $share/<name>/<filter>. */
-/* 1 if filter is a shared subscription (with *inner set to its <filter>),
- * 0 if it is not one, -1 if it is a malformed one (no name, a name with a
- * wildcard, no filter). */
-int share_parse(const uint8_t *filter, size_t len, size_t *inner_off);
+/* share.c: shared subscriptions, $share/<name>/<filter> (the form:
+ * mqtt_topic_shared). */
 void share_add(struct broker *b, const uint8_t *filter, size_t len, size_t inner_off,
                struct session *s, subtree_opts opts);
 void share_remove(struct broker *b, const uint8_t *filter, size_t len, struct session *s);

@@ -10,6 +10,7 @@
 #include "core/mem.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
+#include "mqtt/mqtt_topic.h"
 
 struct retained_ctx {
     struct broker *b;
@@ -49,7 +50,7 @@ static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes 
                          uint8_t options, uint32_t sub_id, bool *send_retained)
 {
     size_t inner;
-    int shared = share_parse(filter.ptr, filter.len, &inner);
+    int shared = mqtt_topic_shared(filter.ptr, filter.len, &inner);
     *send_retained = false;
     if (shared < 0)
         return sub_refused(s, MQTT5_RC_TOPIC_FILTER_INVALID, options);
@@ -89,7 +90,7 @@ static int subscribe_decode(struct conn *c, const uint8_t *body, uint32_t len,
     size_t inner;
     mqtt_filter_iter_init(&fi, f);
     while (mqtt_filter_next(&fi, &filter, &options))
-        if ((options & MQTT5_SUB_NO_LOCAL) && share_parse(filter.ptr, filter.len, &inner) > 0)
+        if ((options & MQTT5_SUB_NO_LOCAL) && mqtt_topic_shared(filter.ptr, filter.len, &inner) > 0)
             return MQTT5_E_PROTOCOL_ERROR;
     return 0;
 }

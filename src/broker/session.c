@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_codec.h"
+#include "mqtt/mqtt_topic.h"
 
 struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len)
 {
@@ -651,7 +652,7 @@ bool session_subscribe(struct broker *b, struct session *s, const uint8_t *filte
 {
     size_t inner;
     bool is_new = session_add_sub(s, filter, len, opts);
-    if (share_parse(filter, len, &inner) > 0)
+    if (mqtt_topic_shared(filter, len, &inner) > 0)
         share_add(b, filter, len, inner, s, opts);
     else
         subtree_add(b->subs, filter, len, s, opts);
@@ -661,7 +662,7 @@ bool session_subscribe(struct broker *b, struct session *s, const uint8_t *filte
 void session_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len)
 {
     size_t inner;
-    if (share_parse(filter, len, &inner) > 0)
+    if (mqtt_topic_shared(filter, len, &inner) > 0)
         share_remove(b, filter, len, s);
     else
         subtree_remove(b->subs, filter, len, s);

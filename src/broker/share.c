@@ -16,23 +16,6 @@
 #include "core/mem.h"
 #include "mqtt/mqtt_topic.h"
 
-#define SHARE_PREFIX "$share/"
-#define SHARE_PREFIX_LEN 7
-
-int share_parse(const uint8_t *filter, size_t len, size_t *inner_off)
-{
-    if (len < SHARE_PREFIX_LEN || memcmp(filter, SHARE_PREFIX, SHARE_PREFIX_LEN) != 0)
-        return 0;
-    size_t i = SHARE_PREFIX_LEN;
-    for (; i < len && filter[i] != '/'; i++)
-        if (filter[i] == '+' || filter[i] == '#')
-            return -1; /* [MQTT-4.8.2-2] */
-    if (i == SHARE_PREFIX_LEN || i + 1 >= len)
-        return -1; /* no name, or no filter [MQTT-4.8.2-1] */
-    *inner_off = i + 1;
-    return 1;
-}
-
 static struct share_member *share_find(struct share_group *g, const struct session *s)
 {
     for (uint32_t i = 0; i < g->n; i++)
@@ -149,7 +132,7 @@ bool share_redeliver(struct broker *b, struct session *s, struct msg *m, const s
     struct share_topic t = {b, msg_topic(m), m->topic_len};
     for (uint32_t i = 0; i < s->nsubs; i++) {
         const struct session_sub *sub = &s->subs[i];
-        if (share_parse(sub->filter, sub->len, &inner) <= 0 ||
+        if (mqtt_topic_shared(sub->filter, sub->len, &inner) <= 0 ||
             !mqtt_topic_match(sub->filter + inner, sub->len - inner, msg_topic(m), m->topic_len))
             continue;
         struct share_group *g = hmap_get(&b->share_groups, sub->filter, sub->len);
