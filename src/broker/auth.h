@@ -17,7 +17,6 @@
 #include "broker/passwd.h"
 
 struct broker;
-struct conn;
 struct session;
 struct mqtt5_connect;
 
@@ -57,12 +56,14 @@ void auth_free(struct broker *b);
  * every session, else keeps the old ones and logs why. */
 void auth_reload(struct broker *b);
 
-/* CONNECT with the final client id: checks the credentials and the will
+/* CONNECT with the final client id: checks the credentials (no password
+ * when identity_proven: a client certificate named the user) and the will
  * topic. Returns 0 with *acl the client's new ACL handle (NULL without an
  * ACL) to give to auth_session_bind, or an MQTT 5 reason code to refuse
- * with (0x86 bad username or password, 0x87 not authorized). */
-uint8_t auth_connect(struct broker *b, const struct conn *c, const struct mqtt5_connect *ci,
-                     const uint8_t *id, size_t id_len, struct acl_client **acl);
+ * with (0x86 bad username or password, 0x87 not authorized) and *why the
+ * reason's word for the log (metrics_log_connect_refused). */
+uint8_t auth_connect(struct broker *b, const struct mqtt5_connect *ci, bool identity_proven,
+                     const uint8_t *id, size_t id_len, struct acl_client **acl, const char **why);
 /* The client is in: s takes acl (see auth_connect) and the username. */
 void auth_session_bind(struct broker *b, struct session *s, struct acl_client *acl,
                        const struct mqtt5_connect *ci);

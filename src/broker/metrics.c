@@ -416,6 +416,21 @@ void metrics_log_connect(struct broker *b, const struct conn *c, const struct mq
              ci->clean_start, ci->keepalive, session_present);
 }
 
+void metrics_log_connect_refused(struct broker *b, const struct conn *c,
+                                 const struct mqtt5_connect *ci, const uint8_t *id, size_t id_len,
+                                 const char *why)
+{
+    if (!b->cfg->obs.connection_messages || LOG_INFO > log_threshold)
+        return;
+    char idv[160], userv[160], addr[80];
+    log_info("event=connect_refused client=%s addr=%s username=%s reason=%s",
+             metrics_log_value(idv, sizeof idv, id, id_len), metrics_peer(c, addr, sizeof addr),
+             ci->has_username
+                 ? metrics_log_value(userv, sizeof userv, ci->username.ptr, ci->username.len)
+                 : "-",
+             why);
+}
+
 /* The stable reason word for a disconnect. */
 static const char *metrics_reason(uint8_t kick, const char *why)
 {
