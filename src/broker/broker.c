@@ -14,7 +14,7 @@
 #include "broker/broker_int.h"
 #include "broker/persist.h"
 #include "broker/retain.h"
-#include "broker/subtree.h"
+#include "broker/router.h"
 #include "broker/transport.h"
 #include "core/linger.h"
 #include "core/log.h"
@@ -96,8 +96,7 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     b->loop = loop;
     b->listener.fd = -1;
     b->spare_fd = -1;
-    b->subs = subtree_new();
-    b->shared = subtree_new();
+    b->router = router_new();
     b->retained = retain_new(broker_release_retained);
     /* Wait early enough that the hard limits, twice as high, are rarely
      * reached; small enough that many subscribers behind at once still fit
@@ -157,13 +156,8 @@ void broker_shutdown(struct broker *b)
         session_destroy(b, slot->val);
     hmap_free(&b->sessions);
     auth_free(b);
-    hmap_free(&b->share_groups);
-    subtree_free(b->subs);
-    subtree_free(b->shared);
+    router_free(b->router);
     retain_free(b->retained);
-    mem_free(b->matches);
-    mem_free(b->match_ids);
-    mem_free(b->route_ids);
     if (b->spare_fd >= 0)
         close(b->spare_fd);
     const struct broker_stats *st = &b->stats;

@@ -29,6 +29,7 @@
 #include "core/outq.h"
 #include "mqtt/mqtt5.h"
 
+struct router;
 struct session;
 struct transport;
 struct transport_listeners;
@@ -93,18 +94,6 @@ struct conn {
     struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
 };
 
-/* A subscription's options word in the subscription tree: MQTT 5's
- * Subscription Options byte less Retain Handling (QoS, No Local, Retain As
- * Published: the MQTT5_SUB_* bits) in the low four bits, the Subscription
- * Identifier (28 bits at most) above them. MQTT 3.1.1 uses the QoS alone. */
-#define SUB_OPT_ID_SHIFT 4
-static inline subtree_opts sub_opts(uint8_t options, uint32_t sub_id)
-{
-    return (subtree_opts)(options & 0x0F) | (subtree_opts)sub_id << SUB_OPT_ID_SHIFT;
-}
-static inline uint8_t sub_opts_qos(subtree_opts o) { return o & MQTT5_SUB_QOS; }
-static inline uint32_t sub_opts_id(subtree_opts o) { return o >> SUB_OPT_ID_SHIFT; }
-
 /* One subscription as its session remembers it, so that the session can
  * remove it from the tree (or its shared group) when it ends. */
 struct session_sub {
@@ -168,46 +157,12 @@ struct session {
     uint16_t next_packet_id;
     struct conn *waiters; /* publishers paused until this session drains */
     bool slow_consumer;   /* made publishers wait too long: they no longer do */
-    /* Routing scratch: dedups overlapping subscriptions per message. */
+    /* router.c's: the last match that met the session, and its entry in
+     * that match, so that overlapping subscriptions merge into one copy. */
     uint32_t match_gen;
-    uint32_t match_idx; /* its entry in b->matches */
+    uint32_t match_idx;
     bool persisted;     /* persist.c: its SESSION record is live in the log */
     struct session_auth auth; /* auth.c: its ACL handle */
-};
-
-/* One session a message is routed to, and how: every matching
- * subscription of the session merged into opts (the highest QoS, Retain As
- * Published if any asked for it, the first Subscription Identifier), the
- * further identifiers in b->match_ids. */
-struct route_match {
-    struct session *s;
-    subtree_opts opts;
-    /* 1 + index of the first further identifier in b->match_ids; 0 = none.
-     * A bit field with shared so that an entry stays 16 bytes. */
-    uint32_t more_ids : 31;
-    uint32_t shared : 1;
-};
-
-/* A further Subscription Identifier of a route_match: a list through
- * b->match_ids, 0-terminated like route_match.more_ids. */
-struct route_id {
-    uint32_t id;
-    uint32_t next;
-};
-
-/* A shared subscription's group (share.c): the sessions subscribed to
- * $share/<name>/<filter>, one of which gets each message. */
-struct share_member {
-    struct session *s;
-    subtree_opts opts;
-};
-struct share_group {
-    uint8_t *key;      /* owned: the whole $share/<name>/<filter> */
-    uint16_t key_len;
-    uint16_t filter_off; /* where <filter> starts in key */
-    struct share_member *members;
-    uint32_t n, cap;
-    uint32_t next;     /* round robin: the member to try first */
 };
 
 struct broker_stats {
@@ -227,9 +182,7 @@ struct broker {
     int spare_fd;           /* released to shed connections at EMFILE */
     struct ev_timer sweep;  /* keepalive and connect timeouts */
     struct hmap sessions;   /* client id -> struct session */
-    struct subtree *subs;
-    struct subtree *shared; /* filter -> struct share_group */
-    struct hmap share_groups; /* $share/<name>/<filter> -> struct share_group */
+    struct router *router;  /* router.c: the subscriptions, and its scratch */
     struct retain *retained;
     struct session *timers; /* offline sessions that expire or owe a will */
     struct conn *conns;     /* every connection not yet freed */
@@ -240,16 +193,7 @@ struct broker {
     struct conn *dirty;     /* connections with output to flush */
     struct conn *read_list; /* connections with unread input */
     struct conn *closed;    /* lingering, or closed and to be freed */
-    uint32_t match_gen;
-    struct route_match *matches; /* routing scratch */
-    uint32_t nmatches, matches_cap;
-    struct route_id *match_ids; /* routing scratch: identifiers beyond each match's first */
-    uint32_t nmatch_ids, match_ids_cap;
-    uint32_t *route_ids;        /* routing scratch: one copy's identifiers, as delivery.sub_ids */
-    uint32_t route_ids_cap;
     uint32_t next_auto_id;
-    struct conn *publisher;   /* whose packet is being handled, if any */
-    struct session *route_origin; /* publisher of the message routed (No Local) */
     /* Back-pressure watermarks, from the limits: a publisher waits for a
      * subscriber above the high marks, until it is back under the low. */
     size_t out_high, out_low;
@@ -327,14 +271,6 @@ int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, ui
 /* MQTT 5 DISCONNECT from the client (after which the connection is closed). */
 int handle_disconnect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
 
-/* Routes a message to every matching subscription (and stores it if
- * retained). origin is the publisher's session, for No Local (NULL for
- * wills and $SYS). Takes no ownership of m. Wills, $SYS and retained
- * messages enter here; a client's plain PUBLISH is routed by
- * handle_publish itself (it skips building a message nobody subscribed
- * to), and asks the ACL first (auth_may_publish). */
-void broker_publish(struct broker *b, struct msg *m, struct session *origin);
-
 /* session.c */
 struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len);
 /* Removes the session's subscriptions, drops its messages, publishes a
@@ -356,8 +292,18 @@ void session_attach(struct broker *b, struct session *s, struct conn *c);
 /* Periodic: publishes delayed wills and ends expired sessions. */
 void session_sweep(struct broker *b);
 /* Delivers m to the session: now, into the inflight window or the queue,
- * or drops it (counted) when that is full or the message expired. */
-void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d);
+ * or drops it (counted) when that is full or the message expired.
+ * publisher is the connection whose PUBLISH m is, or NULL (see
+ * back-pressure below). */
+void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
+                     struct conn *publisher);
+/* For router_hand_off: offers fn each message s holds (in flight before its
+ * PUBREC, or queued) that came through a shared subscription, as a copy
+ * without its log entry; a message fn took (returning true) is dropped from
+ * s. */
+typedef bool (*session_hand_off_fn)(void *ctx, struct session *s, struct msg *m,
+                                    const struct delivery *d);
+void session_hand_off(struct broker *b, struct session *s, session_hand_off_fn fn, void *ctx);
 /* After CONNACK on a resumed session: resend the inflight window with DUP
  * and fill it from the queue. */
 void session_resume(struct broker *b, struct session *s);
@@ -375,7 +321,7 @@ int session_qos2_seen(struct session *s, uint16_t packet_id, uint32_t limit);
 /* Returns false if the id was not waiting for PUBREL. */
 bool session_qos2_release(struct session *s, uint16_t packet_id);
 /* Back-pressure. session_deliver() pauses the publishing connection
- * (b->publisher) while the online session s it delivered to is above the
+ * (its publisher argument) while the online session s it delivered to is above the
  * watermarks, so that a fast publisher waits for a slower subscriber
  * instead of filling its queue until messages drop. A connection never
  * waits for itself or for a connection that is itself waiting, so waits
@@ -395,25 +341,5 @@ void conn_resume(struct broker *b, struct conn *c);
 /* Remember / forget a subscription for cleanup; returns true if new. */
 bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, subtree_opts opts);
 bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len);
-/* Remembers a subscription and adds it to the tree or its group (filter
- * must not be a malformed shared one); returns true if new. */
-bool session_subscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
-                       subtree_opts opts);
-/* Removes one remembered subscription from the tree or its group. */
-void session_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len);
-
-/* share.c: shared subscriptions, $share/<name>/<filter> (the form:
- * mqtt_topic_shared). */
-void share_add(struct broker *b, const uint8_t *filter, size_t len, size_t inner_off,
-               struct session *s, subtree_opts opts);
-void share_remove(struct broker *b, const uint8_t *filter, size_t len, struct session *s);
-/* Adds one member of every group matching topic to b->matches, through
- * share_route_push (handle_publish.c). */
-void share_route(struct broker *b, const uint8_t *topic, size_t len);
-void share_route_push(struct broker *b, struct session *s, subtree_opts opts);
-/* Hands m, which went to s through a shared subscription and which s's
- * connection ended without acknowledging, to another connected member of
- * a group of s's that matches it. Returns false if there is none. */
-bool share_redeliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d);
 
 #endif

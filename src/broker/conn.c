@@ -253,7 +253,6 @@ static void conn_protocol_error(struct broker *b, struct conn *c, int err)
 static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, size_t len)
 {
     size_t off = 0;
-    b->publisher = c;
     while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on) {
         struct mqtt_header h;
         int n = c->v5    ? mqtt5_frame(data + off, len - off, b->cfg->max_packet_size, &h)
@@ -264,12 +263,10 @@ static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, si
         int err = n < 0 ? n : conn_dispatch(b, c, &h, data + off + h.header_len);
         if (err != 0) {
             conn_protocol_error(b, c, err);
-            b->publisher = NULL;
             return -1;
         }
         off += (size_t)n;
     }
-    b->publisher = NULL;
     return c->state <= CONN_ACTIVE ? (long)off : -1;
 }
 

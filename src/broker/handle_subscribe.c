@@ -6,7 +6,7 @@
 #include "broker/broker_int.h"
 #include "broker/persist.h"
 #include "broker/retain.h"
-#include "broker/subtree.h"
+#include "broker/router.h"
 #include "core/mem.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
@@ -30,7 +30,7 @@ static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, 
         .qos = m->qos < granted ? m->qos : granted,
         .retain = true,
     };
-    session_deliver(r->b, r->s, m, &d);
+    session_deliver(r->b, r->s, m, &d, NULL);
 }
 
 /* The SUBACK code of a refused subscription: MQTT 5's reason, 3.1.1's
@@ -56,7 +56,7 @@ static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes 
         return sub_refused(s, MQTT5_RC_TOPIC_FILTER_INVALID, options);
     if (auth_subscribe(b, s, filter.ptr, filter.len) == ACL_SUB_DENIED)
         return sub_refused(s, MQTT5_RC_NOT_AUTHORIZED, options);
-    bool is_new = session_subscribe(b, s, filter.ptr, filter.len, sub_opts(options, sub_id));
+    bool is_new = router_subscribe(b, s, filter.ptr, filter.len, sub_opts(options, sub_id));
     persist_sub(b, s, filter.ptr, filter.len, options, sub_id, true);
     /* Retained messages follow the SUBACK, for every filter, even one that
      * only replaced an existing subscription (MQTT-3.8.4-3), unless MQTT 5's
@@ -153,7 +153,7 @@ int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, ui
     while (mqtt_filter_next(&it, &filter, &unused)) {
         bool had = session_remove_sub(c->session, filter.ptr, filter.len);
         if (had) {
-            session_unsubscribe(b, c->session, filter.ptr, filter.len);
+            router_unsubscribe(b, c->session, filter.ptr, filter.len);
             persist_sub(b, c->session, filter.ptr, filter.len, 0, 0, false);
         }
         codes[n++] = had ? MQTT5_RC_SUCCESS : MQTT5_RC_NO_SUBSCRIPTION_EXISTED;

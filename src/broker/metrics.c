@@ -17,7 +17,7 @@
 
 #include "broker/broker_int.h"
 #include "broker/retain.h"
-#include "broker/subtree.h"
+#include "broker/router.h"
 #include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -76,10 +76,6 @@ char *metrics_render(struct broker *b, size_t *len)
     const struct broker_auth *a = &b->auth;
     struct prom p;
     prom_init(&p);
-    size_t shared = 0, i = 0;
-    struct hmap_slot *slot;
-    while ((slot = hmap_next(&b->share_groups, &i)))
-        shared += ((struct share_group *)slot->val)->n;
 
     metric(&p, "shootout_broker_uptime_seconds", PROM_GAUGE, "Seconds since the broker started.",
            (double)(ev_now(b->loop) - b->started_ms) / 1000.0);
@@ -104,7 +100,7 @@ char *metrics_render(struct broker *b, size_t *len)
            (double)st->bytes_out);
     metric(&p, "shootout_broker_subscriptions", PROM_GAUGE,
            "Subscriptions over all sessions, shared ones included.",
-           (double)(subtree_count(b->subs) + shared));
+           (double)(router_subscriptions(b) + router_shared_subscriptions(b)));
     metric(&p, "shootout_broker_retained_messages", PROM_GAUGE, "Retained topics.",
            (double)retain_count(b->retained));
     static const char *const drops[] = {"queue_full", "output_full", "offline_qos0", "expired",

@@ -16,6 +16,7 @@
 
 #include "broker/plog.h"
 #include "broker/retain.h"
+#include "broker/router.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_codec.h"
@@ -364,8 +365,8 @@ static void rebuild_apply(void *ctx, const struct plog_rec *r)
     case PLOG_SUB: {
         struct session *s = rebuild_session_of(b, r->sub.client_id);
         if (s)
-            session_subscribe(b, s, r->sub.filter.p, r->sub.filter.len,
-                              sub_opts(r->sub.options, r->sub.sub_id));
+            router_subscribe(b, s, r->sub.filter.p, r->sub.filter.len,
+                             sub_opts(r->sub.options, r->sub.sub_id));
         break;
     }
     case PLOG_ENTRY:

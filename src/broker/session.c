@@ -11,12 +11,12 @@
 
 #include "broker/broker_int.h"
 #include "broker/persist.h"
+#include "broker/router.h"
 #include "broker/plog.h"
 #include "broker/subtree.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_codec.h"
-#include "mqtt/mqtt_topic.h"
 
 struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len)
 {
@@ -80,7 +80,7 @@ static void session_publish_will(struct broker *b, struct msg *will)
     if (will->expires_ms)
         will->expires_ms += ev_now(b->loop);
     b->stats.msgs_in++;
-    broker_publish(b, will, NULL);
+    router_publish(b, will, NULL, NULL);
     msg_unref(will);
 }
 
@@ -98,7 +98,7 @@ void session_destroy(struct broker *b, struct session *s)
     timers_remove(b, s);
     session_release_publishers(b, s, true);
     for (uint32_t i = 0; i < s->nsubs; i++) {
-        session_unsubscribe(b, s, s->subs[i].filter, s->subs[i].len);
+        router_unsubscribe(b, s, s->subs[i].filter, s->subs[i].len);
         mem_free(s->subs[i].filter);
     }
     for (uint32_t i = 0; i < s->ninflight; i++) {
@@ -125,12 +125,10 @@ void session_destroy(struct broker *b, struct session *s)
         session_publish_will(b, will);
 }
 
-static void session_handoff_shared(struct broker *b, struct session *s);
-
 void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s)
 {
     s->conn = NULL;
-    session_handoff_shared(b, s);
+    router_hand_off(b, s);
     if (s->expiry_s == 0) {
         s->will = will;
         session_destroy(b, s);
@@ -404,11 +402,10 @@ static bool session_above(const struct session *s, size_t out, uint32_t queued)
     return outq_pending(&s->conn->out) >= out || s->qlen >= queued;
 }
 
-static void session_push_back(struct broker *b, struct session *s)
+static void session_push_back(struct broker *b, struct session *s, struct conn *p)
 {
-    struct conn *p = b->publisher;
-    /* A publisher closed while handling its packet (its will routed) has
-     * nothing left to pause. */
+    /* A publisher closed while its packet was handled has nothing left to
+     * pause. */
     if (!p || p->state >= CONN_LINGER || p->blocked_on || p->session == s || s->slow_consumer || s->conn->blocked_on ||
         !session_above(s, b->out_high, b->queue_high))
         return;
@@ -450,7 +447,8 @@ void session_release_publishers(struct broker *b, struct session *s, bool uncond
     }
 }
 
-void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d)
+void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
+                     struct conn *publisher)
 {
     struct conn *c = s->conn;
     if (m->expires_ms && msg_expired(m, ev_now(b->loop))) {
@@ -463,7 +461,7 @@ void session_deliver(struct broker *b, struct session *s, struct msg *m, const s
                 session_send_qos0(b, c, m, d);
             else
                 session_drop(b, s, &b->stats.dropped_output_full, "max-output-bytes reached");
-            session_push_back(b, s);
+            session_push_back(b, s, publisher);
         } else if (b->cfg->queue_qos0) {
             session_enqueue(b, s, m, d);
         } else {
@@ -476,7 +474,7 @@ void session_deliver(struct broker *b, struct session *s, struct msg *m, const s
     else
         session_enqueue(b, s, m, d);
     if (c)
-        session_push_back(b, s);
+        session_push_back(b, s, publisher);
 }
 
 /* Drops inflight entry i (acknowledged, or never to be sent). */
@@ -514,17 +512,14 @@ void session_resume(struct broker *b, struct session *s)
     session_pump(b, s);
 }
 
-/* Hands the messages the connection ended without acknowledging that came
- * through shared subscriptions to other members of those groups (MQTT 5,
- * 4.8.2). A QoS 2 message past PUBREC was received and stays. */
-static void session_handoff_shared(struct broker *b, struct session *s)
+void session_hand_off(struct broker *b, struct session *s, session_hand_off_fn fn, void *ctx)
 {
     uint32_t i = 0;
     while (i < s->ninflight) {
         struct inflight *f = &s->inflight[i];
         struct delivery d = f->d;
         d.entry = 0; /* the other member's copy is its own */
-        if (d.shared && f->state != WAIT_PUBCOMP && share_redeliver(b, s, f->msg, &d))
+        if (d.shared && f->state != WAIT_PUBCOMP && fn(ctx, s, f->msg, &d))
             session_inflight_remove(b, s, i);
         else
             i++;
@@ -534,7 +529,7 @@ static void session_handoff_shared(struct broker *b, struct session *s)
         struct queued e = s->queue[(s->qhead + k) % s->qcap];
         struct delivery d = e.d;
         d.entry = 0;
-        if (e.d.shared && share_redeliver(b, s, e.msg, &d)) {
+        if (e.d.shared && fn(ctx, s, e.msg, &d)) {
             persist_entry_del(b, &e.d, false);
             msg_unref(e.msg);
             session_let_go(&e.d);
@@ -645,25 +640,4 @@ bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len)
         }
     }
     return false;
-}
-
-bool session_subscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
-                       subtree_opts opts)
-{
-    size_t inner;
-    bool is_new = session_add_sub(s, filter, len, opts);
-    if (mqtt_topic_shared(filter, len, &inner) > 0)
-        share_add(b, filter, len, inner, s, opts);
-    else
-        subtree_add(b->subs, filter, len, s, opts);
-    return is_new;
-}
-
-void session_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len)
-{
-    size_t inner;
-    if (mqtt_topic_shared(filter, len, &inner) > 0)
-        share_remove(b, filter, len, s);
-    else
-        subtree_remove(b->subs, filter, len, s);
 }
