@@ -13,6 +13,7 @@
 
 #include "broker/broker_int.h"
 #include "broker/persist.h"
+#include "broker/persist_load.h"
 #include "broker/retain.h"
 #include "broker/router.h"
 #include "broker/transport.h"
@@ -188,7 +189,7 @@ int broker_run(const struct broker_config *cfg)
     struct broker b;
     broker_init(&b, cfg, loop);
     int lfd = -1;
-    if ((cfg->persistence.on && persist_open(&b) < 0) || auth_init(&b) < 0 || metrics_start(&b) < 0 ||
+    if ((cfg->persistence.on && persist_load(&b) < 0) || auth_init(&b) < 0 || metrics_start(&b) < 0 ||
         transport_listen(&b, broker_on_accept, err, sizeof err) < 0 ||
         (lfd = net_listen(cfg->bind, cfg->port, 1024, 0, err, sizeof err)) < 0) {
         if (err[0])

@@ -28,6 +28,9 @@
 #include "core/inbuf.h"
 #include "core/outq.h"
 #include "mqtt/mqtt5.h"
+/* Until each module includes what it uses: */
+#include "broker/session.h"
+#include "broker/session_life.h"
 
 struct router;
 struct session;
@@ -37,10 +40,6 @@ struct transport_listeners;
 /* Topic aliases we accept from a client (CONNACK Topic Alias Maximum) and
  * use at most towards one: Mosquitto's default. */
 #define BROKER_TOPIC_ALIAS_MAX 10
-
-/* A Session Expiry Interval that never ends (MQTT 5's 0xFFFFFFFF, and
- * every MQTT 3.1.1 clean-session 0 session). */
-#define SESSION_NEVER UINT32_MAX
 
 /* One topic alias: a topic the connection's peer and we both know by a
  * number. */
@@ -92,77 +91,6 @@ struct conn {
     struct conn *wait_prev, *wait_next; /* blocked_on->waiters */
     uint64_t blocked_since_ms;
     struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
-};
-
-/* One subscription as its session remembers it, so that the session can
- * remove it from the tree (or its shared group) when it ends. */
-struct session_sub {
-    uint8_t *filter; /* owned; the whole filter, $share/... included */
-    uint16_t len;
-    subtree_opts opts;
-};
-
-enum inflight_state { WAIT_PUBACK, WAIT_PUBREC, WAIT_PUBCOMP };
-
-/* How one copy of a message goes to one session. */
-struct delivery {
-    uint32_t sub_id; /* MQTT 5 Subscription Identifier; 0 = none */
-    uint8_t qos;
-    bool retain;
-    bool shared;     /* chosen through a shared subscription */
-    /* Several identifiers (overlapping subscriptions of one MQTT 5 client
-     * share one copy, 3.3.4): sub_ids[0] is their count, the identifiers
-     * follow, and sub_id is 0. NULL otherwise. Borrowed in a delivery
-     * handed to session_deliver; a copy the session keeps (queued, in
-     * flight) owns its own array. */
-    uint32_t *sub_ids;
-    uint64_t entry;  /* persist.c: its log entry id; 0 = not in the log */
-};
-
-struct inflight {
-    struct msg *msg; /* owned reference; NULL once only PUBREL is pending */
-    struct delivery d;
-    uint16_t packet_id;
-    uint8_t state;   /* enum inflight_state */
-};
-
-struct queued {
-    struct msg *msg; /* owned reference */
-    struct delivery d;
-};
-
-struct session {
-    char *client_id; /* owned, NUL-terminated; the sessions map key */
-    uint16_t client_id_len;
-    bool v5;           /* its latest connection spoke MQTT 5 */
-    bool v31;          /* its latest connection spoke MQTT 3.1 */
-    uint32_t expiry_s; /* Session Expiry Interval: 0 ends it with its connection */
-    struct conn *conn; /* NULL while offline */
-    /* Offline with an end in sight (b->timers): the session expires at
-     * expires_ms unless SESSION_NEVER, and a delayed will is published at
-     * will_ms (MQTT 5). */
-    uint64_t expires_ms;
-    struct msg *will;  /* owned */
-    uint64_t will_ms;
-    bool on_timers;
-    struct session *timer_prev, *timer_next;
-    struct session_sub *subs;
-    uint32_t nsubs, subs_cap;
-    struct inflight *inflight; /* oldest first */
-    uint32_t ninflight, inflight_cap;
-    struct queued *queue;      /* ring */
-    uint32_t qhead, qlen, qcap;
-    uint16_t *qos2_in;         /* received QoS 2 ids waiting for PUBREL */
-    uint32_t nqos2_in, qos2_in_cap;
-    uint16_t next_packet_id;
-    struct conn *waiters; /* publishers paused until this session drains */
-    bool slow_consumer;   /* made publishers wait too long: they no longer do */
-    /* router.c's: the last match that met the session, and its entry in
-     * that match, so that overlapping subscriptions merge into one copy. */
-    uint32_t match_gen;
-    uint32_t match_idx;
-    bool persisted;     /* persist.c: its SESSION record is live in the log */
-    struct session_auth auth; /* auth.c: its ACL handle */
 };
 
 struct broker_stats {
@@ -271,75 +199,7 @@ int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, ui
 /* MQTT 5 DISCONNECT from the client (after which the connection is closed). */
 int handle_disconnect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
 
-/* session.c */
-struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len);
-/* Removes the session's subscriptions, drops its messages, publishes a
- * will it still owes and frees it. */
-void session_destroy(struct broker *b, struct session *s);
-/* The session's connection ended: ends the session (expiry 0), or keeps it
- * with its timers (session expiry, will delay) started. will is the
- * connection's will to publish (owned), or NULL; with b->defer_wills even
- * one without a delay waits on the timers. */
-void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s);
-/* The offline session s owes will (owned) at loop time will_ms, which may
- * have passed: session_sweep publishes it then. A will's expires_ms holds
- * its Message Expiry Interval alone (msg_new with now_ms 0) until it is
- * published, when the interval starts. */
-void session_owe_will(struct broker *b, struct session *s, struct msg *will, uint64_t will_ms);
-/* A connection took the session up again: stops its timers (a delayed will
- * is dropped, [MQTT-3.1.3-9]). */
-void session_attach(struct broker *b, struct session *s, struct conn *c);
-/* Periodic: publishes delayed wills and ends expired sessions. */
-void session_sweep(struct broker *b);
-/* Delivers m to the session: now, into the inflight window or the queue,
- * or drops it (counted) when that is full or the message expired.
- * publisher is the connection whose PUBLISH m is, or NULL (see
- * back-pressure below). */
-void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
-                     struct conn *publisher);
-/* For router_hand_off: offers fn each message s holds (in flight before its
- * PUBREC, or queued) that came through a shared subscription, as a copy
- * without its log entry; a message fn took (returning true) is dropped from
- * s. */
-typedef bool (*session_hand_off_fn)(void *ctx, struct session *s, struct msg *m,
-                                    const struct delivery *d);
-void session_hand_off(struct broker *b, struct session *s, session_hand_off_fn fn, void *ctx);
-/* After CONNACK on a resumed session: resend the inflight window with DUP
- * and fill it from the queue. */
-void session_resume(struct broker *b, struct session *s);
-/* persist.c, at start: puts back a copy of m that was queued or in flight
- * in state (enum plog_state) with packet_id. */
-void session_restore(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
-                     uint8_t state, uint16_t packet_id);
-/* Acknowledgement flows for messages the broker sent; reason is the MQTT 5
- * reason code (0 from MQTT 3.1.1). */
-void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id,
-                   uint8_t reason);
-/* Received QoS 2 ids: returns 1 if id was already waiting for PUBREL, 0
- * after recording it, -1 if limit ids are waiting already. */
-int session_qos2_seen(struct session *s, uint16_t packet_id, uint32_t limit);
-/* Returns false if the id was not waiting for PUBREL. */
-bool session_qos2_release(struct session *s, uint16_t packet_id);
-/* Back-pressure. session_deliver() pauses the publishing connection
- * (its publisher argument) while the online session s it delivered to is above the
- * watermarks, so that a fast publisher waits for a slower subscriber
- * instead of filling its queue until messages drop. A connection never
- * waits for itself or for a connection that is itself waiting, so waits
- * form chains, never cycles; a subscriber that keeps publishers waiting for
- * longer than BROKER_WAIT_LIMIT_MS is flagged a slow consumer, and then
- * messages to it are dropped at the hard limits instead. */
-#define BROKER_WAIT_LIMIT_MS 1000
-/* Resumes s's waiting publishers (and forgives a slow consumer) if s
- * drained below the low watermarks; or resumes them unconditionally (the
- * session went offline, ended, or is too slow). */
-void session_release_publishers(struct broker *b, struct session *s, bool unconditionally);
-/* Takes a closing connection off the wait list it is on. */
-void session_forget_publisher(struct conn *c);
 /* conn.c: a released publisher resumes reading next iteration. */
 void conn_resume(struct broker *b, struct conn *c);
-
-/* Remember / forget a subscription for cleanup; returns true if new. */
-bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, subtree_opts opts);
-bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len);
 
 #endif

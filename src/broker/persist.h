@@ -1,8 +1,8 @@
 /* persist.h - the broker's state made durable: every change to a session
  * that outlives its connection (its subscriptions, its QoS 1/2 messages in
  * either direction) and to the retained messages becomes a plog record as
- * it happens, and at start the log rebuilds them (docs/persistence.md,
- * "Wiring").
+ * it happens, and at start the log rebuilds them (persist_load.h;
+ * docs/persistence.md, "Wiring").
  *
  * Each record is appended lazy or not (struct plog_rec.lazy): lazy when
  * nothing the broker sends depends on its surviving a power cut, so that
@@ -19,11 +19,13 @@
 
 #include "broker/broker_int.h"
 
-/* broker.c: opens the log in cfg->persistence.location and rebuilds the
- * broker's state from it. Returns -1 (logged) if the directory cannot be
- * used at all, e.g. another broker holds it; a damaged log is reported,
- * never fatal. */
-int persist_open(struct broker *b);
+/* persist_load.c, once the log is open and replayed: persistence is on
+ * with log; then the received QoS 2 ids it rebuilt, each with its entry. */
+struct plog;
+void persist_start(struct broker *b, struct plog *log);
+void persist_qos2_restored(struct broker *b, struct session *s, uint16_t packet_id, uint64_t entry);
+/* A wall-clock time from the log as a loop time (at least 1: 0 means never). */
+uint64_t persist_to_loop(const struct broker *b, uint64_t at_ms);
 /* Commits what is pending and closes the log; sessions destroyed after it
  * are not removed from the log. */
 void persist_close(struct broker *b);
