@@ -3,7 +3,10 @@
 
 #include <string.h>
 
+#include "broker/acl.h"
 #include "broker/broker_int.h"
+#include "broker/passwd.h"
+#include "broker/session.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt5.h"

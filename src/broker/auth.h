@@ -14,11 +14,11 @@
 #include <stdint.h>
 
 #include "broker/acl.h"
-#include "broker/passwd.h"
 
 struct broker;
-struct session;
 struct mqtt5_connect;
+struct passwd_table;
+struct session;
 
 /* The broker's settings (struct broker_config.auth). */
 struct broker_auth_config {
@@ -33,18 +33,6 @@ struct broker_auth {
     struct acl *acl;             /* NULL without acl_file */
     uint64_t refused_bad_password, refused_unknown_user, refused_anonymous;
     uint64_t denied_publish, denied_subscribe, denied_deliver, denied_will;
-};
-
-/* What a session carries (struct session.auth). The handle lives with the
- * session, not the connection, so that messages queued for an offline
- * session are checked with the rules of the client that owns it. */
-struct session_auth {
-    struct acl_client *acl; /* NULL without acl_file: nothing is checked */
-    char *username;         /* owned; kept to rebind on reload; NULL = none */
-    uint16_t username_len;
-    /* Some subscription needs acl_client_check(ACL_READ) per delivery
-     * (ACL_SUB_FILTERED, or no longer granted after a reload). */
-    bool filtered;
 };
 
 /* Loads the configured files into b->auth. Returns 0, or -1 after logging

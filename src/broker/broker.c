@@ -12,10 +12,17 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/conn_end.h"
+#include "broker/conn_loop.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/persist_load.h"
 #include "broker/retain.h"
 #include "broker/router.h"
+#include "broker/session.h"
+#include "broker/session_life.h"
+#include "broker/sys_tree.h"
 #include "broker/transport.h"
 #include "core/linger.h"
 #include "core/log.h"
@@ -136,7 +143,7 @@ void broker_shutdown(struct broker *b)
      * LINGER_MS have passed. */
     uint64_t until = ev_now(b->loop) + LINGER_MS;
     conn_prepare(b);
-    while (conn_lingering(b) && ev_update_now(b->loop) < until)
+    while (b->closed && ev_update_now(b->loop) < until)
         ev_run_once(b->loop, 50);
     for (c = b->closed; c; c = c->next)
         conn_close(b, c, "", true);

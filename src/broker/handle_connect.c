@@ -8,10 +8,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "broker/auth.h"
 #include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/conn_end.h"
+#include "broker/handle.h"
+#include "broker/metrics.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/session_life.h"
 #include "broker/transport.h"
+#include "core/hmap.h"
 #include "core/log.h"
+#include "core/outq.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 

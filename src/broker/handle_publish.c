@@ -6,10 +6,16 @@
  * kept until PUBREL, so a retransmitted PUBLISH is acknowledged again but not
  * delivered twice (the spec's "Method B").
  */
+#include "broker/auth.h"
 #include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/handle.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/router.h"
+#include "broker/session.h"
 #include "core/mem.h"
+#include "core/outq.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 

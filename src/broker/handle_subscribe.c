@@ -3,11 +3,17 @@
  * (sub_grant) is the one place a subscription enters the broker, where the
  * ACL is asked (auth_subscribe).
  */
+#include "broker/auth.h"
 #include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/handle.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/retain.h"
 #include "broker/router.h"
+#include "broker/session.h"
 #include "core/mem.h"
+#include "core/outq.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 #include "mqtt/mqtt_topic.h"

@@ -16,8 +16,10 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/conn.h"
 #include "broker/retain.h"
 #include "broker/router.h"
+#include "broker/session.h"
 #include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"

@@ -15,9 +15,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "broker/conn.h"
+#include "broker/msg.h"
 #include "broker/plog.h"
-#include "core/log.h"
+#include "broker/session.h"
 #include "core/mem.h"
+#include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 #include "mqtt/mqtt_props.h"
 

@@ -18,6 +18,7 @@
 #define SHOOTOUT_PERSIST_H
 
 #include "broker/broker_int.h"
+#include "broker/session.h"
 
 /* persist_load.c, once the log is open and replayed: persistence is on
  * with log; then the received QoS 2 ids it rebuilt, each with its entry. */

@@ -7,10 +7,13 @@
 #include <string.h>
 
 #include "broker/broker_int.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/plog.h"
 #include "broker/retain.h"
 #include "broker/router.h"
+#include "broker/session.h"
+#include "broker/session_life.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_codec.h"

@@ -14,9 +14,12 @@
  */
 #include "broker/router.h"
 
+#include "broker/auth.h"
 #include "broker/broker_int.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/retain.h"
+#include "broker/session.h"
 #include "broker/share.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_topic.h"

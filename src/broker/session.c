@@ -7,13 +7,18 @@
  * send order, so linear scans by packet id are the cheapest lookup and
  * redelivery after a reconnect keeps the original order.
  */
+#include "broker/session.h"
+
 #include <string.h>
 
 #include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/plog.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/outq.h"
 #include "mqtt/mqtt_codec.h"
 
 /* A delivery the session keeps (queued, in flight) owns its identifier
@@ -316,7 +321,7 @@ void session_release_publishers(struct broker *b, struct session *s, bool uncond
     while (s->waiters) {
         struct conn *p = s->waiters;
         session_forget_publisher(p);
-        conn_resume(b, p);
+        conn_read_later(b, p);
     }
 }
 

@@ -17,9 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "broker/auth.h"
 #include "broker/subtree.h"
 
+struct acl_client;
 struct broker;
 struct conn;
 struct msg;
@@ -27,6 +27,18 @@ struct msg;
 /* A Session Expiry Interval that never ends (MQTT 5's 0xFFFFFFFF, and
  * every MQTT 3.1.1 clean-session 0 session). */
 #define SESSION_NEVER UINT32_MAX
+
+/* What auth.c keeps in a session (auth.h). The handle lives with the
+ * session, not the connection, so that messages queued for an offline
+ * session are checked with the rules of the client that owns it. */
+struct session_auth {
+    struct acl_client *acl; /* NULL without acl_file: nothing is checked */
+    char *username;         /* owned; kept to rebind on reload; NULL = none */
+    uint16_t username_len;
+    /* Some subscription needs acl_client_check(ACL_READ) per delivery
+     * (ACL_SUB_FILTERED, or no longer granted after a reload). */
+    bool filtered;
+};
 
 /* One subscription as its session remembers it, so that the session can
  * remove it from the tree (or its shared group) when it ends. */

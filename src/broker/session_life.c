@@ -3,9 +3,13 @@
  */
 #include "broker/session_life.h"
 
+#include "broker/auth.h"
 #include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/router.h"
+#include "broker/session.h"
 #include "core/log.h"
 #include "core/mem.h"
 

@@ -3,7 +3,9 @@
  */
 #include "broker/share.h"
 
-#include "broker/broker_int.h"
+#include "broker/acl.h"
+#include "broker/msg.h"
+#include "broker/session.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_topic.h"
 

@@ -3,12 +3,15 @@
  * Mosquitto uses, so existing dashboards and `mosquitto_sub -t '$SYS/#'`
  * work unchanged. Wildcard subscriptions never see them ('$' rule).
  */
+#include "broker/sys_tree.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "broker/broker_int.h"
+#include "broker/msg.h"
 #include "broker/retain.h"
 #include "broker/router.h"
 #include "core/version.h"

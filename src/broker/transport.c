@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/conn.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"

@@ -23,9 +23,11 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/conn_loop.h"
 #include "core/log.h"
 #include "fuzz_broker_harness.h"
 #include "mqtt/mqtt5.h"
+#include "mqtt/mqtt_codec.h"
 
 #define FUZZ_CLIENTS 3
 

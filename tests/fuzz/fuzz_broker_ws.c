@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/conn_loop.h"
 #include "broker/transport.h"
 #include "core/log.h"
 #include "fuzz_broker_harness.h"
