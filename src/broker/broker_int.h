@@ -17,6 +17,7 @@
 #include "broker/metrics.h"
 #include "core/ev.h"
 #include "core/hmap.h"
+#include "core/srv.h"
 
 struct conn;
 struct persist;
@@ -43,8 +44,7 @@ struct broker {
     struct broker_stats stats;
     struct ev_timer sweep;  /* timeouts, session expiry, persistence upkeep */
     struct ev_timer sys;    /* publishes the $SYS tree (sys_tree.h) */
-    struct ev_io listener;  /* the default listener */
-    int spare_fd;           /* released to shed connections at EMFILE */
+    struct srv_worker *srv; /* core/srv.c's worker the broker runs on; NULL in test harnesses */
 
     /* Connections (conn.h): */
     struct conn *conns;     /* every connection not yet ended */
@@ -86,10 +86,23 @@ static inline uint16_t broker_receive_max(const struct broker *b)
     return (uint16_t)b->cfg->max_inflight;
 }
 
-/* broker.c: set up a broker on a loop, without a listener (broker_run adds
- * one; test harnesses hand connections to conn_accept themselves), and take
- * it down again, closing every connection. */
+/* broker.c: the broker on a loop, as core/srv.c's worker runs it and as
+ * test harnesses (tests/fuzz) drive it on a loop of their own, handing it
+ * connections through conn_accept and calling conn_prepare before each
+ * wait. broker_init sets it up (no listener, no persistence, no files);
+ * broker_drain starts the shutdown: no more timers, every client sent
+ * DISCONNECT 0x8B, lingering; broker_close_all closes what is left and
+ * frees what is closed; broker_fini takes the rest down, after the loop. */
 void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_loop *loop);
-void broker_shutdown(struct broker *b);
+void broker_drain(struct broker *b);
+void broker_close_all(struct broker *b);
+void broker_fini(struct broker *b);
+
+/* Connections refused: at CONNECT over max_connections, and by srv for
+ * want of file descriptors. */
+static inline uint64_t broker_refused_connections(const struct broker *b)
+{
+    return b->stats.refused_connections + (b->srv ? b->srv->refused_connections : 0);
+}
 
 #endif

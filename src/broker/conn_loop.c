@@ -19,6 +19,7 @@
 #include "core/inbuf.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/srv.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 
@@ -148,7 +149,7 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
             return;
         inbuf_consumed(&c->in, data, len, (size_t)used);
         if (c->blocked_on)
-            return; /* conn_resume picks up where this stopped */
+            return; /* released, it is read again where this stopped */
         if ((size_t)n < cap && !hup && !c->tp)
             return; /* a transport is read until EAGAIN (transport.h) */
         if ((size_t)n >= budget) {
@@ -269,6 +270,8 @@ bool conn_prepare(struct broker *b)
         *pp = c->next;
         close(c->io.fd);
         mem_free(c);
+        if (b->srv)
+            srv_worker_conn_closed(b->srv); /* the last one ends a drain */
     }
     return b->read_list != NULL;
 }

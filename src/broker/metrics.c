@@ -91,7 +91,7 @@ char *metrics_render(struct broker *b, size_t *len)
            (double)b->obs.accepted);
     metric(&p, "shootout_broker_connections_refused_total", PROM_COUNTER,
            "Connections refused at max_connections or for want of file descriptors.",
-           (double)st->refused_connections);
+           (double)broker_refused_connections(b));
     metric(&p, "shootout_broker_messages_received_total", PROM_COUNTER,
            "PUBLISH packets from clients, and wills.", (double)st->msgs_in);
     metric(&p, "shootout_broker_messages_sent_total", PROM_COUNTER, "PUBLISH packets to clients.",

@@ -34,7 +34,7 @@ void persist_close(struct broker *b);
  * compaction upkeep, and the periodic sync. */
 void persist_tick(struct broker *b);
 
-/* conn.c, before any output is flushed: makes the records appended so far
+/* conn_loop.c, before any output is flushed: makes the records appended so far
  * durable. False if that failed: nothing may be acknowledged yet. */
 bool persist_commit_(struct broker *b);
 static inline bool persist_commit(struct broker *b) { return !b->persist || persist_commit_(b); }

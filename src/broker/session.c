@@ -22,7 +22,7 @@
 #include "mqtt/mqtt_codec.h"
 
 /* A delivery the session keeps (queued, in flight) owns its identifier
- * array (broker_int.h): copied when kept, freed when let go. Rarely there. */
+ * array (session.h): copied when kept, freed when let go. Rarely there. */
 __attribute__((cold, noinline)) static uint32_t *session_ids_dup(const uint32_t *ids)
 {
     size_t size = (1 + (size_t)ids[0]) * sizeof *ids;

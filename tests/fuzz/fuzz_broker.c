@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
-#include "broker/conn_loop.h"
 #include "core/log.h"
 #include "fuzz_broker_harness.h"
 #include "mqtt/mqtt5.h"
@@ -92,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.max_output = 4096;
     cfg.queue_qos0 = size & 1;
     struct broker b;
-    broker_init(&b, &cfg, loop);
+    fuzz_broker_start(&b, &cfg, loop);
 
     unsigned kinds[FUZZ_CLIENTS];
     int peers[FUZZ_CLIENTS];
@@ -130,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         peers[i] = -1;
     }
     fuzz_broker_step(loop, peers, FUZZ_CLIENTS);
-    broker_shutdown(&b);
+    fuzz_broker_stop(&b);
     ev_loop_free(loop);
     return 0;
 }
