@@ -10,7 +10,6 @@
 #include "broker/broker_int.h"
 #include "broker/conn.h"
 #include "broker/handle.h"
-#include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/router.h"
 #include "broker/session.h"
@@ -45,24 +44,16 @@ static int publish_alias(struct conn *c, struct mqtt5_publish *p)
     return 0;
 }
 
-/* A PUBLISH as the broker routes it, from either version. */
-struct inbound {
-    struct mqtt_bytes topic, payload;
-    uint16_t packet_id;
-    uint8_t qos;
-    bool retain;
-    const struct mqtt_props *props; /* NULL from MQTT 3.1.1 */
-};
-
-/* Decodes either version's PUBLISH into *in; an MQTT 5 one's properties
- * stay in *p5, which in->props points to. */
+/* Decodes either version's PUBLISH into *in and *packet_id; an MQTT 5
+ * one's properties stay in *p5, which in->props points to. */
 static int publish_decode(struct conn *c, uint8_t flags, const uint8_t *body, uint32_t len,
-                          struct inbound *in, struct mqtt5_publish *p5)
+                          struct router_in *in, uint16_t *packet_id, struct mqtt5_publish *p5)
 {
     if (!c->v5) {
         struct mqtt_publish p;
         int rc = mqtt_decode_publish(body, len, flags, &p);
-        *in = (struct inbound){p.topic, p.payload, p.packet_id, p.qos, p.retain, NULL};
+        *in = (struct router_in){p.topic, p.payload, p.qos, p.retain, NULL};
+        *packet_id = p.packet_id;
         return rc;
     }
     int rc = mqtt5_decode_publish(body, len, flags, p5);
@@ -72,55 +63,43 @@ static int publish_decode(struct conn *c, uint8_t flags, const uint8_t *body, ui
         return MQTT5_E_PROTOCOL_ERROR; /* [MQTT-3.3.4-6] */
     if ((rc = publish_alias(c, p5)) != 0)
         return rc;
-    *in = (struct inbound){p5->topic, p5->payload, p5->packet_id, p5->qos, p5->retain, &p5->props};
+    *in = (struct router_in){p5->topic, p5->payload, p5->qos, p5->retain, &p5->props};
+    *packet_id = p5->packet_id;
     return 0;
 }
 
 int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_t *body,
                    uint32_t len)
 {
-    struct inbound p;
+    struct router_in p;
+    uint16_t packet_id;
     struct mqtt5_publish p5;
-    int rc = publish_decode(c, flags, body, len, &p, &p5);
+    int rc = publish_decode(c, flags, body, len, &p, &packet_id, &p5);
     if (rc != 0)
         return rc;
     struct session *origin = c->session;
-    uint64_t now = ev_now(b->loop);
-    int seen = p.qos == 2 ? session_qos2_seen(origin, p.packet_id, c->v5 ? broker_receive_max(b) : UINT32_MAX) : 0;
+    int seen = p.qos == 2 ? session_qos2_seen(origin, packet_id, c->v5 ? broker_receive_max(b) : UINT32_MAX) : 0;
     if (seen < 0)
         return MQTT5_RC_RECEIVE_MAXIMUM_EXCEEDED; /* [MQTT-3.3.4-9] */
     if (p.qos == 2 && !seen)
-        persist_qos2_in(b, origin, p.packet_id, true);
+        persist_qos2_in(b, origin, packet_id, true);
     uint32_t matched = 0;
     bool denied = !seen && origin->auth.acl && !auth_may_publish(b, origin, p.topic.ptr, p.topic.len);
     if (seen || denied) {
         /* A retransmission: acknowledge again, deliver nothing. A denied
          * message is acknowledged as Mosquitto does, and MQTT 5 says why. */
         if (denied && c->v5 && p.qos == 2)
-            session_qos2_release(origin, p.packet_id); /* no PUBREL follows 0x87 */
-    } else if (p.retain) {
-        struct msg *m = msg_new(p.topic.ptr, p.topic.len, p.payload.ptr, p.payload.len, p.qos,
-                                true, p.props, now);
-        b->stats.msgs_in++;
-        matched = router_publish(b, m, origin, c);
-        msg_unref(m);
+            session_qos2_release(origin, packet_id); /* no PUBREL follows 0x87 */
     } else {
-        /* Without subscribers a plain message needs no copy at all. */
         b->stats.msgs_in++;
-        matched = router_match(b, p.topic.ptr, p.topic.len, origin);
-        if (matched > 0) {
-            struct msg *m = msg_new(p.topic.ptr, p.topic.len, p.payload.ptr, p.payload.len,
-                                    p.qos, false, p.props, now);
-            router_deliver(b, m, c);
-            msg_unref(m);
-        }
+        matched = router_route(b, &p, ev_now(b->loop), origin, c);
     }
     if (p.qos > 0) {
         uint8_t type = p.qos == 1 ? MQTT_PUBACK : MQTT_PUBREC;
         if (!c->v5)
-            mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), type, p.packet_id);
+            mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), type, packet_id);
         else
-            conn_write_reason(c, type, p.packet_id,
+            conn_write_reason(c, type, packet_id,
                               denied ? MQTT5_RC_NOT_AUTHORIZED
                               : matched || seen ? MQTT5_RC_SUCCESS
                                                     : MQTT5_RC_NO_MATCHING_SUBSCRIBERS,

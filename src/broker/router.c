@@ -156,8 +156,10 @@ static void route_shared(void *ctx, struct session *s, subtree_opts opts)
     route_push(ctx, s, opts, true);
 }
 
-uint32_t router_match(struct broker *b, const uint8_t *topic, size_t len,
-                      const struct session *origin)
+/* Collects the sessions a message on topic goes to in the scratch;
+ * returns how many. */
+static inline uint32_t route_collect(struct broker *b, const uint8_t *topic, size_t len,
+                                     const struct session *origin)
 {
     struct router *r = b->router;
     r->nmatches = 0;
@@ -181,7 +183,7 @@ uint32_t router_match(struct broker *b, const uint8_t *topic, size_t len,
 
 /* The identifiers of a match with more than one, as delivery.sub_ids
  * wants them (in router.copy_ids, valid until the next match). Rare: kept
- * out of router_deliver's loop. */
+ * out of route_deliver's loop. */
 __attribute__((cold, noinline)) static uint32_t *route_ids(struct router *r,
                                                           const struct route_match *m)
 {
@@ -201,7 +203,9 @@ __attribute__((cold, noinline)) static uint32_t *route_ids(struct router *r,
     return ids;
 }
 
-void router_deliver(struct broker *b, struct msg *m, struct conn *publisher)
+/* Delivers m to the sessions the last route_collect found, each as its
+ * subscriptions ask and the ACL lets it read. */
+static inline void route_deliver(struct broker *b, struct msg *m, struct conn *publisher)
 {
     struct router *r = b->router;
     for (uint32_t i = 0; i < r->nmatches; i++) {
@@ -236,14 +240,33 @@ static void route_retain(struct broker *b, struct msg *m)
         retain_set(b->retained, msg_topic(m), m->topic_len, msg_ref(m));
 }
 
-uint32_t router_publish(struct broker *b, struct msg *m, const struct session *origin,
-                        struct conn *publisher)
+uint32_t router_route(struct broker *b, const struct router_in *in, uint64_t now_ms,
+                      const struct session *origin, struct conn *publisher)
+{
+    struct msg *m = NULL;
+    if (in->retain) {
+        m = msg_new(in->topic.ptr, in->topic.len, in->payload.ptr, in->payload.len, in->qos, true,
+                    in->props, now_ms);
+        route_retain(b, m);
+    }
+    uint32_t n = route_collect(b, in->topic.ptr, in->topic.len, origin);
+    /* Without subscribers a plain message needs no copy at all. */
+    if (n > 0 && !m)
+        m = msg_new(in->topic.ptr, in->topic.len, in->payload.ptr, in->payload.len, in->qos, false,
+                    in->props, now_ms);
+    if (n > 0)
+        route_deliver(b, m, publisher);
+    if (m)
+        msg_unref(m);
+    return n;
+}
+
+void router_publish(struct broker *b, struct msg *m)
 {
     if (m->retain)
         route_retain(b, m);
-    uint32_t n = router_match(b, msg_topic(m), m->topic_len, origin);
-    router_deliver(b, m, publisher);
-    return n;
+    route_collect(b, msg_topic(m), m->topic_len, NULL);
+    route_deliver(b, m, NULL);
 }
 
 /* session_hand_off's question for one message: another member to take it. */

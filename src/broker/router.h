@@ -18,6 +18,7 @@
 
 #include "broker/subtree.h"
 #include "mqtt/mqtt5.h"
+#include "mqtt/mqtt_codec.h"
 
 struct broker;
 struct conn;
@@ -46,23 +47,30 @@ bool router_subscribe(struct broker *b, struct session *s, const uint8_t *filter
  * session's own list is the caller's). */
 void router_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len);
 
-/* Finds the sessions a message on topic goes to, one entry per session
- * however many of its subscriptions match, plus one member per matching
- * shared group; returns how many. origin is the publisher's session, whose
- * No Local subscriptions take no part (NULL for wills and $SYS). Asks no
- * ACL yet: router_deliver does, per subscriber. */
-uint32_t router_match(struct broker *b, const uint8_t *topic, size_t len,
-                      const struct session *origin);
-/* Delivers m to the sessions the last router_match found. publisher is
- * the connection whose PUBLISH m is, which back-pressure may pause (see
- * session_deliver), or NULL. Takes no ownership of m. */
-void router_deliver(struct broker *b, struct msg *m, struct conn *publisher);
-/* Stores m if retained, then router_match and router_deliver; returns the
- * number of sessions matched. Wills, $SYS and retained PUBLISHes enter
- * here; a client's plain PUBLISH calls the two itself, so that it builds
- * no message nobody subscribed to. */
-uint32_t router_publish(struct broker *b, struct msg *m, const struct session *origin,
-                        struct conn *publisher);
+/* A client's PUBLISH as the router takes it, before any message is
+ * built. */
+struct router_in {
+    struct mqtt_bytes topic, payload;
+    uint8_t qos;
+    bool retain;
+    const struct mqtt_props *props; /* NULL from MQTT 3.1.1 */
+};
+
+/* Routes a client's PUBLISH (the ACL has let it in, auth_may_publish): a
+ * retained one is stored and sent on; a plain one is made a message
+ * (msg_new, its expiry counted from now_ms) only if some session is to get
+ * it. Each session gets one copy however many of its subscriptions match,
+ * and each matching shared group one copy for one member; origin is the
+ * publisher's session, whose No Local subscriptions take no part, and
+ * publisher its connection, which back-pressure may pause (see
+ * session_deliver). Returns how many sessions it went to, before the ACL
+ * was asked per subscriber. */
+uint32_t router_route(struct broker *b, const struct router_in *in, uint64_t now_ms,
+                      const struct session *origin, struct conn *publisher);
+/* A message the broker publishes itself (a will, $SYS): stored if
+ * retained, then sent to every matching subscription. Takes no ownership
+ * of m. */
+void router_publish(struct broker *b, struct msg *m);
 
 /* s's connection ended: the QoS 1/2 messages it had not acknowledged that
  * came through shared subscriptions go to other connected members of those

@@ -54,7 +54,7 @@ static void session_publish_will(struct broker *b, struct msg *will)
     if (will->expires_ms)
         will->expires_ms += ev_now(b->loop);
     b->stats.msgs_in++;
-    router_publish(b, will, NULL, NULL);
+    router_publish(b, will);
     msg_unref(will);
 }
 

@@ -27,7 +27,7 @@ static void sys_put(struct broker *b, const char *topic, const char *fmt, ...)
     va_end(ap);
     struct msg *m = msg_new((const uint8_t *)topic, strlen(topic), (const uint8_t *)payload,
                             (size_t)n, 0, true, NULL, 0);
-    router_publish(b, m, NULL, NULL);
+    router_publish(b, m);
     msg_unref(m);
 }
 
