@@ -47,7 +47,8 @@ struct route_id {
 struct router {
     struct subtree *subs; /* filter -> struct session */
     struct share shared;  /* the shared subscriptions' groups */
-    /* Scratch of the last router_match, which router_deliver reads. */
+    /* Scratch of the message being routed: route_collect fills it,
+     * route_deliver reads it. */
     uint32_t match_gen;
     struct route_match *matches;
     uint32_t nmatches, matches_cap;
@@ -129,7 +130,7 @@ static void route_merge(struct router *r, struct route_match *m, subtree_opts op
     m->opts = keep;
 }
 
-/* One walk of the tree for router_match. */
+/* One walk of the tree for route_collect. */
 struct route_walk {
     struct router *r;
     const struct session *origin;
