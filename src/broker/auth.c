@@ -3,11 +3,14 @@
 
 #include <string.h>
 
+#include "broker/acl.h"
 #include "broker/broker_int.h"
-#include "broker/transport.h"
+#include "broker/passwd.h"
+#include "broker/session.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt5.h"
+#include "mqtt/mqtt_topic.h"
 
 /* Loads whichever files are configured into *pw and *acl (NULL for those
  * that are not). Returns 0, or -1 with nothing loaded and err set. */
@@ -55,7 +58,7 @@ void auth_free(struct broker *b)
 static void auth_inner_filter(const uint8_t **filter, size_t *len)
 {
     size_t inner;
-    if (share_parse(*filter, *len, &inner) > 0) {
+    if (mqtt_topic_shared(*filter, *len, &inner) > 0) {
         *filter += inner;
         *len -= inner;
     }
@@ -119,34 +122,33 @@ void auth_reload(struct broker *b)
              acl ? b->cfg->auth.acl_file : "", rebound);
 }
 
-uint8_t auth_connect(struct broker *b, const struct conn *c, const struct mqtt5_connect *ci,
-                     const uint8_t *id, size_t id_len, struct acl_client **acl)
+uint8_t auth_connect(struct broker *b, const struct mqtt5_connect *ci, bool identity_proven,
+                     const uint8_t *id, size_t id_len, struct acl_client **acl, const char **why)
 {
     const char *user = (const char *)ci->username.ptr;
     size_t ulen = ci->username.len;
-    const char *why = NULL;
     uint8_t reason = 0;
     *acl = NULL;
+    *why = NULL;
     if (!ci->has_username) {
         if (!b->cfg->auth.allow_anonymous) {
             b->auth.refused_anonymous++;
-            why = "anonymous";
+            *why = "anonymous";
             reason = MQTT5_RC_NOT_AUTHORIZED;
         }
-    } else if (b->auth.passwd && !transport_username(c)) {
-        /* A certificate identity was proven by the TLS handshake. */
+    } else if (b->auth.passwd && !identity_proven) {
         switch (passwd_check(b->auth.passwd, user, ulen, ci->password.ptr,
                              ci->has_password ? ci->password.len : 0)) {
         case PASSWD_OK:
             break;
         case PASSWD_WRONG_PASSWORD:
             b->auth.refused_bad_password++;
-            why = "bad_password";
+            *why = "bad_password";
             reason = MQTT5_RC_BAD_USERNAME_OR_PASSWORD;
             break;
         case PASSWD_UNKNOWN_USER:
             b->auth.refused_unknown_user++;
-            why = "unknown_user";
+            *why = "unknown_user";
             reason = MQTT5_RC_BAD_USERNAME_OR_PASSWORD;
             break;
         }
@@ -159,15 +161,9 @@ uint8_t auth_connect(struct broker *b, const struct conn *c, const struct mqtt5_
             b->auth.denied_will++;
             acl_client_free(*acl);
             *acl = NULL;
-            why = "will_denied";
+            *why = "will_denied";
             reason = MQTT5_RC_NOT_AUTHORIZED;
         }
-    }
-    if (reason && b->cfg->obs.connection_messages && LOG_INFO <= log_threshold) {
-        char idv[160], userv[160], addr[80];
-        log_info("event=connect_refused client=%s addr=%s username=%s reason=%s",
-                 metrics_log_value(idv, sizeof idv, id, id_len), metrics_peer(c, addr, sizeof addr),
-                 ci->has_username ? metrics_log_value(userv, sizeof userv, user, ulen) : "-", why);
     }
     return reason;
 }

@@ -14,12 +14,11 @@
 #include <stdint.h>
 
 #include "broker/acl.h"
-#include "broker/passwd.h"
 
 struct broker;
-struct conn;
-struct session;
 struct mqtt5_connect;
+struct passwd_table;
+struct session;
 
 /* The broker's settings (struct broker_config.auth). */
 struct broker_auth_config {
@@ -36,18 +35,6 @@ struct broker_auth {
     uint64_t denied_publish, denied_subscribe, denied_deliver, denied_will;
 };
 
-/* What a session carries (struct session.auth). The handle lives with the
- * session, not the connection, so that messages queued for an offline
- * session are checked with the rules of the client that owns it. */
-struct session_auth {
-    struct acl_client *acl; /* NULL without acl_file: nothing is checked */
-    char *username;         /* owned; kept to rebind on reload; NULL = none */
-    uint16_t username_len;
-    /* Some subscription needs acl_client_check(ACL_READ) per delivery
-     * (ACL_SUB_FILTERED, or no longer granted after a reload). */
-    bool filtered;
-};
-
 /* Loads the configured files into b->auth. Returns 0, or -1 after logging
  * the error (file:line). */
 int auth_init(struct broker *b);
@@ -57,12 +44,14 @@ void auth_free(struct broker *b);
  * every session, else keeps the old ones and logs why. */
 void auth_reload(struct broker *b);
 
-/* CONNECT with the final client id: checks the credentials and the will
+/* CONNECT with the final client id: checks the credentials (no password
+ * when identity_proven: a client certificate named the user) and the will
  * topic. Returns 0 with *acl the client's new ACL handle (NULL without an
  * ACL) to give to auth_session_bind, or an MQTT 5 reason code to refuse
- * with (0x86 bad username or password, 0x87 not authorized). */
-uint8_t auth_connect(struct broker *b, const struct conn *c, const struct mqtt5_connect *ci,
-                     const uint8_t *id, size_t id_len, struct acl_client **acl);
+ * with (0x86 bad username or password, 0x87 not authorized) and *why the
+ * reason's word for the log (metrics_log_connect_refused). */
+uint8_t auth_connect(struct broker *b, const struct mqtt5_connect *ci, bool identity_proven,
+                     const uint8_t *id, size_t id_len, struct acl_client **acl, const char **why);
 /* The client is in: s takes acl (see auth_connect) and the username. */
 void auth_session_bind(struct broker *b, struct session *s, struct acl_client *acl,
                        const struct mqtt5_connect *ci);

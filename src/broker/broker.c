@@ -1,28 +1,36 @@
-/* broker.c - the broker's lifetime: defaults, listening, accepting with a
- * guard against running out of file descriptors, the periodic sweep, and a
- * graceful shutdown on SIGTERM or SIGINT.
+/* broker.c - the broker's lifetime on core/srv.c, which listens, accepts
+ * with a guard against running out of file descriptors and routes the
+ * signals: defaults, setting up the broker on the worker's loop, the
+ * periodic sweep, SIGHUP's reload, and the graceful shutdown on SIGTERM or
+ * SIGINT (every client sent DISCONNECT and given LINGER_MS to leave).
  */
 #include "broker/broker.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/conn_end.h"
+#include "broker/conn_loop.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
+#include "broker/persist_load.h"
 #include "broker/retain.h"
-#include "broker/subtree.h"
+#include "broker/router.h"
+#include "broker/session.h"
+#include "broker/session_life.h"
+#include "broker/sys_tree.h"
 #include "broker/transport.h"
 #include "core/linger.h"
 #include "core/log.h"
-#include "core/mem.h"
 #include "core/net.h"
+#include "core/srv.h"
 
 #define BROKER_SWEEP_MS 250
-#define BROKER_ACCEPTS_PER_WAKE 256
+
+_Static_assert(BROKER_LISTENERS_MAX <= SRV_MAX_LISTENERS, "core/srv.c opens every listener");
 
 void broker_config_defaults(struct broker_config *cfg)
 {
@@ -44,27 +52,6 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->listeners.n = 1;
 }
 
-static void broker_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
-{
-    struct broker *b = io->data;
-    for (int i = 0; i < BROKER_ACCEPTS_PER_WAKE; i++) {
-        int fd = net_accept_guarded(io->fd, &b->spare_fd, NULL);
-        if (fd >= 0) {
-            struct conn *c = conn_accept(b, fd);
-            if (c && transport_attach(b, c, io) < 0)
-                conn_close(b, c, "cannot set up TLS", true);
-            continue;
-        }
-        if (errno == EINTR || errno == ECONNABORTED)
-            continue;
-        if (errno == EMFILE || errno == ENFILE) {
-            b->stats.refused_connections++;
-            log_warn("out of file descriptors at %u connections: dropped a new one", b->nconns);
-        }
-        break;
-    }
-}
-
 static void broker_on_sweep(struct ev_loop *loop, struct ev_timer *t)
 {
     conn_sweep(t->data);
@@ -73,20 +60,6 @@ static void broker_on_sweep(struct ev_loop *loop, struct ev_timer *t)
 
 static void broker_on_sys(struct ev_loop *loop, struct ev_timer *t) { sys_tree_publish(t->data); }
 
-static bool broker_prepare(struct ev_loop *loop, void *data) { return conn_prepare(data); }
-
-static void broker_on_signal(struct ev_loop *loop, int signo, void *data)
-{
-    if (signo == SIGHUP) {
-        /* As Mosquitto: the password file and the ACL are read again; the
-         * other settings stay as they were read at start. */
-        auth_reload(data);
-        return;
-    }
-    log_info("%s received, shutting down", strsignal(signo));
-    ev_stop(loop);
-}
-
 static void broker_release_retained(void *value) { msg_unref(value); }
 
 void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_loop *loop)
@@ -94,10 +67,7 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     memset(b, 0, sizeof *b);
     b->cfg = cfg;
     b->loop = loop;
-    b->listener.fd = -1;
-    b->spare_fd = -1;
-    b->subs = subtree_new();
-    b->shared = subtree_new();
+    b->router = router_new();
     b->retained = retain_new(broker_release_retained);
     /* Wait early enough that the hard limits, twice as high, are rarely
      * reached; small enough that many subscribers behind at once still fit
@@ -106,7 +76,6 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     b->out_low = b->out_high / 4;
     b->queue_high = cfg->max_queued / 2 ? cfg->max_queued / 2 : 1;
     b->queue_low = b->queue_high / 4;
-    ev_set_prepare(loop, broker_prepare, b);
     ev_timer_init(&b->sweep, broker_on_sweep, b);
     ev_timer_start(loop, &b->sweep, BROKER_SWEEP_MS, BROKER_SWEEP_MS);
     b->started_ms = ev_now(loop);
@@ -119,28 +88,30 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     }
 }
 
-/* Stop accepting, give every client its pending output, close them all. */
-void broker_shutdown(struct broker *b)
+void broker_drain(struct broker *b)
 {
-    if (b->listener.fd >= 0)
-        close(b->listener.fd);
     metrics_stop(b);
-    transport_close_listeners(b);
     ev_timer_stop(b->loop, &b->sweep);
     ev_timer_stop(b->loop, &b->sys);
-    struct conn *c;
     b->defer_wills = b->persist != NULL;
+    struct conn *c;
     while ((c = b->conns))
         conn_kick(b, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down", !b->defer_wills);
-    /* They linger: each reads its DISCONNECT and closes, or is closed when
-     * LINGER_MS have passed. */
-    uint64_t until = ev_now(b->loop) + LINGER_MS;
+}
+
+void broker_close_all(struct broker *b)
+{
+    broker_drain(b); /* a loop that failed did not drain */
     conn_prepare(b);
-    while (conn_lingering(b) && ev_update_now(b->loop) < until)
-        ev_run_once(b->loop, 50);
-    for (c = b->closed; c; c = c->next)
+    for (struct conn *c = b->closed; c; c = c->next)
         conn_close(b, c, "", true);
     conn_prepare(b);
+}
+
+void broker_fini(struct broker *b)
+{
+    metrics_stop(b);
+    transport_teardown(b);
     persist_close(b);
     /* Delayed wills would only reach sessions that are about to go too
      * (with persistence they are in the log, for the next start). */
@@ -157,15 +128,8 @@ void broker_shutdown(struct broker *b)
         session_destroy(b, slot->val);
     hmap_free(&b->sessions);
     auth_free(b);
-    hmap_free(&b->share_groups);
-    subtree_free(b->subs);
-    subtree_free(b->shared);
+    router_free(b->router);
     retain_free(b->retained);
-    mem_free(b->matches);
-    mem_free(b->match_ids);
-    mem_free(b->route_ids);
-    if (b->spare_fd >= 0)
-        close(b->spare_fd);
     const struct broker_stats *st = &b->stats;
     log_info("stopped: %llu messages in, %llu out; dropped %llu (queue full), %llu (output full), "
              "%llu (QoS 0 to offline sessions), %llu (expired), %llu (over the client's maximum "
@@ -176,54 +140,99 @@ void broker_shutdown(struct broker *b)
              (unsigned long long)st->dropped_offline_qos0, (unsigned long long)st->dropped_expired,
              (unsigned long long)st->dropped_too_large, (unsigned long long)st->publisher_waits,
              (unsigned long long)st->slow_consumers, (unsigned long long)st->protocol_errors,
-             (unsigned long long)st->refused_connections);
+             (unsigned long long)broker_refused_connections(b));
 }
+
+/* ---- core/srv.c's hooks: one worker, the broker's loop ---------------- */
+
+/* broker_run's state: the settings and the one worker's broker. */
+struct broker_proc {
+    const struct broker_config *cfg;
+    struct broker b;
+};
+
+static int broker_worker_init(struct srv_worker *w, void *ctx)
+{
+    struct broker_proc *p = ctx;
+    struct broker *b = &p->b;
+    char err[512] = "";
+    broker_init(b, p->cfg, w->loop);
+    b->srv = w;
+    w->data = b;
+    if ((p->cfg->persistence.on && persist_load(b) < 0) || auth_init(b) < 0 ||
+        metrics_start(b) < 0 || transport_setup(b, err, sizeof err) < 0) {
+        if (err[0])
+            log_error("%s", err);
+        broker_close_all(b);
+        broker_fini(b);
+        return -1;
+    }
+    return 0;
+}
+
+static void broker_accept(struct srv_worker *w, unsigned listener, int fd)
+{
+    struct broker *b = w->data;
+    struct conn *c = conn_accept(b, fd);
+    if (!c)
+        srv_worker_conn_closed(w);
+    else if (transport_attach(b, c, listener) < 0)
+        conn_close(b, c, "cannot set up TLS", true);
+}
+
+static bool broker_prepare(struct srv_worker *w) { return conn_prepare(w->data); }
+
+static void broker_srv_drain(struct srv_worker *w) { broker_drain(w->data); }
+
+static void broker_srv_close_all(struct srv_worker *w) { broker_close_all(w->data); }
+
+static void broker_worker_fini(struct srv_worker *w, void *ctx) { broker_fini(w->data); }
+
+static void broker_listening(void *ctx, const int *ports)
+{
+    struct broker_proc *p = ctx;
+    const struct broker_config *cfg = p->cfg;
+    transport_listening(&p->b, ports);
+    bool v6 = strchr(cfg->bind, ':') != NULL;
+    /* srv_run raised the descriptor limit already: this reads it. */
+    long fds = net_raise_fd_limit();
+    log_info("shootout broker listening on %s%s%s:%d (MQTT 3.1, 3.1.1 and 5.0, max %u connections, "
+             "%ld fds)",
+             v6 ? "[" : "", cfg->bind, v6 ? "]" : "", ports[0], cfg->max_connections, fds);
+}
+
+/* As Mosquitto: the password file and the ACL are read again; the other
+ * settings stay as they were read at start. */
+static void broker_reload(void *ctx) { auth_reload(&((struct broker_proc *)ctx)->b); }
 
 int broker_run(const struct broker_config *cfg)
 {
-    char err[NET_ERR_LEN] = "";
-    signal(SIGPIPE, SIG_IGN);
-    long fds = net_raise_fd_limit();
-    struct ev_loop *loop = ev_loop_new();
-    if (!loop) {
-        log_error("cannot create the event loop: %s", strerror(errno));
-        return 1;
+    static const struct srv_hooks hooks = {
+        .worker_init = broker_worker_init,
+        .accept = broker_accept,
+        .prepare = broker_prepare,
+        .drain = broker_srv_drain,
+        .close_all = broker_srv_close_all,
+        .listening = broker_listening,
+        .reload = broker_reload,
+        .worker_fini = broker_worker_fini,
+    };
+    /* One loop; the broker refuses clients over max_connections itself,
+     * with a CONNACK (docs/broker.md), so srv refuses none; connections
+     * still lingering when LINGER_MS is up are closed. */
+    struct srv_config sc = {
+        .bind = cfg->bind,
+        .nports = cfg->listeners.n,
+        .threads = 1,
+        .max_connections = UINT_MAX,
+        .drain_timeout_ms = LINGER_MS,
+    };
+    sc.ports[0] = cfg->port;
+    for (uint32_t i = 1; i < cfg->listeners.n; i++) {
+        const struct broker_listener *l = &cfg->listeners.v[i];
+        sc.ports[i] = l->port;
+        sc.binds[i] = l->bind[0] ? l->bind : NULL;
     }
-    /* Signals are routed to the loop before the port opens: whoever sees
-     * the port accept may send SIGTERM at once and must get a clean stop. */
-    struct broker b;
-    broker_init(&b, cfg, loop);
-    int lfd = -1;
-    if ((cfg->persistence.on && persist_open(&b) < 0) || auth_init(&b) < 0 || metrics_start(&b) < 0 ||
-        transport_listen(&b, broker_on_accept, err, sizeof err) < 0 ||
-        (lfd = net_listen(cfg->bind, cfg->port, 1024, 0, err, sizeof err)) < 0) {
-        if (err[0])
-            log_error("%s", err);
-        broker_shutdown(&b);
-        ev_loop_free(loop);
-        return 1;
-    }
-    b.listener.fd = lfd;
-    b.listener.cb = broker_on_accept;
-    b.listener.data = &b;
-    ev_io_start(loop, &b.listener, EV_READ);
-    b.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    ev_signal_start(loop, &set, broker_on_signal, &b);
-
-    bool v6 = strchr(cfg->bind, ':') != NULL;
-    log_info("shootout broker listening on %s%s%s:%d (MQTT 3.1, 3.1.1 and 5.0, max %u connections, "
-             "%ld fds)",
-             v6 ? "[" : "", cfg->bind, v6 ? "]" : "", net_local_port(lfd), cfg->max_connections, fds);
-    int rc = ev_run(loop);
-    if (rc < 0)
-        log_error("event loop failed: %s", strerror(errno));
-    broker_shutdown(&b);
-    ev_loop_free(loop);
-    return rc < 0 ? 1 : 0;
+    struct broker_proc p = {.cfg = cfg};
+    return srv_run(&sc, &hooks, &p);
 }

@@ -1,214 +1,30 @@
-/* broker_int.h - the broker's internal state shared by its modules: the
- * broker itself, client connections and sessions.
+/* broker_int.h - struct broker: the state the broker's modules share,
+ * grouped by the module that owns each part (the types are in conn.h,
+ * session.h, router.h and the others; the router's are its own), and the
+ * counters every module adds to.
  *
- * Ownership: the broker owns every connection and session. A session lives
- * while its client is connected and then for its Session Expiry Interval
- * (MQTT 5; 0 unless the client asked for more), or, for an MQTT 3.1 or
- * 3.1.1 persistent session, until a clean CONNECT with its client id
- * discards it. MQTT 3.1 behaves as 3.1.1 wherever the two agree; the v31
- * flags mark where they do not (CONNACK, client ids, SUBACK, framing).
- * A connection points to its session
- * and the session back to its connection while both are live. Connections
- * are freed, and their sockets closed, only at the end of a loop iteration
- * after its commit (conn_prepare), never inside their own callbacks.
+ * Ownership: the broker owns every connection and session.
  */
 #ifndef SHOOTOUT_BROKER_INT_H
 #define SHOOTOUT_BROKER_INT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "broker/auth.h"
 #include "broker/broker.h"
 #include "broker/metrics.h"
-#include "broker/msg.h"
-#include "broker/subtree.h"
 #include "core/ev.h"
 #include "core/hmap.h"
-#include "core/inbuf.h"
-#include "core/outq.h"
-#include "mqtt/mqtt5.h"
+#include "core/srv.h"
 
+struct conn;
+struct persist;
+struct retain;
+struct router;
 struct session;
-struct transport;
 struct transport_listeners;
-
-/* Topic aliases we accept from a client (CONNACK Topic Alias Maximum) and
- * use at most towards one: Mosquitto's default. */
-#define BROKER_TOPIC_ALIAS_MAX 10
-
-/* A Session Expiry Interval that never ends (MQTT 5's 0xFFFFFFFF, and
- * every MQTT 3.1.1 clean-session 0 session). */
-#define SESSION_NEVER UINT32_MAX
-
-/* One topic alias: a topic the connection's peer and we both know by a
- * number. */
-struct topic_alias {
-    uint8_t *topic; /* owned; NULL while unset */
-    uint16_t len;
-};
-
-enum conn_state {
-    CONN_NEW,      /* accepted, waiting for CONNECT */
-    CONN_ACTIVE,   /* CONNACK 0 sent */
-    CONN_LINGER,   /* ended by us: its last output goes out, its input is dropped (core/linger.h) */
-    CONN_CLOSED,   /* done with, waiting to be freed (and its fd closed) */
-};
-
-struct conn {
-    struct ev_io io;          /* io.data = this */
-    uint8_t state;            /* enum conn_state */
-    bool over_limit;          /* accepted beyond max_connections */
-    bool dirty;               /* on the broker's flush list */
-    bool read_pending;        /* stopped reading early; on the read list */
-    bool write_blocked;       /* socket full; wait for EV_WRITE */
-    bool v5;                  /* the client speaks MQTT 5.0 */
-    bool v31;                 /* the client speaks MQTT 3.1 ("MQIsdp"); else 3.1.1 unless v5 */
-    bool shut;                /* CONN_LINGER: all output out, write side shut */
-    bool peer_done;           /* CONN_LINGER: the client closed */
-    bool problem_info;        /* MQTT 5: it takes reason strings */
-    uint16_t keepalive;       /* seconds, 0 = none */
-    uint64_t last_rx_ms;      /* CONN_LINGER: when the linger time is up */
-    uint32_t dropped;         /* CONN_LINGER: input bytes dropped */
-    struct session *session;
-    struct msg *will;         /* owned; published unless DISCONNECT (expiry: see session_owe_will) */
-    uint32_t will_delay_s;    /* MQTT 5 Will Delay Interval */
-    /* MQTT 5 limits the client set for what we send it. */
-    uint32_t inflight_max;    /* min(--max-inflight-messages, its Receive Maximum) */
-    uint16_t alias_out_max;   /* topic aliases we may use, min(its maximum, ours) */
-    uint32_t max_packet_out;  /* its Maximum Packet Size; 0 = no limit */
-    struct topic_alias *alias_in;  /* [BROKER_TOPIC_ALIAS_MAX], the client's; lazily */
-    struct topic_alias *alias_out; /* [alias_out_max], ours; lazily, filled in order */
-    uint16_t nalias_out;
-    struct inbuf in;          /* partial packet left from earlier reads */
-    struct outq out;
-    struct conn *prev, *next; /* broker.conns */
-    struct conn *dirty_next;  /* broker.dirty */
-    struct conn *read_next;   /* broker.read_list */
-    /* Back-pressure: while blocked_on a congested subscriber's session,
-     * this connection's input is not read (see session_push_back). */
-    struct session *blocked_on;
-    struct conn *wait_prev, *wait_next; /* blocked_on->waiters */
-    uint64_t blocked_since_ms;
-    struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
-};
-
-/* A subscription's options word in the subscription tree: MQTT 5's
- * Subscription Options byte less Retain Handling (QoS, No Local, Retain As
- * Published: the MQTT5_SUB_* bits) in the low four bits, the Subscription
- * Identifier (28 bits at most) above them. MQTT 3.1.1 uses the QoS alone. */
-#define SUB_OPT_ID_SHIFT 4
-static inline subtree_opts sub_opts(uint8_t options, uint32_t sub_id)
-{
-    return (subtree_opts)(options & 0x0F) | (subtree_opts)sub_id << SUB_OPT_ID_SHIFT;
-}
-static inline uint8_t sub_opts_qos(subtree_opts o) { return o & MQTT5_SUB_QOS; }
-static inline uint32_t sub_opts_id(subtree_opts o) { return o >> SUB_OPT_ID_SHIFT; }
-
-/* One subscription as its session remembers it, so that the session can
- * remove it from the tree (or its shared group) when it ends. */
-struct session_sub {
-    uint8_t *filter; /* owned; the whole filter, $share/... included */
-    uint16_t len;
-    subtree_opts opts;
-};
-
-enum inflight_state { WAIT_PUBACK, WAIT_PUBREC, WAIT_PUBCOMP };
-
-/* How one copy of a message goes to one session. */
-struct delivery {
-    uint32_t sub_id; /* MQTT 5 Subscription Identifier; 0 = none */
-    uint8_t qos;
-    bool retain;
-    bool shared;     /* chosen through a shared subscription */
-    /* Several identifiers (overlapping subscriptions of one MQTT 5 client
-     * share one copy, 3.3.4): sub_ids[0] is their count, the identifiers
-     * follow, and sub_id is 0. NULL otherwise. Borrowed in a delivery
-     * handed to session_deliver; a copy the session keeps (queued, in
-     * flight) owns its own array. */
-    uint32_t *sub_ids;
-    uint64_t entry;  /* persist.c: its log entry id; 0 = not in the log */
-};
-
-struct inflight {
-    struct msg *msg; /* owned reference; NULL once only PUBREL is pending */
-    struct delivery d;
-    uint16_t packet_id;
-    uint8_t state;   /* enum inflight_state */
-};
-
-struct queued {
-    struct msg *msg; /* owned reference */
-    struct delivery d;
-};
-
-struct session {
-    char *client_id; /* owned, NUL-terminated; the sessions map key */
-    uint16_t client_id_len;
-    bool v5;           /* its latest connection spoke MQTT 5 */
-    bool v31;          /* its latest connection spoke MQTT 3.1 */
-    uint32_t expiry_s; /* Session Expiry Interval: 0 ends it with its connection */
-    struct conn *conn; /* NULL while offline */
-    /* Offline with an end in sight (b->timers): the session expires at
-     * expires_ms unless SESSION_NEVER, and a delayed will is published at
-     * will_ms (MQTT 5). */
-    uint64_t expires_ms;
-    struct msg *will;  /* owned */
-    uint64_t will_ms;
-    bool on_timers;
-    struct session *timer_prev, *timer_next;
-    struct session_sub *subs;
-    uint32_t nsubs, subs_cap;
-    struct inflight *inflight; /* oldest first */
-    uint32_t ninflight, inflight_cap;
-    struct queued *queue;      /* ring */
-    uint32_t qhead, qlen, qcap;
-    uint16_t *qos2_in;         /* received QoS 2 ids waiting for PUBREL */
-    uint32_t nqos2_in, qos2_in_cap;
-    uint16_t next_packet_id;
-    struct conn *waiters; /* publishers paused until this session drains */
-    bool slow_consumer;   /* made publishers wait too long: they no longer do */
-    /* Routing scratch: dedups overlapping subscriptions per message. */
-    uint32_t match_gen;
-    uint32_t match_idx; /* its entry in b->matches */
-    bool persisted;     /* persist.c: its SESSION record is live in the log */
-    struct session_auth auth; /* auth.c: its ACL handle */
-};
-
-/* One session a message is routed to, and how: every matching
- * subscription of the session merged into opts (the highest QoS, Retain As
- * Published if any asked for it, the first Subscription Identifier), the
- * further identifiers in b->match_ids. */
-struct route_match {
-    struct session *s;
-    subtree_opts opts;
-    /* 1 + index of the first further identifier in b->match_ids; 0 = none.
-     * A bit field with shared so that an entry stays 16 bytes. */
-    uint32_t more_ids : 31;
-    uint32_t shared : 1;
-};
-
-/* A further Subscription Identifier of a route_match: a list through
- * b->match_ids, 0-terminated like route_match.more_ids. */
-struct route_id {
-    uint32_t id;
-    uint32_t next;
-};
-
-/* A shared subscription's group (share.c): the sessions subscribed to
- * $share/<name>/<filter>, one of which gets each message. */
-struct share_member {
-    struct session *s;
-    subtree_opts opts;
-};
-struct share_group {
-    uint8_t *key;      /* owned: the whole $share/<name>/<filter> */
-    uint16_t key_len;
-    uint16_t filter_off; /* where <filter> starts in key */
-    struct share_member *members;
-    uint32_t n, cap;
-    uint32_t next;     /* round robin: the member to try first */
-};
 
 struct broker_stats {
     uint64_t msgs_in, msgs_out;
@@ -221,48 +37,45 @@ struct broker_stats {
 };
 
 struct broker {
+    /* What every module reads. */
     const struct broker_config *cfg;
     struct ev_loop *loop;
-    struct ev_io listener;
-    int spare_fd;           /* released to shed connections at EMFILE */
-    struct ev_timer sweep;  /* keepalive and connect timeouts */
-    struct hmap sessions;   /* client id -> struct session */
-    struct subtree *subs;
-    struct subtree *shared; /* filter -> struct share_group */
-    struct hmap share_groups; /* $share/<name>/<filter> -> struct share_group */
-    struct retain *retained;
-    struct session *timers; /* offline sessions that expire or owe a will */
-    struct conn *conns;     /* every connection not yet freed */
+    uint64_t started_ms;
+    struct broker_stats stats;
+    struct ev_timer sweep;  /* timeouts, session expiry, persistence upkeep */
+    struct ev_timer sys;    /* publishes the $SYS tree (sys_tree.h) */
+    struct srv_worker *srv; /* core/srv.c's worker the broker runs on; NULL in test harnesses */
+
+    /* Connections (conn.h): */
+    struct conn *conns;     /* every connection not yet ended */
     uint32_t nconns;        /* open connections */
     uint32_t nclients;      /* connections past CONNECT, with a session */
-    struct ev_timer sys;    /* publishes the $SYS tree */
-    uint64_t started_ms;
     struct conn *dirty;     /* connections with output to flush */
     struct conn *read_list; /* connections with unread input */
     struct conn *closed;    /* lingering, or closed and to be freed */
-    uint32_t match_gen;
-    struct route_match *matches; /* routing scratch */
-    uint32_t nmatches, matches_cap;
-    struct route_id *match_ids; /* routing scratch: identifiers beyond each match's first */
-    uint32_t nmatch_ids, match_ids_cap;
-    uint32_t *route_ids;        /* routing scratch: one copy's identifiers, as delivery.sub_ids */
-    uint32_t route_ids_cap;
-    uint32_t next_auto_id;
-    struct conn *publisher;   /* whose packet is being handled, if any */
-    struct session *route_origin; /* publisher of the message routed (No Local) */
+    struct transport_listeners *transports; /* transport.h */
+
+    /* Sessions (session.h, session_life.h): */
+    struct hmap sessions;   /* client id -> struct session */
+    struct session *timers; /* offline sessions that expire or owe a will */
+    uint32_t next_auto_id;  /* for client ids the broker assigns */
     /* Back-pressure watermarks, from the limits: a publisher waits for a
      * subscriber above the high marks, until it is back under the low. */
     size_t out_high, out_low;
     uint32_t queue_high, queue_low;
-    struct broker_stats stats;
-    struct persist *persist; /* persist.c; NULL with persistence off */
     /* Shutting down with persistence: the wills of the connections it
      * closes wait in the log for the next start (MQTT 5 3.1.2.5 allows the
      * deferral) instead of being dropped. */
     bool defer_wills;
-    struct broker_auth auth; /* auth.c: password file, ACL, their counters */
-    struct broker_obs obs;   /* metrics.c: the /metrics endpoint, log state */
-    struct transport_listeners *transports; /* transport.h */
+
+    /* Messages (router.h, retain.h): */
+    struct router *router;  /* the subscriptions, and the routing scratch */
+    struct retain *retained;
+
+    /* The other concerns, each its module's. */
+    struct persist *persist; /* persist.h; NULL with persistence off */
+    struct broker_auth auth; /* auth.h: password file, ACL, their counters */
+    struct broker_obs obs;   /* metrics.h: the /metrics endpoint, log state */
 };
 
 /* Our MQTT 5 Receive Maximum: QoS 2 messages a client may have waiting for
@@ -273,150 +86,23 @@ static inline uint16_t broker_receive_max(const struct broker *b)
     return (uint16_t)b->cfg->max_inflight;
 }
 
-/* broker.c: set up a broker on a loop, without a listener (broker_run adds
- * one; test harnesses hand connections to conn_accept themselves), and take
- * it down again, closing every connection. */
+/* broker.c: the broker on a loop, as core/srv.c's worker runs it and as
+ * test harnesses (tests/fuzz) drive it on a loop of their own, handing it
+ * connections through conn_accept and calling conn_prepare before each
+ * wait. broker_init sets it up (no listener, no persistence, no files);
+ * broker_drain starts the shutdown: no more timers, every client sent
+ * DISCONNECT 0x8B, lingering; broker_close_all closes what is left and
+ * frees what is closed; broker_fini takes the rest down, after the loop. */
 void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_loop *loop);
-void broker_shutdown(struct broker *b);
+void broker_drain(struct broker *b);
+void broker_close_all(struct broker *b);
+void broker_fini(struct broker *b);
 
-/* sys_tree.c: publishes the $SYS/broker/... figures as retained messages. */
-void sys_tree_publish(struct broker *b);
-
-/* conn.c */
-struct conn *conn_accept(struct broker *b, int fd);
-/* Queues the connection for a flush at the end of this loop iteration. */
-void conn_mark_dirty(struct broker *b, struct conn *c);
-/* Ends the connection (publishing the will unless graceful) and detaches
- * the session at once; drops what is queued for it, and the socket is
- * closed when the struct is freed, after this iteration's commit. reason is
- * for the log. */
-void conn_close(struct broker *b, struct conn *c, const char *reason, bool graceful);
-/* A refused CONNECT: the connection ends as conn_close, but lingers for its
- * CONNACK to reach the client (see conn_kick). */
-void conn_close_after_flush(struct broker *b, struct conn *c);
-/* Ends a connection the server's way: an MQTT 5 client is first sent a
- * DISCONNECT with the reason code (why as its Reason String, if it fits);
- * the MQTT side ends at once, as with conn_close, and the connection
- * lingers (core/linger.h): what is queued goes out after this iteration's
- * commit, then the write side is shut and input dropped until the client
- * closes, LINGER_MS at most, so that a client still sending reads the
- * DISCONNECT rather than a reset. */
-void conn_kick(struct broker *b, struct conn *c, uint8_t reason, const char *why, bool graceful);
-/* broker_shutdown: whether connections still linger. */
-static inline bool conn_lingering(const struct broker *b) { return b->closed != NULL; }
-/* Appends an MQTT 5 packet made of a reason code and properties (DISCONNECT,
- * the acks) with a Reason String when the client takes one and it fits its
- * Maximum Packet Size. type is the packet type, packet_id 0 for DISCONNECT. */
-void conn_write_reason(struct conn *c, uint8_t type, uint16_t packet_id, uint8_t reason,
-                       const char *why);
-/* Loop-iteration work: pending reads, flushes, frees. True if reads remain. */
-bool conn_prepare(struct broker *b);
-void conn_sweep(struct broker *b);
-
-/* handle_*.c: one per packet family; each returns 0, or a negative
- * mqtt_err / mqtt5_err after which the caller closes the connection as a
- * protocol violation (for MQTT 5 with DISCONNECT and mqtt5_err_reason), or
- * a positive MQTT 5 reason code to close it with. */
-int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
-int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_t *body,
-                   uint32_t len);
-int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t *body,
-                  uint32_t len);
-int handle_subscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
-int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
-/* MQTT 5 DISCONNECT from the client (after which the connection is closed). */
-int handle_disconnect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
-
-/* Routes a message to every matching subscription (and stores it if
- * retained). origin is the publisher's session, for No Local (NULL for
- * wills and $SYS). Takes no ownership of m. Wills, $SYS and retained
- * messages enter here; a client's plain PUBLISH is routed by
- * handle_publish itself (it skips building a message nobody subscribed
- * to), and asks the ACL first (auth_may_publish). */
-void broker_publish(struct broker *b, struct msg *m, struct session *origin);
-
-/* session.c */
-struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len);
-/* Removes the session's subscriptions, drops its messages, publishes a
- * will it still owes and frees it. */
-void session_destroy(struct broker *b, struct session *s);
-/* The session's connection ended: ends the session (expiry 0), or keeps it
- * with its timers (session expiry, will delay) started. will is the
- * connection's will to publish (owned), or NULL; with b->defer_wills even
- * one without a delay waits on the timers. */
-void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s);
-/* The offline session s owes will (owned) at loop time will_ms, which may
- * have passed: session_sweep publishes it then. A will's expires_ms holds
- * its Message Expiry Interval alone (msg_new with now_ms 0) until it is
- * published, when the interval starts. */
-void session_owe_will(struct broker *b, struct session *s, struct msg *will, uint64_t will_ms);
-/* A connection took the session up again: stops its timers (a delayed will
- * is dropped, [MQTT-3.1.3-9]). */
-void session_attach(struct broker *b, struct session *s, struct conn *c);
-/* Periodic: publishes delayed wills and ends expired sessions. */
-void session_sweep(struct broker *b);
-/* Delivers m to the session: now, into the inflight window or the queue,
- * or drops it (counted) when that is full or the message expired. */
-void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d);
-/* After CONNACK on a resumed session: resend the inflight window with DUP
- * and fill it from the queue. */
-void session_resume(struct broker *b, struct session *s);
-/* persist.c, at start: puts back a copy of m that was queued or in flight
- * in state (enum plog_state) with packet_id. */
-void session_restore(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
-                     uint8_t state, uint16_t packet_id);
-/* Acknowledgement flows for messages the broker sent; reason is the MQTT 5
- * reason code (0 from MQTT 3.1.1). */
-void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id,
-                   uint8_t reason);
-/* Received QoS 2 ids: returns 1 if id was already waiting for PUBREL, 0
- * after recording it, -1 if limit ids are waiting already. */
-int session_qos2_seen(struct session *s, uint16_t packet_id, uint32_t limit);
-/* Returns false if the id was not waiting for PUBREL. */
-bool session_qos2_release(struct session *s, uint16_t packet_id);
-/* Back-pressure. session_deliver() pauses the publishing connection
- * (b->publisher) while the online session s it delivered to is above the
- * watermarks, so that a fast publisher waits for a slower subscriber
- * instead of filling its queue until messages drop. A connection never
- * waits for itself or for a connection that is itself waiting, so waits
- * form chains, never cycles; a subscriber that keeps publishers waiting for
- * longer than BROKER_WAIT_LIMIT_MS is flagged a slow consumer, and then
- * messages to it are dropped at the hard limits instead. */
-#define BROKER_WAIT_LIMIT_MS 1000
-/* Resumes s's waiting publishers (and forgives a slow consumer) if s
- * drained below the low watermarks; or resumes them unconditionally (the
- * session went offline, ended, or is too slow). */
-void session_release_publishers(struct broker *b, struct session *s, bool unconditionally);
-/* Takes a closing connection off the wait list it is on. */
-void session_forget_publisher(struct conn *c);
-/* conn.c: a released publisher resumes reading next iteration. */
-void conn_resume(struct broker *b, struct conn *c);
-
-/* Remember / forget a subscription for cleanup; returns true if new. */
-bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, subtree_opts opts);
-bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len);
-/* Remembers a subscription and adds it to the tree or its group (filter
- * must not be a malformed shared one); returns true if new. */
-bool session_subscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
-                       subtree_opts opts);
-/* Removes one remembered subscription from the tree or its group. */
-void session_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len);
-
-/* share.c: shared subscriptions, $share/<name>/<filter>. */
-/* 1 if filter is a shared subscription (with *inner set to its <filter>),
- * 0 if it is not one, -1 if it is a malformed one (no name, a name with a
- * wildcard, no filter). */
-int share_parse(const uint8_t *filter, size_t len, size_t *inner_off);
-void share_add(struct broker *b, const uint8_t *filter, size_t len, size_t inner_off,
-               struct session *s, subtree_opts opts);
-void share_remove(struct broker *b, const uint8_t *filter, size_t len, struct session *s);
-/* Adds one member of every group matching topic to b->matches, through
- * share_route_push (handle_publish.c). */
-void share_route(struct broker *b, const uint8_t *topic, size_t len);
-void share_route_push(struct broker *b, struct session *s, subtree_opts opts);
-/* Hands m, which went to s through a shared subscription and which s's
- * connection ended without acknowledging, to another connected member of
- * a group of s's that matches it. Returns false if there is none. */
-bool share_redeliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d);
+/* Connections refused: at CONNECT over max_connections, and by srv for
+ * want of file descriptors. */
+static inline uint64_t broker_refused_connections(const struct broker *b)
+{
+    return b->stats.refused_connections + (b->srv ? b->srv->refused_connections : 0);
+}
 
 #endif

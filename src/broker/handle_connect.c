@@ -8,10 +8,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "broker/auth.h"
 #include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/conn_end.h"
+#include "broker/handle.h"
+#include "broker/metrics.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/session_life.h"
 #include "broker/transport.h"
+#include "core/hmap.h"
 #include "core/log.h"
+#include "core/outq.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 
@@ -228,9 +238,12 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
         return refuse(b, c, MQTT_CONNACK_ID_REJECTED, 0);
     }
     struct acl_client *acl;
-    uint8_t denied = auth_connect(b, c, &ci, id, id_len, &acl);
-    if (denied)
+    const char *why;
+    uint8_t denied = auth_connect(b, &ci, cert_user != NULL, id, id_len, &acl, &why);
+    if (denied) {
+        metrics_log_connect_refused(b, c, &ci, id, id_len, why);
         return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, denied);
+    }
     connect_accept(b, c, &ci, id, id_len, id == (const uint8_t *)assigned && c->v5 ? assigned : NULL);
     auth_session_bind(b, c->session, acl, &ci);
     return 0;

@@ -3,13 +3,20 @@
  * (sub_grant) is the one place a subscription enters the broker, where the
  * ACL is asked (auth_subscribe).
  */
+#include "broker/auth.h"
 #include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/handle.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/retain.h"
-#include "broker/subtree.h"
+#include "broker/router.h"
+#include "broker/session.h"
 #include "core/mem.h"
+#include "core/outq.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
+#include "mqtt/mqtt_topic.h"
 
 struct retained_ctx {
     struct broker *b;
@@ -29,7 +36,7 @@ static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, 
         .qos = m->qos < granted ? m->qos : granted,
         .retain = true,
     };
-    session_deliver(r->b, r->s, m, &d);
+    session_deliver(r->b, r->s, m, &d, NULL);
 }
 
 /* The SUBACK code of a refused subscription: MQTT 5's reason, 3.1.1's
@@ -49,13 +56,13 @@ static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes 
                          uint8_t options, uint32_t sub_id, bool *send_retained)
 {
     size_t inner;
-    int shared = share_parse(filter.ptr, filter.len, &inner);
+    int shared = mqtt_topic_shared(filter.ptr, filter.len, &inner);
     *send_retained = false;
     if (shared < 0)
         return sub_refused(s, MQTT5_RC_TOPIC_FILTER_INVALID, options);
     if (auth_subscribe(b, s, filter.ptr, filter.len) == ACL_SUB_DENIED)
         return sub_refused(s, MQTT5_RC_NOT_AUTHORIZED, options);
-    bool is_new = session_subscribe(b, s, filter.ptr, filter.len, sub_opts(options, sub_id));
+    bool is_new = router_subscribe(b, s, filter.ptr, filter.len, sub_opts(options, sub_id));
     persist_sub(b, s, filter.ptr, filter.len, options, sub_id, true);
     /* Retained messages follow the SUBACK, for every filter, even one that
      * only replaced an existing subscription (MQTT-3.8.4-3), unless MQTT 5's
@@ -89,7 +96,7 @@ static int subscribe_decode(struct conn *c, const uint8_t *body, uint32_t len,
     size_t inner;
     mqtt_filter_iter_init(&fi, f);
     while (mqtt_filter_next(&fi, &filter, &options))
-        if ((options & MQTT5_SUB_NO_LOCAL) && share_parse(filter.ptr, filter.len, &inner) > 0)
+        if ((options & MQTT5_SUB_NO_LOCAL) && mqtt_topic_shared(filter.ptr, filter.len, &inner) > 0)
             return MQTT5_E_PROTOCOL_ERROR;
     return 0;
 }
@@ -152,7 +159,7 @@ int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, ui
     while (mqtt_filter_next(&it, &filter, &unused)) {
         bool had = session_remove_sub(c->session, filter.ptr, filter.len);
         if (had) {
-            session_unsubscribe(b, c->session, filter.ptr, filter.len);
+            router_unsubscribe(b, c->session, filter.ptr, filter.len);
             persist_sub(b, c->session, filter.ptr, filter.len, 0, 0, false);
         }
         codes[n++] = had ? MQTT5_RC_SUCCESS : MQTT5_RC_NO_SUBSCRIPTION_EXISTED;

@@ -16,8 +16,10 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/conn.h"
 #include "broker/retain.h"
-#include "broker/subtree.h"
+#include "broker/router.h"
+#include "broker/session.h"
 #include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -76,10 +78,6 @@ char *metrics_render(struct broker *b, size_t *len)
     const struct broker_auth *a = &b->auth;
     struct prom p;
     prom_init(&p);
-    size_t shared = 0, i = 0;
-    struct hmap_slot *slot;
-    while ((slot = hmap_next(&b->share_groups, &i)))
-        shared += ((struct share_group *)slot->val)->n;
 
     metric(&p, "shootout_broker_uptime_seconds", PROM_GAUGE, "Seconds since the broker started.",
            (double)(ev_now(b->loop) - b->started_ms) / 1000.0);
@@ -93,7 +91,7 @@ char *metrics_render(struct broker *b, size_t *len)
            (double)b->obs.accepted);
     metric(&p, "shootout_broker_connections_refused_total", PROM_COUNTER,
            "Connections refused at max_connections or for want of file descriptors.",
-           (double)st->refused_connections);
+           (double)broker_refused_connections(b));
     metric(&p, "shootout_broker_messages_received_total", PROM_COUNTER,
            "PUBLISH packets from clients, and wills.", (double)st->msgs_in);
     metric(&p, "shootout_broker_messages_sent_total", PROM_COUNTER, "PUBLISH packets to clients.",
@@ -104,7 +102,7 @@ char *metrics_render(struct broker *b, size_t *len)
            (double)st->bytes_out);
     metric(&p, "shootout_broker_subscriptions", PROM_GAUGE,
            "Subscriptions over all sessions, shared ones included.",
-           (double)(subtree_count(b->subs) + shared));
+           (double)(router_subscriptions(b) + router_shared_subscriptions(b)));
     metric(&p, "shootout_broker_retained_messages", PROM_GAUGE, "Retained topics.",
            (double)retain_count(b->retained));
     static const char *const drops[] = {"queue_full", "output_full", "offline_qos0", "expired",
@@ -414,6 +412,21 @@ void metrics_log_connect(struct broker *b, const struct conn *c, const struct mq
                  ? metrics_log_value(user, sizeof user, ci->username.ptr, ci->username.len)
                  : "-",
              ci->clean_start, ci->keepalive, session_present);
+}
+
+void metrics_log_connect_refused(struct broker *b, const struct conn *c,
+                                 const struct mqtt5_connect *ci, const uint8_t *id, size_t id_len,
+                                 const char *why)
+{
+    if (!b->cfg->obs.connection_messages || LOG_INFO > log_threshold)
+        return;
+    char idv[160], userv[160], addr[80];
+    log_info("event=connect_refused client=%s addr=%s username=%s reason=%s",
+             metrics_log_value(idv, sizeof idv, id, id_len), metrics_peer(c, addr, sizeof addr),
+             ci->has_username
+                 ? metrics_log_value(userv, sizeof userv, ci->username.ptr, ci->username.len)
+                 : "-",
+             why);
 }
 
 /* The stable reason word for a disconnect. */

@@ -50,6 +50,11 @@ const char *metrics_log_value(char *out, size_t outlen, const void *bytes, size_
 /* event=connect ... for a client let in. */
 void metrics_log_connect(struct broker *b, const struct conn *c, const struct mqtt5_connect *ci,
                          bool session_present);
+/* event=connect_refused ... for a CONNECT that auth_connect refused for
+ * the reason why; id is the client id it would have had. */
+void metrics_log_connect_refused(struct broker *b, const struct conn *c,
+                                 const struct mqtt5_connect *ci, const uint8_t *id, size_t id_len,
+                                 const char *why);
 /* event=disconnect ... for a client that was let in; why is conn_close's
  * reason text. */
 void metrics_log_disconnect(struct broker *b, const struct conn *c, const char *why);

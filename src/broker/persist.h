@@ -1,8 +1,8 @@
 /* persist.h - the broker's state made durable: every change to a session
  * that outlives its connection (its subscriptions, its QoS 1/2 messages in
  * either direction) and to the retained messages becomes a plog record as
- * it happens, and at start the log rebuilds them (docs/persistence.md,
- * "Wiring").
+ * it happens, and at start the log rebuilds them (persist_load.h;
+ * docs/persistence.md, "Wiring").
  *
  * Each record is appended lazy or not (struct plog_rec.lazy): lazy when
  * nothing the broker sends depends on its surviving a power cut, so that
@@ -18,12 +18,15 @@
 #define SHOOTOUT_PERSIST_H
 
 #include "broker/broker_int.h"
+#include "broker/session.h"
 
-/* broker.c: opens the log in cfg->persistence.location and rebuilds the
- * broker's state from it. Returns -1 (logged) if the directory cannot be
- * used at all, e.g. another broker holds it; a damaged log is reported,
- * never fatal. */
-int persist_open(struct broker *b);
+/* persist_load.c, once the log is open and replayed: persistence is on
+ * with log; then the received QoS 2 ids it rebuilt, each with its entry. */
+struct plog;
+void persist_start(struct broker *b, struct plog *log);
+void persist_qos2_restored(struct broker *b, struct session *s, uint16_t packet_id, uint64_t entry);
+/* A wall-clock time from the log as a loop time (at least 1: 0 means never). */
+uint64_t persist_to_loop(const struct broker *b, uint64_t at_ms);
 /* Commits what is pending and closes the log; sessions destroyed after it
  * are not removed from the log. */
 void persist_close(struct broker *b);
@@ -31,7 +34,7 @@ void persist_close(struct broker *b);
  * compaction upkeep, and the periodic sync. */
 void persist_tick(struct broker *b);
 
-/* conn.c, before any output is flushed: makes the records appended so far
+/* conn_loop.c, before any output is flushed: makes the records appended so far
  * durable. False if that failed: nothing may be acknowledged yet. */
 bool persist_commit_(struct broker *b);
 static inline bool persist_commit(struct broker *b) { return !b->persist || persist_commit_(b); }

@@ -1,33 +1,28 @@
-/* session.c - MQTT sessions: subscriptions remembered for cleanup, the
- * outgoing QoS 1/2 inflight window and queue, the received QoS 2 packet ids
- * waiting for PUBREL, and the lifetime of a session without its connection
- * (Session Expiry Interval, delayed wills).
+/* session.c - what a session holds and sends (session.h): its outgoing
+ * QoS 1/2 inflight window and queue, acknowledgements, back-pressure, the
+ * received QoS 2 packet ids waiting for PUBREL, and the subscriptions it
+ * remembers.
  *
  * The inflight window is small (max_inflight, 20 by default) and kept in
  * send order, so linear scans by packet id are the cheapest lookup and
  * redelivery after a reconnect keeps the original order.
  */
+#include "broker/session.h"
+
 #include <string.h>
 
 #include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/plog.h"
-#include "broker/subtree.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/outq.h"
 #include "mqtt/mqtt_codec.h"
 
-struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len)
-{
-    struct session *s = mem_calloc(1, sizeof *s);
-    s->client_id = mem_strndup(client_id, len);
-    s->client_id_len = (uint16_t)len;
-    hmap_put(&b->sessions, s->client_id, len, s);
-    return s;
-}
-
 /* A delivery the session keeps (queued, in flight) owns its identifier
- * array (broker_int.h): copied when kept, freed when let go. Rarely there. */
+ * array (session.h): copied when kept, freed when let go. Rarely there. */
 __attribute__((cold, noinline)) static uint32_t *session_ids_dup(const uint32_t *ids)
 {
     size_t size = (1 + (size_t)ids[0]) * sizeof *ids;
@@ -45,61 +40,10 @@ static inline void session_let_go(struct delivery *d)
         mem_free(d->sub_ids);
 }
 
-/* ---- offline timers ------------------------------------------------------ */
-
-static void timers_add(struct broker *b, struct session *s)
+void session_free(struct session *s)
 {
-    if (s->on_timers)
-        return;
-    s->on_timers = true;
-    s->timer_prev = NULL;
-    s->timer_next = b->timers;
-    if (b->timers)
-        b->timers->timer_prev = s;
-    b->timers = s;
-}
-
-static void timers_remove(struct broker *b, struct session *s)
-{
-    if (!s->on_timers)
-        return;
-    if (s->timer_prev)
-        s->timer_prev->timer_next = s->timer_next;
-    else
-        b->timers = s->timer_next;
-    if (s->timer_next)
-        s->timer_next->timer_prev = s->timer_prev;
-    s->on_timers = false;
-}
-
-static void session_publish_will(struct broker *b, struct msg *will)
-{
-    /* Its Message Expiry Interval runs from now (3.1.3.2.4): until now
-     * expires_ms held the interval alone. */
-    if (will->expires_ms)
-        will->expires_ms += ev_now(b->loop);
-    b->stats.msgs_in++;
-    broker_publish(b, will, NULL);
-    msg_unref(will);
-}
-
-void session_owe_will(struct broker *b, struct session *s, struct msg *will, uint64_t will_ms)
-{
-    s->will = will;
-    s->will_ms = will_ms;
-    timers_add(b, s);
-}
-
-void session_destroy(struct broker *b, struct session *s)
-{
-    struct msg *will = s->will;
-    persist_session_del(b, s);
-    timers_remove(b, s);
-    session_release_publishers(b, s, true);
-    for (uint32_t i = 0; i < s->nsubs; i++) {
-        session_unsubscribe(b, s, s->subs[i].filter, s->subs[i].len);
+    for (uint32_t i = 0; i < s->nsubs; i++)
         mem_free(s->subs[i].filter);
-    }
     for (uint32_t i = 0; i < s->ninflight; i++) {
         if (s->inflight[i].msg)
             msg_unref(s->inflight[i].msg);
@@ -110,79 +54,12 @@ void session_destroy(struct broker *b, struct session *s)
         msg_unref(e->msg);
         session_let_go(&e->d);
     }
-    hmap_del(&b->sessions, s->client_id, s->client_id_len);
     mem_free(s->subs);
     mem_free(s->inflight);
     mem_free(s->queue);
     mem_free(s->qos2_in);
-    auth_session_free(s);
     mem_free(s->client_id);
     mem_free(s);
-    /* A will whose delay outlasted the session goes when the session ends
-     * [MQTT-3.1.3-9]; last, so that it cannot reach the session itself. */
-    if (will)
-        session_publish_will(b, will);
-}
-
-static void session_handoff_shared(struct broker *b, struct session *s);
-
-void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s)
-{
-    s->conn = NULL;
-    session_handoff_shared(b, s);
-    if (s->expiry_s == 0) {
-        s->will = will;
-        session_destroy(b, s);
-        return;
-    }
-    session_release_publishers(b, s, true);
-    uint64_t now = ev_now(b->loop);
-    if (will && will_delay_s == 0 && !b->defer_wills)
-        session_publish_will(b, will);
-    else if (will)
-        session_owe_will(b, s, will, now + (uint64_t)will_delay_s * 1000);
-    if (s->expiry_s != SESSION_NEVER)
-        s->expires_ms = now + (uint64_t)s->expiry_s * 1000;
-    if (s->will || s->expiry_s != SESSION_NEVER)
-        timers_add(b, s);
-    persist_session(b, s);
-}
-
-void session_attach(struct broker *b, struct session *s, struct conn *c)
-{
-    timers_remove(b, s);
-    if (s->will) {
-        msg_unref(s->will);
-        s->will = NULL;
-    }
-    s->conn = c;
-    c->session = s;
-    s->v5 = c->v5;
-    s->v31 = c->v31;
-}
-
-void session_sweep(struct broker *b)
-{
-    uint64_t now = ev_now(b->loop);
-    struct session *next;
-    for (struct session *s = b->timers; s; s = next) {
-        next = s->timer_next;
-        bool will_due = s->will && now >= s->will_ms;
-        if (will_due) {
-            struct msg *will = s->will;
-            s->will = NULL;
-            session_publish_will(b, will);
-        }
-        if (s->expiry_s != SESSION_NEVER && now >= s->expires_ms) {
-            log_debug("client %s: session expired", s->client_id);
-            session_destroy(b, s);
-            continue;
-        }
-        if (will_due)
-            persist_session(b, s); /* it owes no will any more */
-        if (!s->will && s->expiry_s == SESSION_NEVER)
-            timers_remove(b, s);
-    }
 }
 
 /* ---- outgoing messages --------------------------------------------------- */
@@ -403,11 +280,10 @@ static bool session_above(const struct session *s, size_t out, uint32_t queued)
     return outq_pending(&s->conn->out) >= out || s->qlen >= queued;
 }
 
-static void session_push_back(struct broker *b, struct session *s)
+static void session_push_back(struct broker *b, struct session *s, struct conn *p)
 {
-    struct conn *p = b->publisher;
-    /* A publisher closed while handling its packet (its will routed) has
-     * nothing left to pause. */
+    /* A publisher closed while its packet was handled has nothing left to
+     * pause. */
     if (!p || p->state >= CONN_LINGER || p->blocked_on || p->session == s || s->slow_consumer || s->conn->blocked_on ||
         !session_above(s, b->out_high, b->queue_high))
         return;
@@ -445,11 +321,12 @@ void session_release_publishers(struct broker *b, struct session *s, bool uncond
     while (s->waiters) {
         struct conn *p = s->waiters;
         session_forget_publisher(p);
-        conn_resume(b, p);
+        conn_read_later(b, p);
     }
 }
 
-void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d)
+void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
+                     struct conn *publisher)
 {
     struct conn *c = s->conn;
     if (m->expires_ms && msg_expired(m, ev_now(b->loop))) {
@@ -462,7 +339,7 @@ void session_deliver(struct broker *b, struct session *s, struct msg *m, const s
                 session_send_qos0(b, c, m, d);
             else
                 session_drop(b, s, &b->stats.dropped_output_full, "max-output-bytes reached");
-            session_push_back(b, s);
+            session_push_back(b, s, publisher);
         } else if (b->cfg->queue_qos0) {
             session_enqueue(b, s, m, d);
         } else {
@@ -475,7 +352,7 @@ void session_deliver(struct broker *b, struct session *s, struct msg *m, const s
     else
         session_enqueue(b, s, m, d);
     if (c)
-        session_push_back(b, s);
+        session_push_back(b, s, publisher);
 }
 
 /* Drops inflight entry i (acknowledged, or never to be sent). */
@@ -513,17 +390,14 @@ void session_resume(struct broker *b, struct session *s)
     session_pump(b, s);
 }
 
-/* Hands the messages the connection ended without acknowledging that came
- * through shared subscriptions to other members of those groups (MQTT 5,
- * 4.8.2). A QoS 2 message past PUBREC was received and stays. */
-static void session_handoff_shared(struct broker *b, struct session *s)
+void session_hand_off(struct broker *b, struct session *s, session_hand_off_fn fn, void *ctx)
 {
     uint32_t i = 0;
     while (i < s->ninflight) {
         struct inflight *f = &s->inflight[i];
         struct delivery d = f->d;
         d.entry = 0; /* the other member's copy is its own */
-        if (d.shared && f->state != WAIT_PUBCOMP && share_redeliver(b, s, f->msg, &d))
+        if (d.shared && f->state != WAIT_PUBCOMP && fn(ctx, s, f->msg, &d))
             session_inflight_remove(b, s, i);
         else
             i++;
@@ -533,7 +407,7 @@ static void session_handoff_shared(struct broker *b, struct session *s)
         struct queued e = s->queue[(s->qhead + k) % s->qcap];
         struct delivery d = e.d;
         d.entry = 0;
-        if (e.d.shared && share_redeliver(b, s, e.msg, &d)) {
+        if (e.d.shared && fn(ctx, s, e.msg, &d)) {
             persist_entry_del(b, &e.d, false);
             msg_unref(e.msg);
             session_let_go(&e.d);
@@ -644,25 +518,4 @@ bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len)
         }
     }
     return false;
-}
-
-bool session_subscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
-                       subtree_opts opts)
-{
-    size_t inner;
-    bool is_new = session_add_sub(s, filter, len, opts);
-    if (share_parse(filter, len, &inner) > 0)
-        share_add(b, filter, len, inner, s, opts);
-    else
-        subtree_add(b->subs, filter, len, s, opts);
-    return is_new;
-}
-
-void session_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len)
-{
-    size_t inner;
-    if (share_parse(filter, len, &inner) > 0)
-        share_remove(b, filter, len, s);
-    else
-        subtree_remove(b->subs, filter, len, s);
 }

@@ -1,36 +1,36 @@
-/* share.c - shared subscriptions ($share/<name>/<filter>, MQTT 5 4.8.2,
- * which MQTT 3.1.1 clients may use too, as with Mosquitto).
- *
- * Each group is one subscriber in its own subscription tree (b->shared),
- * so a message costs one tree walk for all groups. A matching group sends
- * it to one member: the next connected one in round-robin order, or, when
- * none is connected, the next one at all (whose session queues it); a
- * member the ACL does not let read the topic is passed over. When a
- * member's connection ends, the QoS 1/2 messages it had not acknowledged
- * go to another connected member (session.c calls share_redeliver).
+/* share.c - shared subscriptions' groups and the choice of a member
+ * (share.h).
  */
-#include <string.h>
+#include "broker/share.h"
 
-#include "broker/broker_int.h"
-#include "broker/subtree.h"
+#include "broker/acl.h"
+#include "broker/msg.h"
+#include "broker/session.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_topic.h"
 
-#define SHARE_PREFIX "$share/"
-#define SHARE_PREFIX_LEN 7
+struct share_member {
+    struct session *s;
+    subtree_opts opts;
+};
 
-int share_parse(const uint8_t *filter, size_t len, size_t *inner_off)
+/* The sessions subscribed to $share/<name>/<filter>, one of which gets
+ * each message. */
+struct share_group {
+    uint8_t *key;      /* owned: the whole $share/<name>/<filter> */
+    uint16_t key_len;
+    uint16_t filter_off; /* where <filter> starts in key */
+    struct share_member *members;
+    uint32_t n, cap;
+    uint32_t next;     /* round robin: the member to try first */
+};
+
+void share_init(struct share *sh) { sh->tree = subtree_new(); }
+
+void share_free(struct share *sh)
 {
-    if (len < SHARE_PREFIX_LEN || memcmp(filter, SHARE_PREFIX, SHARE_PREFIX_LEN) != 0)
-        return 0;
-    size_t i = SHARE_PREFIX_LEN;
-    for (; i < len && filter[i] != '/'; i++)
-        if (filter[i] == '+' || filter[i] == '#')
-            return -1; /* [MQTT-4.8.2-2] */
-    if (i == SHARE_PREFIX_LEN || i + 1 >= len)
-        return -1; /* no name, or no filter [MQTT-4.8.2-1] */
-    *inner_off = i + 1;
-    return 1;
+    hmap_free(&sh->groups);
+    subtree_free(sh->tree);
 }
 
 static struct share_member *share_find(struct share_group *g, const struct session *s)
@@ -41,17 +41,17 @@ static struct share_member *share_find(struct share_group *g, const struct sessi
     return NULL;
 }
 
-void share_add(struct broker *b, const uint8_t *filter, size_t len, size_t inner_off,
+void share_add(struct share *sh, const uint8_t *filter, size_t len, size_t inner_off,
                struct session *s, subtree_opts opts)
 {
-    struct share_group *g = hmap_get(&b->share_groups, filter, len);
+    struct share_group *g = hmap_get(&sh->groups, filter, len);
     if (!g) {
         g = mem_calloc(1, sizeof *g);
         g->key = (uint8_t *)mem_strndup(filter, len);
         g->key_len = (uint16_t)len;
         g->filter_off = (uint16_t)inner_off;
-        hmap_put(&b->share_groups, g->key, len, g);
-        subtree_add(b->shared, g->key + inner_off, len - inner_off, g, 0);
+        hmap_put(&sh->groups, g->key, len, g);
+        subtree_add(sh->tree, g->key + inner_off, len - inner_off, g, 0);
     }
     struct share_member *m = share_find(g, s);
     if (m) {
@@ -72,9 +72,9 @@ static void share_group_free(struct share_group *g)
     mem_free(g);
 }
 
-void share_remove(struct broker *b, const uint8_t *filter, size_t len, struct session *s)
+void share_remove(struct share *sh, const uint8_t *filter, size_t len, struct session *s)
 {
-    struct share_group *g = hmap_get(&b->share_groups, filter, len);
+    struct share_group *g = hmap_get(&sh->groups, filter, len);
     struct share_member *m = g ? share_find(g, s) : NULL;
     if (!m)
         return;
@@ -83,14 +83,13 @@ void share_remove(struct broker *b, const uint8_t *filter, size_t len, struct se
         g->next = 0;
     if (g->n > 0)
         return;
-    subtree_remove(b->shared, g->key + g->filter_off, g->key_len - g->filter_off, g);
-    hmap_del(&b->share_groups, g->key, g->key_len);
+    subtree_remove(sh->tree, g->key + g->filter_off, g->key_len - g->filter_off, g);
+    hmap_del(&sh->groups, g->key, g->key_len);
     share_group_free(g);
 }
 
-/* A topic being routed to the groups. */
+/* A topic a member is picked for. */
 struct share_topic {
-    struct broker *b;
     const uint8_t *topic;
     size_t len;
 };
@@ -127,44 +126,57 @@ static struct share_member *share_pick(struct share_group *g, const struct sessi
     return fallback;
 }
 
+/* One walk of share_route. */
+struct share_walk {
+    struct share_topic t;
+    share_pick_fn fn;
+    void *ctx;
+    uint64_t unread; /* matching groups no member may read */
+};
+
 static void share_match(void *ctx, void *subscriber, subtree_opts unused)
 {
-    struct share_topic *t = ctx;
-    struct share_member *m = share_pick(subscriber, NULL, false, t);
+    struct share_walk *w = ctx;
+    struct share_member *m = share_pick(subscriber, NULL, false, &w->t);
     if (m)
-        share_route_push(t->b, m->s, m->opts);
+        w->fn(w->ctx, m->s, m->opts);
     else
-        t->b->auth.denied_deliver++; /* no member may read it */
+        w->unread++;
 }
 
-void share_route(struct broker *b, const uint8_t *topic, size_t len)
+uint64_t share_route(struct share *sh, const uint8_t *topic, size_t len, share_pick_fn fn,
+                     void *ctx)
 {
-    struct share_topic t = {b, topic, len};
-    subtree_match(b->shared, topic, len, share_match, &t);
+    struct share_walk w = {{topic, len}, fn, ctx, 0};
+    subtree_match(sh->tree, topic, len, share_match, &w);
+    return w.unread;
 }
 
-bool share_redeliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d)
+struct session *share_hand_off(struct share *sh, const struct session *s, const struct msg *m,
+                               subtree_opts *opts)
 {
     size_t inner;
-    struct share_topic t = {b, msg_topic(m), m->topic_len};
+    struct share_topic t = {msg_topic(m), m->topic_len};
     for (uint32_t i = 0; i < s->nsubs; i++) {
         const struct session_sub *sub = &s->subs[i];
-        if (share_parse(sub->filter, sub->len, &inner) <= 0 ||
-            !mqtt_topic_match(sub->filter + inner, sub->len - inner, msg_topic(m), m->topic_len))
+        if (mqtt_topic_shared(sub->filter, sub->len, &inner) <= 0 ||
+            !mqtt_topic_match(sub->filter + inner, sub->len - inner, t.topic, t.len))
             continue;
-        struct share_group *g = hmap_get(&b->share_groups, sub->filter, sub->len);
+        struct share_group *g = hmap_get(&sh->groups, sub->filter, sub->len);
         struct share_member *to = g ? share_pick(g, s, true, &t) : NULL;
-        if (!to)
-            continue;
-        uint8_t granted = sub_opts_qos(to->opts);
-        struct delivery copy = {
-            .sub_id = sub_opts_id(to->opts),
-            .qos = m->qos < granted ? m->qos : granted,
-            .retain = d->retain,
-            .shared = true,
-        };
-        session_deliver(b, to->s, m, &copy);
-        return true;
+        if (to) {
+            *opts = to->opts;
+            return to->s;
+        }
     }
-    return false;
+    return NULL;
+}
+
+size_t share_members(const struct share *sh)
+{
+    size_t n = 0, i = 0;
+    struct hmap_slot *slot;
+    while ((slot = hmap_next(&sh->groups, &i)))
+        n += ((struct share_group *)slot->val)->n;
+    return n;
 }

@@ -3,14 +3,17 @@
  * Mosquitto uses, so existing dashboards and `mosquitto_sub -t '$SYS/#'`
  * work unchanged. Wildcard subscriptions never see them ('$' rule).
  */
+#include "broker/sys_tree.h"
+
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "broker/broker_int.h"
+#include "broker/msg.h"
 #include "broker/retain.h"
-#include "broker/subtree.h"
+#include "broker/router.h"
 #include "core/version.h"
 
 static void sys_put(struct broker *b, const char *topic, const char *fmt, ...)
@@ -24,7 +27,7 @@ static void sys_put(struct broker *b, const char *topic, const char *fmt, ...)
     va_end(ap);
     struct msg *m = msg_new((const uint8_t *)topic, strlen(topic), (const uint8_t *)payload,
                             (size_t)n, 0, true, NULL, 0);
-    broker_publish(b, m, NULL);
+    router_publish(b, m);
     msg_unref(m);
 }
 
@@ -42,7 +45,7 @@ void sys_tree_publish(struct broker *b)
     sys_put(b, "$SYS/broker/messages/dropped", "%" PRIu64, dropped);
     sys_put(b, "$SYS/broker/bytes/received", "%" PRIu64, st->bytes_in);
     sys_put(b, "$SYS/broker/bytes/sent", "%" PRIu64, st->bytes_out);
-    sys_put(b, "$SYS/broker/subscriptions/count", "%zu", subtree_count(b->subs));
+    sys_put(b, "$SYS/broker/subscriptions/count", "%zu", router_subscriptions(b));
     /* Includes the $SYS topics themselves from the second round on. */
     sys_put(b, "$SYS/broker/retained messages/count", "%zu", retain_count(b->retained));
 }

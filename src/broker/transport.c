@@ -1,5 +1,5 @@
 /* transport.c - TLS, WebSocket and WebSocket-over-TLS connections for the
- * broker, and its extra listeners (see transport.h).
+ * broker, and what each listener wants of them (see transport.h).
  */
 #include "broker/transport.h"
 
@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "broker/broker_int.h"
+#include "broker/conn.h"
 #include "core/log.h"
 #include "core/mem.h"
-#include "core/net.h"
 #include "core/tls.h"
 #include "http/http1.h"
 #include "http/ws.h"
@@ -25,7 +25,6 @@
 #define TP_IOV 64
 
 struct transport_listener {
-    struct ev_io io; /* the extra listeners' own; the default one is b->listener */
     struct tls_ctx *tls; /* NULL: plain TCP */
     const struct broker_listener *cfg;
 };
@@ -97,7 +96,7 @@ static int tp_listener_ctx(struct transport_listener *l, uint32_t i, char *err, 
     return 0;
 }
 
-int transport_listen(struct broker *b, ev_io_fn on_accept, char *err, size_t errlen)
+int transport_setup(struct broker *b, char *err, size_t errlen)
 {
     const struct broker_config *cfg = b->cfg;
     struct transport_listeners *ls = mem_calloc(1, sizeof *ls);
@@ -105,59 +104,47 @@ int transport_listen(struct broker *b, ev_io_fn on_accept, char *err, size_t err
     for (uint32_t i = 0; i < cfg->listeners.n; i++) {
         struct transport_listener *l = &ls->v[i];
         l->cfg = &cfg->listeners.v[i];
-        l->io.fd = -1;
         ls->n = i + 1;
         if (tp_listener_ctx(l, i, err, errlen) < 0)
             return -1;
-        const char *kind = l->cfg->websockets ? "MQTT over WebSockets" : "MQTT";
-        const char *tls = l->tls ? " over TLS" : "";
-        if (i == 0) {
-            if (l->tls || l->cfg->websockets)
-                log_info("default listener: %s%s", kind, tls);
-            continue;
-        }
-        const char *bind = l->cfg->bind[0] ? l->cfg->bind : cfg->bind;
-        char why[NET_ERR_LEN];
-        l->io.fd = net_listen(bind, l->cfg->port, 1024, 0, why, sizeof why);
-        if (l->io.fd < 0) {
-            snprintf(err, errlen, "listener %u: %s", i, why);
-            return -1;
-        }
-        l->io.cb = on_accept;
-        l->io.data = b;
-        ev_io_start(b->loop, &l->io, EV_READ);
-        log_info("listener %s:%d: %s%s", bind, net_local_port(l->io.fd), kind, tls);
     }
     return 0;
 }
 
-void transport_close_listeners(struct broker *b)
+void transport_listening(const struct broker *b, const int *ports)
+{
+    const struct transport_listeners *ls = b->transports;
+    for (uint32_t i = 0; i < ls->n; i++) {
+        const struct transport_listener *l = &ls->v[i];
+        const char *kind = l->cfg->websockets ? "MQTT over WebSockets" : "MQTT";
+        const char *tls = l->tls ? " over TLS" : "";
+        if (i > 0)
+            log_info("listener %s:%d: %s%s", l->cfg->bind[0] ? l->cfg->bind : b->cfg->bind,
+                     ports[i], kind, tls);
+        else if (l->tls || l->cfg->websockets)
+            log_info("default listener: %s%s", kind, tls);
+    }
+}
+
+void transport_teardown(struct broker *b)
 {
     struct transport_listeners *ls = b->transports;
     if (!ls)
         return;
-    for (uint32_t i = 0; i < ls->n; i++) {
-        if (ls->v[i].io.fd >= 0) {
-            ev_io_stop(b->loop, &ls->v[i].io);
-            close(ls->v[i].io.fd);
-        }
+    for (uint32_t i = 0; i < ls->n; i++)
         tls_ctx_free(ls->v[i].tls);
-    }
     mem_free(ls);
     b->transports = NULL;
 }
 
 /* ---- connections ---- */
 
-int transport_attach(struct broker *b, struct conn *c, const struct ev_io *listener)
+int transport_attach(struct broker *b, struct conn *c, unsigned listener)
 {
     struct transport_listeners *ls = b->transports;
     if (!ls)
         return 0;
-    const struct transport_listener *l = &ls->v[0];
-    for (uint32_t i = 1; i < ls->n; i++)
-        if (listener == &ls->v[i].io)
-            l = &ls->v[i];
+    const struct transport_listener *l = &ls->v[listener < ls->n ? listener : 0];
     if (!l->tls && !l->cfg->websockets)
         return 0;
     struct transport *t = mem_calloc(1, sizeof *t);

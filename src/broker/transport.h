@@ -1,9 +1,12 @@
 /* transport.h - how a broker connection's bytes travel when not over a
- * plain TCP socket: TLS, WebSocket, or WebSocket over TLS; and the
- * listeners beyond the default one.
+ * plain TCP socket: TLS, WebSocket, or WebSocket over TLS; and what each
+ * listener carries.
  *
- * A plain TCP connection has no transport (conn->tp is NULL) and conn.c
- * reads and writes its socket directly. Otherwise conn.c calls
+ * core/srv.c opens the listeners, the default one (index 0) and those a
+ * configuration file adds; this module knows what each one carries.
+ *
+ * A plain TCP connection has no transport (conn->tp is NULL) and
+ * conn_loop.c reads and writes its socket directly. Otherwise it calls
  * transport_read instead of read() and transport_flush instead of
  * outq_flush, and the transport drives the TLS handshake, the WebSocket
  * upgrade, framing and control frames underneath. Such connections are
@@ -18,21 +21,21 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "core/ev.h"
-
 struct broker;
 struct conn;
 
-/* Builds every listener's TLS context and opens the listeners beyond the
- * default one (b->listener, already open), each calling on_accept. Returns
- * 0, or -1 with a message naming the listener and file in err. */
-int transport_listen(struct broker *b, ev_io_fn on_accept, char *err, size_t errlen);
-/* Closes those listeners and frees the contexts; idempotent. */
-void transport_close_listeners(struct broker *b);
+/* Checks every listener's settings and builds its TLS context. Returns 0,
+ * or -1 with a message naming the listener and file in err. */
+int transport_setup(struct broker *b, char *err, size_t errlen);
+/* Logs what each listener carries, now listening on ports[i]. */
+void transport_listening(const struct broker *b, const int *ports);
+/* Frees the contexts; idempotent. */
+void transport_teardown(struct broker *b);
 
-/* Gives a connection accepted on listener the transport that listener
- * wants (none for plain MQTT). Returns -1 if out of resources. */
-int transport_attach(struct broker *b, struct conn *c, const struct ev_io *listener);
+/* Gives a connection accepted on listener (an index into the listeners)
+ * the transport that listener wants (none for plain MQTT). Returns -1 if
+ * out of resources. */
+int transport_attach(struct broker *b, struct conn *c, unsigned listener);
 
 /* read()'s contract: bytes of the MQTT stream (> 0), 0 when the peer closed,
  * or -1 with errno: EAGAIN when nothing more can be read now, otherwise the

@@ -122,7 +122,10 @@ static void srv_on_signal(struct ev_loop *loop, int signo, void *data)
 {
     struct srv *s = data;
     if (signo == SIGHUP) {
-        log_info("SIGHUP received: nothing to reload (settings are read at start)");
+        if (s->hooks->reload)
+            s->hooks->reload(s->ctx);
+        else
+            log_info("SIGHUP received: nothing to reload (settings are read at start)");
         return;
     }
     log_info("%s received, draining", strsignal(signo));
@@ -132,12 +135,15 @@ static void srv_on_signal(struct ev_loop *loop, int signo, void *data)
             log_warn("cannot wake worker %u: %s", i, strerror(errno));
 }
 
-static int srv_worker_listen(struct srv_worker *w, struct ev_io *l, int *port, int flags)
+static int srv_worker_listen(struct srv_worker *w, unsigned i, int *port, int flags)
 {
     char err[NET_ERR_LEN];
     if (*port < 0)
         return 0;
-    int fd = net_listen(w->srv->cfg->bind, *port, 1024, flags, err, sizeof err);
+    const struct srv_config *cfg = w->srv->cfg;
+    struct ev_io *l = &w->listeners[i];
+    int fd = net_listen(cfg->binds[i] ? cfg->binds[i] : cfg->bind, *port, 1024, flags, err,
+                        sizeof err);
     if (fd < 0) {
         log_error("%s", err);
         return -1;
@@ -244,7 +250,7 @@ int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *c
         if (i > 0 && srv_worker_init(&s, w, i, &inited[i]) < 0)
             goto out;
         for (unsigned p = 0; p < cfg->nports; p++)
-            if (srv_worker_listen(w, &w->listeners[p], &ports[p], flags) < 0)
+            if (srv_worker_listen(w, p, &ports[p], flags) < 0)
                 goto out;
     }
     if (hooks->listening)

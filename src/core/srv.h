@@ -6,7 +6,8 @@
  * within a timeout). The protocol plugs in through struct srv_hooks.
  *
  * Worker 0 runs on the calling thread and owns the signals; SIGTERM and
- * SIGINT make every worker drain; SIGHUP is logged and ignored.
+ * SIGINT make every worker drain; SIGHUP goes to the reload hook, or is
+ * logged and ignored without one.
  */
 #ifndef SHOOTOUT_SRV_H
 #define SHOOTOUT_SRV_H
@@ -17,7 +18,7 @@
 
 #include "core/ev.h"
 
-#define SRV_MAX_LISTENERS 4
+#define SRV_MAX_LISTENERS 8
 
 struct srv;
 
@@ -40,9 +41,10 @@ struct srv_worker {
 struct srv_config {
     const char *bind;
     int ports[SRV_MAX_LISTENERS]; /* -1 = off; 0 = a free port (shared by all workers) */
+    const char *binds[SRV_MAX_LISTENERS]; /* a listener's own address; NULL = bind */
     unsigned nports;
     unsigned threads;             /* 0 = 1 */
-    unsigned max_connections;     /* all workers together */
+    unsigned max_connections;     /* all workers together; UINT_MAX: the protocol limits them */
     uint32_t drain_timeout_ms;
 };
 
@@ -63,6 +65,8 @@ struct srv_hooks {
     void (*close_all)(struct srv_worker *w);
     /* Every listener is bound; ports[i] holds the real port. Optional. */
     void (*listening)(void *ctx, const int *ports);
+    /* SIGHUP, on worker 0's thread. Optional. */
+    void (*reload)(void *ctx);
     /* All loops have stopped and every connection is closed; called once
      * before the workers are freed. Optional. */
     void (*stopped)(void *ctx);

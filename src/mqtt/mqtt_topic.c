@@ -1,5 +1,5 @@
-/* mqtt_topic.c - MQTT string, topic name and topic filter rules, and
- * wildcard matching.
+/* mqtt_topic.c - MQTT string, topic name and topic filter rules, wildcard
+ * matching, and the form of shared subscriptions.
  *
  * These run on every PUBLISH a broker receives, so the validators scan eight
  * bytes at a time while the input is plain ASCII (nearly every real topic)
@@ -190,6 +190,23 @@ bool mqtt_topic_match(const uint8_t *filter, size_t flen, const uint8_t *topic, 
         i++;
         j++;
     }
+}
+
+#define SHARE_PREFIX "$share/"
+#define SHARE_PREFIX_LEN 7
+
+int mqtt_topic_shared(const uint8_t *filter, size_t len, size_t *inner_off)
+{
+    if (len < SHARE_PREFIX_LEN || memcmp(filter, SHARE_PREFIX, SHARE_PREFIX_LEN) != 0)
+        return 0;
+    size_t i = SHARE_PREFIX_LEN;
+    for (; i < len && filter[i] != '/'; i++)
+        if (filter[i] == '+' || filter[i] == '#')
+            return -1; /* [MQTT-4.8.2-2] */
+    if (i == SHARE_PREFIX_LEN || i + 1 >= len)
+        return -1; /* no name, or no filter [MQTT-4.8.2-1] */
+    *inner_off = i + 1;
+    return 1;
 }
 
 bool mqtt_topic_next_level(const uint8_t *s, size_t len, size_t *pos, const uint8_t **level,

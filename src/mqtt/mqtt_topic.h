@@ -1,5 +1,6 @@
 /* mqtt_topic.h - the MQTT specification's rules for strings, topic names and
- * topic filters (MQTT 3.1.1 sections 1.5.3 and 4.7), and wildcard matching.
+ * topic filters (MQTT 3.1.1 sections 1.5.3 and 4.7), wildcard matching, and
+ * the form of MQTT 5's shared subscriptions (4.8.2).
  *
  * Pure functions over byte ranges; nothing here allocates.
  */
@@ -27,6 +28,12 @@ bool mqtt_topic_filter_valid(const uint8_t *f, size_t len);
  * "a/#" matches "a"), and the rule that a filter starting with a wildcard
  * does not match a topic starting with '$'. */
 bool mqtt_topic_match(const uint8_t *filter, size_t flen, const uint8_t *topic, size_t tlen);
+
+/* A shared subscription's filter, $share/<name>/<filter> (MQTT 5 4.8.2):
+ * 1 with *inner_off set to where <filter> starts, 0 if the filter is not
+ * a shared one, -1 if it is a malformed one (no name, a name with a
+ * wildcard, no filter). */
+int mqtt_topic_shared(const uint8_t *filter, size_t len, size_t *inner_off);
 
 /* Splits a topic or filter into levels. Start with *pos = 0; each call
  * stores the next level (possibly empty) in *level and *level_len and returns

@@ -26,6 +26,7 @@
 #include "core/log.h"
 #include "fuzz_broker_harness.h"
 #include "mqtt/mqtt5.h"
+#include "mqtt/mqtt_codec.h"
 
 #define FUZZ_CLIENTS 3
 
@@ -90,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.max_output = 4096;
     cfg.queue_qos0 = size & 1;
     struct broker b;
-    broker_init(&b, &cfg, loop);
+    fuzz_broker_start(&b, &cfg, loop);
 
     unsigned kinds[FUZZ_CLIENTS];
     int peers[FUZZ_CLIENTS];
@@ -128,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         peers[i] = -1;
     }
     fuzz_broker_step(loop, peers, FUZZ_CLIENTS);
-    broker_shutdown(&b);
+    fuzz_broker_stop(&b);
     ev_loop_free(loop);
     return 0;
 }

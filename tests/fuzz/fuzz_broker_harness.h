@@ -1,6 +1,7 @@
 /* fuzz_broker_harness.h - what the fuzz targets that drive a real broker
- * over socket pairs share: the once-per-process setup, and one step of
- * letting the broker work while its clients drain what it answered. */
+ * over socket pairs share: the once-per-process setup, a broker on the
+ * target's own loop, one step of letting it work while its clients drain
+ * what it answered, and its shutdown as SIGTERM's. */
 #ifndef SHOOTOUT_FUZZ_BROKER_HARNESS_H
 #define SHOOTOUT_FUZZ_BROKER_HARNESS_H
 
@@ -8,7 +9,10 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "broker/broker_int.h"
+#include "broker/conn_loop.h"
 #include "core/ev.h"
+#include "core/linger.h"
 #include "core/log.h"
 
 /* A dead peer is a write error, not a signal; only errors are logged. */
@@ -20,6 +24,30 @@ static inline void fuzz_broker_once(void)
         log_set_level(LOG_ERROR);
         once = 1;
     }
+}
+
+static inline bool fuzz_broker_prepare(struct ev_loop *loop, void *b) { return conn_prepare(b); }
+
+/* A broker on loop, which runs the end of each iteration's work as
+ * core/srv.c's worker would. */
+static inline void fuzz_broker_start(struct broker *b, const struct broker_config *cfg,
+                                     struct ev_loop *loop)
+{
+    broker_init(b, cfg, loop);
+    ev_set_prepare(loop, fuzz_broker_prepare, b);
+}
+
+/* Shuts the broker down as a drain does: every client kicked, LINGER_MS
+ * for them to leave, the rest closed, everything freed. */
+static inline void fuzz_broker_stop(struct broker *b)
+{
+    broker_drain(b);
+    uint64_t until = ev_now(b->loop) + LINGER_MS;
+    conn_prepare(b);
+    while (b->closed && ev_update_now(b->loop) < until)
+        ev_run_once(b->loop, 50);
+    broker_close_all(b);
+    broker_fini(b);
 }
 
 /* Let the broker handle what arrived, and read what it answered to the

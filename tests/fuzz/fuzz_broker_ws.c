@@ -31,8 +31,6 @@ static const char fuzz_upgrade[] =
     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
     "Sec-WebSocket-Protocol: mqtt\r\n\r\n";
 
-static void fuzz_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events) {}
-
 /* A new connection whose peer first sends request[0..len). */
 static int fuzz_connect(struct broker *b, const void *request, size_t len)
 {
@@ -40,7 +38,7 @@ static int fuzz_connect(struct broker *b, const void *request, size_t len)
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
         abort();
     struct conn *c = conn_accept(b, sv[0]);
-    if (!c || transport_attach(b, c, &b->listener) < 0)
+    if (!c || transport_attach(b, c, 0) < 0)
         abort();
     if (len && write(sv[1], request, len) != (ssize_t)len)
         abort();
@@ -59,9 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.max_output = 4096;
     cfg.listeners.v[0].websockets = true;
     struct broker b;
-    broker_init(&b, &cfg, loop);
+    fuzz_broker_start(&b, &cfg, loop);
     char err[256];
-    if (transport_listen(&b, fuzz_on_accept, err, sizeof err) < 0)
+    if (transport_setup(&b, err, sizeof err) < 0)
         abort();
 
     int peers[FUZZ_CLIENTS];
@@ -89,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < FUZZ_CLIENTS; i++)
         close(peers[i]);
     ev_run_once(loop, 0);
-    broker_shutdown(&b);
+    fuzz_broker_stop(&b);
     ev_loop_free(loop);
     return 0;
 }

@@ -260,6 +260,29 @@ static void test_topic_match(void **state)
 }
 
 /* Collects every level of s as "level|level|..." for easy comparison. */
+static void test_shared(void **state)
+{
+    size_t inner = 0;
+    assert_int_equal(mqtt_topic_shared(B("$share/g/a/b"), &inner), 1);
+    assert_int_equal(inner, 9);
+    assert_int_equal(mqtt_topic_shared(B("$share/group/#"), &inner), 1);
+    assert_int_equal(inner, 13);
+    assert_int_equal(mqtt_topic_shared(B("$share/g//"), &inner), 1); /* the filter "/" */
+    assert_int_equal(inner, 9);
+    /* Not shared: other prefixes, or the prefix alone without its slash. */
+    assert_int_equal(mqtt_topic_shared(B("a/b"), &inner), 0);
+    assert_int_equal(mqtt_topic_shared(B("$share"), &inner), 0);
+    assert_int_equal(mqtt_topic_shared(B("$SHARE/g/a"), &inner), 0);
+    assert_int_equal(mqtt_topic_shared(B("$sharex/g/a"), &inner), 0);
+    /* Malformed: no name, a wildcard in the name, no filter. */
+    assert_int_equal(mqtt_topic_shared(B("$share/"), &inner), -1);
+    assert_int_equal(mqtt_topic_shared(B("$share//a"), &inner), -1);
+    assert_int_equal(mqtt_topic_shared(B("$share/g+/a"), &inner), -1);
+    assert_int_equal(mqtt_topic_shared(B("$share/#/a"), &inner), -1);
+    assert_int_equal(mqtt_topic_shared(B("$share/g"), &inner), -1);
+    assert_int_equal(mqtt_topic_shared(B("$share/g/"), &inner), -1);
+}
+
 static void levels(const char *s, char *out, size_t out_size)
 {
     size_t pos = 0, n = 0, len = strlen(s);
@@ -311,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_wildcards_every_offset),
         cmocka_unit_test(test_topic_match),
         cmocka_unit_test(test_next_level),
+        cmocka_unit_test(test_shared),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

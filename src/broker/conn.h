@@ -1,0 +1,95 @@
+/* conn.h - a client connection as every broker module sees it: its state,
+ * the limits its client set, its output queue, and the two lists the end of
+ * each loop iteration works through, of connections with output to flush
+ * (conn_mark_dirty) and with input left to read (conn_read_later).
+ * conn_loop.h reads, frames and dispatches its packets; conn_end.h ends it.
+ *
+ * A connection is freed, and its socket closed, only at the end of a loop
+ * iteration after its commit (conn_prepare), never inside its own
+ * callbacks. MQTT 3.1 behaves as 3.1.1 wherever the two agree; the v31
+ * flags mark where they do not (CONNACK, client ids, SUBACK, framing).
+ */
+#ifndef SHOOTOUT_CONN_H
+#define SHOOTOUT_CONN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/ev.h"
+#include "core/inbuf.h"
+#include "core/outq.h"
+
+struct broker;
+struct msg;
+struct session;
+struct transport;
+
+/* Topic aliases we accept from a client (CONNACK Topic Alias Maximum) and
+ * use at most towards one: Mosquitto's default. */
+#define BROKER_TOPIC_ALIAS_MAX 10
+
+/* One topic alias: a topic the connection's peer and we both know by a
+ * number. */
+struct topic_alias {
+    uint8_t *topic; /* owned; NULL while unset */
+    uint16_t len;
+};
+
+enum conn_state {
+    CONN_NEW,      /* accepted, waiting for CONNECT */
+    CONN_ACTIVE,   /* CONNACK 0 sent */
+    CONN_LINGER,   /* ended by us: its last output goes out, its input is dropped (core/linger.h) */
+    CONN_CLOSED,   /* done with, waiting to be freed (and its fd closed) */
+};
+
+struct conn {
+    struct ev_io io;          /* io.data = the broker */
+    uint8_t state;            /* enum conn_state */
+    bool over_limit;          /* accepted beyond max_connections */
+    bool dirty;               /* on the broker's flush list */
+    bool read_pending;        /* stopped reading early; on the read list */
+    bool write_blocked;       /* socket full; wait for EV_WRITE */
+    bool v5;                  /* the client speaks MQTT 5.0 */
+    bool v31;                 /* the client speaks MQTT 3.1 ("MQIsdp"); else 3.1.1 unless v5 */
+    bool shut;                /* CONN_LINGER: all output out, write side shut */
+    bool peer_done;           /* CONN_LINGER: the client closed */
+    bool problem_info;        /* MQTT 5: it takes reason strings */
+    uint16_t keepalive;       /* seconds, 0 = none */
+    uint64_t last_rx_ms;      /* CONN_LINGER: when the linger time is up */
+    uint32_t dropped;         /* CONN_LINGER: input bytes dropped */
+    struct session *session;
+    struct msg *will;         /* owned; published unless DISCONNECT (expiry: see session_owe_will) */
+    uint32_t will_delay_s;    /* MQTT 5 Will Delay Interval */
+    /* MQTT 5 limits the client set for what we send it. */
+    uint32_t inflight_max;    /* min(--max-inflight-messages, its Receive Maximum) */
+    uint16_t alias_out_max;   /* topic aliases we may use, min(its maximum, ours) */
+    uint32_t max_packet_out;  /* its Maximum Packet Size; 0 = no limit */
+    struct topic_alias *alias_in;  /* [BROKER_TOPIC_ALIAS_MAX], the client's; lazily */
+    struct topic_alias *alias_out; /* [alias_out_max], ours; lazily, filled in order */
+    uint16_t nalias_out;
+    struct inbuf in;          /* partial packet left from earlier reads */
+    struct outq out;
+    struct conn *prev, *next; /* broker.conns */
+    struct conn *dirty_next;  /* broker.dirty */
+    struct conn *read_next;   /* broker.read_list */
+    /* Back-pressure: while blocked_on a congested subscriber's session,
+     * this connection's input is not read (session.h). */
+    struct session *blocked_on;
+    struct conn *wait_prev, *wait_next; /* blocked_on->waiters */
+    uint64_t blocked_since_ms;
+    struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
+};
+
+/* Queues the connection for a flush at the end of this loop iteration. */
+void conn_mark_dirty(struct broker *b, struct conn *c);
+/* Queues the connection to be read again at the end of this loop
+ * iteration: its read budget was spent, or a publisher it waited for
+ * released it. */
+void conn_read_later(struct broker *b, struct conn *c);
+/* Appends an MQTT 5 packet made of a reason code and properties (DISCONNECT,
+ * the acks) with a Reason String when the client takes one and it fits its
+ * Maximum Packet Size. type is the packet type, packet_id 0 for DISCONNECT. */
+void conn_write_reason(struct conn *c, uint8_t type, uint16_t packet_id, uint8_t reason,
+                       const char *why);
+
+#endif

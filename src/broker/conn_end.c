@@ -1,0 +1,146 @@
+/* conn_end.c - ending a connection: at once, or lingering after its last
+ * output (conn_end.h).
+ *
+ * A connection the broker ends (conn_kick, a refused CONNECT) lingers
+ * before its socket is closed: it is off the broker's list and its session
+ * is detached at once, but it stays on b->closed, in CONN_LINGER, with its
+ * output and transport, until that output is out, the write side shut and
+ * the client gone, or LINGER_MS passed.
+ */
+#include "broker/conn_end.h"
+
+#include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/metrics.h"
+#include "broker/msg.h"
+#include "broker/session.h"
+#include "broker/session_life.h"
+#include "broker/transport.h"
+#include "core/linger.h"
+#include "core/mem.h"
+#include "mqtt/mqtt_codec.h"
+
+static void conn_unlink(struct broker *b, struct conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        b->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void conn_free_aliases(struct topic_alias *a, unsigned n)
+{
+    if (!a)
+        return;
+    for (unsigned i = 0; i < n; i++)
+        mem_free(a[i].topic);
+    mem_free(a);
+}
+
+/* The MQTT side of ending a connection: off the broker's list, onto
+ * b->closed, its session detached and its will published unless graceful. */
+static void conn_end(struct broker *b, struct conn *c, const char *reason, bool graceful)
+{
+    metrics_log_disconnect(b, c, reason);
+    b->nconns--;
+    conn_unlink(b, c);
+    c->next = b->closed;
+    b->closed = c;
+    inbuf_free(&c->in);
+    session_forget_publisher(c);
+    conn_free_aliases(c->alias_in, BROKER_TOPIC_ALIAS_MAX);
+    conn_free_aliases(c->alias_out, c->alias_out_max);
+    c->alias_in = c->alias_out = NULL;
+
+    struct session *s = c->session;
+    struct msg *will = c->will;
+    c->session = NULL;
+    c->will = NULL;
+    if (will && graceful) {
+        msg_unref(will);
+        will = NULL;
+    }
+    if (s) {
+        b->nclients--;
+        session_detach(b, s, will, c->will_delay_s);
+    } else if (will) {
+        msg_unref(will);
+    }
+}
+
+/* Done with the socket: it is closed when the struct is freed, after this
+ * iteration's commit (a client that sees its connection end, after its
+ * DISCONNECT say, may take what that changed as durable). */
+void conn_release(struct conn *c)
+{
+    if (c->tp)
+        transport_free(c);
+    outq_clear(&c->out);
+    c->state = CONN_CLOSED;
+}
+
+void conn_close(struct broker *b, struct conn *c, const char *reason, bool graceful)
+{
+    if (c->state == CONN_CLOSED)
+        return;
+    if (c->state == CONN_LINGER) {
+        conn_release(c);
+        return;
+    }
+    c->state = CONN_CLOSED; /* nothing is read or sent from here on */
+    conn_end(b, c, reason, graceful);
+    conn_release(c);
+}
+
+/* Ends the connection but keeps the socket lingering (see the top). */
+static void conn_linger(struct broker *b, struct conn *c, const char *reason, bool graceful)
+{
+    if (c->state >= CONN_LINGER)
+        return;
+    c->state = CONN_LINGER;
+    c->last_rx_ms = ev_now(b->loop) + LINGER_MS;
+    conn_end(b, c, reason, graceful);
+    conn_mark_dirty(b, c);
+}
+
+/* CONN_LINGER: drops what the client sends; it is done once it closed and
+ * our output is out. */
+void conn_linger_read(struct conn *c)
+{
+    if (c->peer_done || linger_discard(c->io.fd, &c->dropped) != LINGER_EOF)
+        return; /* past LINGER_MAX_BYTES it waits for the time to run out */
+    c->peer_done = true;
+    if (c->shut)
+        conn_release(c);
+}
+
+void conn_kick(struct broker *b, struct conn *c, uint8_t reason, const char *why, bool graceful)
+{
+    if (c->state >= CONN_LINGER)
+        return;
+    if (c->v5 && c->state == CONN_ACTIVE)
+        conn_write_reason(c, MQTT_DISCONNECT, 0, reason, why);
+    b->obs.kick_reason = reason;
+    conn_linger(b, c, why, graceful);
+}
+
+void conn_close_after_flush(struct broker *b, struct conn *c) { conn_linger(b, c, "refused", true); }
+
+void conn_linger_flushed(struct conn *c, int r)
+{
+    if (r < 0) {
+        conn_release(c);
+    } else if (r == 1) {
+        c->write_blocked = true;
+    } else {
+        if (c->tp)
+            transport_free(c);
+        linger_shut(c->io.fd);
+        c->shut = true;
+        if (c->peer_done)
+            conn_release(c); /* it closed already */
+    }
+}

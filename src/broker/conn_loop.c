@@ -1,0 +1,309 @@
+/* conn_loop.c - connections on the event loop: accepting, reading,
+ * framing, dispatching to the handlers, the end of each loop iteration and
+ * timeouts (conn_loop.h).
+ */
+#include "broker/conn_loop.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/conn_end.h"
+#include "broker/handle.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/session_life.h"
+#include "broker/transport.h"
+#include "core/inbuf.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "core/srv.h"
+#include "mqtt/mqtt5.h"
+#include "mqtt/mqtt_codec.h"
+
+/* Bytes read per connection per loop iteration before yielding to others. */
+#define CONN_READ_BUDGET (256 * 1024)
+#define CONN_READ_CHUNK (64 * 1024)
+
+/* Input is read here first and copied to the connection only when a packet
+ * is left incomplete, so idle connections hold no input buffer. */
+static _Thread_local uint8_t conn_rbuf[CONN_READ_CHUNK];
+
+static const char *conn_name(const struct conn *c)
+{
+    return c->session ? c->session->client_id : "(not connected)";
+}
+
+/* Writes what the socket takes now; outq_flush's result. */
+static int conn_write_out(struct broker *b, struct conn *c)
+{
+    size_t before = outq_pending(&c->out);
+    int r = c->tp ? transport_flush(b, c) : outq_flush(&c->out, c->io.fd);
+    b->stats.bytes_out += before - outq_pending(&c->out);
+    return r;
+}
+
+/* Returns 0, or an error as the handlers do (handle.h). */
+static int conn_dispatch(struct broker *b, struct conn *c, const struct mqtt_header *h,
+                         const uint8_t *body)
+{
+    if (c->state == CONN_NEW)
+        return h->type == MQTT_CONNECT ? handle_connect(b, c, body, h->body_len) : MQTT_E_TYPE;
+    switch (h->type) {
+    case MQTT_PUBLISH:
+        return handle_publish(b, c, h->flags, body, h->body_len);
+    case MQTT_PUBACK:
+    case MQTT_PUBREC:
+    case MQTT_PUBREL:
+    case MQTT_PUBCOMP:
+        return handle_puback(b, c, h->type, body, h->body_len);
+    case MQTT_SUBSCRIBE:
+        return handle_subscribe(b, c, body, h->body_len);
+    case MQTT_UNSUBSCRIBE:
+        return handle_unsubscribe(b, c, body, h->body_len);
+    case MQTT_PINGREQ:
+        if (h->body_len != 0)
+            return MQTT_E_MALFORMED;
+        mqtt_encode_empty(outq_reserve(&c->out, MQTT_EMPTY_LEN), MQTT_PINGRESP);
+        conn_mark_dirty(b, c);
+        return 0;
+    case MQTT_DISCONNECT:
+        if (c->v5)
+            return handle_disconnect(b, c, body, h->body_len);
+        if (h->body_len != 0)
+            return MQTT_E_MALFORMED;
+        conn_close(b, c, "DISCONNECT", true);
+        return 0;
+    case MQTT5_AUTH:
+        /* Only after a CONNECT with an Authentication Method, which is
+         * refused as no method is configured [MQTT-4.12.0-1]. */
+        return MQTT5_E_PROTOCOL_ERROR;
+    default: /* a second CONNECT, or a packet only servers send */
+        return c->v5 ? MQTT5_E_PROTOCOL_ERROR : MQTT_E_TYPE;
+    }
+}
+
+/* Closes a connection whose packet broke the protocol: err is the framing
+ * or handler error (negative) or an MQTT 5 reason code (positive). */
+static void conn_protocol_error(struct broker *b, struct conn *c, int err)
+{
+    uint8_t reason = err < 0 ? mqtt5_err_reason(err) : (uint8_t)err;
+    const char *why = err < 0 ? mqtt5_strerror(err) : mqtt5_reason_str(reason);
+    b->stats.protocol_errors++;
+    log_info("client %s (fd %d): protocol error (%s), closing", conn_name(c), c->io.fd, why);
+    conn_kick(b, c, reason, why, false);
+}
+
+/* Handles every complete packet in data[0..len). Returns the bytes
+ * consumed, or -1 if the connection was closed. */
+static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, size_t len)
+{
+    size_t off = 0;
+    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on) {
+        struct mqtt_header h;
+        int n = c->v5    ? mqtt5_frame(data + off, len - off, b->cfg->max_packet_size, &h)
+                : c->v31 ? mqtt31_frame(data + off, len - off, b->cfg->max_packet_size, &h)
+                         : mqtt_frame(data + off, len - off, b->cfg->max_packet_size, &h);
+        if (n == 0)
+            break;
+        int err = n < 0 ? n : conn_dispatch(b, c, &h, data + off + h.header_len);
+        if (err != 0) {
+            conn_protocol_error(b, c, err);
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    return c->state <= CONN_ACTIVE ? (long)off : -1;
+}
+
+/* Reads and handles input until the socket is drained: until EAGAIN, or
+ * until a short read unless the peer may have closed (hup), as the end of
+ * the stream then follows the data with no further edge. */
+static void conn_read(struct broker *b, struct conn *c, bool hup)
+{
+    size_t budget = CONN_READ_BUDGET;
+    while (c->state <= CONN_ACTIVE && !c->blocked_on) {
+        size_t cap;
+        uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
+        ssize_t n = c->tp ? transport_read(b, c, buf, cap) : read(c->io.fd, buf, cap);
+        if (n == 0) {
+            conn_close(b, c, "closed by client", false);
+            return;
+        }
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno != EAGAIN && errno != EWOULDBLOCK)
+                conn_close(b, c, c->tp ? transport_error(c) : strerror(errno), false);
+            return;
+        }
+        b->stats.bytes_in += (uint64_t)n;
+        if (c->state == CONN_ACTIVE)
+            c->last_rx_ms = ev_now(b->loop);
+        size_t len;
+        const uint8_t *data = inbuf_filled(&c->in, conn_rbuf, (size_t)n, &len);
+        long used = conn_parse(b, c, data, len);
+        if (used < 0)
+            return;
+        inbuf_consumed(&c->in, data, len, (size_t)used);
+        if (c->blocked_on)
+            return; /* released, it is read again where this stopped */
+        if ((size_t)n < cap && !hup && !c->tp)
+            return; /* a transport is read until EAGAIN (transport.h) */
+        if ((size_t)n >= budget) {
+            conn_read_later(b, c);
+            return;
+        }
+        budget -= (size_t)n;
+    }
+}
+
+/* Handles the complete packets a wait left unparsed, then reads on. */
+static void conn_read_resumed(struct broker *b, struct conn *c)
+{
+    if (c->state == CONN_LINGER) {
+        conn_linger_read(c);
+        return;
+    }
+    if (c->in.len) {
+        long used = conn_parse(b, c, c->in.data, c->in.len);
+        if (used < 0)
+            return;
+        if (used > 0)
+            inbuf_consumed(&c->in, c->in.data, c->in.len, (size_t)used);
+    }
+    /* Whether the peer closed meanwhile is not known here: read to EAGAIN. */
+    conn_read(b, c, true);
+}
+
+static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
+{
+    struct broker *b = io->data;
+    struct conn *c = (struct conn *)io;
+    if (c->state == CONN_CLOSED)
+        return;
+    /* Under TLS a write may wait for readability and a read for
+     * writability: a transport takes either edge for both. */
+    if ((events & EV_WRITE || c->tp) && c->write_blocked) {
+        c->write_blocked = false;
+        conn_mark_dirty(b, c);
+    }
+    if (c->state == CONN_LINGER)
+        conn_linger_read(c);
+    else if (events & EV_READ || c->tp)
+        conn_read(b, c, events & EV_HUP);
+}
+
+struct conn *conn_accept(struct broker *b, int fd)
+{
+    struct conn *c = mem_calloc(1, sizeof *c);
+    c->io.fd = fd;
+    c->io.cb = conn_on_io;
+    c->io.data = b;
+    if (ev_io_start(b->loop, &c->io, EV_READ | EV_WRITE | EV_EDGE) < 0) {
+        log_warn("cannot watch fd %d: %s", fd, strerror(errno));
+        close(fd);
+        mem_free(c);
+        return NULL;
+    }
+    c->state = CONN_NEW;
+    c->over_limit = b->nconns >= b->cfg->max_connections;
+    c->last_rx_ms = ev_now(b->loop);
+    b->nconns++;
+    b->obs.accepted++;
+    c->next = b->conns;
+    if (b->conns)
+        b->conns->prev = c;
+    b->conns = c;
+    return c;
+}
+
+static void conn_flush(struct broker *b, struct conn *c)
+{
+    int r = conn_write_out(b, c);
+    if (c->state == CONN_LINGER) {
+        conn_linger_flushed(c, r);
+        return;
+    }
+    if (r < 0)
+        conn_close(b, c, strerror(errno), false);
+    else if (r == 1)
+        c->write_blocked = true;
+    if (c->session && (c->session->waiters || c->session->slow_consumer))
+        session_release_publishers(b, c->session, false);
+}
+
+bool conn_prepare(struct broker *b)
+{
+    struct conn *list = b->read_list;
+    b->read_list = NULL;
+    while (list) {
+        struct conn *c = list;
+        list = c->read_next;
+        c->read_pending = false;
+        if (c->state != CONN_CLOSED)
+            conn_read_resumed(b, c);
+    }
+    /* Group commit: what this iteration's packets changed is durable
+     * before any acknowledgement of them leaves; else retry at the next
+     * wake-up (an event, or the sweep timer), not in a busy loop: a full
+     * disk stays full for a while. */
+    if (!persist_commit(b))
+        return false;
+    while (b->dirty) {
+        struct conn *c = b->dirty;
+        b->dirty = c->dirty_next;
+        c->dirty = false;
+        if (c->state != CONN_CLOSED && !c->write_blocked && !c->shut)
+            conn_flush(b, c);
+    }
+    /* Free closed connections no list still points to. */
+    struct conn **pp = &b->closed;
+    while (*pp) {
+        struct conn *c = *pp;
+        if (c->read_pending || c->dirty || c->state == CONN_LINGER) {
+            pp = &c->next;
+            continue;
+        }
+        *pp = c->next;
+        close(c->io.fd);
+        mem_free(c);
+        if (b->srv)
+            srv_worker_conn_closed(b->srv); /* the last one ends a drain */
+    }
+    return b->read_list != NULL;
+}
+
+void conn_sweep(struct broker *b)
+{
+    uint64_t now = ev_now(b->loop);
+    struct conn *next;
+    for (struct conn *c = b->conns; c; c = next) {
+        next = c->next;
+        if (c->state == CONN_NEW) {
+            if (now - c->last_rx_ms >= b->cfg->connect_timeout_ms)
+                conn_close(b, c, "no CONNECT in time", true);
+        } else if (c->blocked_on) {
+            /* Its silence is ours: we stopped reading it. */
+            if (now - c->blocked_since_ms >= BROKER_WAIT_LIMIT_MS) {
+                struct session *slow = c->blocked_on;
+                slow->slow_consumer = true;
+                b->stats.slow_consumers++;
+                log_warn("client %s is a slow consumer: publishers no longer wait for it, messages "
+                         "to it are dropped at its limits",
+                         slow->client_id);
+                session_release_publishers(b, slow, true);
+            }
+        } else if (c->state == CONN_ACTIVE && c->keepalive) {
+            /* The spec allows one and a half keepalive periods of silence. */
+            if (now - c->last_rx_ms > (uint64_t)c->keepalive * 1500u)
+                conn_kick(b, c, MQTT5_RC_KEEP_ALIVE_TIMEOUT, "keep alive timeout", false);
+        }
+    }
+    for (struct conn *c = b->closed; c; c = c->next)
+        if (c->state == CONN_LINGER && now >= c->last_rx_ms)
+            conn_release(c);
+    session_sweep(b);
+}

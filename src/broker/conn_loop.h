@@ -1,0 +1,34 @@
+/* conn_loop.h - connections on the broker's event loop: a new socket
+ * becomes a connection; its input is read (through its transport, if any)
+ * until drained or its budget is spent, framed, and each packet dispatched
+ * to its handler (handle.h); the end of each loop iteration reads what was
+ * left, commits what the packets changed (persist.h), flushes output and
+ * frees closed connections; the periodic sweep ends connections that
+ * timed out.
+ *
+ * Sockets are registered edge-triggered for both directions once, so the
+ * hot path makes no epoll_ctl calls: a connection reads until the socket is
+ * drained (or its per-iteration budget is spent, in which case it goes on
+ * the read list and is resumed next iteration), and writes whenever it has
+ * output, waiting for the next writability edge only when the socket is
+ * full.
+ */
+#ifndef SHOOTOUT_CONN_LOOP_H
+#define SHOOTOUT_CONN_LOOP_H
+
+#include <stdbool.h>
+
+struct broker;
+struct conn;
+
+/* A new connection on fd, watched by the loop; NULL (fd closed) if the
+ * loop cannot watch it. */
+struct conn *conn_accept(struct broker *b, int fd);
+/* Loop-iteration work: pending reads, the commit, flushes, frees. True if
+ * reads remain. */
+bool conn_prepare(struct broker *b);
+/* Periodic: CONNECT and keep alive timeouts, publishers that waited too
+ * long, the end of lingering; then the sessions' timers. */
+void conn_sweep(struct broker *b);
+
+#endif

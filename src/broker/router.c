@@ -1,0 +1,299 @@
+/* router.c - who gets a message (router.h).
+ *
+ * Overlapping subscriptions: a session with several subscriptions matching
+ * a message gets one copy, in either version (MQTT 3.1.1 3.3.5 and MQTT 5
+ * 3.3.4 allow one copy or one per subscription): at the highest QoS among
+ * them, carrying every Subscription Identifier they have, identical ones
+ * included [MQTT-3.3.4-4], with RETAIN as published if any of them has
+ * Retain As Published. A subscription whose No Local excludes the
+ * publisher takes no part [MQTT-3.8.3-3]. A shared subscription's group
+ * adds one copy, to one member, whatever else matched (4.8.2).
+ *
+ * Merging costs no lookup: each session carries the stamp of the last
+ * match that met it (session.match_gen) and its entry in that match.
+ */
+#include "broker/router.h"
+
+#include "broker/auth.h"
+#include "broker/broker_int.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/retain.h"
+#include "broker/session.h"
+#include "broker/share.h"
+#include "core/mem.h"
+#include "mqtt/mqtt_topic.h"
+
+/* One session a message is routed to, and how: every matching
+ * subscription of the session merged into opts (the highest QoS, Retain As
+ * Published if any asked for it, the first Subscription Identifier), the
+ * further identifiers in router.ids. */
+struct route_match {
+    struct session *s;
+    subtree_opts opts;
+    /* 1 + index of the first further identifier in router.ids; 0 = none.
+     * A bit field with shared so that an entry stays 16 bytes. */
+    uint32_t more_ids : 31;
+    uint32_t shared : 1;
+};
+
+/* A further Subscription Identifier of a route_match: a list through
+ * router.ids, 0-terminated like route_match.more_ids. */
+struct route_id {
+    uint32_t id;
+    uint32_t next;
+};
+
+struct router {
+    struct subtree *subs; /* filter -> struct session */
+    struct share shared;  /* the shared subscriptions' groups */
+    /* Scratch of the message being routed: route_collect fills it,
+     * route_deliver reads it. */
+    uint32_t match_gen;
+    struct route_match *matches;
+    uint32_t nmatches, matches_cap;
+    struct route_id *ids; /* identifiers beyond each match's first */
+    uint32_t nids, ids_cap;
+    uint32_t *copy_ids;   /* one copy's identifiers, as delivery.sub_ids */
+    uint32_t copy_ids_cap;
+};
+
+struct router *router_new(void)
+{
+    struct router *r = mem_calloc(1, sizeof *r);
+    r->subs = subtree_new();
+    share_init(&r->shared);
+    return r;
+}
+
+void router_free(struct router *r)
+{
+    share_free(&r->shared);
+    subtree_free(r->subs);
+    mem_free(r->matches);
+    mem_free(r->ids);
+    mem_free(r->copy_ids);
+    mem_free(r);
+}
+
+bool router_subscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
+                      subtree_opts opts)
+{
+    size_t inner;
+    bool is_new = session_add_sub(s, filter, len, opts);
+    if (mqtt_topic_shared(filter, len, &inner) > 0)
+        share_add(&b->router->shared, filter, len, inner, s, opts);
+    else
+        subtree_add(b->router->subs, filter, len, s, opts);
+    return is_new;
+}
+
+void router_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len)
+{
+    size_t inner;
+    if (mqtt_topic_shared(filter, len, &inner) > 0)
+        share_remove(&b->router->shared, filter, len, s);
+    else
+        subtree_remove(b->router->subs, filter, len, s);
+}
+
+/* ---- matching ------------------------------------------------------------ */
+
+static inline void route_push(struct router *r, struct session *s, subtree_opts opts, bool shared)
+{
+    if (r->nmatches == r->matches_cap) {
+        r->matches_cap = r->matches_cap ? r->matches_cap * 2 : 64;
+        r->matches = mem_realloc(r->matches, r->matches_cap * sizeof *r->matches);
+    }
+    r->matches[r->nmatches++] = (struct route_match){s, opts, 0, shared};
+}
+
+/* A second (third, ...) subscription of the session already routed to in
+ * m matched: one copy still, as the strongest of them asks. */
+static void route_merge(struct router *r, struct route_match *m, subtree_opts opts)
+{
+    uint32_t id = sub_opts_id(opts);
+    subtree_opts keep = m->opts;
+    if (sub_opts_qos(opts) > sub_opts_qos(keep))
+        keep = (keep & ~(subtree_opts)MQTT5_SUB_QOS) | sub_opts_qos(opts);
+    keep |= opts & MQTT5_SUB_RETAIN_AS_PUBLISHED;
+    if (id && !sub_opts_id(keep)) {
+        keep |= (subtree_opts)id << SUB_OPT_ID_SHIFT;
+    } else if (id) {
+        if (r->nids == r->ids_cap) {
+            r->ids_cap = r->ids_cap ? r->ids_cap * 2 : 16;
+            r->ids = mem_realloc(r->ids, r->ids_cap * sizeof *r->ids);
+        }
+        r->ids[r->nids] = (struct route_id){id, m->more_ids};
+        m->more_ids = ++r->nids;
+    }
+    m->opts = keep;
+}
+
+/* One walk of the tree for route_collect. */
+struct route_walk {
+    struct router *r;
+    const struct session *origin;
+};
+
+static void route_match(void *ctx, void *subscriber, subtree_opts opts)
+{
+    struct route_walk *w = ctx;
+    struct router *r = w->r;
+    struct session *s = subscriber;
+    if ((opts & MQTT5_SUB_NO_LOCAL) && s == w->origin)
+        return; /* [MQTT-3.8.3-3] */
+    if (s->match_gen == r->match_gen) {
+        route_merge(r, &r->matches[s->match_idx], opts);
+        return;
+    }
+    s->match_gen = r->match_gen;
+    s->match_idx = r->nmatches;
+    route_push(r, s, opts, false);
+}
+
+static void route_shared(void *ctx, struct session *s, subtree_opts opts)
+{
+    route_push(ctx, s, opts, true);
+}
+
+/* Collects the sessions a message on topic goes to in the scratch;
+ * returns how many. */
+static inline uint32_t route_collect(struct broker *b, const uint8_t *topic, size_t len,
+                                     const struct session *origin)
+{
+    struct router *r = b->router;
+    r->nmatches = 0;
+    r->nids = 0;
+    if (++r->match_gen == 0) {
+        /* After 2^32 messages a stale stamp could collide: clear them. */
+        size_t i = 0;
+        struct hmap_slot *slot;
+        while ((slot = hmap_next(&b->sessions, &i)))
+            ((struct session *)slot->val)->match_gen = 0;
+        r->match_gen = 1;
+    }
+    struct route_walk w = {r, origin};
+    subtree_match(r->subs, topic, len, route_match, &w);
+    if (share_any(&r->shared))
+        b->auth.denied_deliver += share_route(&r->shared, topic, len, route_shared, r);
+    return r->nmatches;
+}
+
+/* ---- delivering ---------------------------------------------------------- */
+
+/* The identifiers of a match with more than one, as delivery.sub_ids
+ * wants them (in router.copy_ids, valid until the next match). Rare: kept
+ * out of route_deliver's loop. */
+__attribute__((cold, noinline)) static uint32_t *route_ids(struct router *r,
+                                                          const struct route_match *m)
+{
+    uint32_t n = 1;
+    for (uint32_t i = m->more_ids; i; i = r->ids[i - 1].next)
+        n++;
+    if (n + 1 > r->copy_ids_cap) {
+        r->copy_ids_cap = n + 1 > 16 ? n + 1 : 16;
+        r->copy_ids = mem_realloc(r->copy_ids, r->copy_ids_cap * sizeof *r->copy_ids);
+    }
+    uint32_t *ids = r->copy_ids;
+    ids[0] = n;
+    ids[1] = sub_opts_id(m->opts);
+    n = 2;
+    for (uint32_t i = m->more_ids; i; i = r->ids[i - 1].next)
+        ids[n++] = r->ids[i - 1].id;
+    return ids;
+}
+
+/* Delivers m to the sessions the last route_collect found, each as its
+ * subscriptions ask and the ACL lets it read. */
+static inline void route_deliver(struct broker *b, struct msg *m, struct conn *publisher)
+{
+    struct router *r = b->router;
+    for (uint32_t i = 0; i < r->nmatches; i++) {
+        const struct route_match *rm = &r->matches[i];
+        /* A group's member was picked among those that may read it. */
+        if (rm->s->auth.filtered && !rm->shared &&
+            !auth_may_deliver(b, rm->s, msg_topic(m), m->topic_len))
+            continue;
+        uint8_t qos = sub_opts_qos(rm->opts);
+        struct delivery d = {
+            .sub_id = sub_opts_id(rm->opts),
+            .qos = qos < m->qos ? qos : m->qos,
+            /* Live deliveries carry RETAIN 0 unless the subscriber asked
+             * for it as published (MQTT 5, Retain As Published). */
+            .retain = (rm->opts & MQTT5_SUB_RETAIN_AS_PUBLISHED) && m->retain,
+            .shared = rm->shared,
+        };
+        if (rm->more_ids) {
+            d.sub_ids = route_ids(r, rm);
+            d.sub_id = 0;
+        }
+        session_deliver(b, rm->s, m, &d, publisher);
+    }
+}
+
+static void route_retain(struct broker *b, struct msg *m)
+{
+    persist_retain(b, m);
+    if (m->payload_len == 0)
+        retain_set(b->retained, msg_topic(m), m->topic_len, NULL);
+    else
+        retain_set(b->retained, msg_topic(m), m->topic_len, msg_ref(m));
+}
+
+uint32_t router_route(struct broker *b, const struct router_in *in, uint64_t now_ms,
+                      const struct session *origin, struct conn *publisher)
+{
+    struct msg *m = NULL;
+    if (in->retain) {
+        m = msg_new(in->topic.ptr, in->topic.len, in->payload.ptr, in->payload.len, in->qos, true,
+                    in->props, now_ms);
+        route_retain(b, m);
+    }
+    uint32_t n = route_collect(b, in->topic.ptr, in->topic.len, origin);
+    /* Without subscribers a plain message needs no copy at all. */
+    if (n > 0 && !m)
+        m = msg_new(in->topic.ptr, in->topic.len, in->payload.ptr, in->payload.len, in->qos, false,
+                    in->props, now_ms);
+    if (n > 0)
+        route_deliver(b, m, publisher);
+    if (m)
+        msg_unref(m);
+    return n;
+}
+
+void router_publish(struct broker *b, struct msg *m)
+{
+    if (m->retain)
+        route_retain(b, m);
+    route_collect(b, msg_topic(m), m->topic_len, NULL);
+    route_deliver(b, m, NULL);
+}
+
+/* session_hand_off's question for one message: another member to take it. */
+static bool route_hand_off(void *ctx, struct session *s, struct msg *m, const struct delivery *d)
+{
+    struct broker *b = ctx;
+    subtree_opts opts;
+    struct session *to = share_hand_off(&b->router->shared, s, m, &opts);
+    if (!to)
+        return false;
+    uint8_t granted = sub_opts_qos(opts);
+    struct delivery copy = {
+        .sub_id = sub_opts_id(opts),
+        .qos = m->qos < granted ? m->qos : granted,
+        .retain = d->retain,
+        .shared = true,
+    };
+    session_deliver(b, to, m, &copy, NULL);
+    return true;
+}
+
+void router_hand_off(struct broker *b, struct session *s) { session_hand_off(b, s, route_hand_off, b); }
+
+size_t router_subscriptions(const struct broker *b) { return subtree_count(b->router->subs); }
+
+size_t router_shared_subscriptions(const struct broker *b)
+{
+    return share_members(&b->router->shared);
+}

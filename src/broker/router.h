@@ -1,0 +1,85 @@
+/* router.h - who gets a message: the subscription tree and the shared
+ * subscriptions' groups (share.h), matching a message's topic against
+ * both, merging a session's overlapping subscriptions into one copy, and
+ * handing each copy to its session (session_deliver). The routing scratch
+ * is the router's own; the rest of the broker sees only this interface.
+ *
+ * A subscription's options word in the tree (subtree_opts): MQTT 5's
+ * Subscription Options byte less Retain Handling (QoS, No Local, Retain As
+ * Published: the MQTT5_SUB_* bits) in the low four bits, the Subscription
+ * Identifier (28 bits at most) above them. MQTT 3.1.1 uses the QoS alone.
+ */
+#ifndef SHOOTOUT_ROUTER_H
+#define SHOOTOUT_ROUTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/subtree.h"
+#include "mqtt/mqtt5.h"
+#include "mqtt/mqtt_codec.h"
+
+struct broker;
+struct conn;
+struct msg;
+struct router;
+struct session;
+
+#define SUB_OPT_ID_SHIFT 4
+static inline subtree_opts sub_opts(uint8_t options, uint32_t sub_id)
+{
+    return (subtree_opts)(options & 0x0F) | (subtree_opts)sub_id << SUB_OPT_ID_SHIFT;
+}
+static inline uint8_t sub_opts_qos(subtree_opts o) { return o & MQTT5_SUB_QOS; }
+static inline uint32_t sub_opts_id(subtree_opts o) { return o >> SUB_OPT_ID_SHIFT; }
+
+struct router *router_new(void);
+/* Every subscription must be gone (their sessions destroyed). */
+void router_free(struct router *r);
+
+/* s subscribes: the session remembers the subscription and it enters the
+ * tree, or its shared group (filter must not be a malformed shared one);
+ * returns true if it is new. */
+bool router_subscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
+                      subtree_opts opts);
+/* Takes one of s's subscriptions out of the tree or its group (the
+ * session's own list is the caller's). */
+void router_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len);
+
+/* A client's PUBLISH as the router takes it, before any message is
+ * built. */
+struct router_in {
+    struct mqtt_bytes topic, payload;
+    uint8_t qos;
+    bool retain;
+    const struct mqtt_props *props; /* NULL from MQTT 3.1.1 */
+};
+
+/* Routes a client's PUBLISH (the ACL has let it in, auth_may_publish): a
+ * retained one is stored and sent on; a plain one is made a message
+ * (msg_new, its expiry counted from now_ms) only if some session is to get
+ * it. Each session gets one copy however many of its subscriptions match,
+ * and each matching shared group one copy for one member; origin is the
+ * publisher's session, whose No Local subscriptions take no part, and
+ * publisher its connection, which back-pressure may pause (see
+ * session_deliver). Returns how many sessions it went to, before the ACL
+ * was asked per subscriber. */
+uint32_t router_route(struct broker *b, const struct router_in *in, uint64_t now_ms,
+                      const struct session *origin, struct conn *publisher);
+/* A message the broker publishes itself (a will, $SYS): stored if
+ * retained, then sent to every matching subscription. Takes no ownership
+ * of m. */
+void router_publish(struct broker *b, struct msg *m);
+
+/* s's connection ended: the QoS 1/2 messages it had not acknowledged that
+ * came through shared subscriptions go to other connected members of those
+ * groups (MQTT 5, 4.8.2). A QoS 2 message past PUBREC was received and
+ * stays. */
+void router_hand_off(struct broker *b, struct session *s);
+
+/* Subscriptions in the tree; shared ones (a member each) apart. */
+size_t router_subscriptions(const struct broker *b);
+size_t router_shared_subscriptions(const struct broker *b);
+
+#endif

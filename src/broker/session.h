@@ -1,0 +1,169 @@
+/* session.h - an MQTT session: what it holds and sends while it lives.
+ * Its subscriptions (remembered so that they can be taken out of the tree
+ * when it ends), the outgoing QoS 1/2 inflight window and queue, the
+ * received QoS 2 packet ids waiting for PUBREL, and the back-pressure it
+ * puts on publishers. How a session begins and ends is session_life.h's.
+ *
+ * A session lives while its client is connected and then for its Session
+ * Expiry Interval (MQTT 5; 0 unless the client asked for more), or, for an
+ * MQTT 3.1 or 3.1.1 persistent session, until a clean CONNECT with its
+ * client id discards it. A connection points to its session and the
+ * session back to its connection while both are live.
+ */
+#ifndef SHOOTOUT_SESSION_H
+#define SHOOTOUT_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/subtree.h"
+
+struct acl_client;
+struct broker;
+struct conn;
+struct msg;
+
+/* A Session Expiry Interval that never ends (MQTT 5's 0xFFFFFFFF, and
+ * every MQTT 3.1.1 clean-session 0 session). */
+#define SESSION_NEVER UINT32_MAX
+
+/* What auth.c keeps in a session (auth.h). The handle lives with the
+ * session, not the connection, so that messages queued for an offline
+ * session are checked with the rules of the client that owns it. */
+struct session_auth {
+    struct acl_client *acl; /* NULL without acl_file: nothing is checked */
+    char *username;         /* owned; kept to rebind on reload; NULL = none */
+    uint16_t username_len;
+    /* Some subscription needs acl_client_check(ACL_READ) per delivery
+     * (ACL_SUB_FILTERED, or no longer granted after a reload). */
+    bool filtered;
+};
+
+/* One subscription as its session remembers it, so that the session can
+ * remove it from the tree (or its shared group) when it ends. */
+struct session_sub {
+    uint8_t *filter; /* owned; the whole filter, $share/... included */
+    uint16_t len;
+    subtree_opts opts;
+};
+
+enum inflight_state { WAIT_PUBACK, WAIT_PUBREC, WAIT_PUBCOMP };
+
+/* How one copy of a message goes to one session. */
+struct delivery {
+    uint32_t sub_id; /* MQTT 5 Subscription Identifier; 0 = none */
+    uint8_t qos;
+    bool retain;
+    bool shared;     /* chosen through a shared subscription */
+    /* Several identifiers (overlapping subscriptions of one MQTT 5 client
+     * share one copy, 3.3.4): sub_ids[0] is their count, the identifiers
+     * follow, and sub_id is 0. NULL otherwise. Borrowed in a delivery
+     * handed to session_deliver; a copy the session keeps (queued, in
+     * flight) owns its own array. */
+    uint32_t *sub_ids;
+    uint64_t entry;  /* persist.c: its log entry id; 0 = not in the log */
+};
+
+struct inflight {
+    struct msg *msg; /* owned reference; NULL once only PUBREL is pending */
+    struct delivery d;
+    uint16_t packet_id;
+    uint8_t state;   /* enum inflight_state */
+};
+
+struct queued {
+    struct msg *msg; /* owned reference */
+    struct delivery d;
+};
+
+struct session {
+    char *client_id; /* owned, NUL-terminated; the sessions map key */
+    uint16_t client_id_len;
+    bool v5;           /* its latest connection spoke MQTT 5 */
+    bool v31;          /* its latest connection spoke MQTT 3.1 */
+    uint32_t expiry_s; /* Session Expiry Interval: 0 ends it with its connection */
+    struct conn *conn; /* NULL while offline */
+    /* Offline with an end in sight (b->timers): the session expires at
+     * expires_ms unless SESSION_NEVER, and a delayed will is published at
+     * will_ms (MQTT 5). */
+    uint64_t expires_ms;
+    struct msg *will;  /* owned */
+    uint64_t will_ms;
+    bool on_timers;
+    struct session *timer_prev, *timer_next;
+    struct session_sub *subs;
+    uint32_t nsubs, subs_cap;
+    struct inflight *inflight; /* oldest first */
+    uint32_t ninflight, inflight_cap;
+    struct queued *queue;      /* ring */
+    uint32_t qhead, qlen, qcap;
+    uint16_t *qos2_in;         /* received QoS 2 ids waiting for PUBREL */
+    uint32_t nqos2_in, qos2_in_cap;
+    uint16_t next_packet_id;
+    struct conn *waiters; /* publishers paused until this session drains */
+    bool slow_consumer;   /* made publishers wait too long: they no longer do */
+    /* router.c's: the last match that met the session, and its entry in
+     * that match, so that overlapping subscriptions merge into one copy. */
+    uint32_t match_gen;
+    uint32_t match_idx;
+    bool persisted;     /* persist.c: its SESSION record is live in the log */
+    struct session_auth auth; /* auth.c: its ACL handle */
+};
+
+/* Frees what the session holds (subscriptions, messages) and the session;
+ * what others keep of it is session_destroy's (session_life.h). */
+void session_free(struct session *s);
+
+/* Delivers m to the session: now, into the inflight window or the queue,
+ * or drops it (counted) when that is full or the message expired.
+ * publisher is the connection whose PUBLISH m is, or NULL (see
+ * back-pressure below). */
+void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
+                     struct conn *publisher);
+/* For router_hand_off: offers fn each message s holds (in flight before its
+ * PUBREC, or queued) that came through a shared subscription, as a copy
+ * without its log entry; a message fn took (returning true) is dropped from
+ * s. */
+typedef bool (*session_hand_off_fn)(void *ctx, struct session *s, struct msg *m,
+                                    const struct delivery *d);
+void session_hand_off(struct broker *b, struct session *s, session_hand_off_fn fn, void *ctx);
+/* After CONNACK on a resumed session: resend the inflight window with DUP
+ * and fill it from the queue. */
+void session_resume(struct broker *b, struct session *s);
+/* persist_load.c, at start: puts back a copy of m that was queued or in
+ * flight in state (enum plog_state) with packet_id. */
+void session_restore(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
+                     uint8_t state, uint16_t packet_id);
+/* Acknowledgement flows for messages the broker sent; reason is the MQTT 5
+ * reason code (0 from MQTT 3.1.1). */
+void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id,
+                   uint8_t reason);
+
+/* Received QoS 2 ids: returns 1 if id was already waiting for PUBREL, 0
+ * after recording it, -1 if limit ids are waiting already. */
+int session_qos2_seen(struct session *s, uint16_t packet_id, uint32_t limit);
+/* Returns false if the id was not waiting for PUBREL. */
+bool session_qos2_release(struct session *s, uint16_t packet_id);
+
+/* Remember / forget a subscription for cleanup; returns true if new. */
+bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, subtree_opts opts);
+bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len);
+
+/* Back-pressure. session_deliver() pauses the publishing connection (its
+ * publisher argument) while the online session s it delivered to is above
+ * the watermarks, so that a fast publisher waits for a slower subscriber
+ * instead of filling its queue until messages drop. A connection never
+ * waits for itself or for a connection that is itself waiting, so waits
+ * form chains, never cycles; a subscriber that keeps publishers waiting for
+ * longer than BROKER_WAIT_LIMIT_MS is flagged a slow consumer, and then
+ * messages to it are dropped at the hard limits instead. */
+#define BROKER_WAIT_LIMIT_MS 1000
+/* Resumes s's waiting publishers (and forgives a slow consumer) if s
+ * drained below the low watermarks; or resumes them unconditionally (the
+ * session went offline, ended, or is too slow). */
+void session_release_publishers(struct broker *b, struct session *s, bool unconditionally);
+/* Takes a closing connection off the wait list it is on. */
+void session_forget_publisher(struct conn *c);
+
+#endif

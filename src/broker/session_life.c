@@ -1,0 +1,143 @@
+/* session_life.c - a session's beginning and end, its offline timers and
+ * its will (session_life.h).
+ */
+#include "broker/session_life.h"
+
+#include "broker/auth.h"
+#include "broker/broker_int.h"
+#include "broker/conn.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/router.h"
+#include "broker/session.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len)
+{
+    struct session *s = mem_calloc(1, sizeof *s);
+    s->client_id = mem_strndup(client_id, len);
+    s->client_id_len = (uint16_t)len;
+    hmap_put(&b->sessions, s->client_id, len, s);
+    return s;
+}
+
+static void timers_add(struct broker *b, struct session *s)
+{
+    if (s->on_timers)
+        return;
+    s->on_timers = true;
+    s->timer_prev = NULL;
+    s->timer_next = b->timers;
+    if (b->timers)
+        b->timers->timer_prev = s;
+    b->timers = s;
+}
+
+static void timers_remove(struct broker *b, struct session *s)
+{
+    if (!s->on_timers)
+        return;
+    if (s->timer_prev)
+        s->timer_prev->timer_next = s->timer_next;
+    else
+        b->timers = s->timer_next;
+    if (s->timer_next)
+        s->timer_next->timer_prev = s->timer_prev;
+    s->on_timers = false;
+}
+
+static void session_publish_will(struct broker *b, struct msg *will)
+{
+    /* Its Message Expiry Interval runs from now (3.1.3.2.4): until now
+     * expires_ms held the interval alone. */
+    if (will->expires_ms)
+        will->expires_ms += ev_now(b->loop);
+    b->stats.msgs_in++;
+    router_publish(b, will);
+    msg_unref(will);
+}
+
+void session_owe_will(struct broker *b, struct session *s, struct msg *will, uint64_t will_ms)
+{
+    s->will = will;
+    s->will_ms = will_ms;
+    timers_add(b, s);
+}
+
+void session_destroy(struct broker *b, struct session *s)
+{
+    struct msg *will = s->will;
+    persist_session_del(b, s);
+    timers_remove(b, s);
+    session_release_publishers(b, s, true);
+    for (uint32_t i = 0; i < s->nsubs; i++)
+        router_unsubscribe(b, s, s->subs[i].filter, s->subs[i].len);
+    hmap_del(&b->sessions, s->client_id, s->client_id_len);
+    auth_session_free(s);
+    session_free(s);
+    /* A will whose delay outlasted the session goes when the session ends
+     * [MQTT-3.1.3-9]; last, so that it cannot reach the session itself. */
+    if (will)
+        session_publish_will(b, will);
+}
+
+void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s)
+{
+    s->conn = NULL;
+    router_hand_off(b, s);
+    if (s->expiry_s == 0) {
+        s->will = will;
+        session_destroy(b, s);
+        return;
+    }
+    session_release_publishers(b, s, true);
+    uint64_t now = ev_now(b->loop);
+    if (will && will_delay_s == 0 && !b->defer_wills)
+        session_publish_will(b, will);
+    else if (will)
+        session_owe_will(b, s, will, now + (uint64_t)will_delay_s * 1000);
+    if (s->expiry_s != SESSION_NEVER)
+        s->expires_ms = now + (uint64_t)s->expiry_s * 1000;
+    if (s->will || s->expiry_s != SESSION_NEVER)
+        timers_add(b, s);
+    persist_session(b, s);
+}
+
+void session_attach(struct broker *b, struct session *s, struct conn *c)
+{
+    timers_remove(b, s);
+    if (s->will) {
+        msg_unref(s->will);
+        s->will = NULL;
+    }
+    s->conn = c;
+    c->session = s;
+    s->v5 = c->v5;
+    s->v31 = c->v31;
+}
+
+void session_sweep(struct broker *b)
+{
+    uint64_t now = ev_now(b->loop);
+    struct session *next;
+    for (struct session *s = b->timers; s; s = next) {
+        next = s->timer_next;
+        bool will_due = s->will && now >= s->will_ms;
+        if (will_due) {
+            struct msg *will = s->will;
+            s->will = NULL;
+            session_publish_will(b, will);
+        }
+        if (s->expiry_s != SESSION_NEVER && now >= s->expires_ms) {
+            log_debug("client %s: session expired", s->client_id);
+            session_destroy(b, s);
+            continue;
+        }
+        if (will_due)
+            persist_session(b, s); /* it owes no will any more */
+        if (!s->will && s->expiry_s == SESSION_NEVER)
+            timers_remove(b, s);
+    }
+}
+

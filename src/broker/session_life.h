@@ -1,0 +1,41 @@
+/* session_life.h - how a session begins and ends: created at CONNECT (or
+ * at start, from the log), taken up again by a later connection, kept
+ * offline for its Session Expiry Interval, ended; and the will a client's
+ * connection leaves, published when the connection ends or after its Will
+ * Delay Interval (MQTT 5), whichever the session's end does not precede.
+ * Offline sessions with an end or a will in sight wait on the broker's
+ * timer list, which the sweep walks.
+ */
+#ifndef SHOOTOUT_SESSION_LIFE_H
+#define SHOOTOUT_SESSION_LIFE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct broker;
+struct conn;
+struct msg;
+struct session;
+
+struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len);
+/* Removes the session's subscriptions, drops its messages, publishes a
+ * will it still owes and frees it. */
+void session_destroy(struct broker *b, struct session *s);
+/* The session's connection ended: its shared messages go to other members
+ * (router_hand_off), then it ends (expiry 0), or stays with its timers
+ * (session expiry, will delay) started. will is the connection's will to
+ * publish (owned), or NULL; with b->defer_wills even one without a delay
+ * waits on the timers. */
+void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s);
+/* The offline session s owes will (owned) at loop time will_ms, which may
+ * have passed: session_sweep publishes it then. A will's expires_ms holds
+ * its Message Expiry Interval alone (msg_new with now_ms 0) until it is
+ * published, when the interval starts. */
+void session_owe_will(struct broker *b, struct session *s, struct msg *will, uint64_t will_ms);
+/* A connection took the session up again: stops its timers (a delayed will
+ * is dropped, [MQTT-3.1.3-9]). */
+void session_attach(struct broker *b, struct session *s, struct conn *c);
+/* Periodic: publishes delayed wills and ends expired sessions. */
+void session_sweep(struct broker *b);
+
+#endif
