@@ -57,6 +57,12 @@ int child_stop(struct child *c);
  * 0, or -1 with a message in err. */
 int child_wait_port(struct child *c, int port, char *err, size_t len);
 
+/* Polls http://127.0.0.1:port/path with GET (Connection: close) until it
+ * answers 200, at most timeout_s, while c runs: a server's boot-up time
+ * up to its readiness. c is not reaped (child_alive does that, and learns
+ * how it ended). Returns whether it answered 200. */
+bool child_wait_http(const struct child *c, int port, const char *path, double timeout_s);
+
 /* Waits up to 10 s until a line of c's stderr contains needle, and copies
  * that line to line[0..len). 0, or -1 with a message in err. */
 int child_wait_line(struct child *c, const char *needle, char *line, size_t len, char *err,

@@ -349,7 +349,7 @@ static int launch_ours(struct child *c, int port, void *arg, char *err, size_t l
     uint64_t t0 = clock_now_ns();
     if (child_spawn(c, argv, -1, err, len) < 0)
         return -1;
-    if (!http_open_wait_ready(A2B_HOST, port, A2B_READY_PATH, A2B_BOOT_TIMEOUT_S, c->pid)) {
+    if (!child_wait_http(c, port, A2B_READY_PATH, A2B_BOOT_TIMEOUT_S)) {
         snprintf(err, len, "not ready on port %d within %.0f s", port, A2B_BOOT_TIMEOUT_S);
         child_alive(c); /* reaped if it exited (the port was taken): try another */
         return -1;
