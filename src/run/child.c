@@ -23,7 +23,6 @@
 
 #define CHILD_START_TIMEOUT_NS 10000000000ull
 #define CHILD_STOP_TIMEOUT_NS 10000000000ull
-#define CHILD_HOST "127.0.0.1"
 
 /* The running children's pids, for the signal handler. */
 _Static_assert(sizeof(pid_t) <= sizeof(sig_atomic_t), "a pid must fit a sig_atomic_t");

@@ -1,18 +1,15 @@
-/* shootout_run.c - `shootout run`: the options, the MQTT part (the brokers
- * as child processes, the article's grid against each, its tables), then
- * the RPC part (run_rpc.c) and the a2b part (run_a2b.c), and one JSON file
- * with every row. */
+/* shootout_run.c - `shootout run`: the options, then the parts in their
+ * order, the MQTT part (run_mqtt.c), the RPC part (run_rpc.c) and the a2b
+ * part (run_a2b.c), and one JSON file and one HTML page with every row. */
 #include "run/shootout_run.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -20,19 +17,14 @@
 #include "core/opt.h"
 #include "load/bench.h"
 #include "load/http/inject.h"
-#include "load/mqtt/mqtt_load.h"
-#include "load/mqtt/mqtt_ping.h"
 #include "report/report_html.h"
-#include "report/run_table.h"
 #include "run/child.h"
 #include "run/run_a2b.h"
+#include "run/run_mqtt.h"
 #include "run/run_rpc.h"
 
-/* Message counts, the same for every broker. The MQTT part (3 runs of 7
- * grid points against 2 brokers) then takes two to three minutes on 2
- * cores; Mosquitto's loadtest (30 to 60 k msg/s there) is most of it. */
-#define RUN_LOAD_TOTAL 200000.0 /* messages per loadtest run, over all publishers */
-#define RUN_PING_MESSAGES 200.0 /* requests per pair */
+/* Runs per grid point and server, as the articles; --quick halves the
+ * messages and calls and runs fewer. */
 #define RUN_QUICK_SCALE 0.5
 #define RUN_MQTT_RUNS 3
 #define RUN_RPC_RUNS 10 /* as the article */
@@ -47,10 +39,6 @@
  * (about 14,000 requests/s), each contender climbing only until it
  * saturates: on 2 cores the Node peer and ours do well below the ceiling. */
 #define RUN_A2B_CAPACITY "increment-users-per-sec 50 20 100s ramp 10s from 50"
-#define RUN_HOST "127.0.0.1"
-/* Descriptors the largest grid point needs in this process: connections
- * plus stdio, epoll and eventfds. */
-#define RUN_FDS_NEEDED (1000 + 64)
 
 static const char usage[] =
     "usage: shootout run [options]\n"
@@ -119,24 +107,7 @@ static const char usage[] =
     "Exit codes: 0 ok, 1 a server could not start or died, 2 usage error,\n"
     "3 an experiment failed (messages missing, a call failed).\n";
 
-enum { LOADTEST, PINGTEST, NEXPERIMENTS };
-enum { OURS, PEER, NBROKERS }; /* ours first, as child_finish_all wants */
 enum { PART_MQTT = 1, PART_RPC = 2, PART_A2B = 4 };
-#define MAX_POINTS 4
-
-/* The article's grid. For the loadtest a is the connection count; for the
- * pingtest a and b are the pairs and the wildcard subscribers. */
-static const struct experiment {
-    const char *title, *corner;
-    unsigned npoints;
-    struct point {
-        unsigned a, b;
-        const char *label;
-    } points[MAX_POINTS];
-} experiments[NEXPERIMENTS] = {
-    {"loadtest", "connections", 4, {{100, 0, "100"}, {500, 0, "500"}, {750, 0, "750"}, {1000, 0, "1000"}}},
-    {"pingtest", "parameters", 3, {{400, 20, "400p 20w"}, {200, 200, "200p 200w"}, {100, 400, "100p 400w"}}},
-};
 
 struct run {
     unsigned runs, rpc_runs, threads;
@@ -151,270 +122,9 @@ struct run {
     bool no_peer;
     int parts; /* PART_* */
     char exe[4096];
-    struct child brokers[NBROKERS];
-    int ports[NBROKERS];
     struct result_context ctx;
     struct result_set rows;
-    struct run_cell cells[NEXPERIMENTS][MAX_POINTS][NBROKERS];
 };
-
-/* ---- the brokers --------------------------------------------------------- */
-
-/* Mosquitto's configuration, in a memfd it reads through /proc/self/fd, so
- * that nothing is left on disk whatever happens to us. */
-static int mosquitto_conf(int port, char *err, size_t len)
-{
-    int fd = memfd_create("mosquitto.conf", MFD_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, len, "memfd_create: %s", strerror(errno));
-        return -1;
-    }
-    dprintf(fd,
-            "listener %d %s\n"
-            "allow_anonymous true\n"
-            "persistence false\n"
-            "log_dest none\n"
-            "max_queued_messages 1000\n",
-            port, RUN_HOST);
-    /* As root Mosquitto switches to user mosquitto, and a change of user
-     * clears PR_SET_PDEATHSIG: it stays who we are. Without root the
-     * option has no effect. */
-    const struct passwd *pw = getpwuid(geteuid());
-    if (pw)
-        dprintf(fd, "user %s\n", pw->pw_name);
-    return fd;
-}
-
-struct broker_launch {
-    struct run *r;
-    int i;
-    const char *exe;
-};
-
-/* Spawns broker i from exe on port and waits until it accepts. */
-static int broker_launch(struct child *b, int port, void *arg, char *err, size_t len)
-{
-    const struct broker_launch *l = arg;
-    char port_s[16], conf_path[64];
-    snprintf(port_s, sizeof port_s, "%d", port);
-    int conf_fd = -1;
-    if (l->i == PEER) {
-        conf_fd = mosquitto_conf(port, err, len);
-        if (conf_fd < 0)
-            return -1;
-        snprintf(conf_path, sizeof conf_path, "/proc/self/fd/%d", conf_fd);
-    }
-    char *ours[] = {(char *)l->exe, "broker", "--bind", RUN_HOST, "--port", port_s, NULL};
-    char *peer[] = {(char *)l->exe, "-c", conf_path, NULL};
-    int rc = child_spawn(b, l->i == PEER ? peer : ours, conf_fd, err, len);
-    if (conf_fd >= 0)
-        close(conf_fd);
-    if (rc < 0)
-        return -1;
-    l->r->ports[l->i] = port;
-    return child_wait_port(b, port, err, len);
-}
-
-/* Starts broker i from exe on a free port and waits until it accepts
- * connections. 0, or -1 with err. */
-static int broker_start(struct run *r, int i, const char *exe, char *err, size_t len)
-{
-    struct broker_launch l = {r, i, exe};
-    return child_start_on_free_port(&r->brokers[i], broker_launch, &l, err, len);
-}
-
-/* Starts the brokers and says where they listen. 0, or the exit code. */
-static int brokers_start(struct run *r, FILE *out)
-{
-    char err[512];
-    if (broker_start(r, OURS, r->exe, err, sizeof err) < 0) {
-        fprintf(stderr, "shootout run: cannot start our broker (%s broker): %s\n", r->exe, err);
-        return BENCH_EXIT_RUNTIME;
-    }
-    fprintf(out, "shootout run: our broker %s, pid %d, on %s:%d\n", r->exe,
-            (int)r->brokers[OURS].pid, RUN_HOST, r->ports[OURS]);
-    if (r->no_peer) {
-        fprintf(out, "shootout run: --no-peer: measuring our broker alone\n");
-        return 0;
-    }
-    char mosq[4096];
-    /* Debian's is in /usr/sbin, often not on a user's PATH. */
-    if (!child_find_program("mosquitto", "/usr/sbin/mosquitto", mosq, sizeof mosq)) {
-        fprintf(out, "shootout run: mosquitto is not installed (Debian package mosquitto): "
-                     "measuring our broker alone\n");
-        return 0;
-    }
-    if (broker_start(r, PEER, mosq, err, sizeof err) < 0) {
-        fprintf(stderr, "shootout run: cannot start %s: %s; measuring our broker alone\n", mosq,
-                err);
-        return BENCH_EXIT_RUNTIME;
-    }
-    fprintf(out, "shootout run: mosquitto %s, pid %d, on %s:%d\n", mosq,
-            (int)r->brokers[PEER].pid, RUN_HOST, r->ports[PEER]);
-    return 0;
-}
-
-/* ---- the MQTT experiments ------------------------------------------------ */
-
-static uint64_t point_messages(const struct run *r, int e, const struct point *p)
-{
-    double m = e == LOADTEST ? RUN_LOAD_TOTAL / (p->a / 2) : RUN_PING_MESSAGES;
-    m = round(m * r->scale);
-    return m < 1 ? 1 : (uint64_t)m;
-}
-
-/* Runs grid point p of experiment e against broker i. */
-static void measure(struct run *r, int e, unsigned p, int i)
-{
-    struct child *b = &r->brokers[i];
-    struct run_cell *cell = &r->cells[e][p][i];
-    const struct point *pt = &experiments[e].points[p];
-    if (!b->started)
-        return;
-    cell->measured = true;
-    cell->first = r->rows.n;
-    if (!child_alive(b)) {
-        cell->rc = BENCH_EXIT_RUNTIME;
-        return;
-    }
-    struct bench_opts o;
-    bench_opts_init(&o, e == LOADTEST ? "mqtt-load" : "mqtt-ping", NULL);
-    snprintf(o.host, sizeof o.host, "%s", RUN_HOST);
-    o.port = r->ports[i];
-    snprintf(o.target, sizeof o.target, "%s", b->name);
-    o.server_pid = b->pid;
-    o.runs = r->runs;
-    o.threads = r->threads;
-    o.messages = point_messages(r, e, pt);
-    o.brief = true;
-    if (e == LOADTEST)
-        cell->rc = mqtt_load_exec(&o, pt->a, &r->ctx, &r->rows);
-    else
-        cell->rc = mqtt_ping_exec(&o, pt->a, pt->b, &r->ctx, &r->rows);
-    cell->n = r->rows.n - cell->first;
-    if (cell->rc != BENCH_EXIT_OK)
-        child_alive(b); /* a failure may be the broker dying: say so */
-}
-
-/* One of the article's tables: a row per broker that ran, then the ratio
- * of ours to Mosquitto's means. */
-static void print_table(FILE *f, const struct run *r, int e, const char *title, unsigned metric,
-                        double scale, int prec)
-{
-    const struct experiment *x = &experiments[e];
-    struct run_table t = {.title = title, .corner = x->corner, .ncols = x->npoints};
-    for (unsigned p = 0; p < x->npoints; p++)
-        t.col[p] = x->points[p].label;
-    for (int i = 0; i < NBROKERS; i++) {
-        if (!r->brokers[i].started)
-            continue;
-        t.row[t.nrows] = r->brokers[i].name;
-        for (unsigned p = 0; p < x->npoints; p++)
-            t.cell[t.nrows][p] = &r->cells[e][p][i];
-        t.nrows++;
-    }
-    char ratio[64];
-    if (t.nrows == NBROKERS) {
-        snprintf(ratio, sizeof ratio, "%s/%s", r->brokers[OURS].name, r->brokers[PEER].name);
-        t.ratio = ratio;
-        t.ratio_num = OURS;
-        t.ratio_den = PEER;
-    }
-    run_table_print(f, &r->rows, &t, metric, scale, prec);
-}
-
-/* A measured row of experiment e, for the definitions it carries. */
-static const struct result_row *some_row(const struct run *r, int e)
-{
-    for (unsigned p = 0; p < experiments[e].npoints; p++)
-        for (int i = 0; i < NBROKERS; i++) {
-            const struct run_cell *c = &r->cells[e][p][i];
-            if (c->measured && c->n > 0)
-                return &r->rows.rows[c->first];
-        }
-    return NULL;
-}
-
-static void print_experiment(FILE *f, const struct run *r, int e)
-{
-    const struct experiment *x = &experiments[e];
-    char title[160];
-    snprintf(title, sizeof title,
-             "%s (%s, thousands of msgs/s, mean +/- stddev over %u run%s - bigger is better)",
-             x->title, e == LOADTEST ? "throughput" : "throughput constrained by latency",
-             r->runs, r->runs > 1 ? "s" : "");
-    print_table(f, r, e, title, RESULT_METRIC(throughput), 1e-3, 1);
-    snprintf(title, sizeof title, "%s: broker CPU time per message (us, user + system - smaller is "
-             "better)", x->title);
-    print_table(f, r, e, title, RESULT_METRIC(server_cpu_us_per_op), 1, 2);
-    if (e == PINGTEST)
-        print_table(f, r, e, "pingtest: mean round trip (us - smaller is better)",
-                    RESULT_METRIC(lat_mean), 1, 0);
-
-    const struct result_row *row = some_row(r, e);
-    if (!row)
-        return;
-    fprintf(f, "\n%s, as measured:\n", x->title);
-    fprintf(f, "  msgs/s: %s\n", row->throughput_def);
-    fprintf(f, "  CPU: the broker process's user + system time (the scheduler's nanosecond "
-               "count, /proc/PID/task/*/schedstat) over the run, per %s\n", row->op_def);
-    if (e == LOADTEST) {
-        fprintf(f, "  messages per publisher:");
-        for (unsigned p = 0; p < x->npoints; p++)
-            fprintf(f, "%s %llu at %u connections", p ? "," : "",
-                    (unsigned long long)point_messages(r, e, &x->points[p]), x->points[p].a);
-        fprintf(f, "\n  (half the connections publish, half subscribe; QoS 0, 16-byte payload)\n");
-    } else {
-        fprintf(f, "  requests per pair: %llu, one at a time; round trip: request queued to "
-                   "reply received\n",
-                (unsigned long long)point_messages(r, e, &x->points[0]));
-    }
-}
-
-/* The largest RSS each broker reached while it was measured. */
-static void print_memory(FILE *f, const struct run *r)
-{
-    fprintf(f, "\nbroker peak RSS:");
-    const char *sep = "";
-    for (int i = 0; i < NBROKERS; i++) {
-        if (!r->brokers[i].started)
-            continue;
-        double kb = run_peak_rss_kb(&r->rows, r->brokers[i].name, "mqtt-");
-        fprintf(f, "%s %s %.1f MB", sep, r->brokers[i].name, kb / 1024);
-        sep = ",";
-    }
-    fputc('\n', f);
-}
-
-/* The MQTT part: brokers, grid, tables. Returns the exit code. */
-static int run_mqtt(struct run *r, FILE *out)
-{
-    int rc = brokers_start(r, out);
-    if (!r->brokers[OURS].started)
-        return rc;
-    fprintf(out, "shootout run: %u run%s per grid point and broker, %u client thread%s; "
-                 "progress on stderr\n",
-            r->runs, r->runs > 1 ? "s" : "", r->threads, r->threads > 1 ? "s" : "");
-    fflush(out);
-    bool failed = false;
-    for (int e = 0; e < NEXPERIMENTS; e++)
-        for (unsigned p = 0; p < experiments[e].npoints; p++)
-            for (int i = 0; i < NBROKERS; i++) {
-                measure(r, e, p, i);
-                if (r->cells[e][p][i].measured && r->cells[e][p][i].rc != BENCH_EXIT_OK)
-                    failed = true;
-            }
-    int stop_rc = child_finish_all(r->brokers, NBROKERS, out);
-    if (r->brokers[OURS].lost || r->brokers[PEER].lost || stop_rc)
-        rc = BENCH_EXIT_RUNTIME;
-    else if (!rc && failed)
-        rc = BENCH_EXIT_MISSED;
-    for (int e = 0; e < NEXPERIMENTS; e++)
-        print_experiment(out, r, e);
-    print_memory(out, r);
-    fflush(out);
-    return rc;
-}
 
 /* ---- the job ------------------------------------------------------------- */
 
@@ -597,8 +307,6 @@ int shootout_run_main(int argc, char **argv, const char *version)
         .parts = PART_MQTT | PART_RPC | PART_A2B,
         .a2b_capacity = RUN_A2B_CAPACITY,
     };
-    child_init(&r.brokers[OURS], "shootout");
-    child_init(&r.brokers[PEER], "mosquitto");
     int rc = run_parse(&r, argc - 1, argv + 1);
     if (rc >= 0)
         return rc;
@@ -608,9 +316,9 @@ int shootout_run_main(int argc, char **argv, const char *version)
     FILE *out = strcmp(r.json_path, "-") ? stdout : stderr;
     /* Raised before the servers start, so that they inherit it too. */
     long fds = net_raise_fd_limit();
-    if (fds >= 0 && fds < RUN_FDS_NEEDED) {
+    if (fds >= 0 && fds < RUN_MQTT_FDS_NEEDED) {
         fprintf(stderr, "shootout run: 1000 connections need about %d open files, but the limit "
-                        "is %ld (raise it with ulimit -n)\n", RUN_FDS_NEEDED, fds);
+                        "is %ld (raise it with ulimit -n)\n", RUN_MQTT_FDS_NEEDED, fds);
         return BENCH_EXIT_RUNTIME;
     }
     child_trap_signals();
@@ -622,8 +330,19 @@ int shootout_run_main(int argc, char **argv, const char *version)
     result_context_init(&r.ctx, argc, argv, version);
 
     rc = 0;
-    if (r.parts & PART_MQTT)
-        rc = run_mqtt(&r, out);
+    if (r.parts & PART_MQTT) {
+        struct run_mqtt_opts mo = {
+            .runs = r.runs,
+            .threads = r.threads,
+            .scale = r.scale,
+            .exe = r.exe,
+            .no_peer = r.no_peer,
+            .out = out,
+            .ctx = &r.ctx,
+            .rows = &r.rows,
+        };
+        rc = run_mqtt(&mo);
+    }
     if (r.parts & PART_RPC) {
         struct run_rpc_opts ro = {
             .runs = r.rpc_runs,
@@ -675,8 +394,6 @@ int shootout_run_main(int argc, char **argv, const char *version)
     result_set_free(&r.rows);
     run_a2b_free(a2b);
     result_context_free(&r.ctx);
-    for (int i = 0; i < NBROKERS; i++)
-        child_free(&r.brokers[i]);
     fprintf(out, "total time: %.1f s\n", (double)(clock_now_ns() - t0) / 1e9);
     return rc;
 }
