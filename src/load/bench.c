@@ -4,26 +4,19 @@
 #include "load/bench.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <limits.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "core/mem.h"
 #include "core/net.h"
 #include "core/opt.h"
 #include "load/probe.h"
-#include "mqtt/mqtt5.h"
-#include "mqtt/mqtt_codec.h"
 #include "report/report_html.h"
 #include "report/texttab.h"
 
-#define BENCH_DEFAULT_PORT 1883
 /* Descriptors beyond the connections: stdio, epoll and eventfds, JSON. */
 #define BENCH_SPARE_FDS 64
 
@@ -34,21 +27,10 @@ void bench_opts_init(struct bench_opts *o, const char *experiment, const char *u
     memset(o, 0, sizeof *o);
     o->experiment = experiment;
     o->usage = usage;
-    o->port = BENCH_DEFAULT_PORT;
     o->threads = 1;
     o->runs = 1;
     o->timeout_s = 10;
-    o->messages = 1000;
-    o->payload_size = 16;
-    o->mqtt_version = 4;
     o->target_arg = "127.0.0.1";
-    /* The pid tells processes that run at once apart, the clock those that
-     * get the same pid at different times. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-    uint64_t mix = ((uint64_t)getpid() << 40 ^ us) * UINT64_C(0x9E3779B97F4A7C15);
-    o->id_token = (uint32_t)(mix >> 32);
 }
 
 int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
@@ -80,17 +62,6 @@ int bench_parse_option(struct bench_opts *o, int c, const char *arg)
     case BENCH_OPT_TARGET:
         o->target_arg = arg;
         break;
-    case BENCH_OPT_MESSAGES:
-        bad = bench_parse_uint(o, "--messages", arg, 1, UINT32_MAX, &o->messages);
-        break;
-    case BENCH_OPT_QOS:
-        bad = bench_parse_uint(o, "--qos", arg, 0, 2, &v);
-        o->qos = (unsigned)v;
-        break;
-    case BENCH_OPT_PAYLOAD:
-        bad = bench_parse_uint(o, "--payload-size", arg, 0, 16 * 1024 * 1024, &v);
-        o->payload_size = (uint32_t)v;
-        break;
     case BENCH_OPT_RUNS:
         bad = bench_parse_uint(o, "--runs", arg, 1, 1000, &v);
         o->runs = (unsigned)v;
@@ -98,17 +69,6 @@ int bench_parse_option(struct bench_opts *o, int c, const char *arg)
     case BENCH_OPT_THREADS:
         bad = bench_parse_uint(o, "--threads", arg, 1, 256, &v);
         o->threads = (unsigned)v;
-        break;
-    case BENCH_OPT_MQTT_VERSION:
-        if (!strcmp(arg, "3.1.1") || !strcmp(arg, "311"))
-            o->mqtt_version = MQTT311_PROTOCOL_LEVEL;
-        else if (!strcmp(arg, "3.1") || !strcmp(arg, "31"))
-            o->mqtt_version = MQTT31_PROTOCOL_LEVEL;
-        else if (!strcmp(arg, "5"))
-            o->mqtt_version = MQTT5_PROTOCOL_LEVEL;
-        else
-            return bench_usage_error(o, "--mqtt-version wants 3.1 (or 31), 3.1.1 (or 311) or 5, not '%s'",
-                                     arg);
         break;
     case BENCH_OPT_HTML:
         o->html_path = arg;
@@ -229,47 +189,6 @@ int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned c
 
 /* ---- running ------------------------------------------------------------- */
 
-static void bench_probe_tick(void *probe) { probe_sample(probe); }
-
-int bench_mqtt_exec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
-                    struct result_row *row, struct mc_stats *st)
-{
-    struct probe probe;
-    probe_start(&probe, o->server_pid);
-    int rc = bench_mqtt_phase(o, run, conns, &probe, row, st);
-    probe_finish(&probe, (double)st->received, row);
-    if (st->t_ready_ns)
-        row->setup_s = (double)(st->t_ready_ns - st->t_start_ns) / 1e9;
-    return rc;
-}
-
-int bench_mqtt_phase(const struct bench_opts *o, struct mc_run *run, unsigned conns,
-                     struct probe *probe, struct result_row *row, struct mc_stats *st)
-{
-    enum mc_status status = mc_run_exec(run, o->timeout_s, probe ? bench_probe_tick : NULL, probe);
-    mc_run_stats(run, st);
-    row->sent += (double)st->published;
-    row->received += (double)st->received;
-    row->err_connect += st->fail_connect;
-    row->err_protocol += st->fail_protocol;
-    row->err_timeout += status == MC_TIMEOUT;
-    switch (status) {
-    case MC_DONE:
-        return BENCH_EXIT_OK;
-    case MC_FAILED:
-        snprintf(row->error, sizeof row->error, "%s", st->error);
-        return st->fail_kind == MC_FAIL_CHECK ? BENCH_EXIT_MISSED : BENCH_EXIT_RUNTIME;
-    case MC_TIMEOUT:
-        break;
-    }
-    if (st->t_ready_ns)
-        return -1;
-    snprintf(row->error, sizeof row->error,
-             "no progress for %u s while connecting and subscribing: %u of %u connections ready",
-             o->timeout_s, st->ready, conns);
-    return BENCH_EXIT_RUNTIME;
-}
-
 /* One line per run for a caller that prints its own tables. */
 static void bench_progress(const struct result_row *row, int rc)
 {
@@ -353,52 +272,4 @@ int bench_finish(const struct bench_opts *o, const struct result_context *ctx,
     }
     result_set_free(rows);
     return rc;
-}
-
-void bench_common_params(struct result_row *tmpl, const struct bench_opts *o)
-{
-    snprintf(tmpl->target, sizeof tmpl->target, "%s", o->target);
-    result_param(tmpl, "messages", (double)o->messages);
-    result_param(tmpl, "qos", o->qos);
-    result_param(tmpl, "payload_size", o->payload_size);
-    result_param(tmpl, "threads", o->threads);
-    result_param(tmpl, "protocol_level", o->mqtt_version);
-}
-
-void bench_row_name(struct result_row *tmpl, const struct bench_opts *o, const char *point)
-{
-    const char *session = o->offline ? "offline" : o->persistent ? "persistent" : "";
-    const char *version = o->mqtt_version == MQTT5_PROTOCOL_LEVEL    ? "mqtt5"
-                          : o->mqtt_version == MQTT31_PROTOCOL_LEVEL ? "mqtt31"
-                                                                     : "";
-    char variant[32];
-    snprintf(variant, sizeof variant, "%s%s%s", version, version[0] && session[0] ? "-" : "",
-             session);
-    snprintf(tmpl->name, sizeof tmpl->name, "%s/%s/%s%s%s", o->experiment, o->target, variant,
-             variant[0] ? "/" : "", point);
-}
-
-struct mc_config bench_mc_config(const struct bench_opts *o, const char *tag, unsigned rep,
-                                 unsigned conns, uint64_t work, char prefix[32])
-{
-    snprintf(prefix, 32, "%s%08x.%u", tag, (unsigned)o->id_token, rep);
-    return (struct mc_config){
-        .host = o->host,
-        .port = o->port,
-        .conns = conns,
-        .threads = o->threads,
-        .client_id_prefix = prefix,
-        .max_packet = o->payload_size + 64 * 1024,
-        .work = work,
-        .version = o->mqtt_version,
-    };
-}
-
-uint8_t *bench_payload(const char *text, size_t len)
-{
-    uint8_t *p = mem_alloc(len);
-    size_t tlen = strlen(text);
-    for (size_t i = 0; i < len; i++)
-        p[i] = (uint8_t)text[i % tlen];
-    return p;
 }

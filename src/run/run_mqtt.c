@@ -13,6 +13,7 @@
 
 #include "core/mem.h"
 #include "load/bench.h"
+#include "load/mqtt/mqtt_bench.h"
 #include "load/mqtt/mqtt_load.h"
 #include "load/mqtt/mqtt_ping.h"
 #include "report/run_table.h"
@@ -169,19 +170,23 @@ static void measure(struct mqtt_job *j, int e, unsigned p, int i)
         return;
     }
     struct bench_opts o;
-    bench_opts_init(&o, e == LOADTEST ? "mqtt-load" : "mqtt-ping", NULL);
+    struct mqtt_bench_opts m;
+    mqtt_bench_init(&o, &m, e == LOADTEST ? "mqtt-load" : "mqtt-ping", NULL);
     snprintf(o.host, sizeof o.host, "%s", CHILD_HOST);
     o.port = j->ports[i];
     snprintf(o.target, sizeof o.target, "%s", b->name);
     o.server_pid = b->pid;
     o.runs = j->o->runs;
     o.threads = j->o->threads;
-    o.messages = point_messages(j, e, pt);
     o.brief = true;
-    if (e == LOADTEST)
-        cell->rc = mqtt_load_exec(&o, pt->a, j->o->ctx, j->o->rows);
-    else
-        cell->rc = mqtt_ping_exec(&o, pt->a, pt->b, j->o->ctx, j->o->rows);
+    m.messages = point_messages(j, e, pt);
+    if (e == LOADTEST) {
+        struct mqtt_load_opts l = {.mqtt = m, .conns = pt->a};
+        cell->rc = mqtt_load_exec(&o, &l, j->o->ctx, j->o->rows);
+    } else {
+        struct mqtt_ping_opts g = {.mqtt = m, .pairs = pt->a, .wsubs = pt->b};
+        cell->rc = mqtt_ping_exec(&o, &g, j->o->ctx, j->o->rows);
+    }
     cell->n = j->o->rows->n - cell->first;
     if (cell->rc != BENCH_EXIT_OK)
         child_alive(b); /* a failure may be the broker dying: say so */

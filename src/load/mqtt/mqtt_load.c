@@ -8,6 +8,7 @@
 
 #include "core/mem.h"
 #include "load/bench.h"
+#include "load/mqtt/mqtt_bench.h"
 #include "load/mqtt/mqtt_client.h"
 
 static const char usage[] =
@@ -45,7 +46,7 @@ static const char usage[] =
     "                        Session Expiry Interval of 3600 s); their sessions\n"
     "                        are ended at the end of each run\n"
     "  --offline             with --session persistent and --qos 1 or 2: the\n"
-    "                        subscribers are offline while the publishers publish\n" BENCH_HELP;
+    "                        subscribers are offline while the publishers publish\n" MQTT_BENCH_HELP;
 
 #define LOAD_PAYLOAD "loadtest payload"
 /* Long enough for any publish phase; the sessions are ended at the end of
@@ -53,6 +54,7 @@ static const char usage[] =
 #define LOAD_SESSION_EXPIRY_S 3600
 
 struct load {
+    const struct mqtt_load_opts *opts;
     unsigned subs; /* subscribers = publishers */
     uint64_t messages;
     uint8_t qos;
@@ -177,7 +179,7 @@ static void load_shortfall(const struct bench_opts *o, const struct load *l, con
 static void load_missing(const struct bench_opts *o, const struct load *l, struct result_row *row)
 {
     load_shortfall(o, l, l->count, "subscriber", "messages", "delivered",
-                   o->offline ? "; a broker drops what it cannot queue for an offline session: "
+                   l->opts->offline ? "; a broker drops what it cannot queue for an offline session: "
                                 "is its max_queued_messages at least --messages?"
                               : "",
                    row);
@@ -191,7 +193,8 @@ static double load_seconds(uint64_t from_ns, uint64_t to_ns) { return (double)(t
 static void load_end_sessions(const struct bench_opts *o, struct load *l, unsigned rep)
 {
     char prefix[32];
-    struct mc_config cfg = bench_mc_config(o, "ld", rep, l->subs, l->subs, prefix);
+    struct mc_config cfg =
+        mqtt_bench_mc_config(o, &l->opts->mqtt, "ld", rep, l->subs, l->subs, prefix);
     struct mc_run *run = mc_run_new(&cfg, &load_leave_ops, l);
     enum mc_status status = mc_run_exec(run, o->timeout_s, NULL, NULL);
     if (status != MC_DONE) {
@@ -212,18 +215,19 @@ static int load_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     unsigned conns = 2 * l->subs;
     memset(l->count, 0, conns * sizeof *l->count);
     char prefix[32];
-    struct mc_config cfg = bench_mc_config(o, "ld", rep, conns, l->subs, prefix);
+    struct mc_config cfg =
+        mqtt_bench_mc_config(o, &l->opts->mqtt, "ld", rep, conns, l->subs, prefix);
     cfg.session_expiry = LOAD_SESSION_EXPIRY_S;
     struct mc_run *run = mc_run_new(&cfg, &load_ops, l);
     for (unsigned i = 0; i < l->subs; i++) {
         mc_set_filter(run, i, l->topic_names[i], l->qos);
-        if (o->persistent)
+        if (l->opts->persistent)
             mc_set_session(run, i, MC_SESSION_KEEP);
     }
     struct mc_stats st;
-    int rc = bench_mqtt_exec(o, run, conns, row, &st);
+    int rc = mqtt_bench_exec(o, run, conns, row, &st);
     mc_run_free(run);
-    if (o->persistent)
+    if (l->opts->persistent)
         load_end_sessions(o, l, rep);
     if (rc < 0) {
         load_missing(o, l, row);
@@ -239,14 +243,15 @@ static int load_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
 
 /* One phase of --offline on the connections first .. first + subs - 1: a
  * run of ops, each connection with session s (and subscribing when
- * subscribe). Returns as bench_mqtt_phase does. */
+ * subscribe). Returns as mqtt_bench_phase does. */
 static int load_offline_phase(const struct bench_opts *o, struct load *l, unsigned rep,
                               unsigned first, const struct mc_ops *ops, enum mc_session s,
                               bool subscribe, struct probe *probe, struct result_row *row,
                               struct mc_stats *st)
 {
     char prefix[32];
-    struct mc_config cfg = bench_mc_config(o, "ld", rep, l->subs, l->subs, prefix);
+    struct mc_config cfg =
+        mqtt_bench_mc_config(o, &l->opts->mqtt, "ld", rep, l->subs, l->subs, prefix);
     cfg.first = first;
     cfg.session_expiry = LOAD_SESSION_EXPIRY_S;
     struct mc_run *run = mc_run_new(&cfg, ops, l);
@@ -255,7 +260,7 @@ static int load_offline_phase(const struct bench_opts *o, struct load *l, unsign
             mc_set_filter(run, i, l->topic_names[i], l->qos);
         mc_set_session(run, i, s);
     }
-    int rc = bench_mqtt_phase(o, run, l->subs, probe, row, st);
+    int rc = mqtt_bench_phase(o, run, l->subs, probe, row, st);
     mc_run_free(run);
     return rc;
 }
@@ -314,11 +319,12 @@ int mqtt_load_main(int argc, char **argv, const struct result_context *ctx)
         {"conns", required_argument, NULL, OPT_CONNS},
         {"session", required_argument, NULL, OPT_SESSION},
         {"offline", no_argument, NULL, OPT_OFFLINE},
-        BENCH_LONGOPTS,
+        MQTT_BENCH_LONGOPTS,
         {NULL, 0, NULL, 0},
     };
     struct bench_opts o;
-    bench_opts_init(&o, "mqtt-load", usage);
+    struct mqtt_load_opts l = {0};
+    mqtt_bench_init(&o, &l.mqtt, "mqtt-load", usage);
     uint64_t conns = 100;
     int c;
     optind = 1;
@@ -332,42 +338,54 @@ int mqtt_load_main(int argc, char **argv, const struct result_context *ctx)
             if (strcmp(optarg, "clean") && strcmp(optarg, "persistent"))
                 return bench_usage_error(&o, "--session wants clean or persistent, not '%s'",
                                          optarg);
-            o.persistent = !strcmp(optarg, "persistent");
+            l.persistent = !strcmp(optarg, "persistent");
             continue;
         }
         if (c == OPT_OFFLINE) {
-            o.offline = true;
+            l.offline = true;
             continue;
         }
-        int rc = bench_parse_option(&o, c, optarg);
+        int rc = mqtt_bench_parse_option(&o, &l.mqtt, c, optarg);
         if (rc >= 0)
             return rc;
     }
     if (conns % 2)
         return bench_usage_error(&o, "--conns must be even: half subscribe, half publish");
-    if (o.offline && !o.persistent)
+    if (l.offline && !l.persistent)
         return bench_usage_error(&o, "--offline needs --session persistent: only a persistent "
                                      "session has messages queued while it is offline");
-    if (o.offline && o.qos == 0)
+    if (l.offline && l.mqtt.qos == 0)
         return bench_usage_error(&o, "--offline needs --qos 1 or 2: brokers do not queue QoS 0 "
                                      "messages for offline sessions (by default)");
-    int rc = bench_finish_options(&o, argc, argv, (unsigned)conns);
+    l.conns = (unsigned)conns;
+    int rc = bench_finish_options(&o, argc, argv, l.conns);
     if (rc)
         return rc;
     struct result_set rows = {0};
-    rc = mqtt_load_exec(&o, (unsigned)conns, ctx, &rows);
+    rc = mqtt_load_exec(&o, &l, ctx, &rows);
     return bench_finish(&o, ctx, &rows, rc);
 }
 
-int mqtt_load_exec(const struct bench_opts *o, unsigned conns, const struct result_context *ctx,
-                   struct result_set *out)
+void mqtt_load_row_name(struct result_row *tmpl, const struct bench_opts *o,
+                        const struct mqtt_load_opts *l)
 {
+    char point[16];
+    snprintf(point, sizeof point, "%uc", l->conns);
+    mqtt_bench_row_name(tmpl, o, &l->mqtt,
+                        l->offline ? "offline" : l->persistent ? "persistent" : "", point);
+}
+
+int mqtt_load_exec(const struct bench_opts *o, const struct mqtt_load_opts *lo,
+                   const struct result_context *ctx, struct result_set *out)
+{
+    unsigned conns = lo->conns;
     struct load l = {
+        .opts = lo,
         .subs = conns / 2,
-        .messages = o->messages,
-        .qos = (uint8_t)o->qos,
-        .payload = bench_payload(LOAD_PAYLOAD, o->payload_size),
-        .payload_len = o->payload_size,
+        .messages = lo->mqtt.messages,
+        .qos = (uint8_t)lo->mqtt.qos,
+        .payload = mqtt_bench_payload(LOAD_PAYLOAD, lo->mqtt.payload_size),
+        .payload_len = lo->mqtt.payload_size,
     };
     l.topic_names = mem_alloc(l.subs * sizeof *l.topic_names);
     l.topics = mem_alloc(l.subs * sizeof *l.topics);
@@ -386,7 +404,7 @@ int mqtt_load_exec(const struct bench_opts *o, unsigned conns, const struct resu
                                     "subscriptions established to the last message",
         .op_def = "message delivered to a subscriber",
     };
-    if (o->offline) {
+    if (lo->offline) {
         tmpl.throughput_def = "messages delivered to subscribers per second over the publish "
                               "and drain phases together (connecting and subscribing excluded)";
         tmpl.throughput_messaging_def = NULL;
@@ -396,17 +414,15 @@ int mqtt_load_exec(const struct bench_opts *o, unsigned conns, const struct resu
         tmpl.drain_def = "messages delivered to subscribers per second, from the first "
                          "subscriber's reconnect to the last message";
     }
-    char point[16];
-    snprintf(point, sizeof point, "%uc", conns);
-    bench_row_name(&tmpl, o, point);
+    mqtt_load_row_name(&tmpl, o, lo);
     result_param(&tmpl, "conns", conns);
     result_param(&tmpl, "subscribers", l.subs);
     result_param(&tmpl, "publishers", l.subs);
-    bench_common_params(&tmpl, o);
-    result_param(&tmpl, "persistent", o->persistent);
-    result_param(&tmpl, "offline", o->offline);
+    mqtt_bench_params(&tmpl, o, &lo->mqtt);
+    result_param(&tmpl, "persistent", lo->persistent);
+    result_param(&tmpl, "offline", lo->offline);
 
-    int rc = bench_repeat(o, ctx, &tmpl, o->offline ? load_offline_run : load_run, &l, out);
+    int rc = bench_repeat(o, ctx, &tmpl, lo->offline ? load_offline_run : load_run, &l, out);
     mem_free(l.acked);
     mem_free(l.count);
     mem_free(l.topics);
