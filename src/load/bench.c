@@ -4,6 +4,7 @@
 #include "load/bench.h"
 
 #include <arpa/inet.h>
+#include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -22,11 +23,10 @@
 
 /* ---- options ------------------------------------------------------------- */
 
-void bench_opts_init(struct bench_opts *o, const char *experiment, const char *usage)
+void bench_opts_init(struct bench_opts *o, const char *experiment)
 {
     memset(o, 0, sizeof *o);
     o->experiment = experiment;
-    o->usage = usage;
     o->threads = 1;
     o->runs = 1;
     o->timeout_s = 10;
@@ -44,59 +44,51 @@ int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
     return BENCH_EXIT_USAGE;
 }
 
-int bench_parse_uint(const struct bench_opts *o, const char *opt, const char *arg, uint64_t min,
-                     uint64_t max, uint64_t *out)
+/* --label: short enough to name the target in every row. */
+static int bench_set_label(const struct opt *opt, void *base, const char *name, const char *value,
+                           char *err, size_t errlen)
 {
-    if (opt_parse_uint(arg, min, max, out) == 0)
-        return 0;
-    bench_usage_error(o, "%s wants a whole number from %llu to %llu, not '%s'", opt,
-                      (unsigned long long)min, (unsigned long long)max, arg);
-    return -1;
+    struct bench_opts *o = base;
+    if (strlen(value) >= sizeof o->target || !value[0])
+        return opt_fail(err, errlen, "%s wants 1 to %zu characters", name, sizeof o->target - 1);
+    o->label = value;
+    return 0;
 }
 
-int bench_parse_option(struct bench_opts *o, int c, const char *arg)
+const struct opt bench_options[] = {
+    {"runs", 0, OPT_UINT, "R", "repetitions; with R > 1 the mean, median and stddev are reported too",
+     "1", OPT_FIELD(struct bench_opts, runs), .min = 1, .max = 1000},
+    {"json", 0, OPT_STRING, "FILE",
+     "write the results as JSON to FILE ('-': stdout, and the table goes to stderr)", NULL,
+     OPT_FIELD(struct bench_opts, json_path)},
+    {"html", 0, OPT_STRING, "FILE",
+     "write the results as a self-contained HTML page with charts to FILE", NULL,
+     OPT_FIELD(struct bench_opts, html_path)},
+    {"server-pid", 0, OPT_UINT, "PID",
+     "sample the server process's CPU time, RSS and threads from /proc/PID over each run", NULL,
+     OPT_FIELD(struct bench_opts, server_pid), .min = 1, .max = INT_MAX},
+    {"label", 0, OPT_CALL, "NAME", "what to call the target in results",
+     "its --server-pid process's name, else HOST:PORT", .set = bench_set_label},
+    {.kind = OPT_END},
+};
+
+int bench_parse(struct bench_opts *o, const struct opt_cmd *cmd, int argc, char **argv,
+                void *base)
 {
-    uint64_t v = 0;
-    int bad = 0;
-    switch (c) {
-    case BENCH_OPT_TARGET:
-        o->target_arg = arg;
-        break;
-    case BENCH_OPT_RUNS:
-        bad = bench_parse_uint(o, "--runs", arg, 1, 1000, &v);
-        o->runs = (unsigned)v;
-        break;
-    case BENCH_OPT_THREADS:
-        bad = bench_parse_uint(o, "--threads", arg, 1, 256, &v);
-        o->threads = (unsigned)v;
-        break;
-    case BENCH_OPT_HTML:
-        o->html_path = arg;
-        break;
-    case BENCH_OPT_JSON:
-        o->json_path = arg;
-        break;
-    case BENCH_OPT_TIMEOUT:
-        bad = bench_parse_uint(o, "--timeout", arg, 1, 3600, &v);
-        o->timeout_s = (unsigned)v;
-        break;
-    case BENCH_OPT_SERVER_PID:
-        bad = bench_parse_uint(o, "--server-pid", arg, 1, INT_MAX, &v);
-        o->server_pid = (int)v;
-        break;
-    case BENCH_OPT_LABEL:
-        if (strlen(arg) >= sizeof o->target || !arg[0])
-            return bench_usage_error(o, "--label wants 1 to %zu characters", sizeof o->target - 1);
-        o->label = arg;
-        break;
-    case 'h':
-        fputs(o->usage, stdout);
+    struct opt_error e;
+    switch (opt_parse(cmd, argc, argv, base, &e)) {
+    case OPT_OK:
+        return -1;
+    case OPT_HELP:
         return BENCH_EXIT_OK;
-    default: /* getopt_long has said what was wrong */
-        fprintf(stderr, "(see shootout bench %s --help)\n", o->experiment);
-        return BENCH_EXIT_USAGE;
+    case OPT_ERROR:
+        break;
     }
-    return bad ? BENCH_EXIT_USAGE : -1;
+    if (e.opt)
+        return bench_usage_error(o, "%s", e.msg);
+    /* getopt_long has said what was wrong */
+    fprintf(stderr, "(see shootout bench %s --help)\n", o->experiment);
+    return BENCH_EXIT_USAGE;
 }
 
 /* Splits "host", "host:port" or "[v6]:port" into o->host (still a name)
@@ -129,8 +121,9 @@ static int bench_split_target(struct bench_opts *o)
     o->host[hlen] = '\0';
     if (port) {
         uint64_t v;
-        if (bench_parse_uint(o, "--target's port", port, 1, 65535, &v) < 0)
-            return BENCH_EXIT_USAGE;
+        if (opt_parse_uint(port, 1, 65535, &v) < 0)
+            return bench_usage_error(o, "--target's port wants a whole number from 1 to 65535, "
+                                        "not '%s'", port);
         o->port = (int)v;
     }
     return 0;

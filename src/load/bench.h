@@ -12,10 +12,10 @@
 #ifndef SHOOTOUT_BENCH_H
 #define SHOOTOUT_BENCH_H
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/opt.h"
 #include "report/result.h"
 
 #define BENCH_EXIT_OK 0
@@ -25,7 +25,6 @@
 
 struct bench_opts {
     const char *experiment; /* "mqtt-load", "rpc-seq" */
-    const char *usage;      /* the experiment's --help text */
     char host[64];          /* numeric address the target resolved to */
     int port;               /* the experiment's default until --target names one */
     char target[80]; /* label: --label, else the server's process name, else host:port */
@@ -40,58 +39,19 @@ struct bench_opts {
     bool brief;
 };
 
-/* getopt_long entries and help lines of the shared options; experiments
- * put BENCH_LONGOPTS_COMMON in their table and the BENCH_HELP_ lines in
- * their usage. */
-enum {
-    BENCH_OPT_TARGET = 1000,
-    BENCH_OPT_RUNS,
-    BENCH_OPT_THREADS,
-    BENCH_OPT_JSON,
-    BENCH_OPT_TIMEOUT,
-    BENCH_OPT_SERVER_PID,
-    BENCH_OPT_LABEL,
-    BENCH_OPT_HTML,
-};
+/* The options every experiment takes, on a struct bench_opts (core/opt.h):
+ * --runs, --json, --html, --server-pid, --label. Each experiment adds its
+ * own, --target, --timeout and --threads among them, since what they mean
+ * differs. */
+extern const struct opt bench_options[];
 
-/* The options of every experiment. */
-#define BENCH_LONGOPTS_COMMON                                        \
-    {"target", required_argument, NULL, BENCH_OPT_TARGET},           \
-    {"runs", required_argument, NULL, BENCH_OPT_RUNS},               \
-    {"json", required_argument, NULL, BENCH_OPT_JSON},               \
-    {"html", required_argument, NULL, BENCH_OPT_HTML},               \
-    {"timeout", required_argument, NULL, BENCH_OPT_TIMEOUT},         \
-    {"server-pid", required_argument, NULL, BENCH_OPT_SERVER_PID},   \
-    {"label", required_argument, NULL, BENCH_OPT_LABEL},             \
-    {"help", no_argument, NULL, 'h'}
-
-/* Help lines of the common options, for each experiment's usage. */
-#define BENCH_HELP_RUNS                                                                  \
-    "  --runs R              repetitions; with R > 1 the mean, median and stddev\n"      \
-    "                        are reported too (default 1)\n"
-#define BENCH_HELP_JSON                                                                  \
-    "  --json FILE           write the results as JSON to FILE ('-': stdout, and\n"      \
-    "                        the table goes to stderr)\n"                           \
-    "  --html FILE           write the results as a self-contained HTML page with\n"  \
-    "                        charts to FILE\n"
-#define BENCH_HELP_SERVER                                                                \
-    "  --server-pid PID      sample the server process's CPU time, RSS and threads\n"    \
-    "                        from /proc/PID over each run\n"                             \
-    "  --label NAME          what to call the target in results (default: the\n"        \
-    "                        --server-pid process's name, else HOST:PORT)\n"             \
-    "  -h, --help            this text\n"
-
-/* Sets the shared defaults; experiment and usage are static. */
-void bench_opts_init(struct bench_opts *o, const char *experiment, const char *usage);
-/* Handles every getopt_long result c the experiment does not handle
- * itself: the shared options, --help and unknown options. Returns -1 to go
- * on parsing, or the exit code to return at once (0 after --help, 2 after a
- * usage error). */
-int bench_parse_option(struct bench_opts *o, int c, const char *arg);
-/* Parses a whole number option in [min, max]. 0, or prints the problem
- * and returns -1. */
-int bench_parse_uint(const struct bench_opts *o, const char *opt, const char *arg, uint64_t min,
-                     uint64_t max, uint64_t *out);
+/* Sets the shared defaults; experiment is static. */
+void bench_opts_init(struct bench_opts *o, const char *experiment);
+/* Parses argv with cmd into base (whose struct bench_opts is o): says
+ * what was wrong on a usage error. Returns -1 to go on, or the exit code
+ * to return at once (0 after --help, 2 after a usage error). */
+int bench_parse(struct bench_opts *o, const struct opt_cmd *cmd, int argc, char **argv,
+                void *base);
 /* Prints a usage problem and returns BENCH_EXIT_USAGE. */
 int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -436,7 +436,7 @@ static int drive(struct run_a2b *j, int i, struct http_open_test *test,
     const struct run_a2b_opts *o = j->o;
     struct a2b_target *t = &j->t[i];
     struct bench_opts b;
-    bench_opts_init(&b, "http-open", NULL);
+    bench_opts_init(&b, "http-open");
     snprintf(b.host, sizeof b.host, "%s", CHILD_HOST);
     b.port = t->port;
     snprintf(b.target, sizeof b.target, "%s%s", t->label, suffix);

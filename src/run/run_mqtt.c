@@ -171,7 +171,7 @@ static void measure(struct mqtt_job *j, int e, unsigned p, int i)
     }
     struct bench_opts o;
     struct mqtt_bench_opts m;
-    mqtt_bench_init(&o, &m, e == LOADTEST ? "mqtt-load" : "mqtt-ping", NULL);
+    mqtt_bench_init(&o, &m, e == LOADTEST ? "mqtt-load" : "mqtt-ping");
     snprintf(o.host, sizeof o.host, "%s", CHILD_HOST);
     o.port = j->ports[i];
     snprintf(o.target, sizeof o.target, "%s", b->name);

@@ -181,7 +181,7 @@ static bool measure(struct rpc_job *j, struct run_cell *cell, int t, uint64_t ca
         return false;
     }
     struct bench_opts b;
-    bench_opts_init(&b, "rpc-seq", NULL);
+    bench_opts_init(&b, "rpc-seq");
     snprintf(b.host, sizeof b.host, "%s", CHILD_HOST);
     b.port = tg->proto == &rpc_rest_protocol ? j->rest_port : j->grpc_port[tg->server];
     snprintf(b.target, sizeof b.target, "%s", srv->name);

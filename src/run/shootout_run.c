@@ -3,7 +3,6 @@
  * part (run_a2b.c), and one JSON file and one HTML page with every row. */
 #include "run/shootout_run.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdarg.h>
@@ -40,7 +39,7 @@
  * saturates: on 2 cores the Node peer and ours do well below the ceiling. */
 #define RUN_A2B_CAPACITY "increment-users-per-sec 50 20 100s ramp 10s from 50"
 
-static const char usage[] =
+static const char run_head[] =
     "usage: shootout run [options]\n"
     "\n"
     "The main job, in three parts.\n"
@@ -74,35 +73,9 @@ static const char usage[] =
     "Every run goes into one JSON file and a self-contained HTML page with the\n"
     "charts. The servers are stopped at the end, and when this command is\n"
     "interrupted.\n"
-    "\n"
-    "options:\n"
-    "  --runs R         runs per grid point and server (default 3 for MQTT and 10\n"
-    "                   for RPC, as the articles; 1 and 2 with --quick)\n"
-    "  --quick          fewer runs, half the messages and calls, a2b time scale 40\n"
-    "                   (about 4 times shorter)\n"
-    "  --only mqtt|rpc|a2b  run one part\n"
-    "  --a2b-time-scale F  divide the a2b profile's durations and pauses by F\n"
-    "                   (default 10: about 2 minutes per target)\n"
-    "  --full-profile   the a2b profile unscaled, as Gatling ran it (about 35\n"
-    "                   minutes per target); the same as --a2b-time-scale 1\n"
-    "  --a2b-capacity STEP|none  the capacity race's profile, an open http-open\n"
-    "                   --inject step, its durations divided by the time scale too\n"
-    "                   (default '" RUN_A2B_CAPACITY "':\n"
-    "                   50 to 1000 users/s, levels of 10 s), or none to skip the\n"
-    "                   race; each contender stops climbing once it saturates\n"
-    "  --a2b-ceiling R  the staircase's top level, R users/s: its levels go from\n"
-    "                   its first by its increment up to R (default: the STEP's\n"
-    "                   own top, 1000 users/s)\n"
-    "  --pg URI|none    the a2b part's PostgreSQL: an existing server\n"
-    "                   (postgres://...; schema a2b is replaced), or none\n"
-    "                   (default: a temporary server when PostgreSQL is installed)\n"
-    "  --json FILE      where to write the results (default shootout-results.json;\n"
-    "                   '-': stdout, and the tables go to stderr)\n"
-    "  --html FILE      where to write the HTML report (default\n"
-    "                   shootout-report.html; 'none' to skip it)\n"
-    "  --threads T      MQTT client threads, one event loop each (default 1)\n"
-    "  --no-peer        measure our servers alone, even if the peers are there\n"
-    "  -h, --help       this text\n"
+    "\n";
+
+static const char run_tail[] =
     "\n"
     "Exit codes: 0 ok, 1 a server could not start or died, 2 usage error,\n"
     "3 an experiment failed (messages missing, a call failed).\n";
@@ -110,6 +83,8 @@ static const char usage[] =
 enum { PART_MQTT = 1, PART_RPC = 2, PART_A2B = 4 };
 
 struct run {
+    unsigned runs_opt; /* --runs, 0: the parts' own */
+    bool quick;
     unsigned runs, rpc_runs, threads;
     double scale;
     double a2b_time_scale; /* 0: the default for --quick or not */
@@ -139,124 +114,94 @@ __attribute__((format(printf, 1, 2))) static int run_usage_error(const char *fmt
     return BENCH_EXIT_USAGE;
 }
 
+/* --full-profile: the a2b profile as Gatling ran it. */
+static int run_set_full_profile(const struct opt *o, void *base, const char *name,
+                                const char *value, char *err, size_t errlen)
+{
+    ((struct run *)base)->a2b_time_scale = 1;
+    return 0;
+}
+
+static int run_set_pg(const struct opt *o, void *base, const char *name, const char *value,
+                      char *err, size_t errlen)
+{
+    if (strcmp(value, "none") && strncmp(value, "postgres://", 11) &&
+        strncmp(value, "postgresql://", 13))
+        return opt_fail(err, errlen, "%s wants postgres://... or none, not '%s'", name, value);
+    ((struct run *)base)->pg_uri = value;
+    return 0;
+}
+
+static const struct opt_choice run_parts[] = {
+    {"mqtt", NULL, PART_MQTT},
+    {"rpc", NULL, PART_RPC},
+    {"a2b", NULL, PART_A2B},
+    {NULL, NULL, 0},
+};
+
+static const struct opt run_options[] = {
+    {"runs", 0, OPT_UINT, "R", "runs per grid point and server",
+     "3 for MQTT and 10 for RPC, as the articles; 1 and 2 with --quick",
+     OPT_FIELD(struct run, runs_opt), .min = 1, .max = 1000},
+    {"quick", 0, OPT_FLAG, NULL,
+     "fewer runs, half the messages and calls, a2b time scale 40 (about 4 times shorter)", NULL,
+     OPT_FIELD(struct run, quick)},
+    {"only", 0, OPT_ENUM, "mqtt|rpc|a2b", "run one part", NULL, OPT_FIELD(struct run, parts),
+     .choices = run_parts},
+    {"a2b-time-scale", 0, OPT_DOUBLE, "F", "divide the a2b profile's durations and pauses by F",
+     "10: about 2 minutes per target", OPT_FIELD(struct run, a2b_time_scale), .dmin = 1,
+     .dmax = 1e6, .wants = "a number from 1 up"},
+    {"full-profile", 0, OPT_CALL, NULL,
+     "the a2b profile unscaled, as Gatling ran it (about 35 minutes per target); the same as "
+     "--a2b-time-scale 1", NULL, .set = run_set_full_profile},
+    {"a2b-capacity", 0, OPT_CALL, "STEP|none",
+     "the capacity race's profile, an open http-open --inject step, its durations divided by "
+     "the time scale too, or none to skip the race; each contender stops climbing once it "
+     "saturates", "'" RUN_A2B_CAPACITY "': 50 to 1000 users/s, levels of 10 s",
+     OPT_FIELD(struct run, a2b_capacity), .set = opt_set_or_none},
+    {"a2b-ceiling", 0, OPT_DOUBLE, "R",
+     "the staircase's top level, R users/s: its levels go from its first by its increment up "
+     "to R", "the STEP's own top, 1000 users/s", OPT_FIELD(struct run, a2b_ceiling), .dmin = 0,
+     .dmin_open = true, .dmax = 1e6, .wants = "users/s above 0"},
+    {"pg", 0, OPT_CALL, "URI|none",
+     "the a2b part's PostgreSQL: an existing server (postgres://...; schema a2b is replaced), "
+     "or none", "a temporary server when PostgreSQL is installed", .set = run_set_pg},
+    {"json", 0, OPT_STRING, "FILE",
+     "where to write the results ('-': stdout, and the tables go to stderr)",
+     "shootout-results.json", OPT_FIELD(struct run, json_path)},
+    {"html", 0, OPT_CALL, "FILE", "where to write the HTML report ('none' to skip it)",
+     "shootout-report.html", OPT_FIELD(struct run, html_path), .set = opt_set_or_none},
+    {"threads", 0, OPT_UINT, "T", "MQTT client threads, one event loop each", "1",
+     OPT_FIELD(struct run, threads), .min = 1, .max = 256},
+    {"no-peer", 0, OPT_FLAG, NULL, "measure our servers alone, even if the peers are there", NULL,
+     OPT_FIELD(struct run, no_peer)},
+    /* For the tests, which need a job of seconds. */
+    {"scale", 0, OPT_DOUBLE, "X", "multiply every message and call count by X", "1",
+     OPT_FIELD(struct run, scale), .dmin = 0, .dmin_open = true, .dmax = 100,
+     .wants = "a number above 0 and up to 100", .hidden = true},
+    {.kind = OPT_END},
+};
+
+static const struct opt_table run_tables[] = {{run_options, 0}, {NULL, 0}};
+
+static const struct opt_cmd run_command = {.head = run_head, .tables = run_tables, .tail = run_tail};
+
 /* 0 to go on, or the exit code to return at once. */
 static int run_parse(struct run *r, int argc, char **argv)
 {
-    enum {
-        OPT_RUNS = 1,
-        OPT_QUICK,
-        OPT_ONLY,
-        OPT_JSON,
-        OPT_HTML,
-        OPT_THREADS,
-        OPT_NO_PEER,
-        OPT_SCALE,
-        OPT_A2B_TIME_SCALE,
-        OPT_FULL_PROFILE,
-        OPT_PG,
-        OPT_A2B_CAPACITY,
-        OPT_A2B_CEILING,
-    };
-    static const struct option opts[] = {
-        {"runs", required_argument, NULL, OPT_RUNS},
-        {"quick", no_argument, NULL, OPT_QUICK},
-        {"only", required_argument, NULL, OPT_ONLY},
-        {"json", required_argument, NULL, OPT_JSON},
-        {"html", required_argument, NULL, OPT_HTML},
-        {"threads", required_argument, NULL, OPT_THREADS},
-        {"no-peer", no_argument, NULL, OPT_NO_PEER},
-        {"a2b-time-scale", required_argument, NULL, OPT_A2B_TIME_SCALE},
-        {"full-profile", no_argument, NULL, OPT_FULL_PROFILE},
-        {"pg", required_argument, NULL, OPT_PG},
-        {"a2b-capacity", required_argument, NULL, OPT_A2B_CAPACITY},
-        {"a2b-ceiling", required_argument, NULL, OPT_A2B_CEILING},
-        /* Not in --help: for the tests, which need a job of seconds. */
-        {"scale", required_argument, NULL, OPT_SCALE},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    uint64_t runs = 0, v;
-    bool quick = false;
-    char *end;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_RUNS:
-            if (opt_parse_uint(optarg, 1, 1000, &runs) < 0)
-                return run_usage_error("--runs wants a whole number from 1 to 1000, not '%s'",
-                                       optarg);
-            break;
-        case OPT_QUICK:
-            quick = true;
-            break;
-        case OPT_ONLY:
-            if (!strcmp(optarg, "mqtt"))
-                r->parts = PART_MQTT;
-            else if (!strcmp(optarg, "rpc"))
-                r->parts = PART_RPC;
-            else if (!strcmp(optarg, "a2b"))
-                r->parts = PART_A2B;
-            else
-                return run_usage_error("--only wants mqtt, rpc or a2b, not '%s'", optarg);
-            break;
-        case OPT_JSON:
-            r->json_path = optarg;
-            break;
-        case OPT_HTML:
-            r->html_path = strcmp(optarg, "none") ? optarg : NULL;
-            break;
-        case OPT_THREADS:
-            if (opt_parse_uint(optarg, 1, 256, &v) < 0)
-                return run_usage_error("--threads wants a whole number from 1 to 256, not '%s'",
-                                       optarg);
-            r->threads = (unsigned)v;
-            break;
-        case OPT_NO_PEER:
-            r->no_peer = true;
-            break;
-        case OPT_A2B_TIME_SCALE:
-            errno = 0;
-            r->a2b_time_scale = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(r->a2b_time_scale >= 1) ||
-                r->a2b_time_scale > 1e6)
-                return run_usage_error("--a2b-time-scale wants a number from 1 up, not '%s'",
-                                       optarg);
-            break;
-        case OPT_FULL_PROFILE:
-            r->a2b_time_scale = 1;
-            break;
-        case OPT_PG:
-            if (strcmp(optarg, "none") && strncmp(optarg, "postgres://", 11) &&
-                strncmp(optarg, "postgresql://", 13))
-                return run_usage_error("--pg wants postgres://... or none, not '%s'", optarg);
-            r->pg_uri = optarg;
-            break;
-        case OPT_A2B_CAPACITY:
-            r->a2b_capacity = strcmp(optarg, "none") ? optarg : NULL;
-            break;
-        case OPT_A2B_CEILING:
-            errno = 0;
-            r->a2b_ceiling = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(r->a2b_ceiling > 0) || r->a2b_ceiling > 1e6)
-                return run_usage_error("--a2b-ceiling wants users/s above 0, not '%s'", optarg);
-            break;
-        case OPT_SCALE:
-            errno = 0;
-            r->scale = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(r->scale > 0 && r->scale <= 100))
-                return run_usage_error("--scale wants a number above 0 and up to 100, not '%s'",
-                                       optarg);
-            r->test_scale = r->scale;
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return BENCH_EXIT_OK;
-        default: /* getopt_long has said what was wrong */
-            fputs("(see shootout run --help)\n", stderr);
-            return BENCH_EXIT_USAGE;
-        }
+    struct opt_error e;
+    switch (opt_parse(&run_command, argc, argv, r, &e)) {
+    case OPT_OK:
+        break;
+    case OPT_HELP:
+        return BENCH_EXIT_OK;
+    case OPT_ERROR:
+        if (e.opt)
+            return run_usage_error("%s", e.msg);
+        fputs("(see shootout run --help)\n", stderr); /* getopt_long has said what was wrong */
+        return BENCH_EXIT_USAGE;
     }
+    r->test_scale = r->scale;
     if (optind < argc)
         return run_usage_error("unexpected argument '%s'", argv[optind]);
     struct inj_step step;
@@ -278,11 +223,11 @@ static int run_parse(struct run *r, int argc, char **argv)
                                    "a ceiling from %g up to %g users/s", r->a2b_ceiling, first,
                                    step.inc, first, first + (INJ_MAX_LEVELS - 1) * step.inc);
     }
-    r->runs = runs ? (unsigned)runs : quick ? 1 : RUN_MQTT_RUNS;
-    r->rpc_runs = runs ? (unsigned)runs : quick ? RUN_RPC_QUICK_RUNS : RUN_RPC_RUNS;
+    r->runs = r->runs_opt ? r->runs_opt : r->quick ? 1 : RUN_MQTT_RUNS;
+    r->rpc_runs = r->runs_opt ? r->runs_opt : r->quick ? RUN_RPC_QUICK_RUNS : RUN_RPC_RUNS;
     if (!r->a2b_time_scale)
-        r->a2b_time_scale = quick ? RUN_A2B_QUICK_TIME_SCALE : RUN_A2B_TIME_SCALE;
-    if (quick)
+        r->a2b_time_scale = r->quick ? RUN_A2B_QUICK_TIME_SCALE : RUN_A2B_TIME_SCALE;
+    if (r->quick)
         r->scale *= RUN_QUICK_SCALE;
     return -1;
 }

@@ -290,7 +290,7 @@ static void one_free(struct one_test *x)
 static int one_exec(struct one_test *x, int port)
 {
     struct bench_opts o;
-    bench_opts_init(&o, "http-open", NULL);
+    bench_opts_init(&o, "http-open");
     snprintf(o.host, sizeof o.host, "127.0.0.1");
     o.port = port;
     snprintf(o.target, sizeof o.target, "test");

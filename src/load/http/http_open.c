@@ -11,12 +11,10 @@
  */
 #include "load/http/http_open.h"
 
-#include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/mem.h"
@@ -27,7 +25,7 @@
 #include "load/pg_probe.h"
 #include "report/hist.h"
 
-static const char usage[] =
+static const char ho_head[] =
     "usage: shootout bench http-open [options]\n"
     "\n"
     "A Gatling-style HTTP load test. Virtual users walk a scenario (by default\n"
@@ -45,51 +43,9 @@ static const char usage[] =
     "step, and each level and ramp of a staircase); with --server-pid the\n"
     "server's CPU %, peak RSS and threads, with --pg-sample the CPU % and memory\n"
     "of the PostgreSQL server behind it.\n"
-    "\n"
-    "options:\n"
-    "  --target URL          server, http://HOST:PORT (default http://127.0.0.1:8080)\n"
-    "  --scenario a2b|FILE   the built-in a2b journey (default) or a scenario file\n"
-    "  --inject STEP         an injection step; repeat for a sequence. Open steps:\n"
-    "                          nothing-for D | at-once N | ramp-users N D |\n"
-    "                          constant-users-per-sec R D [randomized] |\n"
-    "                          ramp-users-per-sec R1 R2 D [randomized] |\n"
-    "                          increment-users-per-sec INC LEVELS D [ramp D2]\n"
-    "                            [from R0] [randomized]  (a staircase: LEVELS\n"
-    "                            levels of D at R0, R0+INC, ... users/s, or INC,\n"
-    "                            2*INC, ... without from; ramps of D2 between)\n"
-    "                        closed steps (never mixed with open ones):\n"
-    "                          constant-concurrent-users N D |\n"
-    "                          ramp-concurrent-users N1 N2 D |\n"
-    "                          increment-concurrent-users INC LEVELS D [ramp D2]\n"
-    "                            [from N0]\n"
-    "                        D is a duration with unit: 500ms, 10s, 2m, 1h\n"
-    "                        (default: the reference's\n"
-    "                        'ramp-users-per-sec 100 200 1000s randomized')\n"
-    "  --time-scale F        divide every duration and pause by F (> 0) for a\n"
-    "                        short run of the same rate and shape (default 1)\n"
-    "  --max-duration D      stop users still running after D (default 2000s,\n"
-    "                        divided by --time-scale)\n"
-    "  --threads T           event-loop threads (default 1)\n"
-    "  --request-timeout D   fail a request not answered within D (default 60s)\n"
-    "  --connect-timeout D   fail a connect not done within D (default 10s)\n"
-    "  --saturation-window S the saturation rule's window in seconds (default 5):\n"
-    "                        the server counts as saturated once it falls behind\n"
-    "                        its demand over two such windows in a row\n"
-    "  --until-saturated     open profiles: stop arriving users at the end of the\n"
-    "                        level after which the level rule finds the server\n"
-    "                        saturated (answers behind arrivals and p95 doubled,\n"
-    "                        or failures), so that a staircase climbs only as\n"
-    "                        far as the server's capacity\n"
-    "  --seed S              seed of arrivals, pauses, feeders and picks (default 1)\n"
-    "  --share-connections N users share a pool of N keep-alive connections per\n"
-    "                        thread (Gatling's shareConnections) instead of one\n"
-    "                        each; a request waits in line for a free one, and\n"
-    "                        its response time counts the wait\n"
-    "  --pg-sample PID|URI   also sample the PostgreSQL server whose postmaster\n"
-    "                        has pid PID, or that the libpq connection string\n"
-    "                        or URI reaches (it must run on this machine): the\n"
-    "                        postmaster and its children, exited ones included\n"
-    BENCH_HELP_RUNS BENCH_HELP_JSON BENCH_HELP_SERVER
+    "\n";
+
+static const char ho_tail[] =
     "\n"
     "Exit codes: 0 the test ran (KOs are results, not failures), 1 it could not\n"
     "run (nothing answered at all) or a queue feeder ran dry, 2 usage error.\n";
@@ -99,29 +55,6 @@ static const char usage[] =
 #define HO_REFERENCE_INJECT "ramp-users-per-sec 100 200 1000s randomized"
 
 /* ---- the CLI ------------------------------------------------------------ */
-
-enum {
-    OPT_SCENARIO = 2000,
-    OPT_INJECT,
-    OPT_TIME_SCALE,
-    OPT_MAX_DURATION,
-    OPT_REQUEST_TIMEOUT,
-    OPT_CONNECT_TIMEOUT,
-    OPT_SAT_WINDOW,
-    OPT_SEED,
-    OPT_PG,
-    OPT_SHARE,
-    OPT_UNTIL_SATURATED,
-};
-
-static int parse_duration_opt(const struct bench_opts *o, const char *opt, const char *arg,
-                              double *out)
-{
-    if (inj_parse_duration(arg, strlen(arg), out) && *out > 0)
-        return 0;
-    return bench_usage_error(o, "%s wants a duration above 0 with its unit (500ms, 10s, 2m), not '%s'",
-                             opt, arg);
-}
 
 static int load_scenario(const struct bench_opts *o, const char *arg, struct scenario *scn)
 {
@@ -142,128 +75,146 @@ static int load_scenario(const struct bench_opts *o, const char *arg, struct sce
     return 0;
 }
 
+/* The command's options: its own, then what every experiment takes. */
+struct ho_cmd {
+    struct bench_opts b;
+    struct http_open_test t;
+    const char *scenario;
+    struct inj_profile prof;
+};
+
+/* --target http://host:port[/]: the scheme and a bare slash are optional. */
+static int ho_set_target(const struct opt *opt, void *base, const char *name, const char *value,
+                         char *err, size_t errlen)
+{
+    struct ho_cmd *c = base;
+    const char *t = value;
+    if (!strncmp(t, "http://", 7)) {
+        t += 7;
+    } else if (strstr(t, "://")) {
+        return opt_fail(err, errlen, "%s: only http:// is supported", name);
+    }
+    if (t[0] && t[strlen(t) - 1] == '/') {
+        static char trimmed[256];
+        snprintf(trimmed, sizeof trimmed, "%.*s", (int)strlen(t) - 1, t);
+        t = trimmed;
+    }
+    c->b.target_arg = t;
+    return 0;
+}
+
+/* --inject STEP, once per step. */
+static int ho_set_inject(const struct opt *opt, void *base, const char *name, const char *value,
+                         char *err, size_t errlen)
+{
+    struct ho_cmd *c = base;
+    struct inj_step st;
+    char why[256];
+    if (inj_parse_step(value, strlen(value), &st, why, sizeof why) < 0 ||
+        inj_profile_add(&c->prof, &st, why, sizeof why) < 0)
+        return opt_fail(err, errlen, "%s: %s", name, why);
+    return 0;
+}
+
+#define HO_DURATION(nm, field, h, d)                                                        \
+    {nm, 0, OPT_DURATION, "D", h, d, OPT_FIELD(struct ho_cmd, field), .dmax = INJ_MAX_DURATION_S}
+
+static const struct opt ho_options[] = {
+    {"target", 0, OPT_CALL, "URL", "server, http://HOST:PORT", "http://127.0.0.1:8080",
+     .set = ho_set_target},
+    {"scenario", 0, OPT_STRING, "a2b|FILE", "the built-in a2b journey or a scenario file", "a2b",
+     OPT_FIELD(struct ho_cmd, scenario)},
+    {"inject", 0, OPT_CALL, "STEP",
+     "an injection step; repeat for a sequence. Open steps:\n"
+     "  nothing-for D | at-once N | ramp-users N D |\n"
+     "  constant-users-per-sec R D [randomized] |\n"
+     "  ramp-users-per-sec R1 R2 D [randomized] |\n"
+     "  increment-users-per-sec INC LEVELS D [ramp D2]\n"
+     "    [from R0] [randomized]  (a staircase: LEVELS levels of D at R0, R0+INC, ... users/s, "
+     "or INC, 2*INC, ... without from; ramps of D2 between)\n"
+     "closed steps (never mixed with open ones):\n"
+     "  constant-concurrent-users N D |\n"
+     "  ramp-concurrent-users N1 N2 D |\n"
+     "  increment-concurrent-users INC LEVELS D [ramp D2]\n"
+     "    [from N0]\n"
+     "D is a duration with unit: 500ms, 10s, 2m, 1h",
+     "the reference's '" HO_REFERENCE_INJECT "'", .set = ho_set_inject},
+    {"time-scale", 0, OPT_DOUBLE, "F",
+     "divide every duration and pause by F (> 0) for a short run of the same rate and shape", "1",
+     OPT_FIELD(struct ho_cmd, t.time_scale), .dmin = 0, .dmin_open = true, .dmax = 1e6,
+     .wants = "a number above 0"},
+    HO_DURATION("max-duration", t.max_duration_s, "stop users still running after D",
+                "2000s, divided by --time-scale"),
+    {"threads", 0, OPT_UINT, "T", "event-loop threads", "1", OPT_FIELD(struct ho_cmd, b.threads),
+     .min = 1, .max = 256},
+    HO_DURATION("request-timeout", t.request_timeout_s, "fail a request not answered within D",
+                "60s"),
+    HO_DURATION("connect-timeout", t.connect_timeout_s, "fail a connect not done within D", "10s"),
+    {"saturation-window", 0, OPT_UINT, "S",
+     "the saturation rule's window in seconds: the server counts as saturated once it falls "
+     "behind its demand over two such windows in a row", "5",
+     OPT_FIELD(struct ho_cmd, t.sat_window), .min = 1, .max = 3600},
+    {"until-saturated", 0, OPT_FLAG, NULL,
+     "open profiles: stop arriving users at the end of the level after which the level rule "
+     "finds the server saturated (answers behind arrivals and p95 doubled, or failures), so "
+     "that a staircase climbs only as far as the server's capacity", NULL,
+     OPT_FIELD(struct ho_cmd, t.until_saturated)},
+    {"seed", 0, OPT_UINT, "S", "seed of arrivals, pauses, feeders and picks", "1",
+     OPT_FIELD(struct ho_cmd, t.seed), .min = 0, .max = UINT64_MAX},
+    {"share-connections", 0, OPT_UINT, "N",
+     "users share a pool of N keep-alive connections per thread (Gatling's shareConnections) "
+     "instead of one each; a request waits in line for a free one, and its response time "
+     "counts the wait", NULL, OPT_FIELD(struct ho_cmd, t.share_connections), .min = 1,
+     .max = HO_MAX_SHARED},
+    {"pg-sample", 0, OPT_STRING, "PID|URI",
+     "also sample the PostgreSQL server whose postmaster has pid PID, or that the libpq "
+     "connection string or URI reaches (it must run on this machine): the postmaster and its "
+     "children, exited ones included", NULL, OPT_FIELD(struct ho_cmd, t.pg_sample)},
+    {"timeout", 0, OPT_UINT, "SECS",
+     "not used here, where --request-timeout and --connect-timeout bound the waits; taken as "
+     "every experiment takes it", "10", OPT_FIELD(struct ho_cmd, b.timeout_s), .min = 1,
+     .max = 3600},
+    {.kind = OPT_END},
+};
+
+static const struct opt_table ho_tables[] = {
+    {ho_options, 0},
+    {bench_options, offsetof(struct ho_cmd, b)},
+    {NULL, 0},
+};
+
+static const struct opt_cmd ho_command = {.head = ho_head, .tables = ho_tables, .tail = ho_tail};
+
 int http_open_main(int argc, char **argv, const struct result_context *ctx)
 {
-    static const struct option longopts[] = {
-        {"scenario", required_argument, NULL, OPT_SCENARIO},
-        {"inject", required_argument, NULL, OPT_INJECT},
-        {"time-scale", required_argument, NULL, OPT_TIME_SCALE},
-        {"max-duration", required_argument, NULL, OPT_MAX_DURATION},
-        {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
-        {"connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT},
-        {"saturation-window", required_argument, NULL, OPT_SAT_WINDOW},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"pg-sample", required_argument, NULL, OPT_PG},
-        {"share-connections", required_argument, NULL, OPT_SHARE},
-        {"until-saturated", no_argument, NULL, OPT_UNTIL_SATURATED},
-        {"threads", required_argument, NULL, BENCH_OPT_THREADS},
-        BENCH_LONGOPTS_COMMON,
-        {NULL, 0, NULL, 0},
-    };
-    struct bench_opts o;
-    bench_opts_init(&o, "http-open", usage);
-    o.port = HO_DEFAULT_PORT;
-    o.target_arg = "127.0.0.1";
-    struct http_open_test t;
-    http_open_test_init(&t);
-    const char *scn_arg = "a2b";
-    struct inj_profile prof = {0};
-    struct scenario scn = {0};
-    char err[256];
-    uint64_t v;
-    int c, rc = -1;
-    optind = 1;
-    while (rc < 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_SCENARIO:
-            scn_arg = optarg;
-            break;
-        case OPT_INJECT: {
-            struct inj_step st;
-            if (inj_parse_step(optarg, strlen(optarg), &st, err, sizeof err) < 0 ||
-                inj_profile_add(&prof, &st, err, sizeof err) < 0)
-                rc = bench_usage_error(&o, "--inject: %s", err);
-            break;
-        }
-        case OPT_TIME_SCALE: {
-            char *end;
-            errno = 0;
-            t.time_scale = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(t.time_scale > 0) || t.time_scale > 1e6)
-                rc = bench_usage_error(&o, "--time-scale wants a number above 0, not '%s'", optarg);
-            break;
-        }
-        case OPT_MAX_DURATION:
-            if (parse_duration_opt(&o, "--max-duration", optarg, &t.max_duration_s))
-                rc = BENCH_EXIT_USAGE;
-            break;
-        case OPT_REQUEST_TIMEOUT:
-            if (parse_duration_opt(&o, "--request-timeout", optarg, &t.request_timeout_s))
-                rc = BENCH_EXIT_USAGE;
-            break;
-        case OPT_CONNECT_TIMEOUT:
-            if (parse_duration_opt(&o, "--connect-timeout", optarg, &t.connect_timeout_s))
-                rc = BENCH_EXIT_USAGE;
-            break;
-        case OPT_SAT_WINDOW:
-            if (bench_parse_uint(&o, "--saturation-window", optarg, 1, 3600, &v))
-                rc = BENCH_EXIT_USAGE;
-            t.sat_window = (unsigned)v;
-            break;
-        case OPT_SEED:
-            if (bench_parse_uint(&o, "--seed", optarg, 0, UINT64_MAX, &t.seed))
-                rc = BENCH_EXIT_USAGE;
-            break;
-        case OPT_PG:
-            t.pg_sample = optarg;
-            break;
-        case OPT_UNTIL_SATURATED:
-            t.until_saturated = true;
-            break;
-        case OPT_SHARE:
-            if (bench_parse_uint(&o, "--share-connections", optarg, 1, HO_MAX_SHARED, &v))
-                rc = BENCH_EXIT_USAGE;
-            t.share_connections = (unsigned)v;
-            break;
-        case BENCH_OPT_TARGET:
-            /* http://host:port[/]: the scheme and a bare slash are optional. */
-            o.target_arg = optarg;
-            if (!strncmp(o.target_arg, "http://", 7))
-                o.target_arg += 7;
-            else if (strstr(o.target_arg, "://"))
-                rc = bench_usage_error(&o, "--target: only http:// is supported");
-            if (rc < 0 && o.target_arg[0] && o.target_arg[strlen(o.target_arg) - 1] == '/') {
-                static char trimmed[256];
-                snprintf(trimmed, sizeof trimmed, "%.*s", (int)strlen(o.target_arg) - 1,
-                         o.target_arg);
-                o.target_arg = trimmed;
-            }
-            break;
-        default:
-            rc = bench_parse_option(&o, c, optarg);
-        }
-    }
+    struct ho_cmd c = {.scenario = "a2b"};
+    struct bench_opts *o = &c.b;
+    bench_opts_init(o, "http-open");
+    o->port = HO_DEFAULT_PORT;
+    http_open_test_init(&c.t);
+    int rc = bench_parse(o, &ho_command, argc, argv, &c);
     if (rc >= 0)
         return rc;
-    if (prof.n == 0)
-        http_open_reference_profile(&prof);
-    if (t.until_saturated && inj_profile_closed(&prof))
-        return bench_usage_error(&o, "--until-saturated needs an open profile (users/s): "
-                                     "the level rule reads arrival rates");
-    rc = load_scenario(&o, scn_arg, &scn);
+    if (c.prof.n == 0)
+        http_open_reference_profile(&c.prof);
+    if (c.t.until_saturated && inj_profile_closed(&c.prof))
+        return bench_usage_error(o, "--until-saturated needs an open profile (users/s): "
+                                    "the level rule reads arrival rates");
+    struct scenario scn = {0};
+    rc = load_scenario(o, c.scenario, &scn);
     if (rc)
         return rc;
-    rc = bench_finish_options(&o, argc, argv, 1);
+    rc = bench_finish_options(o, argc, argv, 1);
     if (rc) {
         scn_free(&scn);
         return rc;
     }
-    t.scn = &scn;
-    t.prof = &prof;
+    c.t.scn = &scn;
+    c.t.prof = &c.prof;
     struct result_set rows = {0};
-    rc = http_open_exec(&o, &t, ctx, &rows);
-    rc = bench_finish(&o, ctx, &rows, rc);
-    http_open_test_free(&t);
+    rc = http_open_exec(o, &c.t, ctx, &rows);
+    rc = bench_finish(o, ctx, &rows, rc);
+    http_open_test_free(&c.t);
     scn_free(&scn);
     return rc;
 }

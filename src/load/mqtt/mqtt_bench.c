@@ -14,10 +14,9 @@
 
 /* ---- options ------------------------------------------------------------- */
 
-void mqtt_bench_init(struct bench_opts *o, struct mqtt_bench_opts *m, const char *experiment,
-                     const char *usage)
+void mqtt_bench_init(struct bench_opts *o, struct mqtt_bench_opts *m, const char *experiment)
 {
-    bench_opts_init(o, experiment, usage);
+    bench_opts_init(o, experiment);
     o->port = MQTT_BENCH_DEFAULT_PORT;
     *m = (struct mqtt_bench_opts){.messages = 1000, .payload_size = 16, .version = 4};
     /* The pid tells processes that run at once apart, the clock those that
@@ -29,38 +28,33 @@ void mqtt_bench_init(struct bench_opts *o, struct mqtt_bench_opts *m, const char
     m->id_token = (uint32_t)(mix >> 32);
 }
 
-int mqtt_bench_parse_option(struct bench_opts *o, struct mqtt_bench_opts *m, int c, const char *arg)
-{
-    uint64_t v = 0;
-    int bad = 0;
-    switch (c) {
-    case MQTT_BENCH_OPT_MESSAGES:
-        bad = bench_parse_uint(o, "--messages", arg, 1, UINT32_MAX, &m->messages);
-        break;
-    case MQTT_BENCH_OPT_QOS:
-        bad = bench_parse_uint(o, "--qos", arg, 0, 2, &v);
-        m->qos = (unsigned)v;
-        break;
-    case MQTT_BENCH_OPT_PAYLOAD:
-        bad = bench_parse_uint(o, "--payload-size", arg, 0, 16 * 1024 * 1024, &v);
-        m->payload_size = (uint32_t)v;
-        break;
-    case MQTT_BENCH_OPT_VERSION:
-        if (!strcmp(arg, "3.1.1") || !strcmp(arg, "311"))
-            m->version = MQTT311_PROTOCOL_LEVEL;
-        else if (!strcmp(arg, "3.1") || !strcmp(arg, "31"))
-            m->version = MQTT31_PROTOCOL_LEVEL;
-        else if (!strcmp(arg, "5"))
-            m->version = MQTT5_PROTOCOL_LEVEL;
-        else
-            return bench_usage_error(o, "--mqtt-version wants 3.1 (or 31), 3.1.1 (or 311) or 5, not '%s'",
-                                     arg);
-        break;
-    default:
-        return bench_parse_option(o, c, arg);
-    }
-    return bad ? BENCH_EXIT_USAGE : -1;
-}
+static const struct opt_choice mqtt_versions[] = {
+    {"3.1", "31", MQTT31_PROTOCOL_LEVEL},
+    {"3.1.1", "311", MQTT311_PROTOCOL_LEVEL},
+    {"5", NULL, MQTT5_PROTOCOL_LEVEL},
+    {NULL, NULL, 0},
+};
+
+const struct opt mqtt_bench_options[] = {
+    {"qos", 0, OPT_UINT, "0|1|2", "QoS of every publish and subscription", "0",
+     OPT_FIELD(struct mqtt_bench_opts, qos), .min = 0, .max = 2},
+    {"payload-size", 0, OPT_UINT, "BYTES", "message payload size", "16",
+     OPT_FIELD(struct mqtt_bench_opts, payload_size), .min = 0, .max = 16 * 1024 * 1024},
+    {"mqtt-version", 0, OPT_ENUM, "V",
+     "3.1 (also 31), 3.1.1 (also 311) or 5: the protocol every client speaks", "3.1.1",
+     OPT_FIELD(struct mqtt_bench_opts, version), .choices = mqtt_versions},
+    {.kind = OPT_END},
+};
+
+const struct opt mqtt_bench_client_options[] = {
+    {"target", 0, OPT_STRING, "HOST:PORT", "broker to measure", "127.0.0.1:1883",
+     OPT_FIELD(struct bench_opts, target_arg)},
+    {"threads", 0, OPT_UINT, "T", "client threads, one event loop each", "1",
+     OPT_FIELD(struct bench_opts, threads), .min = 1, .max = 256},
+    {"timeout", 0, OPT_UINT, "SECS", "fail when nothing arrives for SECS", "10",
+     OPT_FIELD(struct bench_opts, timeout_s), .min = 1, .max = 3600},
+    {.kind = OPT_END},
+};
 
 /* ---- running ------------------------------------------------------------- */
 

@@ -26,44 +26,22 @@ struct mqtt_bench_opts {
     uint32_t id_token;
 };
 
-/* getopt_long entries of the MQTT options, after bench.h's. */
-enum {
-    MQTT_BENCH_OPT_MESSAGES = 1100,
-    MQTT_BENCH_OPT_QOS,
-    MQTT_BENCH_OPT_PAYLOAD,
-    MQTT_BENCH_OPT_VERSION,
-};
+/* The options of both MQTT experiments: on a struct mqtt_bench_opts
+ * --qos, --payload-size and --mqtt-version; on a struct bench_opts
+ * --target, --threads and --timeout, as they mean them. Each experiment's
+ * command puts its own first and bench_options last. */
+extern const struct opt mqtt_bench_options[];
+extern const struct opt mqtt_bench_client_options[];
 
-#define MQTT_BENCH_LONGOPTS                                              \
-    {"messages", required_argument, NULL, MQTT_BENCH_OPT_MESSAGES},      \
-    {"qos", required_argument, NULL, MQTT_BENCH_OPT_QOS},                \
-    {"payload-size", required_argument, NULL, MQTT_BENCH_OPT_PAYLOAD},   \
-    {"threads", required_argument, NULL, BENCH_OPT_THREADS},             \
-    {"mqtt-version", required_argument, NULL, MQTT_BENCH_OPT_VERSION},   \
-    BENCH_LONGOPTS_COMMON
-
-/* The MQTT experiments' option help. */
-#define MQTT_BENCH_HELP                                                                  \
-    "  --target HOST:PORT    broker to measure (default 127.0.0.1:1883)\n"               \
-    "  --qos 0|1|2           QoS of every publish and subscription (default 0)\n"        \
-    "  --payload-size BYTES  message payload size (default 16)\n"                        \
-    "  --mqtt-version V      3.1 (also 31), 3.1.1 (also 311) or 5: the protocol every\n" \
-    "                        client speaks (default 3.1.1)\n"                            \
-    BENCH_HELP_RUNS                                                                      \
-    "  --threads T           client threads, one event loop each (default 1)\n"          \
-    BENCH_HELP_JSON                                                                      \
-    "  --timeout SECS        fail when nothing arrives for SECS (default 10)\n"          \
-    BENCH_HELP_SERVER                                                                    \
-    "\n"                                                                                 \
-    "Exit codes: 0 ok, 1 connection or protocol failure, 2 usage error,\n"               \
+/* The end of their --help. */
+#define MQTT_BENCH_HELP_TAIL                                                     \
+    "\n"                                                                         \
+    "Exit codes: 0 ok, 1 connection or protocol failure, 2 usage error,\n"       \
     "3 messages missing (or unexpected).\n"
 
 /* bench_opts_init, the MQTT port (1883) and the MQTT options' defaults,
  * with a fresh id token. */
-void mqtt_bench_init(struct bench_opts *o, struct mqtt_bench_opts *m, const char *experiment,
-                     const char *usage);
-/* bench_parse_option, with the MQTT options. */
-int mqtt_bench_parse_option(struct bench_opts *o, struct mqtt_bench_opts *m, int c, const char *arg);
+void mqtt_bench_init(struct bench_opts *o, struct mqtt_bench_opts *m, const char *experiment);
 
 /* Executes run (of conns connections) with the client's CPU time, and the
  * server's with --server-pid, measured around it, and fills the fields

@@ -3,6 +3,7 @@
  * offline while the publishers publish (the broker's durable path). */
 #include "load/mqtt/mqtt_load.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,7 +12,7 @@
 #include "load/mqtt/mqtt_bench.h"
 #include "load/mqtt/mqtt_client.h"
 
-static const char usage[] =
+static const char load_head[] =
     "usage: shootout bench mqtt-load [options]\n"
     "\n"
     "The MQTT loadtest of the source article: --conns connections, half of them\n"
@@ -37,16 +38,7 @@ static const char usage[] =
     "first reconnect). The broker must queue --messages messages per session:\n"
     "raise its max_queued_messages (Mosquitto's and ours default to 1000), or\n"
     "the messages it drops fail the run (exit 3).\n"
-    "\n"
-    "options:\n"
-    "  --conns C             connections, an even number (default 100)\n"
-    "  --messages M          messages per publisher (default 1000)\n"
-    "  --session S           clean (default) or persistent: subscribers connect\n"
-    "                        with clean session 0 (MQTT 5: Clean Start 0 and a\n"
-    "                        Session Expiry Interval of 3600 s); their sessions\n"
-    "                        are ended at the end of each run\n"
-    "  --offline             with --session persistent and --qos 1 or 2: the\n"
-    "                        subscribers are offline while the publishers publish\n" MQTT_BENCH_HELP;
+    "\n";
 
 #define LOAD_PAYLOAD "loadtest payload"
 /* Long enough for any publish phase; the sessions are ended at the end of
@@ -312,58 +304,66 @@ static int load_offline_run(const struct bench_opts *o, void *arg, unsigned rep,
     return rc;
 }
 
+/* The command's options: its own, then what it shares. */
+struct load_cmd {
+    struct bench_opts b;
+    struct mqtt_load_opts l;
+};
+
+static const struct opt_choice load_sessions[] = {
+    {"clean", NULL, 0},
+    {"persistent", NULL, 1},
+    {NULL, NULL, 0},
+};
+
+static const struct opt load_options[] = {
+    {"conns", 0, OPT_UINT, "C", "connections, an even number", "100",
+     OPT_FIELD(struct load_cmd, l.conns), .min = 2, .max = 1000000},
+    {"messages", 0, OPT_UINT, "M", "messages per publisher", "1000",
+     OPT_FIELD(struct load_cmd, l.mqtt.messages), .min = 1, .max = UINT32_MAX},
+    {"session", 0, OPT_ENUM, "S",
+     "clean or persistent: subscribers connect with clean session 0 (MQTT 5: Clean Start 0 and "
+     "a Session Expiry Interval of 3600 s); their sessions are ended at the end of each run",
+     "clean", OPT_FIELD(struct load_cmd, l.persistent), .choices = load_sessions},
+    {"offline", 0, OPT_FLAG, NULL,
+     "with --session persistent and --qos 1 or 2: the subscribers are offline while the "
+     "publishers publish", NULL, OPT_FIELD(struct load_cmd, l.offline)},
+    {.kind = OPT_END},
+};
+
+static const struct opt_table load_tables[] = {
+    {load_options, 0},
+    {mqtt_bench_options, offsetof(struct load_cmd, l.mqtt)},
+    {mqtt_bench_client_options, offsetof(struct load_cmd, b)},
+    {bench_options, offsetof(struct load_cmd, b)},
+    {NULL, 0},
+};
+
+static const struct opt_cmd load_command = {.head = load_head, .tables = load_tables, .tail = MQTT_BENCH_HELP_TAIL};
+
 int mqtt_load_main(int argc, char **argv, const struct result_context *ctx)
 {
-    enum { OPT_CONNS = 1, OPT_SESSION, OPT_OFFLINE };
-    static const struct option opts[] = {
-        {"conns", required_argument, NULL, OPT_CONNS},
-        {"session", required_argument, NULL, OPT_SESSION},
-        {"offline", no_argument, NULL, OPT_OFFLINE},
-        MQTT_BENCH_LONGOPTS,
-        {NULL, 0, NULL, 0},
-    };
-    struct bench_opts o;
-    struct mqtt_load_opts l = {0};
-    mqtt_bench_init(&o, &l.mqtt, "mqtt-load", usage);
-    uint64_t conns = 100;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == OPT_CONNS) {
-            if (bench_parse_uint(&o, "--conns", optarg, 2, 1000000, &conns) < 0)
-                return BENCH_EXIT_USAGE;
-            continue;
-        }
-        if (c == OPT_SESSION) {
-            if (strcmp(optarg, "clean") && strcmp(optarg, "persistent"))
-                return bench_usage_error(&o, "--session wants clean or persistent, not '%s'",
-                                         optarg);
-            l.persistent = !strcmp(optarg, "persistent");
-            continue;
-        }
-        if (c == OPT_OFFLINE) {
-            l.offline = true;
-            continue;
-        }
-        int rc = mqtt_bench_parse_option(&o, &l.mqtt, c, optarg);
-        if (rc >= 0)
-            return rc;
-    }
-    if (conns % 2)
-        return bench_usage_error(&o, "--conns must be even: half subscribe, half publish");
-    if (l.offline && !l.persistent)
-        return bench_usage_error(&o, "--offline needs --session persistent: only a persistent "
-                                     "session has messages queued while it is offline");
-    if (l.offline && l.mqtt.qos == 0)
-        return bench_usage_error(&o, "--offline needs --qos 1 or 2: brokers do not queue QoS 0 "
-                                     "messages for offline sessions (by default)");
-    l.conns = (unsigned)conns;
-    int rc = bench_finish_options(&o, argc, argv, l.conns);
+    struct load_cmd c = {.l = {.conns = 100}};
+    struct bench_opts *o = &c.b;
+    struct mqtt_load_opts *l = &c.l;
+    mqtt_bench_init(o, &l->mqtt, "mqtt-load");
+    int rc = bench_parse(o, &load_command, argc, argv, &c);
+    if (rc >= 0)
+        return rc;
+    if (l->conns % 2)
+        return bench_usage_error(o, "--conns must be even: half subscribe, half publish");
+    if (l->offline && !l->persistent)
+        return bench_usage_error(o, "--offline needs --session persistent: only a persistent "
+                                    "session has messages queued while it is offline");
+    if (l->offline && l->mqtt.qos == 0)
+        return bench_usage_error(o, "--offline needs --qos 1 or 2: brokers do not queue QoS 0 "
+                                    "messages for offline sessions (by default)");
+    rc = bench_finish_options(o, argc, argv, l->conns);
     if (rc)
         return rc;
     struct result_set rows = {0};
-    rc = mqtt_load_exec(&o, &l, ctx, &rows);
-    return bench_finish(&o, ctx, &rows, rc);
+    rc = mqtt_load_exec(o, l, ctx, &rows);
+    return bench_finish(o, ctx, &rows, rc);
 }
 
 void mqtt_load_row_name(struct result_row *tmpl, const struct bench_opts *o,

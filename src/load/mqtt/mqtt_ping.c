@@ -1,6 +1,7 @@
 /* mqtt_ping.c - the pingtest experiment on the client engine. */
 #include "load/mqtt/mqtt_ping.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -11,7 +12,7 @@
 #include "load/mqtt/mqtt_client.h"
 #include "report/hist.h"
 
-static const char usage[] =
+static const char ping_head[] =
     "usage: shootout bench mqtt-ping [options]\n"
     "\n"
     "The MQTT pingtest of the source article: --pairs request/reply pairs and\n"
@@ -28,13 +29,7 @@ static const char usage[] =
     "latency (request sent to reply received) with min, mean, stddev, max and\n"
     "percentiles; and the CPU time of this client, and of the broker with\n"
     "--server-pid, per message delivered to any client.\n"
-    "\n"
-    "options:\n"
-    "  --pairs P             request/reply pairs (default 100)\n"
-    "  --wsubs W             wildcard subscribers on pingtest/0/# (default 20)\n"
-    "  --messages M          requests per pair (default 1000)\n"
-    "                        (--payload-size must be at least 8: requests carry\n"
-    "                        their sequence number)\n" MQTT_BENCH_HELP;
+    "\n";
 
 #define PING_PAYLOAD "pingtest payload"
 #define PING_SEQ_LEN sizeof(uint64_t)
@@ -224,44 +219,51 @@ static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     return BENCH_EXIT_OK;
 }
 
+/* The command's options: its own, then what it shares. */
+struct ping_cmd {
+    struct bench_opts b;
+    struct mqtt_ping_opts p;
+};
+
+static const struct opt ping_options[] = {
+    {"pairs", 0, OPT_UINT, "P", "request/reply pairs", "100", OPT_FIELD(struct ping_cmd, p.pairs),
+     .min = 1, .max = 500000},
+    {"wsubs", 0, OPT_UINT, "W", "wildcard subscribers on pingtest/0/#", "20",
+     OPT_FIELD(struct ping_cmd, p.wsubs), .min = 0, .max = 500000},
+    {"messages", 0, OPT_UINT, "M",
+     "requests per pair; --payload-size must be at least 8, as requests carry their sequence "
+     "number", "1000", OPT_FIELD(struct ping_cmd, p.mqtt.messages), .min = 1, .max = UINT32_MAX},
+    {.kind = OPT_END},
+};
+
+static const struct opt_table ping_tables[] = {
+    {ping_options, 0},
+    {mqtt_bench_options, offsetof(struct ping_cmd, p.mqtt)},
+    {mqtt_bench_client_options, offsetof(struct ping_cmd, b)},
+    {bench_options, offsetof(struct ping_cmd, b)},
+    {NULL, 0},
+};
+
+static const struct opt_cmd ping_command = {.head = ping_head, .tables = ping_tables, .tail = MQTT_BENCH_HELP_TAIL};
+
 int mqtt_ping_main(int argc, char **argv, const struct result_context *ctx)
 {
-    enum { OPT_PAIRS = 1, OPT_WSUBS };
-    static const struct option opts[] = {
-        {"pairs", required_argument, NULL, OPT_PAIRS},
-        {"wsubs", required_argument, NULL, OPT_WSUBS},
-        MQTT_BENCH_LONGOPTS,
-        {NULL, 0, NULL, 0},
-    };
-    struct bench_opts o;
-    struct mqtt_ping_opts p = {0};
-    mqtt_bench_init(&o, &p.mqtt, "mqtt-ping", usage);
-    uint64_t pairs = 100, wsubs = 20;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == OPT_PAIRS || c == OPT_WSUBS) {
-            bool is_pairs = c == OPT_PAIRS;
-            if (bench_parse_uint(&o, is_pairs ? "--pairs" : "--wsubs", optarg, is_pairs ? 1 : 0,
-                                 500000, is_pairs ? &pairs : &wsubs) < 0)
-                return BENCH_EXIT_USAGE;
-            continue;
-        }
-        int rc = mqtt_bench_parse_option(&o, &p.mqtt, c, optarg);
-        if (rc >= 0)
-            return rc;
-    }
-    if (p.mqtt.payload_size < PING_SEQ_LEN)
-        return bench_usage_error(&o, "--payload-size must be at least %zu (the sequence number)",
+    struct ping_cmd c = {.p = {.pairs = 100, .wsubs = 20}};
+    struct bench_opts *o = &c.b;
+    struct mqtt_ping_opts *p = &c.p;
+    mqtt_bench_init(o, &p->mqtt, "mqtt-ping");
+    int rc = bench_parse(o, &ping_command, argc, argv, &c);
+    if (rc >= 0)
+        return rc;
+    if (p->mqtt.payload_size < PING_SEQ_LEN)
+        return bench_usage_error(o, "--payload-size must be at least %zu (the sequence number)",
                                  PING_SEQ_LEN);
-    p.pairs = (unsigned)pairs;
-    p.wsubs = (unsigned)wsubs;
-    int rc = bench_finish_options(&o, argc, argv, 2 * p.pairs + p.wsubs);
+    rc = bench_finish_options(o, argc, argv, 2 * p->pairs + p->wsubs);
     if (rc)
         return rc;
     struct result_set rows = {0};
-    rc = mqtt_ping_exec(&o, &p, ctx, &rows);
-    return bench_finish(&o, ctx, &rows, rc);
+    rc = mqtt_ping_exec(o, p, ctx, &rows);
+    return bench_finish(o, ctx, &rows, rc);
 }
 
 int mqtt_ping_exec(const struct bench_opts *o, const struct mqtt_ping_opts *p,
