@@ -56,8 +56,8 @@ static int bench_set_label(const struct opt *opt, void *base, const char *name, 
 }
 
 const struct opt bench_options[] = {
-    {"runs", 0, OPT_UINT, "R", "repetitions; with R > 1 the mean, median and stddev are reported too",
-     "1", OPT_FIELD(struct bench_opts, runs), .min = 1, .max = 1000},
+    {"runs", 0, OPT_UINT, "R",
+     "repetitions; with R > 1 the mean, median and stddev are reported too", "1", OPT_FIELD(struct bench_opts, runs), .min = 1, .max = 1000},
     {"json", 0, OPT_STRING, "FILE",
      "write the results as JSON to FILE ('-': stdout, and the table goes to stderr)", NULL,
      OPT_FIELD(struct bench_opts, json_path)},

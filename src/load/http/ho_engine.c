@@ -39,6 +39,7 @@ struct ho_user {
     char *vals[SCN_MAX_VARS];
 };
 
+/* The counters of the second th is in, the series grown to it. */
 static struct ho_sec *th_sec(struct ho_thread *th)
 {
     unsigned s = (unsigned)((clock_now_ns() - th->t0_ns) / 1000000000u);
@@ -59,14 +60,11 @@ static double cfg_cut_s(const struct ho_cfg *cfg)
     return kept < cfg->nlevels ? cfg->levels[kept].start_s : INFINITY;
 }
 
-/* When the profile ends: at its last segment's end, or at the cut. */
 double ho_cfg_end_s(const struct ho_cfg *cfg)
 {
     return fmin(cfg->profile_end_s, cfg_cut_s(cfg));
 }
 
-/* The level of the instant t (seconds of the run): the last segment
- * starting at or before it, or (cfg->nlevels) the time after the profile. */
 unsigned ho_cfg_level_at(const struct ho_cfg *cfg, double t)
 {
     if (t >= ho_cfg_end_s(cfg))
@@ -630,7 +628,6 @@ void ho_levels_merge(struct ho_level *m, struct ho_thread *ths, unsigned n, unsi
     }
 }
 
-/* The segments of positive length of prof into cfg's levels. */
 void ho_cfg_levels(struct ho_cfg *cfg, const struct inj_profile *prof)
 {
     struct inj_segment *seg = mem_calloc(INJ_MAX_SEGMENTS, sizeof *seg);

@@ -58,6 +58,7 @@ struct ho_level {
     uint64_t started, sent, answered, ko_gen; /* ko_gen: of st.ko, the generator's own */
 };
 
+/* A run's settings, shared by its threads; only *kept changes while they run. */
 struct ho_cfg {
     const struct scenario *scn;
     const struct inj_profile *prof;
@@ -85,6 +86,8 @@ struct ho_cfg {
 struct ho_user;
 struct ho_conn;
 
+/* One event-loop thread of a run: its users, its share of the arrivals,
+ * its connection pool, and its figures. */
 struct ho_thread {
     const struct ho_cfg *cfg;
     unsigned index;

@@ -98,8 +98,8 @@ int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index, struct res
         if (a->pg_postmaster)
             pg_probe_sample(&pg);
         if (scratch)
-            climb_check(&cfg, ths, started, (double)(clock_now_ns() - t0) / 1e9, &climb_next, scratch,
-                        figs);
+            climb_check(&cfg, ths, started, (double)(clock_now_ns() - t0) / 1e9, &climb_next,
+                        scratch, figs);
         done = 0;
         for (unsigned i = 0; i < started; i++) {
             if (!ths[i].joined && pthread_tryjoin_np(ths[i].tid, NULL) == 0)

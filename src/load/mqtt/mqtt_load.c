@@ -339,7 +339,8 @@ static const struct opt_table load_tables[] = {
     {NULL, 0},
 };
 
-static const struct opt_cmd load_command = {.head = load_head, .tables = load_tables, .tail = MQTT_BENCH_HELP_TAIL};
+static const struct opt_cmd load_command = {
+    .head = load_head, .tables = load_tables, .tail = MQTT_BENCH_HELP_TAIL};
 
 int mqtt_load_main(int argc, char **argv, const struct result_context *ctx)
 {

@@ -244,7 +244,8 @@ static const struct opt_table ping_tables[] = {
     {NULL, 0},
 };
 
-static const struct opt_cmd ping_command = {.head = ping_head, .tables = ping_tables, .tail = MQTT_BENCH_HELP_TAIL};
+static const struct opt_cmd ping_command = {
+    .head = ping_head, .tables = ping_tables, .tail = MQTT_BENCH_HELP_TAIL};
 
 int mqtt_ping_main(int argc, char **argv, const struct result_context *ctx)
 {

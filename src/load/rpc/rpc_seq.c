@@ -388,7 +388,8 @@ static const struct opt_table seq_tables[] = {
     {NULL, 0},
 };
 
-static const struct opt_cmd seq_command = {.head = seq_head, .tables = seq_tables, .tail = seq_tail};
+static const struct opt_cmd seq_command = {
+    .head = seq_head, .tables = seq_tables, .tail = seq_tail};
 
 int rpc_seq_main(int argc, char **argv, const struct result_context *ctx)
 {
