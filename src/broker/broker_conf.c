@@ -1,8 +1,8 @@
-/* broker_conf.c - broker settings by name, from flags and from files. */
+/* broker_conf.c - broker settings by name, from flags and from files: one
+ * option table (core/opt.h) whose entries carry both names. */
 #include "broker/broker_conf.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,43 +10,88 @@
 #include "core/mem.h"
 #include "core/opt.h"
 
-enum conf_kind { CONF_U32, CONF_SIZE, CONF_SECONDS_MS, CONF_BOOL, CONF_PORT, CONF_BIND, CONF_PATH };
+#define CFG(field) OPT_FIELD(struct broker_config, field)
 
-struct conf_setting {
-    const char *keyword; /* in files */
-    const char *flag;    /* long command-line option */
-    enum conf_kind kind;
-    size_t offset;       /* into struct broker_config */
-    uint64_t min, max;   /* CONF_PATH: max is the field's size */
-};
+static int conf_set_bind(const struct opt *o, void *base, const char *name, const char *value,
+                         char *err, size_t errlen)
+{
+    struct broker_config *cfg = base;
+    if (!value[0] || strlen(value) >= sizeof cfg->bind_storage)
+        return opt_fail(err, errlen, "%s wants an address, not '%s'", name, value);
+    snprintf(cfg->bind_storage, sizeof cfg->bind_storage, "%s", value);
+    cfg->bind = cfg->bind_storage;
+    return 0;
+}
 
-#define CFG(field) offsetof(struct broker_config, field)
+/* A file name into the char array o names. */
+static int conf_set_path(const struct opt *o, void *base, const char *name, const char *value,
+                         char *err, size_t errlen)
+{
+    if (!value[0] || strlen(value) >= o->size)
+        return opt_fail(err, errlen, "%s wants a file name shorter than %zu bytes", name,
+                          o->size);
+    snprintf(opt_field(o, base), o->size, "%s", value);
+    return 0;
+}
 
-static const struct conf_setting conf_settings[] = {
-    {"port", "port", CONF_PORT, CFG(port), 0, 65535},
-    {"bind_address", "bind", CONF_BIND, CFG(bind), 0, 0},
-    {"max_connections", "max-connections", CONF_U32, CFG(max_connections), 1, UINT32_MAX},
-    {"max_packet_size", "max-packet-size", CONF_U32, CFG(max_packet_size), 64, 268435460},
-    {"max_queued_messages", "max-queued-messages", CONF_U32, CFG(max_queued), 0, UINT32_MAX},
-    {"max_inflight_messages", "max-inflight-messages", CONF_U32, CFG(max_inflight), 1, 65535},
-    {"max_output_bytes", "max-output-bytes", CONF_SIZE, CFG(max_output), 1024, SIZE_MAX},
-    {"queue_qos0_messages", "queue-qos0", CONF_BOOL, CFG(queue_qos0), 0, 0},
-    {"connect_timeout", "connect-timeout", CONF_SECONDS_MS, CFG(connect_timeout_ms), 1, 3600},
-    {"max_keepalive", "max-keepalive", CONF_U32, CFG(max_keepalive), 0, 65535},
-    {"sys_interval", "sys-interval", CONF_U32, CFG(sys_interval_s), 0, 86400},
-    {"persistence", "persistence", CONF_BOOL, CFG(persistence.on), 0, 0},
-    {"persistence_location", "persistence-location", CONF_PATH, CFG(persistence.location), 0,
-     sizeof(((struct broker_config *)0)->persistence.location)},
-    {"persistence_sync_interval", "persistence-sync-interval", CONF_U32,
-     CFG(persistence.sync_interval_ms), 0, 3600000},
+const struct opt broker_options[] = {
+    {"bind", 'b', OPT_CALL, "ADDR", "listen address; :: or 0.0.0.0 for all interfaces",
+     "127.0.0.1", .keyword = "bind_address", .set = conf_set_bind},
+    {"port", 'p', OPT_UINT, "N", "TCP port; 0 picks a free one", "1883", CFG(port),
+     .keyword = "port", .min = 0, .max = 65535},
+    {"max-connections", 0, OPT_UINT, "N",
+     "simultaneous clients; more are answered CONNACK 3 and closed", "100000",
+     CFG(max_connections), .keyword = "max_connections", .min = 1, .max = UINT32_MAX},
+    {"max-packet-size", 0, OPT_UINT, "BYTES",
+     "largest packet accepted; a larger one closes its connection (MQTT 5 clients are told it "
+     "in CONNACK)", "1048576", CFG(max_packet_size), .keyword = "max_packet_size", .min = 64,
+     .max = 268435460},
+    {"max-queued-messages", 0, OPT_UINT, "N",
+     "QoS 1/2 messages queued per session beyond the inflight window", "1000", CFG(max_queued),
+     .keyword = "max_queued_messages", .min = 0, .max = UINT32_MAX},
+    {"max-inflight-messages", 0, OPT_UINT, "N",
+     "unacknowledged QoS 1/2 messages per client, at most 65535; also the MQTT 5 Receive "
+     "Maximum for QoS 2 from clients", "20", CFG(max_inflight),
+     .keyword = "max_inflight_messages", .min = 1, .max = 65535},
+    {"max-output-bytes", 0, OPT_UINT, "BYTES",
+     "pending output per client before QoS 0 messages to it are dropped", "8388608",
+     CFG(max_output), .keyword = "max_output_bytes", .min = 1024, .max = SIZE_MAX},
+    {"queue-qos0", 0, OPT_FLAG, NULL, "also queue QoS 0 messages for offline persistent sessions",
+     NULL, CFG(queue_qos0), .keyword = "queue_qos0_messages"},
+    {"connect-timeout", 0, OPT_UINT, "SECS",
+     "time a new connection has to send CONNECT, TLS handshake and WebSocket upgrade included",
+     "10", CFG(connect_timeout_ms), .keyword = "connect_timeout", .min = 1, .max = 3600,
+     .scale = 1000},
+    {"max-keepalive", 0, OPT_UINT, "SECS",
+     "longest keep alive a client may use, 0: any; MQTT 5 clients asking for more, or for none, "
+     "are told this one, MQTT 3.1.1 clients get CONNACK 2", "0", CFG(max_keepalive),
+     .keyword = "max_keepalive", .min = 0, .max = 65535},
+    {"sys-interval", 0, OPT_UINT, "SECS", "period of the $SYS/broker/... figures; 0 turns them off",
+     "10", CFG(sys_interval_s), .keyword = "sys_interval", .min = 0, .max = 86400},
+    {"persistence", 0, OPT_FLAG, NULL,
+     "keep sessions, wills, subscriptions, retained and queued messages across restarts and "
+     "crashes (docs/persistence.md)", NULL, CFG(persistence.on), .keyword = "persistence"},
+    {"persistence-location", 0, OPT_CALL, "DIR", "its data directory", "broker-data",
+     CFG(persistence.location), .keyword = "persistence_location", .set = conf_set_path},
+    {"persistence-sync-interval", 0, OPT_UINT, "MS",
+     "0: fdatasync before every acknowledgement; N: at most every N ms", "0",
+     CFG(persistence.sync_interval_ms), .keyword = "persistence_sync_interval", .min = 0,
+     .max = 3600000},
     /* auth.c and metrics.c */
-    {"password_file", "password-file", CONF_PATH, CFG(auth.password_file), 0,
-     sizeof(((struct broker_config *)0)->auth.password_file)},
-    {"acl_file", "acl-file", CONF_PATH, CFG(auth.acl_file), 0,
-     sizeof(((struct broker_config *)0)->auth.acl_file)},
-    {"allow_anonymous", "allow-anonymous", CONF_BOOL, CFG(auth.allow_anonymous), 0, 0},
-    {"metrics_port", "metrics-port", CONF_PORT, CFG(obs.metrics_port), 0, 65535},
-    {"connection_messages", "connection-messages", CONF_BOOL, CFG(obs.connection_messages), 0, 0},
+    {"password-file", 0, OPT_CALL, "FILE",
+     "check usernames and passwords against a Mosquitto password file (`shootout passwd`)", NULL,
+     CFG(auth.password_file), .keyword = "password_file", .set = conf_set_path},
+    {"acl-file", 0, OPT_CALL, "FILE", "Mosquitto ACL file for publish, subscribe and delivery",
+     NULL, CFG(auth.acl_file), .keyword = "acl_file", .set = conf_set_path},
+    {"allow-anonymous", 0, OPT_BOOL, "true|false", "let clients without a username in", "true",
+     CFG(auth.allow_anonymous), .keyword = "allow_anonymous"},
+    {"metrics-port", 0, OPT_UINT, "N",
+     "serve Prometheus GET /metrics on this port of the listen address", "off",
+     CFG(obs.metrics_port), .keyword = "metrics_port", .min = 0, .max = 65535},
+    {"connection-messages", 0, OPT_BOOL, "true|false",
+     "log each connect and disconnect at info level", "true", CFG(obs.connection_messages),
+     .keyword = "connection_messages"},
+    {.kind = OPT_END},
 };
 
 /* Mosquitto keywords whose value shootout already behaves as: accepted
@@ -65,72 +110,13 @@ static const char *const conf_ignored[] = {
     "persistence_file", "autosave_interval", "autosave_on_changes",
 };
 
-static int conf_error(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int conf_error(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 int broker_conf_set(struct broker_config *cfg, const char *name, const char *value, char *err,
                     size_t errlen)
 {
-    const struct conf_setting *s = NULL;
-    for (size_t i = 0; i < sizeof conf_settings / sizeof conf_settings[0] && !s; i++)
-        if (!strcmp(name, conf_settings[i].keyword) || !strcmp(name, conf_settings[i].flag))
-            s = &conf_settings[i];
-    if (!s)
-        return conf_error(err, errlen, "unknown setting '%s'", name);
-    char *field = (char *)cfg + s->offset;
-    uint64_t v = 0;
-    switch (s->kind) {
-    case CONF_BIND:
-        if (!value[0] || strlen(value) >= sizeof cfg->bind_storage)
-            return conf_error(err, errlen, "%s wants an address, not '%s'", name, value);
-        snprintf(cfg->bind_storage, sizeof cfg->bind_storage, "%s", value);
-        cfg->bind = cfg->bind_storage;
-        return 0;
-    case CONF_PATH:
-        if (!value[0] || strlen(value) >= s->max)
-            return conf_error(err, errlen, "%s wants a file name shorter than %llu bytes", name,
-                              (unsigned long long)s->max);
-        snprintf(field, s->max, "%s", value);
-        return 0;
-    case CONF_BOOL:
-        if (!strcmp(value, "true"))
-            *(bool *)field = true;
-        else if (!strcmp(value, "false"))
-            *(bool *)field = false;
-        else
-            return conf_error(err, errlen, "%s wants true or false, not '%s'", name, value);
-        return 0;
-    default:
-        break;
-    }
-    if (opt_parse_uint(value, s->min, s->max, &v) < 0)
-        return conf_error(err, errlen, "%s wants a whole number from %llu to %llu, not '%s'", name,
-                          (unsigned long long)s->min, (unsigned long long)s->max, value);
-    switch (s->kind) {
-    case CONF_PORT:
-        *(int *)field = (int)v;
-        break;
-    case CONF_U32:
-        *(uint32_t *)field = (uint32_t)v;
-        break;
-    case CONF_SIZE:
-        *(size_t *)field = (size_t)v;
-        break;
-    case CONF_SECONDS_MS:
-        *(uint32_t *)field = (uint32_t)v * 1000u;
-        break;
-    default:
-        break;
-    }
-    return 0;
+    const struct opt *o = opt_find(broker_options, name);
+    if (!o)
+        return opt_fail(err, errlen, "unknown setting '%s'", name);
+    return opt_set(o, cfg, name, value, err, errlen);
 }
 
 /* One line split into at most three words; returns the count. */
@@ -168,22 +154,22 @@ static int conf_listener(struct broker_config *cfg, char **w, int n, int *listen
                          size_t errlen)
 {
     if (n < 2 || n > 3)
-        return conf_error(err, errlen, "listener wants a port and an optional address");
+        return opt_fail(err, errlen, "listener wants a port and an optional address");
     if (++*listeners == 1) {
         if (broker_conf_set(cfg, "port", w[1], err, errlen) < 0)
             return -1;
         return n == 3 ? broker_conf_set(cfg, "bind_address", w[2], err, errlen) : 0;
     }
     if (cfg->listeners.n == BROKER_LISTENERS_MAX)
-        return conf_error(err, errlen, "at most %d listeners", BROKER_LISTENERS_MAX);
+        return opt_fail(err, errlen, "at most %d listeners", BROKER_LISTENERS_MAX);
     struct broker_listener *l = &cfg->listeners.v[cfg->listeners.n];
     memset(l, 0, sizeof *l);
     uint64_t port;
     if (opt_parse_uint(w[1], 0, 65535, &port) < 0)
-        return conf_error(err, errlen, "listener wants a port from 0 to 65535, not '%s'", w[1]);
+        return opt_fail(err, errlen, "listener wants a port from 0 to 65535, not '%s'", w[1]);
     l->port = (int)port;
     if (n == 3 && snprintf(l->bind, sizeof l->bind, "%s", w[2]) >= (int)sizeof l->bind)
-        return conf_error(err, errlen, "listener address too long");
+        return opt_fail(err, errlen, "listener address too long");
     cfg->listeners.n++;
     return 0;
 }
@@ -197,7 +183,7 @@ static int conf_listener_setting(struct broker_config *cfg, const char *name, co
     *handled = true;
     if (!strcmp(name, "protocol")) {
         if (strcmp(value, "mqtt") && strcmp(value, "websockets"))
-            return conf_error(err, errlen, "protocol wants mqtt or websockets, not '%s'", value);
+            return opt_fail(err, errlen, "protocol wants mqtt or websockets, not '%s'", value);
         l->websockets = !strcmp(value, "websockets");
         return 0;
     }
@@ -207,13 +193,13 @@ static int conf_listener_setting(struct broker_config *cfg, const char *name, co
         char *field = (char *)l + conf_listener_settings[i].offset;
         if (conf_listener_settings[i].size == 1) {
             if (strcmp(value, "true") && strcmp(value, "false"))
-                return conf_error(err, errlen, "%s wants true or false, not '%s'", name, value);
+                return opt_fail(err, errlen, "%s wants true or false, not '%s'", name, value);
             *(bool *)field = !strcmp(value, "true");
             return 0;
         }
         if (snprintf(field, conf_listener_settings[i].size, "%s", value) >=
             (int)conf_listener_settings[i].size)
-            return conf_error(err, errlen, "%s value too long", name);
+            return opt_fail(err, errlen, "%s value too long", name);
         return 0;
     }
     *handled = false;
@@ -235,7 +221,7 @@ static int conf_line(struct broker_config *cfg, char *line, int *listeners, char
             continue;
         if (n == 2 && !strcmp(w[1], conf_as_is[i].value))
             return 0;
-        return conf_error(err, errlen, "'%s' other than %s is not supported yet", w[0],
+        return opt_fail(err, errlen, "'%s' other than %s is not supported yet", w[0],
                           conf_as_is[i].value);
     }
     if (!strcmp(w[0], "listener"))
@@ -245,7 +231,7 @@ static int conf_line(struct broker_config *cfg, char *line, int *listeners, char
     if (handled)
         return 0;
     if (n != 2)
-        return conf_error(err, errlen, "%s wants exactly one value", w[0]);
+        return opt_fail(err, errlen, "%s wants exactly one value", w[0]);
     return broker_conf_set(cfg, w[0], w[1], err, errlen);
 }
 
@@ -276,7 +262,7 @@ int broker_conf_load(struct broker_config *cfg, const char *path, char *err, siz
 {
     FILE *f = fopen(path, "r");
     if (!f)
-        return conf_error(err, errlen, "cannot read %s: %s", path, strerror(errno));
+        return opt_fail(err, errlen, "cannot read %s: %s", path, strerror(errno));
     char *text = NULL;
     size_t len = 0, cap = 0;
     char chunk[4096];

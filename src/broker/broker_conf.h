@@ -1,6 +1,8 @@
-/* broker_conf.h - the broker's settings by name: one table behind both the
- * command-line flags and a mosquitto.conf-style configuration file, so a
- * setting has one name, one range and one meaning wherever it is given.
+/* broker_conf.h - the broker's settings by name: one option table
+ * (core/opt.h) behind both the command-line flags and a mosquitto.conf-style
+ * configuration file, so a setting has one range, one conversion and one
+ * meaning wherever it is given; each entry has its flag's name and its
+ * keyword.
  *
  * File syntax (as mosquitto.conf): one `keyword value...` per line, `#`
  * starts a comment line, blank lines are ignored. The keywords shared with
@@ -14,6 +16,11 @@
 #include <stddef.h>
 
 #include "broker/broker.h"
+#include "core/opt.h"
+
+/* The settings, on a struct broker_config: a flag and a keyword each;
+ * --help is written from their help texts. */
+extern const struct opt broker_options[];
 
 /* Sets one setting from its text value. name is a file keyword
  * ("max_connections") or a flag's long name ("max-connections"). Returns

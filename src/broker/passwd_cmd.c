@@ -40,17 +40,9 @@ static const char usage[] =
     "PBKDF2-HMAC-SHA512 ($7$), which Mosquitto 2.x also reads. Without -b the\n"
     "password is asked for twice on the terminal, or read as one line from\n"
     "standard input when that is not a terminal.\n"
-    "\n"
-    "options:\n"
-    "  -c             create FILE, overwriting it if it exists\n"
-    "  -b             take the password from the command line (it will show\n"
-    "                 in the process list and shell history)\n"
-    "  -D             delete USER\n"
-    "  -I ITERATIONS  PBKDF2 iterations (default 1000; see docs/security.md\n"
-    "                 for the cost to the broker of raising it)\n"
-    "  -h, --help     this text\n"
-    "\n"
-    "exit status: 0 done, 1 failure, 2 usage error\n";
+    "\n";
+
+static const char tail[] = "\nexit status: 0 done, 1 failure, 2 usage error\n";
 
 static int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -254,47 +246,61 @@ static char *make_line(const char *user, const char *batch_pw, unsigned iteratio
     return line;
 }
 
+/* What the options ask for. */
+struct passwd_args {
+    bool create, batch, delete, iter_set;
+    uint64_t iterations;
+};
+
+static int set_iterations(const struct opt *o, void *base, const char *name, const char *value,
+                          char *err, size_t errlen)
+{
+    struct passwd_args *a = base;
+    a->iter_set = true;
+    if (opt_parse_uint(value, 1, PASSWD_MAX_ITERATIONS, &a->iterations) < 0)
+        return opt_fail(err, errlen, "%s wants a whole number from 1 to %u", name,
+                        PASSWD_MAX_ITERATIONS);
+    return 0;
+}
+
+static const struct opt options[] = {
+    {NULL, 'c', OPT_FLAG, NULL, "create FILE, overwriting it if it exists", NULL,
+     OPT_FIELD(struct passwd_args, create)},
+    {NULL, 'b', OPT_FLAG, NULL,
+     "take the password from the command line (it will show in the process list and shell "
+     "history)", NULL, OPT_FIELD(struct passwd_args, batch)},
+    {NULL, 'D', OPT_FLAG, NULL, "delete USER", NULL, OPT_FIELD(struct passwd_args, delete)},
+    {NULL, 'I', OPT_CALL, "ITERATIONS",
+     "PBKDF2 iterations; see docs/security.md for the cost to the broker of raising it", "1000",
+     .set = set_iterations},
+    {.kind = OPT_END},
+};
+
+static const struct opt_table tables[] = {{options, 0}, {NULL, 0}};
+
+/* '+': options end at FILE, so a password may start with '-'. */
+static const struct opt_cmd command = {
+    .head = usage, .tables = tables, .tail = tail, .stop_at_argument = true};
+
 int passwd_main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    bool create = false, batch = false, delete = false, iter_set = false;
-    uint64_t iterations = PASSWD_DEFAULT_ITERATIONS;
-    int c;
-    optind = 1;
-    /* '+': options end at FILE, so a password may start with '-'. */
-    while ((c = getopt_long(argc, argv, "+cbDI:h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'c':
-            create = true;
-            break;
-        case 'b':
-            batch = true;
-            break;
-        case 'D':
-            delete = true;
-            break;
-        case 'I':
-            iter_set = true;
-            if (opt_parse_uint(optarg, 1, PASSWD_MAX_ITERATIONS, &iterations) < 0) {
-                fprintf(stderr, "shootout passwd: -I wants a whole number from 1 to %u\n",
-                        PASSWD_MAX_ITERATIONS);
-                return EXIT_USAGE;
-            }
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return 0;
-        default:
-            fputs(usage, stderr);
-            return EXIT_USAGE;
-        }
+    struct passwd_args a = {.iterations = PASSWD_DEFAULT_ITERATIONS};
+    struct opt_error e;
+    switch (opt_parse(&command, argc, argv, &a, &e)) {
+    case OPT_OK:
+        break;
+    case OPT_HELP:
+        return 0;
+    case OPT_ERROR:
+        if (e.opt)
+            fprintf(stderr, "shootout passwd: %s\n", e.msg);
+        else
+            opt_help(stderr, &command);
+        return EXIT_USAGE;
     }
-    int want = batch ? 3 : 2;
-    if (argc - optind != want || (delete && (create || batch || iter_set))) {
-        fputs(usage, stderr);
+    int want = a.batch ? 3 : 2;
+    if (argc - optind != want || (a.delete && (a.create || a.batch || a.iter_set))) {
+        opt_help(stderr, &command);
         return EXIT_USAGE;
     }
     const char *path = argv[optind], *user = argv[optind + 1];
@@ -303,13 +309,13 @@ int passwd_main(int argc, char **argv)
                         "surrounding blanks or leading '#')\n", user);
         return EXIT_USAGE;
     }
-    if (delete)
+    if (a.delete)
         return update_file(path, user, NULL, false);
 
-    char *line = make_line(user, batch ? argv[optind + 2] : NULL, (unsigned)iterations);
+    char *line = make_line(user, a.batch ? argv[optind + 2] : NULL, (unsigned)a.iterations);
     if (!line)
         return 1;
-    int rc = update_file(path, user, line, create);
+    int rc = update_file(path, user, line, a.create);
     mem_free(line);
     return rc;
 }

@@ -4,51 +4,33 @@
 #include "load/bench.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "core/mem.h"
 #include "core/net.h"
 #include "core/opt.h"
 #include "load/probe.h"
-#include "mqtt/mqtt5.h"
-#include "mqtt/mqtt_codec.h"
 #include "report/report_html.h"
 #include "report/texttab.h"
 
-#define BENCH_DEFAULT_PORT 1883
 /* Descriptors beyond the connections: stdio, epoll and eventfds, JSON. */
 #define BENCH_SPARE_FDS 64
 
 /* ---- options ------------------------------------------------------------- */
 
-void bench_opts_init(struct bench_opts *o, const char *experiment, const char *usage)
+void bench_opts_init(struct bench_opts *o, const char *experiment)
 {
     memset(o, 0, sizeof *o);
     o->experiment = experiment;
-    o->usage = usage;
-    o->port = BENCH_DEFAULT_PORT;
     o->threads = 1;
     o->runs = 1;
     o->timeout_s = 10;
-    o->messages = 1000;
-    o->payload_size = 16;
-    o->mqtt_version = 4;
     o->target_arg = "127.0.0.1";
-    /* The pid tells processes that run at once apart, the clock those that
-     * get the same pid at different times. */
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t us = (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-    uint64_t mix = ((uint64_t)getpid() << 40 ^ us) * UINT64_C(0x9E3779B97F4A7C15);
-    o->id_token = (uint32_t)(mix >> 32);
 }
 
 int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
@@ -62,81 +44,51 @@ int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
     return BENCH_EXIT_USAGE;
 }
 
-int bench_parse_uint(const struct bench_opts *o, const char *opt, const char *arg, uint64_t min,
-                     uint64_t max, uint64_t *out)
+/* --label: short enough to name the target in every row. */
+static int bench_set_label(const struct opt *opt, void *base, const char *name, const char *value,
+                           char *err, size_t errlen)
 {
-    if (opt_parse_uint(arg, min, max, out) == 0)
-        return 0;
-    bench_usage_error(o, "%s wants a whole number from %llu to %llu, not '%s'", opt,
-                      (unsigned long long)min, (unsigned long long)max, arg);
-    return -1;
+    struct bench_opts *o = base;
+    if (strlen(value) >= sizeof o->target || !value[0])
+        return opt_fail(err, errlen, "%s wants 1 to %zu characters", name, sizeof o->target - 1);
+    o->label = value;
+    return 0;
 }
 
-int bench_parse_option(struct bench_opts *o, int c, const char *arg)
+const struct opt bench_options[] = {
+    {"runs", 0, OPT_UINT, "R",
+     "repetitions; with R > 1 the mean, median and stddev are reported too", "1", OPT_FIELD(struct bench_opts, runs), .min = 1, .max = 1000},
+    {"json", 0, OPT_STRING, "FILE",
+     "write the results as JSON to FILE ('-': stdout, and the table goes to stderr)", NULL,
+     OPT_FIELD(struct bench_opts, json_path)},
+    {"html", 0, OPT_STRING, "FILE",
+     "write the results as a self-contained HTML page with charts to FILE", NULL,
+     OPT_FIELD(struct bench_opts, html_path)},
+    {"server-pid", 0, OPT_UINT, "PID",
+     "sample the server process's CPU time, RSS and threads from /proc/PID over each run", NULL,
+     OPT_FIELD(struct bench_opts, server_pid), .min = 1, .max = INT_MAX},
+    {"label", 0, OPT_CALL, "NAME", "what to call the target in results",
+     "its --server-pid process's name, else HOST:PORT", .set = bench_set_label},
+    {.kind = OPT_END},
+};
+
+int bench_parse(struct bench_opts *o, const struct opt_cmd *cmd, int argc, char **argv,
+                void *base)
 {
-    uint64_t v = 0;
-    int bad = 0;
-    switch (c) {
-    case BENCH_OPT_TARGET:
-        o->target_arg = arg;
-        break;
-    case BENCH_OPT_MESSAGES:
-        bad = bench_parse_uint(o, "--messages", arg, 1, UINT32_MAX, &o->messages);
-        break;
-    case BENCH_OPT_QOS:
-        bad = bench_parse_uint(o, "--qos", arg, 0, 2, &v);
-        o->qos = (unsigned)v;
-        break;
-    case BENCH_OPT_PAYLOAD:
-        bad = bench_parse_uint(o, "--payload-size", arg, 0, 16 * 1024 * 1024, &v);
-        o->payload_size = (uint32_t)v;
-        break;
-    case BENCH_OPT_RUNS:
-        bad = bench_parse_uint(o, "--runs", arg, 1, 1000, &v);
-        o->runs = (unsigned)v;
-        break;
-    case BENCH_OPT_THREADS:
-        bad = bench_parse_uint(o, "--threads", arg, 1, 256, &v);
-        o->threads = (unsigned)v;
-        break;
-    case BENCH_OPT_MQTT_VERSION:
-        if (!strcmp(arg, "3.1.1") || !strcmp(arg, "311"))
-            o->mqtt_version = MQTT311_PROTOCOL_LEVEL;
-        else if (!strcmp(arg, "3.1") || !strcmp(arg, "31"))
-            o->mqtt_version = MQTT31_PROTOCOL_LEVEL;
-        else if (!strcmp(arg, "5"))
-            o->mqtt_version = MQTT5_PROTOCOL_LEVEL;
-        else
-            return bench_usage_error(o, "--mqtt-version wants 3.1 (or 31), 3.1.1 (or 311) or 5, not '%s'",
-                                     arg);
-        break;
-    case BENCH_OPT_HTML:
-        o->html_path = arg;
-        break;
-    case BENCH_OPT_JSON:
-        o->json_path = arg;
-        break;
-    case BENCH_OPT_TIMEOUT:
-        bad = bench_parse_uint(o, "--timeout", arg, 1, 3600, &v);
-        o->timeout_s = (unsigned)v;
-        break;
-    case BENCH_OPT_SERVER_PID:
-        bad = bench_parse_uint(o, "--server-pid", arg, 1, INT_MAX, &v);
-        o->server_pid = (int)v;
-        break;
-    case BENCH_OPT_LABEL:
-        if (strlen(arg) >= sizeof o->target || !arg[0])
-            return bench_usage_error(o, "--label wants 1 to %zu characters", sizeof o->target - 1);
-        o->label = arg;
-        break;
-    case 'h':
-        fputs(o->usage, stdout);
+    struct opt_error e;
+    switch (opt_parse(cmd, argc, argv, base, &e)) {
+    case OPT_OK:
+        return -1;
+    case OPT_HELP:
         return BENCH_EXIT_OK;
-    default: /* getopt_long has said what was wrong */
-        fprintf(stderr, "(see shootout bench %s --help)\n", o->experiment);
-        return BENCH_EXIT_USAGE;
+    case OPT_ERROR:
+        break;
     }
-    return bad ? BENCH_EXIT_USAGE : -1;
+    if (e.opt)
+        return bench_usage_error(o, "%s", e.msg);
+    /* getopt_long has said what was wrong */
+    fprintf(stderr, "(see shootout bench %s --help)\n", o->experiment);
+    return BENCH_EXIT_USAGE;
 }
 
 /* Splits "host", "host:port" or "[v6]:port" into o->host (still a name)
@@ -169,8 +121,9 @@ static int bench_split_target(struct bench_opts *o)
     o->host[hlen] = '\0';
     if (port) {
         uint64_t v;
-        if (bench_parse_uint(o, "--target's port", port, 1, 65535, &v) < 0)
-            return BENCH_EXIT_USAGE;
+        if (opt_parse_uint(port, 1, 65535, &v) < 0)
+            return bench_usage_error(o, "--target's port wants a whole number from 1 to 65535, "
+                                        "not '%s'", port);
         o->port = (int)v;
     }
     return 0;
@@ -228,47 +181,6 @@ int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned c
 }
 
 /* ---- running ------------------------------------------------------------- */
-
-static void bench_probe_tick(void *probe) { probe_sample(probe); }
-
-int bench_mqtt_exec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
-                    struct result_row *row, struct mc_stats *st)
-{
-    struct probe probe;
-    probe_start(&probe, o->server_pid);
-    int rc = bench_mqtt_phase(o, run, conns, &probe, row, st);
-    probe_finish(&probe, (double)st->received, row);
-    if (st->t_ready_ns)
-        row->setup_s = (double)(st->t_ready_ns - st->t_start_ns) / 1e9;
-    return rc;
-}
-
-int bench_mqtt_phase(const struct bench_opts *o, struct mc_run *run, unsigned conns,
-                     struct probe *probe, struct result_row *row, struct mc_stats *st)
-{
-    enum mc_status status = mc_run_exec(run, o->timeout_s, probe ? bench_probe_tick : NULL, probe);
-    mc_run_stats(run, st);
-    row->sent += (double)st->published;
-    row->received += (double)st->received;
-    row->err_connect += st->fail_connect;
-    row->err_protocol += st->fail_protocol;
-    row->err_timeout += status == MC_TIMEOUT;
-    switch (status) {
-    case MC_DONE:
-        return BENCH_EXIT_OK;
-    case MC_FAILED:
-        snprintf(row->error, sizeof row->error, "%s", st->error);
-        return st->fail_kind == MC_FAIL_CHECK ? BENCH_EXIT_MISSED : BENCH_EXIT_RUNTIME;
-    case MC_TIMEOUT:
-        break;
-    }
-    if (st->t_ready_ns)
-        return -1;
-    snprintf(row->error, sizeof row->error,
-             "no progress for %u s while connecting and subscribing: %u of %u connections ready",
-             o->timeout_s, st->ready, conns);
-    return BENCH_EXIT_RUNTIME;
-}
 
 /* One line per run for a caller that prints its own tables. */
 static void bench_progress(const struct result_row *row, int rc)
@@ -353,52 +265,4 @@ int bench_finish(const struct bench_opts *o, const struct result_context *ctx,
     }
     result_set_free(rows);
     return rc;
-}
-
-void bench_common_params(struct result_row *tmpl, const struct bench_opts *o)
-{
-    snprintf(tmpl->target, sizeof tmpl->target, "%s", o->target);
-    result_param(tmpl, "messages", (double)o->messages);
-    result_param(tmpl, "qos", o->qos);
-    result_param(tmpl, "payload_size", o->payload_size);
-    result_param(tmpl, "threads", o->threads);
-    result_param(tmpl, "protocol_level", o->mqtt_version);
-}
-
-void bench_row_name(struct result_row *tmpl, const struct bench_opts *o, const char *point)
-{
-    const char *session = o->offline ? "offline" : o->persistent ? "persistent" : "";
-    const char *version = o->mqtt_version == MQTT5_PROTOCOL_LEVEL    ? "mqtt5"
-                          : o->mqtt_version == MQTT31_PROTOCOL_LEVEL ? "mqtt31"
-                                                                     : "";
-    char variant[32];
-    snprintf(variant, sizeof variant, "%s%s%s", version, version[0] && session[0] ? "-" : "",
-             session);
-    snprintf(tmpl->name, sizeof tmpl->name, "%s/%s/%s%s%s", o->experiment, o->target, variant,
-             variant[0] ? "/" : "", point);
-}
-
-struct mc_config bench_mc_config(const struct bench_opts *o, const char *tag, unsigned rep,
-                                 unsigned conns, uint64_t work, char prefix[32])
-{
-    snprintf(prefix, 32, "%s%08x.%u", tag, (unsigned)o->id_token, rep);
-    return (struct mc_config){
-        .host = o->host,
-        .port = o->port,
-        .conns = conns,
-        .threads = o->threads,
-        .client_id_prefix = prefix,
-        .max_packet = o->payload_size + 64 * 1024,
-        .work = work,
-        .version = o->mqtt_version,
-    };
-}
-
-uint8_t *bench_payload(const char *text, size_t len)
-{
-    uint8_t *p = mem_alloc(len);
-    size_t tlen = strlen(text);
-    for (size_t i = 0; i < len; i++)
-        p[i] = (uint8_t)text[i % tlen];
-    return p;
 }

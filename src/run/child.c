@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,6 @@
 
 #define CHILD_START_TIMEOUT_NS 10000000000ull
 #define CHILD_STOP_TIMEOUT_NS 10000000000ull
-#define CHILD_HOST "127.0.0.1"
 
 /* The running children's pids, for the signal handler. */
 _Static_assert(sizeof(pid_t) <= sizeof(sig_atomic_t), "a pid must fit a sig_atomic_t");
@@ -358,4 +358,51 @@ int child_free_port(char *err, size_t len)
     int port = net_local_port(fd);
     close(fd);
     return port;
+}
+
+/* Waits up to ms for events on fd; true if they came. */
+static bool wait_fd(int fd, short events, int ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = events};
+    return poll(&pfd, 1, ms) == 1;
+}
+
+/* One GET with Connection: close; true on a 200 answer. */
+static bool ready_once(const char *host, int port, const char *path)
+{
+    char err[NET_ERR_LEN], req[512], resp[16];
+    int fd = net_connect(host, port, err, sizeof err);
+    if (fd < 0)
+        return false;
+    bool ok = false;
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n",
+                     path, host, port);
+    if (wait_fd(fd, POLLOUT, 100) && net_connect_result(fd) == 0 &&
+        send(fd, req, (size_t)n, MSG_NOSIGNAL) == n && wait_fd(fd, POLLIN, 1000)) {
+        ssize_t r = recv(fd, resp, sizeof resp, 0);
+        ok = r >= 12 && !memcmp(resp, "HTTP/1.", 7) && !memcmp(resp + 9, "200", 3);
+    }
+    close(fd);
+    return ok;
+}
+
+/* Whether process pid has exited, without reaping it: its parent (a
+ * caller, through child_alive) still reaps it and learns how it ended. */
+static bool exited(int pid)
+{
+    siginfo_t si = {0};
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+bool child_wait_http(const struct child *c, int port, const char *path, double timeout_s)
+{
+    uint64_t t0 = clock_now_ns();
+    while ((double)(clock_now_ns() - t0) / 1e9 < timeout_s) {
+        if (ready_once(CHILD_HOST, port, path))
+            return true;
+        if (exited((int)c->pid))
+            return false;
+        sleep_ms(2);
+    }
+    return false;
 }

@@ -16,6 +16,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+/* The address every child listens on, and every part of the job sends
+ * its load to. */
+#define CHILD_HOST "127.0.0.1"
+
 /* Children that may run at once (the signal handler's table). */
 #define CHILD_MAX 4
 
@@ -53,9 +57,15 @@ int child_wait_exit(struct child *c, uint64_t timeout_ns);
  * status, or -1 if c was not running. */
 int child_stop(struct child *c);
 
-/* Waits up to 10 s until c accepts TCP connections on 127.0.0.1:port.
+/* Waits up to 10 s until c accepts TCP connections on CHILD_HOST:port.
  * 0, or -1 with a message in err. */
 int child_wait_port(struct child *c, int port, char *err, size_t len);
+
+/* Polls http://CHILD_HOST:port/path with GET (Connection: close) until it
+ * answers 200, at most timeout_s, while c runs: a server's boot-up time
+ * up to its readiness. c is not reaped (child_alive does that, and learns
+ * how it ended). Returns whether it answered 200. */
+bool child_wait_http(const struct child *c, int port, const char *path, double timeout_s);
 
 /* Waits up to 10 s until a line of c's stderr contains needle, and copies
  * that line to line[0..len). 0, or -1 with a message in err. */
@@ -97,7 +107,7 @@ void child_describe_status(int status, char *out, size_t len);
  * executable. */
 bool child_find_program(const char *name, const char *fallback, char *path, size_t len);
 
-/* A free 127.0.0.1 port: bind port 0, read it, close. Another process may
+/* A free CHILD_HOST port: bind port 0, read it, close. Another process may
  * take it before the child binds it; callers retry then. -1 with err. */
 int child_free_port(char *err, size_t len);
 

@@ -23,7 +23,6 @@
 #include "report/texttab.h"
 #include "run/child.h"
 
-#define A2B_HOST "127.0.0.1"
 #define A2B_READY_PATH "/actuator/health/readiness"
 #define A2B_BOOT_TIMEOUT_S 60.0
 #define A2B_INIT_TIMEOUT_NS (600 * 1000000000ull) /* loading the full data set into PostgreSQL */
@@ -272,7 +271,7 @@ static int pg_start(struct run_a2b *j, const char *bin, char *err, size_t len)
     pg_argv(argv, prog, sizeof prog, bin, "postgres");
     for (a = argv; *a; a++)
         ;
-    char *srv_args[] = {"-D", data, "-p", port_s, "-c", sock, "-c", "listen_addresses=127.0.0.1",
+    char *srv_args[] = {"-D", data, "-p", port_s, "-c", sock, "-c", "listen_addresses=" CHILD_HOST,
                         "-c", "fsync=off", "-c", "max_connections=200", NULL};
     memcpy(a, srv_args, sizeof srv_args);
     char line[256];
@@ -280,7 +279,7 @@ static int pg_start(struct run_a2b *j, const char *bin, char *err, size_t len)
         child_wait_line(&j->pg, "ready to accept connections", line, sizeof line, err, len) < 0)
         return child_give_up(&j->pg, err, len);
     j->pg.started = true;
-    snprintf(j->pg_uri, sizeof j->pg_uri, "postgresql://postgres@127.0.0.1:%d/postgres", port);
+    snprintf(j->pg_uri, sizeof j->pg_uri, "postgresql://postgres@" CHILD_HOST ":%d/postgres", port);
     return 0;
 }
 
@@ -344,12 +343,12 @@ static int launch_ours(struct child *c, int port, void *arg, char *err, size_t l
     snprintf(port_s, sizeof port_s, "%d", port);
     snprintf(scale, sizeof scale, "%g", j->o->data_scale);
     snprintf(db, sizeof db, "%s/a2b.db", j->dir);
-    char *argv[] = {(char *)j->o->exe, "a2b-server", "--bind", A2B_HOST, "--port", port_s,
+    char *argv[] = {(char *)j->o->exe, "a2b-server", "--bind", CHILD_HOST, "--port", port_s,
                     "--db", l->target == T_SQLITE ? db : j->pg_uri, "--scale", scale, NULL};
     uint64_t t0 = clock_now_ns();
     if (child_spawn(c, argv, -1, err, len) < 0)
         return -1;
-    if (!http_open_wait_ready(A2B_HOST, port, A2B_READY_PATH, A2B_BOOT_TIMEOUT_S, c->pid)) {
+    if (!child_wait_http(c, port, A2B_READY_PATH, A2B_BOOT_TIMEOUT_S)) {
         snprintf(err, len, "not ready on port %d within %.0f s", port, A2B_BOOT_TIMEOUT_S);
         child_alive(c); /* reaped if it exited (the port was taken): try another */
         return -1;
@@ -437,8 +436,8 @@ static int drive(struct run_a2b *j, int i, struct http_open_test *test,
     const struct run_a2b_opts *o = j->o;
     struct a2b_target *t = &j->t[i];
     struct bench_opts b;
-    bench_opts_init(&b, "http-open", NULL);
-    snprintf(b.host, sizeof b.host, "%s", A2B_HOST);
+    bench_opts_init(&b, "http-open");
+    snprintf(b.host, sizeof b.host, "%s", CHILD_HOST);
     b.port = t->port;
     snprintf(b.target, sizeof b.target, "%s%s", t->label, suffix);
     b.server_pid = t->proc.pid;
@@ -505,7 +504,7 @@ static int measure(struct run_a2b *j, int i)
         }
     }
     fprintf(o->out, "shootout run: %s, pid %d, on %s:%d, ready after %.3f s\n", t->label,
-            (int)t->proc.pid, A2B_HOST, t->port, t->fig.col[2]);
+            (int)t->proc.pid, CHILD_HOST, t->port, t->fig.col[2]);
     fflush(o->out);
     bool ok = load(j, i);
     /* Ours must exit 0 on SIGTERM; the peer is only stopped. */

@@ -14,7 +14,6 @@
 #include "report/run_table.h"
 #include "run/child.h"
 
-#define RPC_HOST "127.0.0.1"
 /* The article's sweep, and the calls in flight of the throughput table.
  * Its cells make as many calls as the sweep's last point, whose runs are
  * the column for one call in flight. */
@@ -88,7 +87,7 @@ static int port_after(const char *line, const char *key)
 static int start_ours(struct rpc_job *j, char *err, size_t len)
 {
     struct child *c = &j->servers[OURS];
-    char *argv[] = {(char *)j->o->exe, "car-server", "--bind", RPC_HOST, "--rest-port", "0",
+    char *argv[] = {(char *)j->o->exe, "car-server", "--bind", CHILD_HOST, "--rest-port", "0",
                     "--grpc-port", "0", "--threads", "1", NULL};
     char line[512];
     if (child_spawn(c, argv, -1, err, len) < 0)
@@ -138,7 +137,7 @@ static int servers_start(struct rpc_job *j, FILE *out)
         return BENCH_EXIT_RUNTIME;
     }
     fprintf(out, "shootout run: our car-server %s, pid %d, REST on %s:%d, gRPC on %s:%d\n", o->exe,
-            (int)j->servers[OURS].pid, RPC_HOST, j->rest_port, RPC_HOST, j->grpc_port[OURS]);
+            (int)j->servers[OURS].pid, CHILD_HOST, j->rest_port, CHILD_HOST, j->grpc_port[OURS]);
     if (o->no_peer) {
         fprintf(out, "shootout run: --no-peer: measuring our car-server alone\n");
         return 0;
@@ -159,7 +158,7 @@ static int servers_start(struct rpc_job *j, FILE *out)
         return BENCH_EXIT_RUNTIME;
     }
     fprintf(out, "shootout run: grpc-c++ %s, pid %d, gRPC on %s:%d\n", path,
-            (int)j->servers[PEER].pid, RPC_HOST, j->grpc_port[PEER]);
+            (int)j->servers[PEER].pid, CHILD_HOST, j->grpc_port[PEER]);
     return 0;
 }
 
@@ -182,8 +181,8 @@ static bool measure(struct rpc_job *j, struct run_cell *cell, int t, uint64_t ca
         return false;
     }
     struct bench_opts b;
-    bench_opts_init(&b, "rpc-seq", NULL);
-    snprintf(b.host, sizeof b.host, "%s", RPC_HOST);
+    bench_opts_init(&b, "rpc-seq");
+    snprintf(b.host, sizeof b.host, "%s", CHILD_HOST);
     b.port = tg->proto == &rpc_rest_protocol ? j->rest_port : j->grpc_port[tg->server];
     snprintf(b.target, sizeof b.target, "%s", srv->name);
     b.server_pid = srv->pid;

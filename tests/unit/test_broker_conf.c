@@ -1,5 +1,7 @@
 /* test_broker_conf.c - broker settings by name: flags and mosquitto.conf
- * style files share one table of names, ranges and meanings. */
+ * style files share one table of names, ranges and meanings; every entry
+ * of that table, given as a flag on a command line and as its keyword in
+ * a file, sets the same field to the same value. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,6 +14,7 @@
 #include <cmocka.h>
 
 #include "broker/broker_conf.h"
+#include "core/opt.h"
 
 static struct broker_config cfg;
 static char err[512];
@@ -163,6 +166,55 @@ static void test_file_errors_name_the_line(void **state)
     assert_non_null(strstr(err, "unknown setting 'auth_plugin'"));
 }
 
+/* A value other than the default for each setting. */
+static const char *other_value(const struct opt *o, char *buf, size_t len)
+{
+    switch (o->kind) {
+    case OPT_UINT:
+        snprintf(buf, len, "%llu", (unsigned long long)o->max);
+        return buf;
+    case OPT_BOOL:
+        return "false";
+    case OPT_CALL:
+        return "::1";
+    default:
+        return NULL; /* a flag: set on the command line without a value */
+    }
+}
+
+static void test_every_flag_is_a_keyword_too(void **state)
+{
+    static struct broker_config by_flag, by_keyword, defaults;
+    broker_config_defaults(&defaults);
+    defaults.bind = NULL;
+    for (const struct opt *o = broker_options; o->kind != OPT_END; o++) {
+        char buf[32], argv_value[64];
+        const char *value = other_value(o, buf, sizeof buf);
+        assert_non_null(o->keyword);
+        /* The command line, as the broker's main parses it. */
+        broker_config_defaults(&by_flag);
+        snprintf(argv_value, sizeof argv_value, "--%s", o->name);
+        char *argv[] = {"broker", argv_value, (char *)value, NULL};
+        const struct opt_table tables[] = {{broker_options, 0}, {NULL, 0}};
+        const struct opt_cmd cmd = {.head = "", .tables = tables};
+        struct opt_error e;
+        assert_int_equal(opt_parse(&cmd, value ? 3 : 2, argv, &by_flag, &e), OPT_OK);
+        /* The file. */
+        char line[128];
+        broker_config_defaults(&by_keyword);
+        snprintf(line, sizeof line, "%s %s\n", o->keyword, value ? value : "true");
+        if (broker_conf_parse(&by_keyword, line, "t.conf", err, sizeof err) < 0)
+            fail_msg("%s: %s", line, err);
+        /* bind points into its own struct: compared as text. */
+        assert_string_equal(by_flag.bind, by_keyword.bind);
+        by_flag.bind = by_keyword.bind = NULL;
+        if (memcmp(&by_flag, &by_keyword, sizeof by_flag))
+            fail_msg("--%s and %s set different values", o->name, o->keyword);
+        if (!memcmp(&by_flag, &defaults, sizeof defaults))
+            fail_msg("--%s %s left the default", o->name, value ? value : "");
+    }
+}
+
 static void test_load_missing_file(void **state)
 {
     assert_int_equal(broker_conf_load(&cfg, "/nonexistent/shootout.conf", err, sizeof err), -1);
@@ -194,6 +246,7 @@ int main(void)
         cmocka_unit_test_setup(test_auth_and_metrics_keywords, setup),
         cmocka_unit_test_setup(test_listeners, setup),
         cmocka_unit_test_setup(test_file_errors_name_the_line, setup),
+        cmocka_unit_test_setup(test_every_flag_is_a_keyword_too, setup),
         cmocka_unit_test_setup(test_load_missing_file, setup),
         cmocka_unit_test_setup(test_load_file, setup),
     };

@@ -1,15 +1,12 @@
-/* test_http_open.c - unit tests for the saturation point (http_open.c) on
+/* test_http_open.c - unit tests for the saturation point (ho_series.c) on
  * synthetic series, most from a fluid queue model: a light steady load
  * with millisecond jitter, a ramp past the capacity, an overload from the
  * start, a server that fails the excess fast (503), failures at a
  * constant share, stalls and bursts that recover, a slow but steady
- * server, one that stops answering, one that loses requests, a light load's few requests in flight, and series too short for
- * the window. And the readiness
- * poll (http_open_wait_ready) against a forked child: a server that
- * answers 503 before 200, one that never answers 200 (the timeout), and a
- * child that dies before it listens. And http_open_exec with a
- * PostgreSQL server to sample that cannot be found: an error, or left out
- * when the caller says it is optional.
+ * server, one that stops answering, one that loses requests, a light
+ * load's few requests in flight, and series too short for the window. And
+ * http_open_exec with a PostgreSQL server to sample that cannot be found:
+ * an error, or left out when the caller says it is optional.
  */
 #include <arpa/inet.h>
 #include <math.h>
@@ -29,6 +26,7 @@
 
 #include "load/bench.h"
 #include "load/http/http_open.h"
+#include "test_ready_server.h"
 
 #define N 300
 #define W 5
@@ -258,110 +256,6 @@ static void test_short_series(void **state)
     assert_int_equal(ho_saturation(s, 30, 0, NULL), -1);
 }
 
-/* ---- http_open_wait_ready ------------------------------------------------ */
-
-#define READY_PATH "/health/ready"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* A loopback socket bound to a free port, listening if listen_too. */
-static int bound_socket(int *port, bool listen_too)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof a;
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    if (listen_too)
-        assert_int_equal(listen(fd, 16), 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
-/* The child: answers each connection's request with 503 the first fails
- * times, then 200 and exits with the number of requests it saw. A request
- * for another path gets 404, never 200. */
-static void serve(int lfd, unsigned fails)
-{
-    for (unsigned n = 1;; n++) {
-        int c = accept(lfd, NULL, NULL);
-        if (c < 0)
-            _exit(100);
-        char req[1024];
-        ssize_t r = recv(c, req, sizeof req - 1, 0);
-        req[r > 0 ? r : 0] = '\0';
-        bool right = !strncmp(req, "GET " READY_PATH " HTTP/1.1\r\n", strlen(READY_PATH) + 15);
-        const char *status = !right ? "404 Not Found" : n <= fails ? "503 Service Unavailable" : "200 OK";
-        char resp[128];
-        int len = snprintf(resp, sizeof resp,
-                           "HTTP/1.1 %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status);
-        send(c, resp, (size_t)len, MSG_NOSIGNAL);
-        close(c);
-        if (right && n > fails)
-            _exit((int)n);
-    }
-}
-
-static pid_t spawn_server(int *port, unsigned fails)
-{
-    int lfd = bound_socket(port, true);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        serve(lfd, fails);
-    close(lfd);
-    return pid;
-}
-
-static void test_ready_after_503(void **state)
-{
-    int port, status;
-    pid_t pid = spawn_server(&port, 3);
-    assert_true(http_open_wait_ready("127.0.0.1", port, READY_PATH, 30, pid));
-    /* Polled until the 200: three 503 first. */
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 4);
-}
-
-static void test_ready_timeout(void **state)
-{
-    int port;
-    pid_t pid = spawn_server(&port, 1000000); /* never ready */
-    double t0 = now_s();
-    assert_false(http_open_wait_ready("127.0.0.1", port, READY_PATH, 0.3, pid));
-    double took = now_s() - t0;
-    assert_true(took >= 0.3 && took < 10);
-    /* It gave up on a child that still runs: not reaped. */
-    assert_int_equal(waitpid(pid, NULL, WNOHANG), 0);
-    kill(pid, SIGKILL);
-    assert_int_equal(waitpid(pid, NULL, 0), pid);
-}
-
-static void test_ready_child_died(void **state)
-{
-    /* A port nobody listens on, and a child that exits at once. */
-    int port, fd = bound_socket(&port, false);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        _exit(3);
-    double t0 = now_s();
-    assert_false(http_open_wait_ready("127.0.0.1", port, READY_PATH, 30, pid));
-    assert_true(now_s() - t0 < 10); /* long before the timeout */
-    close(fd);
-    /* Not reaped by the poll: its parent learns how it ended. */
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 3);
-}
-
 /* ---- http_open_exec with --pg-sample --------------------------------------- */
 
 /* A test of one user sending one request to READY_PATH. */
@@ -396,7 +290,7 @@ static void one_free(struct one_test *x)
 static int one_exec(struct one_test *x, int port)
 {
     struct bench_opts o;
-    bench_opts_init(&o, "http-open", NULL);
+    bench_opts_init(&o, "http-open");
     snprintf(o.host, sizeof o.host, "127.0.0.1");
     o.port = port;
     snprintf(o.target, sizeof o.target, "test");
@@ -447,9 +341,6 @@ int main(void)
         cmocka_unit_test(test_lost_requests),
         cmocka_unit_test(test_light_load_counts),
         cmocka_unit_test(test_short_series),
-        cmocka_unit_test(test_ready_after_503),
-        cmocka_unit_test(test_ready_timeout),
-        cmocka_unit_test(test_ready_child_died),
         cmocka_unit_test(test_pg_sample_not_found),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -131,7 +131,7 @@ static int teardown(void **state)
 static int exec(unsigned runs, struct rpc_seq_opts *s, struct result_set *rows)
 {
     struct bench_opts o;
-    bench_opts_init(&o, "rpc-seq", NULL);
+    bench_opts_init(&o, "rpc-seq");
     strcpy(o.host, "127.0.0.1");
     o.port = 9;
     strcpy(o.target, "fake");

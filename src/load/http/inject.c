@@ -15,8 +15,9 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "core/opt.h"
 
 uint64_t inj_rand(uint64_t *state)
 {
@@ -70,55 +71,18 @@ const char *inj_kind_name(enum inj_kind kind)
 }
 
 #define INJ_MAX_USERS 1e9
-#define INJ_MAX_DURATION_S (30.0 * 86400)
 #define INJ_MAX_WORDS 9
-
-/* A non-negative decimal number, digits with at most one '.', no sign and
- * no exponent: what a person types. */
-static bool parse_decimal(const char *s, size_t len, double *out)
-{
-    char buf[32];
-    if (len == 0 || len >= sizeof buf)
-        return false;
-    bool dot = false, digit = false;
-    for (size_t i = 0; i < len; i++) {
-        if (s[i] == '.' && !dot)
-            dot = true;
-        else if (s[i] >= '0' && s[i] <= '9')
-            digit = true;
-        else
-            return false;
-    }
-    if (!digit)
-        return false;
-    memcpy(buf, s, len);
-    buf[len] = '\0';
-    *out = strtod(buf, NULL);
-    return true;
-}
 
 /* A number up to INJ_MAX_USERS, whole if whole is set. */
 static bool parse_amount(const char *s, size_t len, bool whole, double *out)
 {
-    return parse_decimal(s, len, out) && *out <= INJ_MAX_USERS && (!whole || *out == floor(*out));
+    return opt_parse_decimal(s, len, out) && *out <= INJ_MAX_USERS &&
+           (!whole || *out == floor(*out));
 }
 
 bool inj_parse_duration(const char *s, size_t len, double *out)
 {
-    static const struct {
-        const char *unit;
-        double scale;
-    } units[] = {{"ms", 1e-3}, {"s", 1}, {"m", 60}, {"h", 3600}};
-    for (size_t u = 0; u < sizeof units / sizeof units[0]; u++) {
-        size_t ul = strlen(units[u].unit);
-        double v;
-        if (len > ul && !memcmp(s + len - ul, units[u].unit, ul) &&
-            parse_decimal(s, len - ul, &v)) {
-            *out = v * units[u].scale;
-            return *out <= INJ_MAX_DURATION_S;
-        }
-    }
-    return false;
+    return opt_parse_duration(s, len, out) && *out <= INJ_MAX_DURATION_S;
 }
 
 static bool word_is(const char *w, size_t wl, const char *lit)

@@ -71,8 +71,11 @@ const char *inj_kind_name(enum inj_kind kind);
  * unit (ms, s, m, h). Returns 0, or -1 with a message in err. */
 int inj_parse_step(const char *text, size_t len, struct inj_step *out, char *err, size_t errlen);
 
+/* The longest duration a step or an option may have. */
+#define INJ_MAX_DURATION_S (30.0 * 86400)
+
 /* A duration with its unit ("500ms", "10s", "2m", "1h") into seconds;
- * true if it is one, up to 30 days. */
+ * true if it is one, up to INJ_MAX_DURATION_S. */
 bool inj_parse_duration(const char *s, size_t len, double *out);
 
 /* Appends a step; refuses a full profile (INJ_MAX_STEPS steps or

@@ -3,14 +3,16 @@
  * offline while the publishers publish (the broker's durable path). */
 #include "load/mqtt/mqtt_load.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/mem.h"
 #include "load/bench.h"
+#include "load/mqtt/mqtt_bench.h"
 #include "load/mqtt/mqtt_client.h"
 
-static const char usage[] =
+static const char load_head[] =
     "usage: shootout bench mqtt-load [options]\n"
     "\n"
     "The MQTT loadtest of the source article: --conns connections, half of them\n"
@@ -36,16 +38,7 @@ static const char usage[] =
     "first reconnect). The broker must queue --messages messages per session:\n"
     "raise its max_queued_messages (Mosquitto's and ours default to 1000), or\n"
     "the messages it drops fail the run (exit 3).\n"
-    "\n"
-    "options:\n"
-    "  --conns C             connections, an even number (default 100)\n"
-    "  --messages M          messages per publisher (default 1000)\n"
-    "  --session S           clean (default) or persistent: subscribers connect\n"
-    "                        with clean session 0 (MQTT 5: Clean Start 0 and a\n"
-    "                        Session Expiry Interval of 3600 s); their sessions\n"
-    "                        are ended at the end of each run\n"
-    "  --offline             with --session persistent and --qos 1 or 2: the\n"
-    "                        subscribers are offline while the publishers publish\n" BENCH_HELP;
+    "\n";
 
 #define LOAD_PAYLOAD "loadtest payload"
 /* Long enough for any publish phase; the sessions are ended at the end of
@@ -53,6 +46,7 @@ static const char usage[] =
 #define LOAD_SESSION_EXPIRY_S 3600
 
 struct load {
+    const struct mqtt_load_opts *opts;
     unsigned subs; /* subscribers = publishers */
     uint64_t messages;
     uint8_t qos;
@@ -177,7 +171,7 @@ static void load_shortfall(const struct bench_opts *o, const struct load *l, con
 static void load_missing(const struct bench_opts *o, const struct load *l, struct result_row *row)
 {
     load_shortfall(o, l, l->count, "subscriber", "messages", "delivered",
-                   o->offline ? "; a broker drops what it cannot queue for an offline session: "
+                   l->opts->offline ? "; a broker drops what it cannot queue for an offline session: "
                                 "is its max_queued_messages at least --messages?"
                               : "",
                    row);
@@ -191,7 +185,8 @@ static double load_seconds(uint64_t from_ns, uint64_t to_ns) { return (double)(t
 static void load_end_sessions(const struct bench_opts *o, struct load *l, unsigned rep)
 {
     char prefix[32];
-    struct mc_config cfg = bench_mc_config(o, "ld", rep, l->subs, l->subs, prefix);
+    struct mc_config cfg =
+        mqtt_bench_mc_config(o, &l->opts->mqtt, "ld", rep, l->subs, l->subs, prefix);
     struct mc_run *run = mc_run_new(&cfg, &load_leave_ops, l);
     enum mc_status status = mc_run_exec(run, o->timeout_s, NULL, NULL);
     if (status != MC_DONE) {
@@ -212,18 +207,19 @@ static int load_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     unsigned conns = 2 * l->subs;
     memset(l->count, 0, conns * sizeof *l->count);
     char prefix[32];
-    struct mc_config cfg = bench_mc_config(o, "ld", rep, conns, l->subs, prefix);
+    struct mc_config cfg =
+        mqtt_bench_mc_config(o, &l->opts->mqtt, "ld", rep, conns, l->subs, prefix);
     cfg.session_expiry = LOAD_SESSION_EXPIRY_S;
     struct mc_run *run = mc_run_new(&cfg, &load_ops, l);
     for (unsigned i = 0; i < l->subs; i++) {
         mc_set_filter(run, i, l->topic_names[i], l->qos);
-        if (o->persistent)
+        if (l->opts->persistent)
             mc_set_session(run, i, MC_SESSION_KEEP);
     }
     struct mc_stats st;
-    int rc = bench_mqtt_exec(o, run, conns, row, &st);
+    int rc = mqtt_bench_exec(o, run, conns, row, &st);
     mc_run_free(run);
-    if (o->persistent)
+    if (l->opts->persistent)
         load_end_sessions(o, l, rep);
     if (rc < 0) {
         load_missing(o, l, row);
@@ -239,14 +235,15 @@ static int load_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
 
 /* One phase of --offline on the connections first .. first + subs - 1: a
  * run of ops, each connection with session s (and subscribing when
- * subscribe). Returns as bench_mqtt_phase does. */
+ * subscribe). Returns as mqtt_bench_phase does. */
 static int load_offline_phase(const struct bench_opts *o, struct load *l, unsigned rep,
                               unsigned first, const struct mc_ops *ops, enum mc_session s,
                               bool subscribe, struct probe *probe, struct result_row *row,
                               struct mc_stats *st)
 {
     char prefix[32];
-    struct mc_config cfg = bench_mc_config(o, "ld", rep, l->subs, l->subs, prefix);
+    struct mc_config cfg =
+        mqtt_bench_mc_config(o, &l->opts->mqtt, "ld", rep, l->subs, l->subs, prefix);
     cfg.first = first;
     cfg.session_expiry = LOAD_SESSION_EXPIRY_S;
     struct mc_run *run = mc_run_new(&cfg, ops, l);
@@ -255,7 +252,7 @@ static int load_offline_phase(const struct bench_opts *o, struct load *l, unsign
             mc_set_filter(run, i, l->topic_names[i], l->qos);
         mc_set_session(run, i, s);
     }
-    int rc = bench_mqtt_phase(o, run, l->subs, probe, row, st);
+    int rc = mqtt_bench_phase(o, run, l->subs, probe, row, st);
     mc_run_free(run);
     return rc;
 }
@@ -307,67 +304,89 @@ static int load_offline_run(const struct bench_opts *o, void *arg, unsigned rep,
     return rc;
 }
 
+/* The command's options: its own, then what it shares. */
+struct load_cmd {
+    struct bench_opts b;
+    struct mqtt_load_opts l;
+};
+
+static const struct opt_choice load_sessions[] = {
+    {"clean", NULL, 0},
+    {"persistent", NULL, 1},
+    {NULL, NULL, 0},
+};
+
+static const struct opt load_options[] = {
+    {"conns", 0, OPT_UINT, "C", "connections, an even number", "100",
+     OPT_FIELD(struct load_cmd, l.conns), .min = 2, .max = 1000000},
+    {"messages", 0, OPT_UINT, "M", "messages per publisher", "1000",
+     OPT_FIELD(struct load_cmd, l.mqtt.messages), .min = 1, .max = UINT32_MAX},
+    {"session", 0, OPT_ENUM, "S",
+     "clean or persistent: subscribers connect with clean session 0 (MQTT 5: Clean Start 0 and "
+     "a Session Expiry Interval of 3600 s); their sessions are ended at the end of each run",
+     "clean", OPT_FIELD(struct load_cmd, l.persistent), .choices = load_sessions},
+    {"offline", 0, OPT_FLAG, NULL,
+     "with --session persistent and --qos 1 or 2: the subscribers are offline while the "
+     "publishers publish", NULL, OPT_FIELD(struct load_cmd, l.offline)},
+    {.kind = OPT_END},
+};
+
+static const struct opt_table load_tables[] = {
+    {load_options, 0},
+    {mqtt_bench_options, offsetof(struct load_cmd, l.mqtt)},
+    {mqtt_bench_client_options, offsetof(struct load_cmd, b)},
+    {bench_options, offsetof(struct load_cmd, b)},
+    {NULL, 0},
+};
+
+static const struct opt_cmd load_command = {
+    .head = load_head, .tables = load_tables, .tail = MQTT_BENCH_HELP_TAIL};
+
 int mqtt_load_main(int argc, char **argv, const struct result_context *ctx)
 {
-    enum { OPT_CONNS = 1, OPT_SESSION, OPT_OFFLINE };
-    static const struct option opts[] = {
-        {"conns", required_argument, NULL, OPT_CONNS},
-        {"session", required_argument, NULL, OPT_SESSION},
-        {"offline", no_argument, NULL, OPT_OFFLINE},
-        BENCH_LONGOPTS,
-        {NULL, 0, NULL, 0},
-    };
-    struct bench_opts o;
-    bench_opts_init(&o, "mqtt-load", usage);
-    uint64_t conns = 100;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == OPT_CONNS) {
-            if (bench_parse_uint(&o, "--conns", optarg, 2, 1000000, &conns) < 0)
-                return BENCH_EXIT_USAGE;
-            continue;
-        }
-        if (c == OPT_SESSION) {
-            if (strcmp(optarg, "clean") && strcmp(optarg, "persistent"))
-                return bench_usage_error(&o, "--session wants clean or persistent, not '%s'",
-                                         optarg);
-            o.persistent = !strcmp(optarg, "persistent");
-            continue;
-        }
-        if (c == OPT_OFFLINE) {
-            o.offline = true;
-            continue;
-        }
-        int rc = bench_parse_option(&o, c, optarg);
-        if (rc >= 0)
-            return rc;
-    }
-    if (conns % 2)
-        return bench_usage_error(&o, "--conns must be even: half subscribe, half publish");
-    if (o.offline && !o.persistent)
-        return bench_usage_error(&o, "--offline needs --session persistent: only a persistent "
-                                     "session has messages queued while it is offline");
-    if (o.offline && o.qos == 0)
-        return bench_usage_error(&o, "--offline needs --qos 1 or 2: brokers do not queue QoS 0 "
-                                     "messages for offline sessions (by default)");
-    int rc = bench_finish_options(&o, argc, argv, (unsigned)conns);
+    struct load_cmd c = {.l = {.conns = 100}};
+    struct bench_opts *o = &c.b;
+    struct mqtt_load_opts *l = &c.l;
+    mqtt_bench_init(o, &l->mqtt, "mqtt-load");
+    int rc = bench_parse(o, &load_command, argc, argv, &c);
+    if (rc >= 0)
+        return rc;
+    if (l->conns % 2)
+        return bench_usage_error(o, "--conns must be even: half subscribe, half publish");
+    if (l->offline && !l->persistent)
+        return bench_usage_error(o, "--offline needs --session persistent: only a persistent "
+                                    "session has messages queued while it is offline");
+    if (l->offline && l->mqtt.qos == 0)
+        return bench_usage_error(o, "--offline needs --qos 1 or 2: brokers do not queue QoS 0 "
+                                    "messages for offline sessions (by default)");
+    rc = bench_finish_options(o, argc, argv, l->conns);
     if (rc)
         return rc;
     struct result_set rows = {0};
-    rc = mqtt_load_exec(&o, (unsigned)conns, ctx, &rows);
-    return bench_finish(&o, ctx, &rows, rc);
+    rc = mqtt_load_exec(o, l, ctx, &rows);
+    return bench_finish(o, ctx, &rows, rc);
 }
 
-int mqtt_load_exec(const struct bench_opts *o, unsigned conns, const struct result_context *ctx,
-                   struct result_set *out)
+void mqtt_load_row_name(struct result_row *tmpl, const struct bench_opts *o,
+                        const struct mqtt_load_opts *l)
 {
+    char point[16];
+    snprintf(point, sizeof point, "%uc", l->conns);
+    mqtt_bench_row_name(tmpl, o, &l->mqtt,
+                        l->offline ? "offline" : l->persistent ? "persistent" : "", point);
+}
+
+int mqtt_load_exec(const struct bench_opts *o, const struct mqtt_load_opts *lo,
+                   const struct result_context *ctx, struct result_set *out)
+{
+    unsigned conns = lo->conns;
     struct load l = {
+        .opts = lo,
         .subs = conns / 2,
-        .messages = o->messages,
-        .qos = (uint8_t)o->qos,
-        .payload = bench_payload(LOAD_PAYLOAD, o->payload_size),
-        .payload_len = o->payload_size,
+        .messages = lo->mqtt.messages,
+        .qos = (uint8_t)lo->mqtt.qos,
+        .payload = mqtt_bench_payload(LOAD_PAYLOAD, lo->mqtt.payload_size),
+        .payload_len = lo->mqtt.payload_size,
     };
     l.topic_names = mem_alloc(l.subs * sizeof *l.topic_names);
     l.topics = mem_alloc(l.subs * sizeof *l.topics);
@@ -386,7 +405,7 @@ int mqtt_load_exec(const struct bench_opts *o, unsigned conns, const struct resu
                                     "subscriptions established to the last message",
         .op_def = "message delivered to a subscriber",
     };
-    if (o->offline) {
+    if (lo->offline) {
         tmpl.throughput_def = "messages delivered to subscribers per second over the publish "
                               "and drain phases together (connecting and subscribing excluded)";
         tmpl.throughput_messaging_def = NULL;
@@ -396,17 +415,15 @@ int mqtt_load_exec(const struct bench_opts *o, unsigned conns, const struct resu
         tmpl.drain_def = "messages delivered to subscribers per second, from the first "
                          "subscriber's reconnect to the last message";
     }
-    char point[16];
-    snprintf(point, sizeof point, "%uc", conns);
-    bench_row_name(&tmpl, o, point);
+    mqtt_load_row_name(&tmpl, o, lo);
     result_param(&tmpl, "conns", conns);
     result_param(&tmpl, "subscribers", l.subs);
     result_param(&tmpl, "publishers", l.subs);
-    bench_common_params(&tmpl, o);
-    result_param(&tmpl, "persistent", o->persistent);
-    result_param(&tmpl, "offline", o->offline);
+    mqtt_bench_params(&tmpl, o, &lo->mqtt);
+    result_param(&tmpl, "persistent", lo->persistent);
+    result_param(&tmpl, "offline", lo->offline);
 
-    int rc = bench_repeat(o, ctx, &tmpl, o->offline ? load_offline_run : load_run, &l, out);
+    int rc = bench_repeat(o, ctx, &tmpl, lo->offline ? load_offline_run : load_run, &l, out);
     mem_free(l.acked);
     mem_free(l.count);
     mem_free(l.topics);

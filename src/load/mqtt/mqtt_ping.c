@@ -1,16 +1,18 @@
 /* mqtt_ping.c - the pingtest experiment on the client engine. */
 #include "load/mqtt/mqtt_ping.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/clock.h"
 #include "core/mem.h"
 #include "load/bench.h"
+#include "load/mqtt/mqtt_bench.h"
 #include "load/mqtt/mqtt_client.h"
 #include "report/hist.h"
 
-static const char usage[] =
+static const char ping_head[] =
     "usage: shootout bench mqtt-ping [options]\n"
     "\n"
     "The MQTT pingtest of the source article: --pairs request/reply pairs and\n"
@@ -27,18 +29,13 @@ static const char usage[] =
     "latency (request sent to reply received) with min, mean, stddev, max and\n"
     "percentiles; and the CPU time of this client, and of the broker with\n"
     "--server-pid, per message delivered to any client.\n"
-    "\n"
-    "options:\n"
-    "  --pairs P             request/reply pairs (default 100)\n"
-    "  --wsubs W             wildcard subscribers on pingtest/0/# (default 20)\n"
-    "  --messages M          requests per pair (default 1000)\n"
-    "                        (--payload-size must be at least 8: requests carry\n"
-    "                        their sequence number)\n" BENCH_HELP;
+    "\n";
 
 #define PING_PAYLOAD "pingtest payload"
 #define PING_SEQ_LEN sizeof(uint64_t)
 
 struct ping {
+    const struct mqtt_ping_opts *opts;
     unsigned pairs, wsubs;
     uint64_t messages;
     uint8_t qos;
@@ -191,7 +188,8 @@ static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     for (unsigned i = 0; i < g->nhists; i++)
         hist_reset(&g->hists[i]);
     char prefix[32];
-    struct mc_config cfg = bench_mc_config(o, "pg", rep, conns, g->pairs + g->wsubs, prefix);
+    struct mc_config cfg =
+        mqtt_bench_mc_config(o, &g->opts->mqtt, "pg", rep, conns, g->pairs + g->wsubs, prefix);
     struct mc_run *run = mc_run_new(&cfg, &ping_ops, g);
     for (unsigned i = 0; i < g->pairs; i++) {
         mc_set_filter(run, i, g->names[i][PING_REQUEST], g->qos);
@@ -200,7 +198,7 @@ static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     for (unsigned i = 0; i < g->wsubs; i++)
         mc_set_filter(run, 2 * g->pairs + i, "pingtest/0/#", g->qos);
     struct mc_stats st;
-    int rc = bench_mqtt_exec(o, run, conns, row, &st);
+    int rc = mqtt_bench_exec(o, run, conns, row, &st);
     mc_run_free(run);
 
     struct hist *all = &g->hists[0];
@@ -221,54 +219,66 @@ static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     return BENCH_EXIT_OK;
 }
 
+/* The command's options: its own, then what it shares. */
+struct ping_cmd {
+    struct bench_opts b;
+    struct mqtt_ping_opts p;
+};
+
+static const struct opt ping_options[] = {
+    {"pairs", 0, OPT_UINT, "P", "request/reply pairs", "100", OPT_FIELD(struct ping_cmd, p.pairs),
+     .min = 1, .max = 500000},
+    {"wsubs", 0, OPT_UINT, "W", "wildcard subscribers on pingtest/0/#", "20",
+     OPT_FIELD(struct ping_cmd, p.wsubs), .min = 0, .max = 500000},
+    {"messages", 0, OPT_UINT, "M",
+     "requests per pair; --payload-size must be at least 8, as requests carry their sequence "
+     "number", "1000", OPT_FIELD(struct ping_cmd, p.mqtt.messages), .min = 1, .max = UINT32_MAX},
+    {.kind = OPT_END},
+};
+
+static const struct opt_table ping_tables[] = {
+    {ping_options, 0},
+    {mqtt_bench_options, offsetof(struct ping_cmd, p.mqtt)},
+    {mqtt_bench_client_options, offsetof(struct ping_cmd, b)},
+    {bench_options, offsetof(struct ping_cmd, b)},
+    {NULL, 0},
+};
+
+static const struct opt_cmd ping_command = {
+    .head = ping_head, .tables = ping_tables, .tail = MQTT_BENCH_HELP_TAIL};
+
 int mqtt_ping_main(int argc, char **argv, const struct result_context *ctx)
 {
-    enum { OPT_PAIRS = 1, OPT_WSUBS };
-    static const struct option opts[] = {
-        {"pairs", required_argument, NULL, OPT_PAIRS},
-        {"wsubs", required_argument, NULL, OPT_WSUBS},
-        BENCH_LONGOPTS,
-        {NULL, 0, NULL, 0},
-    };
-    struct bench_opts o;
-    bench_opts_init(&o, "mqtt-ping", usage);
-    uint64_t pairs = 100, wsubs = 20;
-    int c;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == OPT_PAIRS || c == OPT_WSUBS) {
-            bool is_pairs = c == OPT_PAIRS;
-            if (bench_parse_uint(&o, is_pairs ? "--pairs" : "--wsubs", optarg, is_pairs ? 1 : 0,
-                                 500000, is_pairs ? &pairs : &wsubs) < 0)
-                return BENCH_EXIT_USAGE;
-            continue;
-        }
-        int rc = bench_parse_option(&o, c, optarg);
-        if (rc >= 0)
-            return rc;
-    }
-    if (o.payload_size < PING_SEQ_LEN)
-        return bench_usage_error(&o, "--payload-size must be at least %zu (the sequence number)",
+    struct ping_cmd c = {.p = {.pairs = 100, .wsubs = 20}};
+    struct bench_opts *o = &c.b;
+    struct mqtt_ping_opts *p = &c.p;
+    mqtt_bench_init(o, &p->mqtt, "mqtt-ping");
+    int rc = bench_parse(o, &ping_command, argc, argv, &c);
+    if (rc >= 0)
+        return rc;
+    if (p->mqtt.payload_size < PING_SEQ_LEN)
+        return bench_usage_error(o, "--payload-size must be at least %zu (the sequence number)",
                                  PING_SEQ_LEN);
-    int rc = bench_finish_options(&o, argc, argv, (unsigned)(2 * pairs + wsubs));
+    rc = bench_finish_options(o, argc, argv, 2 * p->pairs + p->wsubs);
     if (rc)
         return rc;
     struct result_set rows = {0};
-    rc = mqtt_ping_exec(&o, (unsigned)pairs, (unsigned)wsubs, ctx, &rows);
-    return bench_finish(&o, ctx, &rows, rc);
+    rc = mqtt_ping_exec(o, p, ctx, &rows);
+    return bench_finish(o, ctx, &rows, rc);
 }
 
-int mqtt_ping_exec(const struct bench_opts *o, unsigned pairs, unsigned wsubs,
+int mqtt_ping_exec(const struct bench_opts *o, const struct mqtt_ping_opts *p,
                    const struct result_context *ctx, struct result_set *out)
 {
-    unsigned conns = 2 * pairs + wsubs;
+    unsigned conns = 2 * p->pairs + p->wsubs;
     struct ping g = {
-        .pairs = pairs,
-        .wsubs = wsubs,
-        .messages = o->messages,
-        .qos = (uint8_t)o->qos,
-        .payload = bench_payload(PING_PAYLOAD, o->payload_size),
-        .payload_len = o->payload_size,
+        .opts = p,
+        .pairs = p->pairs,
+        .wsubs = p->wsubs,
+        .messages = p->mqtt.messages,
+        .qos = (uint8_t)p->mqtt.qos,
+        .payload = mqtt_bench_payload(PING_PAYLOAD, p->mqtt.payload_size),
+        .payload_len = p->mqtt.payload_size,
         .nhists = o->threads,
     };
     g.names = mem_alloc(g.pairs * sizeof *g.names);
@@ -293,11 +303,11 @@ int mqtt_ping_exec(const struct bench_opts *o, unsigned pairs, unsigned wsubs,
     };
     char point[32];
     snprintf(point, sizeof point, "%up%uw", g.pairs, g.wsubs);
-    bench_row_name(&tmpl, o, point);
+    mqtt_bench_row_name(&tmpl, o, &p->mqtt, "", point);
     result_param(&tmpl, "pairs", g.pairs);
     result_param(&tmpl, "wsubs", g.wsubs);
     result_param(&tmpl, "conns", conns);
-    bench_common_params(&tmpl, o);
+    mqtt_bench_params(&tmpl, o, &p->mqtt);
 
     int rc = bench_repeat(o, ctx, &tmpl, ping_run, &g, out);
     mem_free(g.hists);

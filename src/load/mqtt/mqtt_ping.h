@@ -14,16 +14,20 @@
 #define SHOOTOUT_MQTT_PING_H
 
 #include "load/bench.h"
+#include "load/mqtt/mqtt_bench.h"
+
+struct mqtt_ping_opts {
+    struct mqtt_bench_opts mqtt; /* mqtt.payload_size at least 8 */
+    unsigned pairs, wsubs;
+};
 
 /* argv[0] is "mqtt-ping". Returns the exit code (see bench.h). */
 int mqtt_ping_main(int argc, char **argv, const struct result_context *ctx);
 
 /* The experiment itself, for callers that set the options up themselves
- * (o->host numeric, o->target named, see bench_finish_options;
- * o->payload_size at least 8): o->runs repetitions with pairs pairs and
- * wsubs wildcard subscribers. Appends the rows to out and returns the exit
- * code. */
-int mqtt_ping_exec(const struct bench_opts *o, unsigned pairs, unsigned wsubs,
+ * (o->host numeric, o->target named, see bench_finish_options): o->runs
+ * repetitions of p. Appends the rows to out and returns the exit code. */
+int mqtt_ping_exec(const struct bench_opts *o, const struct mqtt_ping_opts *p,
                    const struct result_context *ctx, struct result_set *out);
 
 #endif

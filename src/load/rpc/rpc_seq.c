@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@
 #include "load/probe.h"
 #include "report/hist.h"
 
-static const char usage[] =
+static const char seq_head[] =
     "usage: shootout bench rpc-seq [options]\n"
     "\n"
     "The gRPC-vs-REST article's test against the Car service: --requests calls,\n"
@@ -31,26 +32,9 @@ static const char usage[] =
     "CPU time per call of this client and, with --server-pid, of the server.\n"
     "Connecting and the --warmup calls happen before the clock starts; making a\n"
     "record happens inside the wall time but outside the call's latency.\n"
-    "\n"
-    "options:\n"
-    "  --protocol rest|grpc  (default rest)\n"
-    "  --target HOST:PORT    server (default 127.0.0.1:8080 for rest,\n"
-    "                        127.0.0.1:50051 for grpc)\n"
-    "  --requests N          timed calls per run (default 5000)\n"
-    "  --warmup N            calls per run before the clock starts (default 0, as\n"
-    "                        the article)\n"
-    "  --concurrency C       calls in flight at once (default 1): REST uses C\n"
-    "                        connections, one call at a time each; gRPC C\n"
-    "                        concurrent streams over --connections\n"
-    "  --connections K       gRPC: connections the streams spread over (default 1)\n"
-    "  --gzip                gRPC: compress the requests (grpc-encoding: gzip)\n"
-    "  --tls                 gRPC over TLS with ALPN h2 (car-server --tls-cert)\n"
-    "  --tls-ca FILE         with --tls: verify the server's certificate against\n"
-    "                        these PEM CAs and the target's host (default: none)\n"
-    "  --seed S              records come from seed S + run index (default 1)\n" BENCH_HELP_RUNS
-    BENCH_HELP_JSON
-    "  --timeout SECS        fail when no call is answered for SECS (default 10)\n"
-    BENCH_HELP_SERVER
+    "\n";
+
+static const char seq_tail[] =
     "\n"
     "Exit codes: 0 ok, 1 cannot connect, or a call failed (error status, broken\n"
     "protocol, connection closed), 2 usage error, 3 calls unanswered for --timeout.\n";
@@ -355,101 +339,88 @@ int rpc_seq_exec(const struct bench_opts *o, const struct rpc_seq_opts *s,
     return bench_repeat(o, ctx, &tmpl, seq_run, (void *)s, out);
 }
 
+/* The command's options: its own, then what every experiment takes. */
+struct seq_cmd {
+    struct bench_opts b;
+    struct rpc_seq_opts s;
+    int grpc; /* --protocol */
+};
+
+static const struct opt_choice seq_protocols[] = {
+    {"rest", NULL, 0},
+    {"grpc", NULL, 1},
+    {NULL, NULL, 0},
+};
+
+static const struct opt seq_options[] = {
+    {"protocol", 0, OPT_ENUM, "rest|grpc",
+     "REST (HTTP/1.1 + JSON) or gRPC (HTTP/2 + protobuf)", "rest",
+     OPT_FIELD(struct seq_cmd, grpc), .choices = seq_protocols},
+    {"target", 0, OPT_STRING, "HOST:PORT", "server",
+     "127.0.0.1:8080 for rest, 127.0.0.1:50051 for grpc", OPT_FIELD(struct seq_cmd, b.target_arg)},
+    {"requests", 0, OPT_UINT, "N", "timed calls per run", "5000",
+     OPT_FIELD(struct seq_cmd, s.requests), .min = 1, .max = UINT32_MAX},
+    {"warmup", 0, OPT_UINT, "N", "calls per run before the clock starts", "0, as the article",
+     OPT_FIELD(struct seq_cmd, s.warmup), .min = 0, .max = UINT32_MAX},
+    {"concurrency", 0, OPT_UINT, "C",
+     "calls in flight at once: REST uses C connections, one call at a time each; gRPC C "
+     "concurrent streams over --connections", "1",
+     OPT_FIELD(struct seq_cmd, s.concurrency), .min = 1, .max = 10000},
+    {"connections", 0, OPT_UINT, "K", "gRPC: connections the streams spread over", "1",
+     OPT_FIELD(struct seq_cmd, s.connections), .min = 1, .max = 10000},
+    {"gzip", 0, OPT_FLAG, NULL, "gRPC: compress the requests (grpc-encoding: gzip)", NULL,
+     OPT_FIELD(struct seq_cmd, s.gzip)},
+    {"tls", 0, OPT_FLAG, NULL, "gRPC over TLS with ALPN h2 (car-server --tls-cert)", NULL,
+     OPT_FIELD(struct seq_cmd, s.tls)},
+    {"tls-ca", 0, OPT_STRING, "FILE",
+     "with --tls: verify the server's certificate against these PEM CAs and the target's host",
+     "none", OPT_FIELD(struct seq_cmd, s.tls_ca)},
+    {"seed", 0, OPT_UINT, "S", "records come from seed S + run index", "1",
+     OPT_FIELD(struct seq_cmd, s.seed), .min = 0, .max = UINT32_MAX},
+    {"timeout", 0, OPT_UINT, "SECS", "fail when no call is answered for SECS", "10",
+     OPT_FIELD(struct seq_cmd, b.timeout_s), .min = 1, .max = 3600},
+    {.kind = OPT_END},
+};
+
+static const struct opt_table seq_tables[] = {
+    {seq_options, 0},
+    {bench_options, offsetof(struct seq_cmd, b)},
+    {NULL, 0},
+};
+
+static const struct opt_cmd seq_command = {
+    .head = seq_head, .tables = seq_tables, .tail = seq_tail};
+
 int rpc_seq_main(int argc, char **argv, const struct result_context *ctx)
 {
-    enum {
-        OPT_PROTOCOL = 1,
-        OPT_REQUESTS,
-        OPT_WARMUP,
-        OPT_CONCURRENCY,
-        OPT_CONNECTIONS,
-        OPT_GZIP,
-        OPT_SEED,
-        OPT_TLS,
-        OPT_TLS_CA,
-    };
-    static const struct option opts[] = {
-        {"protocol", required_argument, NULL, OPT_PROTOCOL},
-        {"requests", required_argument, NULL, OPT_REQUESTS},
-        {"warmup", required_argument, NULL, OPT_WARMUP},
-        {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
-        {"connections", required_argument, NULL, OPT_CONNECTIONS},
-        {"gzip", no_argument, NULL, OPT_GZIP},
-        {"seed", required_argument, NULL, OPT_SEED},
-        {"tls", no_argument, NULL, OPT_TLS},
-        {"tls-ca", required_argument, NULL, OPT_TLS_CA},
-        BENCH_LONGOPTS_COMMON,
-        {NULL, 0, NULL, 0},
-    };
-    struct bench_opts o;
-    bench_opts_init(&o, "rpc-seq", usage);
-    struct rpc_seq_opts s = {.proto = &rpc_rest_protocol, .requests = 5000, .seed = 1};
-    uint64_t concurrency = 1, connections = 0;
-    int c, bad = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (c) {
-        case OPT_PROTOCOL:
-            if (!strcmp(optarg, "rest"))
-                s.proto = &rpc_rest_protocol;
-            else if (!strcmp(optarg, "grpc"))
-                s.proto = &rpc_grpc_protocol;
-            else
-                return bench_usage_error(&o, "--protocol wants rest or grpc, not '%s'", optarg);
-            break;
-        case OPT_REQUESTS:
-            bad = bench_parse_uint(&o, "--requests", optarg, 1, UINT32_MAX, &s.requests);
-            break;
-        case OPT_WARMUP:
-            bad = bench_parse_uint(&o, "--warmup", optarg, 0, UINT32_MAX, &s.warmup);
-            break;
-        case OPT_CONCURRENCY:
-            bad = bench_parse_uint(&o, "--concurrency", optarg, 1, 10000, &concurrency);
-            break;
-        case OPT_CONNECTIONS:
-            bad = bench_parse_uint(&o, "--connections", optarg, 1, 10000, &connections);
-            break;
-        case OPT_GZIP:
-            s.gzip = true;
-            break;
-        case OPT_SEED:
-            bad = bench_parse_uint(&o, "--seed", optarg, 0, UINT32_MAX, &s.seed);
-            break;
-        case OPT_TLS:
-            s.tls = true;
-            break;
-        case OPT_TLS_CA:
-            s.tls_ca = optarg;
-            break;
-        default: {
-            int rc = bench_parse_option(&o, c, optarg);
-            if (rc >= 0)
-                return rc;
-        }
-        }
-        if (bad)
-            return BENCH_EXIT_USAGE;
-    }
-    bool rest = s.proto == &rpc_rest_protocol;
-    if (rest && (connections || s.gzip))
-        return bench_usage_error(&o, "%s is for grpc: REST opens one connection per concurrent "
-                                     "call and sends JSON as it is",
-                                 connections ? "--connections" : "--gzip");
-    if (s.tls_ca && !s.tls)
-        return bench_usage_error(&o, "--tls-ca goes with --tls");
-    if (s.tls && !s.proto->alpn)
-        return bench_usage_error(&o, "--tls is for grpc: the REST client speaks cleartext only");
-    s.concurrency = (unsigned)concurrency;
-    s.connections = connections ? (unsigned)connections : 1;
-    if (s.connections > s.concurrency)
-        return bench_usage_error(&o, "--connections %u exceeds --concurrency %u: every "
-                                     "connection needs a call to carry",
-                                 s.connections, s.concurrency);
-    o.port = s.proto->default_port;
-    int rc = bench_finish_options(&o, argc, argv, rest ? s.concurrency : s.connections);
+    struct seq_cmd c = {.s = {.requests = 5000, .seed = 1, .concurrency = 1}};
+    struct bench_opts *o = &c.b;
+    struct rpc_seq_opts *s = &c.s;
+    bench_opts_init(o, "rpc-seq");
+    int rc = bench_parse(o, &seq_command, argc, argv, &c);
+    if (rc >= 0)
+        return rc;
+    s->proto = c.grpc ? &rpc_grpc_protocol : &rpc_rest_protocol;
+    bool rest = !c.grpc;
+    if (rest && (s->connections || s->gzip))
+        return bench_usage_error(o, "%s is for grpc: REST opens one connection per concurrent "
+                                    "call and sends JSON as it is",
+                                 s->connections ? "--connections" : "--gzip");
+    if (s->tls_ca && !s->tls)
+        return bench_usage_error(o, "--tls-ca goes with --tls");
+    if (s->tls && !s->proto->alpn)
+        return bench_usage_error(o, "--tls is for grpc: the REST client speaks cleartext only");
+    if (!s->connections)
+        s->connections = 1;
+    if (s->connections > s->concurrency)
+        return bench_usage_error(o, "--connections %u exceeds --concurrency %u: every "
+                                    "connection needs a call to carry",
+                                 s->connections, s->concurrency);
+    o->port = s->proto->default_port;
+    rc = bench_finish_options(o, argc, argv, rest ? s->concurrency : s->connections);
     if (rc)
         return rc;
     struct result_set rows = {0};
-    rc = rpc_seq_exec(&o, &s, ctx, &rows);
-    return bench_finish(&o, ctx, &rows, rc);
+    rc = rpc_seq_exec(o, s, ctx, &rows);
+    return bench_finish(o, ctx, &rows, rc);
 }

@@ -1,6 +1,7 @@
-/* test_bench_opts.c - unit tests for the MQTT experiments' protocol and
- * session options: --mqtt-version's spellings (bench_parse_option), the
- * row names of each variant (bench_row_name), the client id prefix, and
+/* test_mqtt_bench.c - unit tests for the MQTT experiments' protocol and
+ * session options: --mqtt-version's spellings (mqtt_bench_options),
+ * the row names of each variant (mqtt_load_row_name), the client id
+ * prefix (mqtt_bench_mc_config), and
  * mqtt-load's refusals of --session / --offline combinations that cannot
  * work (before any connection is made).
  */
@@ -14,34 +15,43 @@
 #include <cmocka.h>
 
 #include "load/bench.h"
+#include "load/mqtt/mqtt_bench.h"
 #include "load/mqtt/mqtt_load.h"
 
-static int parse_version(struct bench_opts *o, const char *arg)
+/* --mqtt-version arg through the experiments' option table: 0, or -1
+ * with the message in err. */
+static int parse_version(struct mqtt_bench_opts *m, const char *arg, char err[256])
 {
-    bench_opts_init(o, "mqtt-load", "usage\n");
-    return bench_parse_option(o, BENCH_OPT_MQTT_VERSION, arg);
+    struct bench_opts o;
+    mqtt_bench_init(&o, m, "mqtt-load");
+    const struct opt *v = opt_find(mqtt_bench_options, "mqtt-version");
+    assert_non_null(v);
+    return opt_set(v, m, "--mqtt-version", arg, err, 256);
 }
 
 static void test_version_default_is_311(void **state)
 {
     struct bench_opts o;
-    bench_opts_init(&o, "mqtt-ping", "usage\n");
-    assert_int_equal(o.mqtt_version, 4);
+    struct mqtt_bench_opts m;
+    mqtt_bench_init(&o, &m, "mqtt-ping");
+    assert_int_equal(m.version, 4);
+    assert_int_equal(o.port, 1883);
 }
 
 static void test_version_spellings(void **state)
 {
-    struct bench_opts o;
-    assert_int_equal(parse_version(&o, "5"), -1);
-    assert_int_equal(o.mqtt_version, 5);
-    assert_int_equal(parse_version(&o, "3.1.1"), -1);
-    assert_int_equal(o.mqtt_version, 4);
-    assert_int_equal(parse_version(&o, "311"), -1);
-    assert_int_equal(o.mqtt_version, 4);
-    assert_int_equal(parse_version(&o, "3.1"), -1);
-    assert_int_equal(o.mqtt_version, 3);
-    assert_int_equal(parse_version(&o, "31"), -1);
-    assert_int_equal(o.mqtt_version, 3);
+    struct mqtt_bench_opts o;
+    char err[256];
+    assert_int_equal(parse_version(&o, "5", err), 0);
+    assert_int_equal(o.version, 5);
+    assert_int_equal(parse_version(&o, "3.1.1", err), 0);
+    assert_int_equal(o.version, 4);
+    assert_int_equal(parse_version(&o, "311", err), 0);
+    assert_int_equal(o.version, 4);
+    assert_int_equal(parse_version(&o, "3.1", err), 0);
+    assert_int_equal(o.version, 3);
+    assert_int_equal(parse_version(&o, "31", err), 0);
+    assert_int_equal(o.version, 3);
 }
 
 static void test_version_refusals(void **state)
@@ -50,23 +60,26 @@ static void test_version_refusals(void **state)
     static const char *const bad[] = {"4", "3", "5.0", "3.1.0", "3.10", "", " 5", "5 ",
                                       "mqttv5", "mqttv31", "v5", "6"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        struct bench_opts o;
-        if (parse_version(&o, bad[i]) != BENCH_EXIT_USAGE)
+        struct mqtt_bench_opts o;
+        char err[256], want[256];
+        if (parse_version(&o, bad[i], err) != -1)
             fail_msg("--mqtt-version '%s' was accepted", bad[i]);
-        assert_int_equal(o.mqtt_version, 4);
+        snprintf(want, sizeof want,
+                 "--mqtt-version wants 3.1 (or 31), 3.1.1 (or 311) or 5, not '%s'", bad[i]);
+        assert_string_equal(err, want);
+        assert_int_equal(o.version, 4);
     }
 }
 
 static void expect_name(unsigned version, bool persistent, bool offline, const char *want)
 {
     struct bench_opts o;
-    bench_opts_init(&o, "mqtt-load", "usage\n");
+    struct mqtt_load_opts l = {.conns = 20, .persistent = persistent, .offline = offline};
+    mqtt_bench_init(&o, &l.mqtt, "mqtt-load");
     snprintf(o.target, sizeof o.target, "shootout");
-    o.mqtt_version = (uint8_t)version;
-    o.persistent = persistent;
-    o.offline = offline;
+    l.mqtt.version = (uint8_t)version;
     struct result_row row = {0};
-    bench_row_name(&row, &o, "20c");
+    mqtt_load_row_name(&row, &o, &l);
     assert_string_equal(row.name, want);
 }
 
@@ -89,10 +102,11 @@ static void test_row_names(void **state)
 static void test_client_ids_fit_23_characters(void **state)
 {
     struct bench_opts o;
-    bench_opts_init(&o, "mqtt-load", "usage\n");
+    struct mqtt_bench_opts m;
+    mqtt_bench_init(&o, &m, "mqtt-load");
     char prefix[32], want[32];
-    struct mc_config cfg = bench_mc_config(&o, "ld", 999, 1000000, 1, prefix);
-    snprintf(want, sizeof want, "ld%08x.999", (unsigned)o.id_token);
+    struct mc_config cfg = mqtt_bench_mc_config(&o, &m, "ld", 999, 1000000, 1, prefix);
+    snprintf(want, sizeof want, "ld%08x.999", (unsigned)m.id_token);
     assert_string_equal(cfg.client_id_prefix, want);
     assert_true(strlen(prefix) + strlen("-999999") <= 23);
     assert_int_equal(cfg.version, 4);
