@@ -1,8 +1,12 @@
-/* test_car_rest_proto.c - unit tests for the Car service's HTTP/1.1
- * machine (car_rest_proto.c): the article's request and its exact answer,
- * every split of the input, pipelining, keep-alive and close, chunked
- * bodies, 100-continue, every error status, HEAD, timeouts, draining and
- * the output-room rule.
+/* test_http_proto.c - unit tests for the HTTP/1.1 server machine
+ * (http_proto.c). Driven with the Car service's app (car_rest.c, a
+ * synchronous one): the article's request and its exact answer, every
+ * split of the input, pipelining, keep-alive and close, chunked bodies,
+ * 100-continue, every error status, HEAD, timeouts, draining and the
+ * output-room rule. Driven with a small asynchronous app: answers given
+ * later and out of order go out in request order, the in-flight bound,
+ * errors and 408 queued behind pending answers, bodies handed over,
+ * orphans, answers too large for the output buffer, gzip.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,8 +18,10 @@
 
 #include <cmocka.h>
 
-#include "car/car_rest_proto.h"
+#include "car/car_rest.h"
 #include "car/car_server.h"
+#include "core/outq.h"
+#include "http/http_proto.h"
 
 #define DATE "Sun, 06 Nov 1994 08:49:37 GMT"
 #define DOC                                                                                        \
@@ -30,28 +36,37 @@
     "Content-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"status\":\"created\"}"
 #define CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
 
-/* Drives the machine the way car_rest.c does: unconsumed input is kept and
+/* Drives the machine the way http_conn.c does: unconsumed input is kept and
  * offered again with the next piece. */
 struct harness {
-    struct car_rest_proto p;
-    struct car_rest_env env;
-    struct car_stats stats;
+    struct http_proto p;
+    struct http_env env;
+    struct car_server_config cfg;
+    struct car_worker w;
+    struct outq spill;
     char in[1 << 16];
     size_t in_len;
     char out[1 << 16];
     size_t out_len, read_pos;
-    enum car_rest_stop last;
+    enum http_stop last;
 };
+
+static const char *fixed_date(void) { return DATE; }
 
 static struct harness *harness_new(size_t max_header, size_t max_body)
 {
     struct harness *h = calloc(1, sizeof *h);
     assert_non_null(h);
-    car_rest_proto_init(&h->p, 1);
+    h->cfg.max_header = max_header;
+    h->cfg.max_body = max_body;
+    h->w.cfg = &h->cfg;
+    h->env.app = &car_rest_app;
+    h->env.app_worker = &h->w;
     h->env.max_header = max_header;
     h->env.max_body = max_body;
-    h->env.date = DATE;
-    h->env.stats = &h->stats;
+    h->env.log_name = "REST";
+    h->env.date = fixed_date;
+    http_proto_init(&h->p, &h->env, 1);
     return h;
 }
 
@@ -59,7 +74,8 @@ static struct harness *harness(void) { return harness_new(8192, 1 << 20); }
 
 static void harness_free(struct harness *h)
 {
-    car_rest_proto_free(&h->p);
+    http_proto_free(&h->p);
+    outq_clear(&h->spill);
     free(h);
 }
 
@@ -68,11 +84,12 @@ static void feed_n(struct harness *h, const char *data, size_t n)
     assert_true(h->in_len + n <= sizeof h->in);
     memcpy(h->in + h->in_len, data, n);
     h->in_len += n;
-    struct car_rest_out o = {h->out + h->out_len, 0, sizeof h->out - h->out_len};
+    struct http_out o = {h->out + h->out_len, 0, sizeof h->out - h->out_len, &h->spill};
     size_t used;
-    h->last = car_rest_proto_feed(&h->p, &h->env, h->in, h->in_len, &used, &o);
+    h->last = http_proto_feed(&h->p, h->in, h->in_len, &used, &o);
     assert_true(used <= h->in_len);
-    assert_int_not_equal(h->last, CAR_REST_OUT_FULL);
+    assert_int_not_equal(h->last, HTTP_OUT_FULL);
+    assert_int_equal(outq_pending(&h->spill), 0);
     h->out_len += o.len;
     memmove(h->in, h->in + used, h->in_len - used);
     h->in_len -= used;
@@ -161,7 +178,7 @@ static void expect_last_response(struct harness *h, int status)
     assert_true(has_field(&r, "Connection: close"));
     assert_int_equal(r.body[0], '{');
     expect_no_more(h);
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    assert_int_equal(h->last, HTTP_CLOSE);
 }
 
 /* ---- The article's request ---------------------------------------------- */
@@ -170,12 +187,12 @@ static void test_create_exact_answer(void **state)
 {
     struct harness *h = harness();
     feed(h, CREATE);
-    assert_int_equal(h->last, CAR_REST_NEED_MORE);
+    assert_int_equal(h->last, HTTP_NEED_MORE);
     assert_string_equal(output(h), CREATED);
     assert_int_equal(h->in_len, 0);
-    assert_int_equal(h->stats.rest_requests, 1);
-    assert_int_equal(h->stats.rest_errors, 0);
-    assert_false(car_rest_proto_busy(&h->p, h->in_len));
+    assert_int_equal(h->w.stats.rest_requests, 1);
+    assert_int_equal(h->w.stats.rest_errors, 0);
+    assert_false(http_proto_busy(&h->p, h->in_len));
     harness_free(h);
 }
 
@@ -187,7 +204,7 @@ static void test_create_any_split(void **state)
         struct harness *h = harness();
         feed_n(h, req, cut);
         assert_int_equal(h->out_len, 0);
-        assert_int_equal(car_rest_proto_busy(&h->p, h->in_len), cut > 0);
+        assert_int_equal(http_proto_busy(&h->p, h->in_len), cut > 0);
         feed_n(h, req + cut, sizeof req - 1 - cut);
         assert_string_equal(output(h), CREATED);
         harness_free(h);
@@ -209,8 +226,8 @@ static void test_pipelined_in_order(void **state)
     expect_response(h, 404, "{\"error\":\"not found\"}");
     expect_response(h, 201, NULL);
     expect_no_more(h);
-    assert_int_equal(h->stats.rest_requests, 4);
-    assert_int_equal(h->stats.rest_errors, 1);
+    assert_int_equal(h->w.stats.rest_requests, 4);
+    assert_int_equal(h->w.stats.rest_errors, 1);
     harness_free(h);
 }
 
@@ -225,7 +242,7 @@ static void test_connection_close(void **state)
     assert_int_equal(h->in_len, 0);
     /* Everything later is ignored. */
     feed(h, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    assert_int_equal(h->last, HTTP_CLOSE);
     expect_no_more(h);
     harness_free(h);
 }
@@ -239,7 +256,7 @@ static void test_http10(void **state)
 
     h = harness();
     feed(h, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
-    assert_int_equal(h->last, CAR_REST_NEED_MORE);
+    assert_int_equal(h->last, HTTP_NEED_MORE);
     struct response r;
     next_response(h, &r, false);
     assert_true(has_field(&r, "Connection: keep-alive"));
@@ -306,7 +323,7 @@ static void test_chunked_errors(void **state)
     feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             "Transfer-Encoding: chunked\r\n\r\nzz\r\n");
     expect_response(h, 400, "{\"error\":\"bad chunk size line\"}");
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    assert_int_equal(h->last, HTTP_CLOSE);
     harness_free(h);
 }
 
@@ -330,7 +347,7 @@ static void test_skipped_bodies(void **state)
     struct harness *h = harness();
     feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab");
     expect_response(h, 404, NULL);
-    assert_true(car_rest_proto_busy(&h->p, h->in_len));
+    assert_true(http_proto_busy(&h->p, h->in_len));
     feed(h, "cde" CREATE);
     expect_response(h, 201, NULL);
     feed(h, "PUT /v1/create HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -341,7 +358,7 @@ static void test_skipped_bodies(void **state)
     assert_true(has_field(&r, "Allow: POST"));
     expect_response(h, 201, NULL);
     expect_no_more(h);
-    assert_int_equal(h->last, CAR_REST_NEED_MORE);
+    assert_int_equal(h->last, HTTP_NEED_MORE);
     harness_free(h);
 
     /* A skipped chunked body that turns out malformed closes quietly: its
@@ -350,7 +367,7 @@ static void test_skipped_bodies(void **state)
     feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n");
     expect_response(h, 404, NULL);
     expect_no_more(h);
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    assert_int_equal(h->last, HTTP_CLOSE);
     harness_free(h);
 }
 
@@ -361,10 +378,10 @@ static void test_expect_continue(void **state)
     struct harness *h = harness();
     feed(h, CREATE_HEAD "Expect: 100-continue\r\n\r\n");
     assert_string_equal(output(h), CONTINUE);
-    assert_true(car_rest_proto_busy(&h->p, h->in_len));
+    assert_true(http_proto_busy(&h->p, h->in_len));
     feed(h, DOC);
     assert_string_equal(output(h), CONTINUE CREATED);
-    assert_int_equal(h->stats.rest_requests, 1);
+    assert_int_equal(h->w.stats.rest_requests, 1);
     harness_free(h);
 
     /* The body came along: nobody waits for 100. */
@@ -433,7 +450,7 @@ static void test_json_errors_keep_the_connection(void **state)
         feed(h, CREATE);
         expect_response(h, 400, cases[i].body);
         expect_response(h, 201, NULL);
-        assert_int_equal(h->stats.rest_errors, 1);
+        assert_int_equal(h->w.stats.rest_errors, 1);
         harness_free(h);
     }
     /* No body at all reads as an empty document. */
@@ -509,7 +526,7 @@ static void test_routes_and_methods(void **state)
             assert_true(has_field(&r, cases[i].allow));
         else
             assert_null(strstr(r.head, "Allow:"));
-        assert_int_equal(h->last, CAR_REST_NEED_MORE);
+        assert_int_equal(h->last, HTTP_NEED_MORE);
         harness_free(h);
     }
     struct harness *h = harness();
@@ -587,38 +604,40 @@ static void test_head_limit(void **state)
 
 static void test_timeout(void **state)
 {
-    char out[CAR_REST_RESPONSE_MAX];
-    struct car_rest_out o = {out, 0, sizeof out};
+    char out[HTTP_PROTO_ROOM];
+    struct outq spill = {0};
+    struct http_out o = {out, 0, sizeof out, &spill};
 
     struct harness *h = harness();
     feed(h, "GET /heal");
-    assert_true(car_rest_proto_busy(&h->p, h->in_len));
-    assert_true(car_rest_proto_timeout(&h->p, &h->env, &o));
+    assert_true(http_proto_busy(&h->p, h->in_len));
+    http_proto_timeout(&h->p, &o);
     assert_true(o.len > 0 && memcmp(out, "HTTP/1.1 408 ", 13) == 0);
     assert_non_null(memmem(out, o.len, "Connection: close\r\n", 19));
-    assert_false(car_rest_proto_busy(&h->p, 0));
-    assert_int_equal(h->stats.rest_errors, 1);
+    assert_false(http_proto_busy(&h->p, 0));
+    assert_int_equal(h->w.stats.rest_errors, 1);
     harness_free(h);
 
     /* Waiting for a body after 100 Continue. */
     h = harness();
     feed(h, CREATE_HEAD "Expect: 100-continue\r\n\r\n");
     o.len = 0;
-    assert_true(car_rest_proto_timeout(&h->p, &h->env, &o));
+    http_proto_timeout(&h->p, &o);
+    assert_true(o.len > 0 && memcmp(out, "HTTP/1.1 408 ", 13) == 0);
     harness_free(h);
 
     /* A body being skipped belongs to a request answered already. */
     h = harness();
     feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab");
     o.len = 0;
-    assert_false(car_rest_proto_timeout(&h->p, &h->env, &o));
+    http_proto_timeout(&h->p, &o);
     assert_int_equal(o.len, 0);
     feed(h, "cde");
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    assert_int_equal(h->last, HTTP_CLOSE);
     harness_free(h);
 }
 
-/* With less than CAR_REST_RESPONSE_MAX of room nothing is handled; the
+/* With less than HTTP_PROTO_ROOM of room nothing is handled; the
  * caller drains the output and feeds again, and the answers are the same
  * as with room to spare. */
 static void test_output_room(void **state)
@@ -630,31 +649,31 @@ static void test_output_room(void **state)
         memcpy(in + len, CREATE, sizeof CREATE - 1);
         len += sizeof CREATE - 1;
     }
-    char small[CAR_REST_RESPONSE_MAX + 100];
+    char small[HTTP_PROTO_ROOM + 100];
     size_t off = 0, total = 0;
     int rounds = 0;
     for (;;) {
-        struct car_rest_out o = {small, 0, sizeof small};
+        struct http_out o = {small, 0, sizeof small, &h->spill};
         size_t used;
-        enum car_rest_stop stop = car_rest_proto_feed(&h->p, &h->env, in + off, len - off, &used, &o);
+        enum http_stop stop = http_proto_feed(&h->p, in + off, len - off, &used, &o);
         off += used;
         if (o.len)
             assert_memory_equal(small, CREATED, sizeof CREATED - 1);
         total += o.len;
         rounds++;
-        if (stop == CAR_REST_NEED_MORE)
+        if (stop == HTTP_NEED_MORE)
             break;
-        assert_int_equal(stop, CAR_REST_OUT_FULL);
+        assert_int_equal(stop, HTTP_OUT_FULL);
         assert_true(rounds < 100);
     }
     assert_int_equal(off, len);
     assert_int_equal(total, 60 * (sizeof CREATED - 1));
-    assert_int_equal(h->stats.rest_requests, 60);
+    assert_int_equal(h->w.stats.rest_requests, 60);
 
-    struct car_rest_out none = {small, 0, CAR_REST_RESPONSE_MAX - 1};
+    struct http_out none = {small, 0, HTTP_PROTO_ROOM - 1, &h->spill};
     size_t used = 1;
-    assert_int_equal(car_rest_proto_feed(&h->p, &h->env, CREATE, sizeof CREATE - 1, &used, &none),
-                     CAR_REST_OUT_FULL);
+    assert_int_equal(http_proto_feed(&h->p, CREATE, sizeof CREATE - 1, &used, &none),
+                     HTTP_OUT_FULL);
     assert_int_equal(used, 0);
     assert_int_equal(none.len, 0);
     harness_free(h);
