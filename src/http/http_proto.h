@@ -63,6 +63,8 @@ struct http_req {
     uint64_t start_ns;       /* env->now_ns() when the head was complete, or 0 */
     int route;               /* the app's label for metrics; -1 until it sets one */
     void *worker;            /* the app's per-loop state (env->app_worker) */
+    bool keep_alive;         /* the connection goes on after the answer; a handler may
+                              * clear it before answering, to close after it */
 
     /* private */
     struct http_proto *p;    /* NULL once the connection is gone */
@@ -72,7 +74,7 @@ struct http_req {
     const char *what;        /* for the log when there is no method: "(malformed request)" */
     char *resp;              /* queued answer: head without Connection and the blank */
     size_t resp_len, resp_head_len; /* line, then the body */
-    bool keep_alive, http10, answered, done, body_owned;
+    bool http10, answered, done, body_owned;
 };
 
 /* The application. worker_init, stopped and worker_fini are for
