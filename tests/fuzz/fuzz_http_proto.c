@@ -1,8 +1,11 @@
 /* fuzz_http_proto.c - libFuzzer target for the HTTP/1.1 server machine
- * (http_proto.c), driven with the Car service's app (car_rest.c).
+ * (http_proto.c), driven with the Car service's app (car_rest.c, which
+ * answers synchronously) or with an asynchronous app that answers each
+ * request at the next feeding (four in flight at most).
  *
- * The first three bytes set the head and body limits, draining, and where
- * the rest is cut; the rest is what a client sent on one connection. It is
+ * The first three bytes set the head and body limits, draining, the app
+ * (the top bit of the third) and where the rest is cut; the rest is what a
+ * client sent on one connection. It is
  * fed whole, and again in pieces the way http_conn.c feeds it (unconsumed
  * bytes kept and offered again), both times through an output buffer just
  * big enough for the room rule, so HTTP_OUT_FULL is hit. Checked:
@@ -17,6 +20,7 @@
  * Any broken invariant abort()s.
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,13 +58,52 @@ static void append(struct transcript *t, const char *s, size_t n)
     t->len += n;
 }
 
+/* The asynchronous app: holds each request until the next feeding, then
+ * answers 200 {} (errors {"error":"..."}), counting like the Car app. */
+static struct http_req *held[64];
+static size_t nheld;
+
+static void async_handle(struct http_req *req)
+{
+    check(nheld < sizeof held / sizeof held[0]);
+    held[nheld++] = req;
+}
+
+static void async_observe(const struct http_req *req, int status)
+{
+    struct car_worker *w = req->worker;
+    w->stats.rest_requests++;
+    if (status >= 400)
+        w->stats.rest_errors++;
+}
+
+static void async_error(struct http_req *req, int status, const char *message)
+{
+    char body[160];
+    int n = snprintf(body, sizeof body, "{\"error\":\"%s\"}", message);
+    http_respond(req, status, "application/json", body, (size_t)n, NULL);
+}
+
+static const struct http_app async_app = {
+    .async = true, .handle = async_handle, .observe = async_observe, .error = async_error};
+
+static void answer_held(void)
+{
+    for (size_t i = 0; i < nheld; i++)
+        http_respond(held[i], 200, "application/json", "{}", 2, NULL);
+    nheld = 0;
+}
+
 /* Offers pending[0..*len) until the machine wants more input or stops,
- * draining the output buffer whenever it is full; keeps what is left. */
+ * draining the output buffer whenever it is full and answering what the
+ * asynchronous app holds; keeps what is left. */
 static void feed(struct http_proto *p, char *pending, size_t *len, struct transcript *t)
 {
     char room[HTTP_PROTO_ROOM + 512];
     for (int rounds = 0;; rounds++) {
         check(rounds <= MAX_INPUT);
+        bool answered = nheld > 0;
+        answer_held();
         struct outq spill = {0};
         struct http_out out = {room, 0, sizeof room, &spill};
         size_t used = SIZE_MAX;
@@ -69,6 +112,8 @@ static void feed(struct http_proto *p, char *pending, size_t *len, struct transc
         append(t, room, out.len);
         memmove(pending, pending + used, *len - used);
         *len -= used;
+        if (t->last == HTTP_WAIT_APP && (nheld > 0 || answered))
+            continue;
         if (t->last != HTTP_OUT_FULL)
             break;
         check(out.cap - out.len < HTTP_PROTO_ROOM);
@@ -76,11 +121,12 @@ static void feed(struct http_proto *p, char *pending, size_t *len, struct transc
 }
 
 static void run(const char *in, size_t size, const size_t *cuts, size_t ncuts, size_t max_header,
-                size_t max_body, bool draining, struct transcript *t)
+                size_t max_body, bool draining, bool async, struct transcript *t)
 {
     struct car_server_config cfg = {.max_header = max_header, .max_body = max_body};
     struct car_worker w = {.cfg = &cfg};
-    struct http_env env = {.app = &car_rest_app,
+    struct http_env env = {.app = async ? &async_app : &car_rest_app,
+                           .max_inflight = 4,
                            .app_worker = &w,
                            .max_header = max_header,
                            .max_body = max_body,
@@ -98,6 +144,9 @@ static void run(const char *in, size_t size, const size_t *cuts, size_t ncuts, s
         from = to;
         feed(&p, pending, &len, t);
     }
+    /* Whatever the app still holds is answered. */
+    while (nheld > 0)
+        feed(&p, pending, &len, t);
     if (t->last == HTTP_CLOSE)
         check(len == 0);
     /* A request left incomplete gets 408 within the room rule. */
@@ -186,7 +235,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t max_header = 256 + (size_t)data[0] * 16;
     size_t max_body = (size_t)data[1] * 8;
     bool draining = data[2] & 1;
-    unsigned seed = data[2] >> 1;
+    bool async = data[2] & 0x80;
+    unsigned seed = (data[2] >> 1) & 0x3f;
     const char *in = (const char *)data + 3;
     size = size - 3;
 
@@ -202,8 +252,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     struct transcript whole = {0}, split = {0};
-    run(in, size, NULL, 0, max_header, max_body, draining, &whole);
-    run(in, size, cuts, ncuts, max_header, max_body, draining, &split);
+    run(in, size, NULL, 0, max_header, max_body, draining, async, &whole);
+    run(in, size, cuts, ncuts, max_header, max_body, draining, async, &split);
 
     check(whole.last == split.last);
     check(whole.stats.rest_requests == split.stats.rest_requests);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include <cmocka.h>
 
@@ -177,6 +178,18 @@ static void expect_last_response(struct harness *h, int status)
         fail_msg("status %d, want %d:\n%s", r.status, status, r.head);
     assert_true(has_field(&r, "Connection: close"));
     assert_int_equal(r.body[0], '{');
+    expect_no_more(h);
+    assert_int_equal(h->last, HTTP_CLOSE);
+}
+
+/* The same, for an app whose error bodies are text. */
+static void expect_last_response_text(struct harness *h, int status)
+{
+    struct response r;
+    next_response(h, &r, false);
+    if (r.status != status)
+        fail_msg("status %d, want %d:\n%s", r.status, status, r.head);
+    assert_true(has_field(&r, "Connection: close"));
     expect_no_more(h);
     assert_int_equal(h->last, HTTP_CLOSE);
 }
@@ -679,6 +692,277 @@ static void test_output_room(void **state)
     harness_free(h);
 }
 
+/* ---- An asynchronous app ---------------------------------------------------- */
+
+/* Holds every request until the test answers it, or answers at once with
+ * its path (or its body, for a POST) as the body. */
+static struct {
+    struct http_req *held[16];
+    int n;
+    bool answer_now;
+    int ready_calls;
+    size_t big; /* answer_now: a body of this many 'x' instead */
+} A;
+
+static void a_answer(struct http_req *req)
+{
+    assert_int_equal(strlen(req->method.ptr), req->method.len);
+    assert_int_equal(strlen(req->path.ptr), req->path.len);
+    if (A.big) {
+        char *b = malloc(A.big);
+        memset(b, 'x', A.big);
+        http_respond(req, 200, "text/plain", b, A.big, NULL);
+        free(b);
+    } else if (req->body) {
+        assert_int_equal(strlen(req->body), req->body_len);
+        http_respond(req, 200, "text/plain", req->body, req->body_len, NULL);
+    } else {
+        http_respond(req, 200, "text/plain", req->path.ptr, req->path.len, NULL);
+    }
+}
+
+static void a_handle(struct http_req *req)
+{
+    if (A.answer_now)
+        a_answer(req);
+    else
+        A.held[A.n++] = req;
+}
+
+static void a_ready(struct http_proto *p) { A.ready_calls++; }
+
+static const struct http_app async_app = {.async = true, .handle = a_handle};
+
+static struct harness *async_harness(unsigned max_inflight)
+{
+    memset(&A, 0, sizeof A);
+    struct harness *h = harness();
+    h->env.app = &async_app;
+    h->env.app_worker = NULL;
+    h->env.max_inflight = max_inflight;
+    h->env.ready = a_ready;
+    h->env.log_name = "HTTP";
+    return h;
+}
+
+#define GET(path) "GET " path " HTTP/1.1\r\nHost: x\r\n\r\n"
+
+static void test_async_answers_in_request_order(void **state)
+{
+    struct harness *h = async_harness(16);
+    feed(h, GET("/a") GET("/b?q=1") GET("/c"));
+    assert_int_equal(A.n, 3);
+    assert_int_equal(h->out_len, 0);
+    assert_int_equal(h->last, HTTP_NEED_MORE);
+    assert_string_equal(A.held[1]->query.ptr, "q=1");
+    a_answer(A.held[2]);
+    assert_int_equal(A.ready_calls, 0); /* not the head of the queue */
+    feed(h, "");
+    assert_int_equal(h->out_len, 0);
+    a_answer(A.held[0]);
+    assert_int_equal(A.ready_calls, 1);
+    feed(h, "");
+    expect_response(h, 200, "/a");
+    expect_no_more(h);
+    a_answer(A.held[1]);
+    feed(h, "");
+    expect_response(h, 200, "/b");
+    expect_response(h, 200, "/c");
+    expect_no_more(h);
+    assert_false(http_proto_waiting(&h->p));
+    harness_free(h);
+}
+
+static void test_async_inflight_bound(void **state)
+{
+    struct harness *h = async_harness(2);
+    feed(h, GET("/a") GET("/b") GET("/c"));
+    assert_int_equal(A.n, 2);
+    assert_int_equal(h->last, HTTP_WAIT_APP);
+    assert_int_equal(h->in_len, strlen(GET("/c"))); /* not read while two wait */
+    assert_false(http_proto_busy(&h->p, h->in_len)); /* and not on the clock */
+    a_answer(A.held[0]);
+    feed(h, "");
+    assert_int_equal(A.n, 3);
+    assert_int_equal(h->in_len, 0);
+    a_answer(A.held[1]);
+    a_answer(A.held[2]);
+    feed(h, "");
+    expect_response(h, 200, "/a");
+    expect_response(h, 200, "/b");
+    expect_response(h, 200, "/c");
+    harness_free(h);
+}
+
+/* The machine's own answers wait their turn too, and close. */
+static void test_async_errors_and_timeouts_queue(void **state)
+{
+    struct harness *h = async_harness(16);
+    feed(h, GET("/a") "GET /b HTTP/1.1\r\n\r\n"); /* no Host */
+    assert_int_equal(h->out_len, 0);
+    assert_int_equal(h->last, HTTP_WAIT_APP);
+    a_answer(A.held[0]);
+    feed(h, "");
+    expect_response(h, 200, "/a");
+    struct response r;
+    next_response(h, &r, false);
+    assert_int_equal(r.status, 400);
+    assert_true(has_field(&r, "Connection: close"));
+    assert_int_equal(h->last, HTTP_CLOSE);
+    harness_free(h);
+
+    h = async_harness(16);
+    feed(h, GET("/a") "GET /b");
+    assert_true(http_proto_busy(&h->p, h->in_len));
+    char out[HTTP_PROTO_ROOM];
+    struct http_out o = {out, 0, sizeof out, &h->spill};
+    http_proto_timeout(&h->p, &o);
+    assert_int_equal(o.len, 0); /* behind /a */
+    a_answer(A.held[0]);
+    feed(h, "");
+    expect_response(h, 200, "/a");
+    next_response(h, &r, false);
+    assert_int_equal(r.status, 408);
+    assert_true(has_field(&r, "Connection: close"));
+    assert_int_equal(h->last, HTTP_CLOSE);
+    harness_free(h);
+}
+
+static void test_async_bodies_are_copies(void **state)
+{
+    struct harness *h = async_harness(16);
+    A.answer_now = true;
+    feed(h, "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhel");
+    feed(h, "lo" "POST /q HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n" GET("/r"));
+    expect_response(h, 200, "hello");
+    expect_response(h, 200, "abcde");
+    expect_response(h, 200, "/r");
+    expect_no_more(h);
+    harness_free(h);
+
+    /* Over the limit: 413, in order, closing. */
+    h = async_harness(16);
+    A.answer_now = true;
+    h->env.max_body = 4;
+    feed(h, GET("/a") "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+    expect_response(h, 200, "/a");
+    expect_last_response_text(h, 413);
+    harness_free(h);
+}
+
+/* A connection that goes while its requests wait leaves them to the app:
+ * answering one then frees it. */
+static void test_async_orphans(void **state)
+{
+    struct harness *h = async_harness(16);
+    feed(h, GET("/a") GET("/b"));
+    a_answer(A.held[1]);
+    http_proto_free(&h->p);
+    assert_non_null(h->env.orphans);
+    a_answer(A.held[0]);
+    assert_null(h->env.orphans);
+    http_proto_init(&h->p, &h->env, 1);
+    harness_free(h);
+
+    h = async_harness(16);
+    feed(h, GET("/a"));
+    http_proto_free(&h->p);
+    http_env_free_orphans(&h->env); /* the app stopped: nobody answers */
+    assert_null(h->env.orphans);
+    http_proto_init(&h->p, &h->env, 1);
+    harness_free(h);
+}
+
+/* Draining: the last answer due closes, not the first. */
+static void test_async_draining(void **state)
+{
+    struct harness *h = async_harness(16);
+    feed(h, GET("/a") GET("/b"));
+    h->env.draining = true;
+    a_answer(A.held[0]);
+    a_answer(A.held[1]);
+    feed(h, "");
+    struct response r;
+    next_response(h, &r, false);
+    assert_false(has_field(&r, "Connection: close"));
+    next_response(h, &r, false);
+    assert_true(has_field(&r, "Connection: close"));
+    assert_int_equal(h->last, HTTP_CLOSE);
+    harness_free(h);
+}
+
+/* Reads everything the spill queue holds. */
+static size_t spill_take(struct outq *q, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (outq_pending(q) > 0) {
+        struct iovec iov[8];
+        size_t bytes;
+        int k = outq_iov(q, iov, 8, cap - n, &bytes);
+        assert_true(k > 0);
+        for (int i = 0; i < k; i++) {
+            memcpy(buf + n, iov[i].iov_base, iov[i].iov_len);
+            n += iov[i].iov_len;
+        }
+        outq_consumed(q, bytes);
+    }
+    return n;
+}
+
+/* An answer larger than the output buffer goes to the spill queue, after
+ * what the buffer held, in order. */
+static void test_large_answer_spills(void **state)
+{
+    struct harness *h = async_harness(16);
+    A.answer_now = true;
+    A.big = 5000;
+    char small[HTTP_PROTO_ROOM + 100];
+    struct http_out o = {small, 0, sizeof small, &h->spill};
+    size_t used;
+    static const char two[] = GET("/a") GET("/b");
+    assert_int_equal(http_proto_feed(&h->p, two, sizeof two - 1, &used, &o), HTTP_NEED_MORE);
+    assert_true(outq_pending(&h->spill) > 10000);
+    static char got[1 << 15];
+    size_t n = spill_take(&h->spill, got, sizeof got);
+    memcpy(got + n, small, o.len);
+    n += o.len;
+    memcpy(h->out, got, n);
+    h->out_len = n;
+    struct response r;
+    for (int i = 0; i < 2; i++) {
+        next_response(h, &r, true);
+        assert_int_equal(r.status, 200);
+        assert_true(has_field(&r, "Content-Length: 5000"));
+        assert_int_equal(h->out[h->read_pos], 'x');
+        h->read_pos += 5000;
+    }
+    assert_int_equal(h->read_pos, n);
+    harness_free(h);
+}
+
+static void test_gzip_when_accepted(void **state)
+{
+    struct harness *h = async_harness(16);
+    A.answer_now = true;
+    A.big = 2000;
+    h->env.gzip = http_gzip_new();
+    feed(h, "GET /z HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n" GET("/plain"));
+    struct response r;
+    next_response(h, &r, true);
+    assert_true(has_field(&r, "Content-Encoding: gzip"));
+    assert_true(has_field(&r, "Vary: Accept-Encoding"));
+    size_t zlen = strtoul(strstr(r.head, "Content-Length: ") + 16, NULL, 10);
+    assert_true(zlen > 0 && zlen < 200);
+    h->read_pos += zlen;
+    next_response(h, &r, true);
+    assert_null(strstr(r.head, "Content-Encoding"));
+    assert_true(has_field(&r, "Vary: Accept-Encoding"));
+    assert_true(has_field(&r, "Content-Length: 2000"));
+    http_gzip_free(h->env.gzip);
+    harness_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -702,6 +986,14 @@ int main(void)
         cmocka_unit_test(test_head_limit),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_output_room),
+        cmocka_unit_test(test_async_answers_in_request_order),
+        cmocka_unit_test(test_async_inflight_bound),
+        cmocka_unit_test(test_async_errors_and_timeouts_queue),
+        cmocka_unit_test(test_async_bodies_are_copies),
+        cmocka_unit_test(test_async_orphans),
+        cmocka_unit_test(test_async_draining),
+        cmocka_unit_test(test_large_answer_spills),
+        cmocka_unit_test(test_gzip_when_accepted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
