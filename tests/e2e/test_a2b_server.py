@@ -394,8 +394,8 @@ def test_connection_handling(a2b_server_factory):
 
 def test_hostile_inputs_get_their_exact_answer_and_a_close(a2b_server_factory):
     """The cases of http_hostile, as car-server's REST side gets them: the
-    same parser (http1.c) in the other engine (http_server.c), with its
-    error shape."""
+    same engine (http_proto.c) with an asynchronous app, and a2b's error
+    shape."""
     srv = a2b_server_factory()
 
     def message_of(status, headers, body):
