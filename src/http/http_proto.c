@@ -50,28 +50,48 @@ const char *http_date(void)
     return date;
 }
 
+/* The statuses the servers answer with, and their reason phrases. */
+#define HTTP_STATUSES(X)                                                                          \
+    X(100, "Continue")                                                                            \
+    X(200, "OK")                                                                                  \
+    X(201, "Created")                                                                             \
+    X(204, "No Content")                                                                          \
+    X(304, "Not Modified")                                                                        \
+    X(400, "Bad Request")                                                                         \
+    X(404, "Not Found")                                                                           \
+    X(405, "Method Not Allowed")                                                                  \
+    X(408, "Request Timeout")                                                                     \
+    X(409, "Conflict")                                                                            \
+    X(413, "Content Too Large")                                                                   \
+    X(415, "Unsupported Media Type")                                                              \
+    X(417, "Expectation Failed")                                                                  \
+    X(431, "Request Header Fields Too Large")                                                     \
+    X(500, "Internal Server Error")                                                               \
+    X(501, "Not Implemented")                                                                     \
+    X(503, "Service Unavailable")                                                                 \
+    X(505, "HTTP Version Not Supported")
+
 const char *http_reason(int status)
 {
     switch (status) {
-    case 100: return "Continue";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 304: return "Not Modified";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 409: return "Conflict";
-    case 413: return "Content Too Large";
-    case 415: return "Unsupported Media Type";
-    case 417: return "Expectation Failed";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
+#define REASON(code, text)                                                                        \
+    case code: return text;
+        HTTP_STATUSES(REASON)
+#undef REASON
     default: return "Unknown";
+    }
+}
+
+/* "HTTP/1.1 <code> <reason>\r\n" as one literal, *n its length: the
+ * status line costs one copy. */
+static const char *status_line(int status, size_t *n)
+{
+    switch (status) {
+#define LINE(code, text)                                                                          \
+    case code: *n = sizeof("HTTP/1.1 " #code " " text "\r\n") - 1; return "HTTP/1.1 " #code " " text "\r\n";
+        HTTP_STATUSES(LINE)
+#undef LINE
+    default: *n = 0; return NULL;
     }
 }
 
@@ -201,7 +221,6 @@ static char *put(char *w, const char *s, size_t n)
 
 #define PUT_LIT(w, lit) put((w), (lit), sizeof(lit) - 1)
 
-static char *put_str(char *w, const char *s) { return put(w, s, strlen(s)); }
 
 static char *put_uint(char *w, uint64_t v)
 {
@@ -242,30 +261,34 @@ static bool out_has_room(const struct http_out *o)
 /* The status line and the fields up to, not including, Connection. */
 struct head {
     int status;
-    const char *content_type;
-    const char *extra;
+    const char *content_type, *extra; /* NULL when absent */
+    size_t content_type_len, extra_len;
     size_t body_len;
     bool bodiless, zipped, vary;
 };
 
 static size_t head_size(const struct head *h)
 {
-    return HEAD_BASE + (h->content_type ? strlen(h->content_type) : 0) +
-           (h->extra ? strlen(h->extra) : 0);
+    return HEAD_BASE + h->content_type_len + h->extra_len;
 }
 
 static char *put_head(char *w, const struct head *h, const char *date)
 {
-    w = PUT_LIT(w, "HTTP/1.1 ");
-    w = put_uint(w, (uint64_t)h->status);
-    *w++ = ' ';
-    w = put_str(w, http_reason(h->status));
-    w = PUT_LIT(w, "\r\nDate: ");
+    size_t n;
+    const char *line = status_line(h->status, &n);
+    if (line) {
+        w = put(w, line, n);
+    } else {
+        w = PUT_LIT(w, "HTTP/1.1 ");
+        w = put_uint(w, (uint64_t)h->status);
+        w = PUT_LIT(w, " Unknown\r\n");
+    }
+    w = PUT_LIT(w, "Date: ");
     w = put(w, date, HTTP_DATE_LEN);
     w = PUT_LIT(w, "\r\nServer: shootout/" SHOOTOUT_VERSION "\r\n");
     if (h->content_type && !h->bodiless) {
         w = PUT_LIT(w, "Content-Type: ");
-        w = put_str(w, h->content_type);
+        w = put(w, h->content_type, h->content_type_len);
         w = PUT_LIT(w, "\r\n");
     }
     if (h->zipped)
@@ -277,9 +300,7 @@ static char *put_head(char *w, const struct head *h, const char *date)
         w = put_uint(w, h->body_len);
         w = PUT_LIT(w, "\r\n");
     }
-    if (h->extra)
-        w = put_str(w, h->extra);
-    return w;
+    return put(w, h->extra, h->extra_len);
 }
 
 static const char *connection_line(bool last, bool http10, size_t *n)
@@ -431,6 +452,8 @@ void http_respond(struct http_req *req, int status, const char *content_type, co
     req->answered = true;
 
     struct head h = {.status = status, .content_type = content_type, .extra = extra_headers};
+    h.content_type_len = content_type ? strlen(content_type) : 0;
+    h.extra_len = extra_headers ? strlen(extra_headers) : 0;
     h.bodiless = status == 204 || status == 304 || status < 200;
     h.vary = env->gzip && !h.bodiless && len > HTTP_GZIP_MIN;
     char *zipped = NULL;
@@ -455,7 +478,12 @@ void http_respond(struct http_req *req, int status, const char *content_type, co
         if (o->cap - o->len >= need && outq_pending(o->spill) == 0) {
             char *start = o->buf + o->len;
             char *w = put_head(start, &h, env->date());
-            w = put(w, conn, n);
+            if (n == 2) { /* the common "\r\n": no copy call */
+                *w++ = '\r';
+                *w++ = '\n';
+            } else {
+                w = put(w, conn, n);
+            }
             w = put(w, body, body_out);
             o->len += (size_t)(w - start);
         } else {
@@ -883,7 +911,8 @@ enum http_stop http_proto_feed(struct http_proto *p, const char *data, size_t le
     enum http_stop stop;
     p->out = out;
     for (;;) {
-        emit_ready(p);
+        if (p->head || p->continue_due)
+            emit_ready(p);
         if (p->phase == HTTP_DONE && !p->head && !p->cur)
             p->phase = HTTP_CLOSED;
         if (p->phase == HTTP_CLOSED) {
