@@ -506,7 +506,7 @@ void http_respond(struct http_req *req, int status, const char *content_type, co
     /* Queued: the Connection field is decided when it goes out. */
     char *buf = mem_alloc(head_size(&h) + body_out);
     req->resp_head_len = (size_t)(put_head(buf, &h, env->date()) - buf);
-    memcpy(buf + req->resp_head_len, body, body_out);
+    put(buf + req->resp_head_len, body, body_out);
     req->resp = buf;
     req->resp_len = req->resp_head_len + body_out;
     req->done = true;

@@ -878,6 +878,18 @@ static void test_async_orphans(void **state)
     harness_free(h);
 }
 
+/* A bodiless answer (204) has no Content-Type nor Content-Length. */
+static void test_async_bodiless(void **state)
+{
+    struct harness *h = async_harness(16);
+    feed(h, GET("/a"));
+    http_respond(A.held[0], 204, NULL, NULL, 0, NULL);
+    feed(h, "");
+    assert_string_equal(output(h), "HTTP/1.1 204 No Content\r\nDate: " DATE
+                                   "\r\nServer: shootout/0.1.0\r\n\r\n");
+    harness_free(h);
+}
+
 /* Draining: the last answer due closes, not the first. */
 static void test_async_draining(void **state)
 {
@@ -1078,6 +1090,7 @@ int main(void)
         cmocka_unit_test(test_async_errors_and_timeouts_queue),
         cmocka_unit_test(test_async_bodies_are_copies),
         cmocka_unit_test(test_async_orphans),
+        cmocka_unit_test(test_async_bodiless),
         cmocka_unit_test(test_async_draining),
         cmocka_unit_test(test_large_answer_spills),
         cmocka_unit_test(test_gzip_when_accepted),
