@@ -88,7 +88,9 @@ static const char *status_line(int status, size_t *n)
 {
     switch (status) {
 #define LINE(code, text)                                                                          \
-    case code: *n = sizeof("HTTP/1.1 " #code " " text "\r\n") - 1; return "HTTP/1.1 " #code " " text "\r\n";
+    case code:                                                                                    \
+        *n = sizeof("HTTP/1.1 " #code " " text "\r\n") - 1;                                     \
+        return "HTTP/1.1 " #code " " text "\r\n";
         HTTP_STATUSES(LINE)
 #undef LINE
     default: *n = 0; return NULL;
@@ -305,7 +307,8 @@ static char *put_head(char *w, const struct head *h, const char *date)
 
 static const char *connection_line(bool last, bool http10, size_t *n)
 {
-    static const char close_[] = "Connection: close\r\n\r\n", keep[] = "Connection: keep-alive\r\n\r\n";
+    static const char close_[] = "Connection: close\r\n\r\n";
+    static const char keep[] = "Connection: keep-alive\r\n\r\n";
     if (last) {
         *n = sizeof close_ - 1;
         return close_;
