@@ -234,6 +234,8 @@ static enum car_json_err parse_object(struct parser *ps, const struct object_des
                 f = &desc->fields[i];
             }
         }
+        if (!jr_colon(r))
+            return reader_fail(ps);
         if (f)
             rc = parse_field(ps, f, base);
         else

@@ -99,8 +99,11 @@ bool jr_key(struct jr *r, char *dst, size_t cap, size_t *len)
         return cut(r, JR_E_KEY);
     if (*r->p != '"')
         return fail(r, JR_E_KEY, r->p);
-    if (!jr_string(r, dst, cap, len))
-        return false;
+    return jr_string(r, dst, cap, len);
+}
+
+bool jr_colon(struct jr *r)
+{
     r->p = skip_ws(r->p, r->end);
     if (r->p == r->end)
         return cut(r, JR_E_COLON);
@@ -112,10 +115,10 @@ bool jr_key(struct jr *r, char *dst, size_t cap, size_t *len)
 
 /* Appends src[0..k) to dst[0..cap) at *n if it fits, and counts it either
  * way. Once something did not fit, *n > cap and nothing later fits, so dst
- * never holds a gap. */
+ * never holds a gap. dst may be NULL when cap is 0. */
 static void put(char *dst, size_t cap, size_t *n, const void *src, size_t k)
 {
-    if (k <= cap && *n <= cap - k)
+    if (k != 0 && k <= cap && *n <= cap - k)
         memcpy(dst + *n, src, k);
     *n += k;
 }
@@ -331,7 +334,7 @@ bool jr_skip(struct jr *r)
             if (m < 0)
                 return false;
             if (m > 0) {
-                if (r->objects >> (r->depth - 1) & 1 && !jr_key(r, NULL, 0, &n))
+                if (r->objects >> (r->depth - 1) & 1 && !(jr_key(r, NULL, 0, &n) && jr_colon(r)))
                     return false;
                 break;
             }

@@ -4,7 +4,8 @@
  *
  * The caller walks the document: jr_peek says what value comes next,
  * jr_enter opens an object or array, jr_next steps to its next element (and
- * consumes the closing bracket), jr_key reads a member's name and its ':',
+ * consumes the closing bracket), jr_key and jr_colon read a member's name
+ * and its ':',
  * jr_string / jr_number / jr_literal read scalars, jr_skip checks and skips
  * any value. What the document means (which keys are known, whether a
  * repeated key is refused or the last one wins, which types a field takes)
@@ -86,9 +87,11 @@ bool jr_enter(struct jr *r);
  * -1 on error. Call it after jr_enter and after each element. */
 int jr_next(struct jr *r);
 
-/* Reads an object member's name into dst as jr_string does, and the ':'
- * after it; r->p is then at the value. */
+/* Reads an object member's name into dst as jr_string does (JR_E_KEY when
+ * it is not a string). jr_colon then reads the ':' after it, and r->p is at
+ * the value: two calls, so that a caller may judge the name first. */
 bool jr_key(struct jr *r, char *dst, size_t cap, size_t *len);
+bool jr_colon(struct jr *r);
 
 /* Reads the string at r->p (at its opening quote), checking all of it, and
  * decodes its text into dst[0..cap) as far as it fits. *len gets the whole
