@@ -307,6 +307,11 @@ static enum car_json_err encode_string(struct writer *w, const char *s)
             else
                 emit(w, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", (unsigned)*p));
             p++;
+        } else if (*p < 0x80) { /* a run of bytes that stand for themselves */
+            const unsigned char *run = p;
+            while (*p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+                p++;
+            emit(w, (const char *)run, (size_t)(p - run));
         } else {
             int k = utf8_seq_len(p, 4);
             if (k <= 0)

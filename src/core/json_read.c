@@ -7,9 +7,14 @@
 #include "core/utf8.h"
 
 /* Whether byte c of a string stands for itself and needs no other look:
- * ASCII from the space up, but the quote and the backslash. Strings are
- * copied a run of these at a time. */
-static bool plain_byte(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
+ * ASCII from the space up, but the quote and the backslash. A bit a byte:
+ * 0x20..0x3F but 0x22, then 0x40..0x7F but 0x5C. Strings are copied a run
+ * of these at a time. */
+static bool plain_byte(unsigned char c)
+{
+    static const uint64_t plain[4] = {0xFFFFFFFB00000000ull, 0xFFFFFFFFEFFFFFFFull, 0, 0};
+    return plain[c >> 6] >> (c & 63) & 1;
+}
 
 static bool fail(struct jr *r, enum jr_err code, const unsigned char *at)
 {
@@ -113,13 +118,12 @@ bool jr_colon(struct jr *r)
     return true;
 }
 
-/* Appends src[0..k) to dst[0..cap) at *n if it fits, and counts it either
- * way. Once something did not fit, *n > cap and nothing later fits, so dst
- * never holds a gap. dst may be NULL when cap is 0. */
+/* Appends src[0..k) to dst[0..cap) at *n, as much of it as fits, and
+ * counts all of it. dst may be NULL when cap is 0. */
 static void put(char *dst, size_t cap, size_t *n, const void *src, size_t k)
 {
-    if (k != 0 && k <= cap && *n <= cap - k)
-        memcpy(dst + *n, src, k);
+    if (*n < cap)
+        memcpy(dst + *n, src, k < cap - *n ? k : cap - *n);
     *n += k;
 }
 
@@ -191,37 +195,55 @@ static bool escape(struct jr *r, const unsigned char **pp, uint8_t out[4], size_
     return true;
 }
 
-bool jr_string(struct jr *r, char *dst, size_t cap, size_t *len)
+/* The rest of a string from its first byte that is not plain: escapes,
+ * UTF-8, and whatever runs of plain bytes follow them. Returns the closing
+ * quote, or NULL on error. Kept apart so that the common string, plain
+ * bytes alone, takes the short way through jr_string. */
+__attribute__((noinline)) static const unsigned char *string_rest(struct jr *r,
+                                                                  const unsigned char *p,
+                                                                  char *dst, size_t cap, size_t *n)
 {
-    const unsigned char *p = r->p + 1, *end = r->end;
+    const unsigned char *end = r->end;
     uint8_t utf8[4];
-    size_t n = 0, k;
+    size_t k;
 
-    r->nul = false;
-    r->text = (const char *)p;
     for (;;) {
+        if (p == end)
+            return cut(r, JR_E_STRING), NULL;
+        if (*p == '"')
+            return p;
+        if (*p < 0x20)
+            return fail(r, JR_E_CONTROL, p), NULL;
+        if (*p == '\\') {
+            if (!escape(r, &p, utf8, &k))
+                return NULL;
+            put(dst, cap, n, utf8, k);
+        } else if (*p >= 0x80) {
+            int m = utf8_seq_len(p, (size_t)(end - p));
+            if (m <= 0)
+                return (m < 0 ? cut(r, JR_E_UTF8) : fail(r, JR_E_UTF8, p)), NULL;
+            put(dst, cap, n, p, (size_t)m);
+            p += m;
+        }
         const unsigned char *run = p;
         while (p < end && plain_byte(*p))
             p++;
-        put(dst, cap, &n, run, (size_t)(p - run));
-        if (p == end)
-            return cut(r, JR_E_STRING);
-        if (*p == '"')
-            break;
-        if (*p < 0x20)
-            return fail(r, JR_E_CONTROL, p);
-        if (*p == '\\') {
-            if (!escape(r, &p, utf8, &k))
-                return false;
-            put(dst, cap, &n, utf8, k);
-        } else {
-            int m = utf8_seq_len(p, (size_t)(end - p));
-            if (m <= 0)
-                return m < 0 ? cut(r, JR_E_UTF8) : fail(r, JR_E_UTF8, p);
-            put(dst, cap, &n, p, (size_t)m);
-            p += m;
-        }
+        put(dst, cap, n, run, (size_t)(p - run));
     }
+}
+
+bool jr_string(struct jr *r, char *dst, size_t cap, size_t *len)
+{
+    const unsigned char *p = r->p + 1, *end = r->end, *run = p;
+    size_t n = 0;
+
+    r->nul = false;
+    r->text = (const char *)p;
+    while (p < end && plain_byte(*p))
+        p++;
+    put(dst, cap, &n, run, (size_t)(p - run));
+    if ((p == end || *p != '"') && !(p = string_rest(r, p, dst, cap, &n)))
+        return false;
     r->text_len = (size_t)(p - (const unsigned char *)r->text);
     r->p = p + 1;
     *len = n;

@@ -94,9 +94,10 @@ bool jr_key(struct jr *r, char *dst, size_t cap, size_t *len);
 bool jr_colon(struct jr *r);
 
 /* Reads the string at r->p (at its opening quote), checking all of it, and
- * decodes its text into dst[0..cap) as far as it fits. *len gets the whole
- * decoded length, so *len > cap means dst holds only a prefix; dst may be
- * NULL with cap 0 to check only. No NUL is added. Sets r->text and r->nul. */
+ * decodes its text into dst[0..cap): its first min(*len, cap) bytes, where
+ * *len gets the whole decoded length (so *len > cap means dst holds only a
+ * prefix, which may end inside a UTF-8 sequence). dst may be NULL with cap
+ * 0 to check only. No NUL is added. Sets r->text and r->nul. */
 bool jr_string(struct jr *r, char *dst, size_t cap, size_t *len);
 
 /* Reads the number at r->p. *plain tells whether it is written as digits
