@@ -6,15 +6,28 @@
 #include "core/hex.h"
 #include "core/utf8.h"
 
-/* Whether byte c of a string stands for itself and needs no other look:
- * ASCII from the space up, but the quote and the backslash. A bit a byte:
- * 0x20..0x3F but 0x22, then 0x40..0x7F but 0x5C. Strings are copied a run
- * of these at a time. */
-static bool plain_byte(unsigned char c)
-{
-    static const uint64_t plain[4] = {0xFFFFFFFB00000000ull, 0xFFFFFFFFEFFFFFFFull, 0, 0};
-    return plain[c >> 6] >> (c & 63) & 1;
-}
+/* Bytes of a string that stand for themselves and need no other look:
+ * ASCII from the space up, but the quote and the backslash. Strings are
+ * copied a run of these at a time; a table, because this is the loop every
+ * byte of every string goes through. */
+static const bool plain_byte[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0_ */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 1_ */
+    1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 2_ */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 3_ */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 4_ */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, /* 5_ */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 6_ */
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 7_ */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 8_ */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 9_ */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* A_ */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* B_ */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* C_ */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* D_ */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* E_ */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* F_ */
+};
 
 static bool fail(struct jr *r, enum jr_err code, const unsigned char *at)
 {
@@ -226,7 +239,7 @@ __attribute__((noinline)) static const unsigned char *string_rest(struct jr *r,
             p += m;
         }
         const unsigned char *run = p;
-        while (p < end && plain_byte(*p))
+        while (p < end && plain_byte[*p])
             p++;
         put(dst, cap, n, run, (size_t)(p - run));
     }
@@ -239,7 +252,7 @@ bool jr_string(struct jr *r, char *dst, size_t cap, size_t *len)
 
     r->nul = false;
     r->text = (const char *)p;
-    while (p < end && plain_byte(*p))
+    while (p < end && plain_byte[*p])
         p++;
     put(dst, cap, &n, run, (size_t)(p - run));
     if ((p == end || *p != '"') && !(p = string_rest(r, p, dst, cap, &n)))
