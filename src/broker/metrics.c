@@ -1,7 +1,7 @@
 /* metrics.c - the Prometheus endpoint and the connect/disconnect log lines
  * (metrics.h).
  *
- * The endpoint is an app of the one HTTP/1.1 engine (http/http_conn.c) on
+ * The endpoint is an app of the one HTTP/1.1 engine (http/http_engine.c) on
  * the broker's loop. It answers one request per connection, from its head,
  * and closes it (Connection: close): scrapers open a connection per scrape
  * anyway. Connections are few (METRICS_MAX_CONNS) and bounded in time
@@ -24,7 +24,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
-#include "http/http_conn.h"
+#include "http/http_engine.h"
 #include "http/prom.h"
 #include "mqtt/mqtt5.h"
 
@@ -35,7 +35,7 @@
 struct metrics_server {
     struct broker *b;
     struct ev_io listener;
-    struct http_engine http; /* http/http_conn.c, on the broker's loop */
+    struct http_engine http; /* http/http_engine.c, on the broker's loop */
     unsigned nconns;
 };
 

@@ -1,6 +1,6 @@
 /* car_rest.c - the REST side of car-server: the Car service's routes and
  * answers, as an app of the HTTP/1.1 machine (http/http_proto.c) on each
- * worker's connection engine (http/http_conn.c).
+ * worker's connection engine (http/http_engine.c).
  *
  * Every answer is made from the head where it can be: a route or method
  * that is wrong, or a document that is not JSON or too large, is refused
@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "car/car_json.h"
-#include "car/car_server.h"
+#include "car/car_worker.h"
 #include "core/mem.h"
-#include "http/http_conn.h"
+#include "http/http_engine.h"
 
 /* Documents up to this size are unescaped on the stack; the article's is
  * 175 bytes. Larger ones get a buffer for the moment. */

@@ -1,6 +1,6 @@
 /* car_rest.h - the Car service over HTTP/1.1 + JSON: POST /v1/create with
  * the article's document, answered 201 {"status":"created"}; GET /healthz.
- * An app of http_proto.h, served by each worker's http_conn.h engine
+ * An app of http_proto.h, served by each worker's http_engine.h engine
  * (keep-alive, pipelining, Content-Length and chunked bodies, Expect:
  * 100-continue, limits, timeouts); this module routes and builds the Car
  * answers, 400/404/405/413/415 with JSON error bodies (docs/car_server.md).

@@ -37,8 +37,6 @@ void car_server_config_defaults(struct car_server_config *cfg)
     cfg->drain_timeout_ms = 5000;
 }
 
-void car_worker_conn_closed(struct car_worker *w) { srv_worker_conn_closed(w->base); }
-
 static int car_worker_init(struct srv_worker *base, void *ctx)
 {
     struct car_server *s = ctx;

@@ -1,7 +1,7 @@
 /* http_proto.h - the HTTP/1.1 server protocol as a pure state machine,
  * one per connection, for every HTTP server of shootout (car-server's REST
  * side, a2b-server): the bytes a client sent go in, the bytes to answer
- * with come out. No sockets, no timers; http_conn.c does the I/O around it
+ * with come out. No sockets, no timers; http_engine.c does the I/O around it
  * and the unit tests and the fuzz target drive it directly.
  *
  * What it does: request heads parsed by http1.c (limits 431, framing

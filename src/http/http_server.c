@@ -1,5 +1,5 @@
 /* http_server.c - a standalone HTTP/1.1 server (http_server.h): core/srv.c's
- * workers, one http_conn.c engine on each.
+ * workers, one http_engine.c engine on each.
  */
 #include "http/http_server.h"
 
@@ -8,7 +8,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/srv.h"
-#include "http/http_conn.h"
+#include "http/http_engine.h"
 
 struct http_server {
     const struct http_server_config *cfg;

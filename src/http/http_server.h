@@ -1,6 +1,6 @@
 /* http_server.h - a standalone HTTP/1.1 server: core/srv.h's workers
  * (listener, threads, signals, drain), each with an engine of
- * http_conn.h, for one app of http_proto.h (a2b-server's). The app's
+ * http_engine.h, for one app of http_proto.h (a2b-server's). The app's
  * handlers may answer later (struct http_app.async): a handler gets each
  * request and calls http_respond() on it now or from any later callback on
  * the same loop (a database completion, say).
@@ -9,7 +9,7 @@
  * their answers sent in request order, however they complete; at most
  * max_inflight wait per connection, and past that, and while the client
  * does not read its responses, input is not read (bounded memory). The
- * timers are http_conn.h's.
+ * timers are http_engine.h's.
  *
  * A request whose connection closes while its handler is pending stays
  * valid: http_respond() on it just frees it. Every request must be

@@ -6,7 +6,7 @@
  * The first three bytes set the head and body limits, draining, the app
  * (the top bit of the third) and where the rest is cut; the rest is what a
  * client sent on one connection. It is
- * fed whole, and again in pieces the way http_conn.c feeds it (unconsumed
+ * fed whole, and again in pieces the way http_engine.c feeds it (unconsumed
  * bytes kept and offered again), both times through an output buffer just
  * big enough for the room rule, so HTTP_OUT_FULL is hit. Checked:
  *   - both feedings answer with the same bytes, apart from 100 Continue,

@@ -41,7 +41,7 @@
     "Content-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"status\":\"created\"}"
 #define CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
 
-/* Drives the machine the way http_conn.c does: unconsumed input is kept and
+/* Drives the machine the way http_engine.c does: unconsumed input is kept and
  * offered again with the next piece. */
 struct harness {
     struct http_proto p;

@@ -1,4 +1,4 @@
-/* http_conn.c - HTTP/1.1 connections on one event loop (http_conn.h),
+/* http_engine.c - HTTP/1.1 connections on one event loop (http_engine.h),
  * around the protocol machine of http_proto.c.
  *
  * The hot path is one request in, one response out, in three system calls
@@ -23,7 +23,7 @@
  * lingering); it is rearmed only when the deadline moves earlier, so
  * completing a request costs no timer work.
  */
-#include "http/http_conn.h"
+#include "http/http_engine.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -68,11 +68,11 @@ enum conn_wait {
     WAIT_LINGER,  /* LINGER_MS */
 };
 
-struct http_conn {
+struct engine_conn {
     struct ev_io io;
     struct ev_timer timer;
     struct http_engine *e;
-    struct http_conn *prev, *next; /* e->conns */
+    struct engine_conn *prev, *next; /* e->conns */
     struct inbuf in;
     struct outq out;
     struct http_proto proto;
@@ -91,7 +91,7 @@ struct http_conn {
 
 /* ---- The engine's list ---------------------------------------------------- */
 
-static void conn_unlink(struct http_conn *c)
+static void ec_unlink(struct engine_conn *c)
 {
     if (c->prev)
         c->prev->next = c->next;
@@ -102,7 +102,7 @@ static void conn_unlink(struct http_conn *c)
     c->prev = c->next = NULL;
 }
 
-static void conn_push_front(struct http_conn *c)
+static void ec_push_front(struct engine_conn *c)
 {
     c->next = c->e->conns;
     if (c->next)
@@ -111,25 +111,25 @@ static void conn_push_front(struct http_conn *c)
 }
 
 /* Moves c to the front segment that http_engine_prepare visits. */
-static void conn_attend(struct http_conn *c)
+static void ec_attend(struct engine_conn *c)
 {
     if (c->attention)
         return;
     c->attention = true;
-    conn_unlink(c);
-    conn_push_front(c);
+    ec_unlink(c);
+    ec_push_front(c);
 }
 
-static void conn_resume_later(struct http_conn *c)
+static void ec_resume_later(struct engine_conn *c)
 {
     c->resume = true;
-    conn_attend(c);
+    ec_attend(c);
 }
 
 /* Closes at once; the memory is freed by http_engine_prepare, as callers
  * up the stack (and events still pending in this loop iteration) may hold
  * c. */
-static void conn_close(struct http_conn *c, const char *why)
+static void ec_close(struct engine_conn *c, const char *why)
 {
     if (c->state == C_CLOSED)
         return;
@@ -141,19 +141,19 @@ static void conn_close(struct http_conn *c, const char *why)
     http_proto_free(&c->proto);
     c->state = C_CLOSED;
     c->resume = false;
-    conn_attend(c);
+    ec_attend(c);
     c->e->closed(c->e->closed_ctx);
 }
 
 /* ---- Output ------------------------------------------------------------- */
 
-static void conn_flush(struct http_conn *c)
+static void ec_flush(struct engine_conn *c)
 {
     size_t before = outq_pending(&c->out);
     if (before == 0)
         return;
     if (outq_flush(&c->out, c->io.fd) < 0) {
-        conn_close(c, strerror(errno));
+        ec_close(c, strerror(errno));
         return;
     }
     if (outq_pending(&c->out) < before)
@@ -164,14 +164,14 @@ static void conn_flush(struct http_conn *c)
  * the socket does not take. spilled: the machine queued output of its own
  * ahead of buf just now, to be written at once. Returns false if the
  * connection died. */
-static bool conn_send(struct http_conn *c, const char *buf, size_t n, bool spilled)
+static bool ec_send(struct engine_conn *c, const char *buf, size_t n, bool spilled)
 {
     if (outq_pending(&c->out) > 0) {
         /* Waiting for writability already (the write event flushes), or
          * the machine's spill goes first. */
         outq_copy(&c->out, buf, n);
         if (spilled)
-            conn_flush(c);
+            ec_flush(c);
         return c->state != C_CLOSED;
     }
     if (n == 0)
@@ -182,7 +182,7 @@ static bool conn_send(struct http_conn *c, const char *buf, size_t n, bool spill
     while (k < 0 && errno == EINTR);
     if (k < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK) {
-            conn_close(c, strerror(errno));
+            ec_close(c, strerror(errno));
             return false;
         }
         k = 0;
@@ -197,7 +197,7 @@ static bool conn_send(struct http_conn *c, const char *buf, size_t n, bool spill
 /* Answers what data[0..len) holds and keeps the rest in c->in (data is
  * either the shared read buffer or c->in's own). Returns false if the
  * connection died. */
-static bool conn_handle(struct http_conn *c, const uint8_t *data, size_t len)
+static bool ec_handle(struct engine_conn *c, const uint8_t *data, size_t len)
 {
     size_t off = 0;
     enum http_stop stop;
@@ -206,7 +206,7 @@ static bool conn_handle(struct http_conn *c, const uint8_t *data, size_t len)
         size_t used, before = outq_pending(&c->out);
         stop = http_proto_feed(&c->proto, (const char *)data + off, len - off, &used, &out);
         off += used;
-        if (!conn_send(c, out.buf, out.len, outq_pending(&c->out) > before))
+        if (!ec_send(c, out.buf, out.len, outq_pending(&c->out) > before))
             return false;
     } while (stop == HTTP_OUT_FULL && outq_pending(&c->out) == 0);
     inbuf_consumed(&c->in, data, len, off);
@@ -228,11 +228,11 @@ static bool conn_handle(struct http_conn *c, const uint8_t *data, size_t len)
  * the data with no further edge. An open connection answers what it reads;
  * a lingering one drops it (LINGER_MAX_BYTES at most: past them it waits
  * for its timer). */
-static void conn_read(struct http_conn *c, bool hup)
+static void ec_read(struct engine_conn *c, bool hup)
 {
     if (c->state == C_LINGER) {
         if (linger_discard(c->io.fd, &c->dropped) == LINGER_EOF)
-            conn_close(c, "done");
+            ec_close(c, "done");
         return;
     }
     size_t budget = READ_BUDGET;
@@ -250,17 +250,17 @@ static void conn_read(struct http_conn *c, bool hup)
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                conn_close(c, strerror(errno));
+                ec_close(c, strerror(errno));
             return;
         }
         size_t len;
         const uint8_t *data = inbuf_filled(&c->in, conn_rbuf, (size_t)n, &len);
-        if (!conn_handle(c, data, len))
+        if (!ec_handle(c, data, len))
             return;
         if ((size_t)n < cap && !hup)
             return;
         if ((size_t)n >= budget) {
-            conn_resume_later(c);
+            ec_resume_later(c);
             return;
         }
         budget -= (size_t)n;
@@ -269,7 +269,7 @@ static void conn_read(struct http_conn *c, bool hup)
 
 /* ---- Timeouts ------------------------------------------------------------- */
 
-static enum conn_wait conn_wait_kind(const struct http_conn *c)
+static enum conn_wait ec_wait_kind(const struct engine_conn *c)
 {
     if (c->state == C_LINGER)
         return WAIT_LINGER;
@@ -282,7 +282,7 @@ static enum conn_wait conn_wait_kind(const struct http_conn *c)
     return WAIT_IDLE;
 }
 
-static uint64_t conn_wait_limit(const struct http_conn *c)
+static uint64_t ec_wait_limit(const struct engine_conn *c)
 {
     switch (c->wait) {
     case WAIT_REQUEST: return c->e->request_timeout_ms;
@@ -296,24 +296,24 @@ static uint64_t conn_wait_limit(const struct http_conn *c)
  * deadline is left for the timer to find when it fires. Bytes that do not
  * complete a request are no progress: a request's deadline runs from its
  * first byte however slowly the rest trickles in. */
-static void conn_arm(struct http_conn *c)
+static void ec_arm(struct engine_conn *c)
 {
     struct ev_loop *loop = c->e->loop;
     uint64_t now = ev_now(loop);
-    enum conn_wait kind = conn_wait_kind(c);
+    enum conn_wait kind = ec_wait_kind(c);
     if (kind != c->wait || c->progress) {
         c->wait = kind;
         c->since_ms = now;
         c->progress = false;
     }
-    uint64_t deadline = c->since_ms + conn_wait_limit(c);
+    uint64_t deadline = c->since_ms + ec_wait_limit(c);
     if (!ev_timer_active(&c->timer) || c->timer.when_ms > deadline)
         ev_timer_start(loop, &c->timer, deadline > now ? deadline - now : 0, 0);
 }
 
 /* After any event: moves the connection on to what its state calls for
  * next, then arms its timer. */
-static void conn_settle(struct http_conn *c)
+static void ec_settle(struct engine_conn *c)
 {
     if (c->state == C_CLOSED)
         return;
@@ -321,98 +321,98 @@ static void conn_settle(struct http_conn *c)
         bool waiting = http_proto_waiting(&c->proto);
         if (c->state == C_CLOSING) {
             if (c->peer_done) {
-                conn_close(c, "closed by client");
+                ec_close(c, "closed by client");
                 return;
             }
             linger_shut(c->io.fd);
             c->state = C_LINGER;
-            conn_resume_later(c); /* the input's edge may have passed */
+            ec_resume_later(c); /* the input's edge may have passed */
         } else if (c->paused) {
             c->paused = false;
-            conn_resume_later(c);
+            ec_resume_later(c);
         } else if (c->peer_done && !waiting) {
-            conn_close(c, "closed by client");
+            ec_close(c, "closed by client");
             return;
         } else if (c->e->env.draining && !waiting && !http_proto_busy(&c->proto, c->in.len)) {
-            conn_close(c, "server draining");
+            ec_close(c, "server draining");
             return;
         }
     }
-    conn_arm(c);
+    ec_arm(c);
 }
 
 /* A request begun but not finished in time gets 408. */
-static void conn_timeout(struct http_conn *c)
+static void ec_timeout(struct engine_conn *c)
 {
     struct http_out out = {conn_obuf, 0, sizeof conn_obuf, &c->out};
     size_t before = outq_pending(&c->out);
     http_proto_timeout(&c->proto, &out);
-    if (!conn_send(c, out.buf, out.len, outq_pending(&c->out) > before))
+    if (!ec_send(c, out.buf, out.len, outq_pending(&c->out) > before))
         return;
     c->waiting = false;
     /* What is left of the input is dropped by the machine, now closing. */
-    conn_handle(c, c->in.data, c->in.len);
+    ec_handle(c, c->in.data, c->in.len);
 }
 
-static void conn_on_timer(struct ev_loop *loop, struct ev_timer *t)
+static void ec_on_timer(struct ev_loop *loop, struct ev_timer *t)
 {
-    struct http_conn *c = t->data;
-    uint64_t now = ev_now(loop), deadline = c->since_ms + conn_wait_limit(c);
+    struct engine_conn *c = t->data;
+    uint64_t now = ev_now(loop), deadline = c->since_ms + ec_wait_limit(c);
     if (now < deadline) {
         ev_timer_start(loop, t, deadline - now, 0);
         return;
     }
     switch (c->wait) {
     case WAIT_REQUEST:
-        conn_timeout(c);
+        ec_timeout(c);
         break;
     case WAIT_IDLE:
-        conn_close(c, "idle timeout");
+        ec_close(c, "idle timeout");
         break;
     case WAIT_APP:
-        conn_close(c, "no answer in time");
+        ec_close(c, "no answer in time");
         break;
     case WAIT_WRITE:
-        conn_close(c, "client does not read its responses");
+        ec_close(c, "client does not read its responses");
         break;
     case WAIT_LINGER:
-        conn_close(c, "linger time over");
+        ec_close(c, "linger time over");
         break;
     }
-    conn_settle(c);
+    ec_settle(c);
 }
 
 /* ---- Events ------------------------------------------------------------- */
 
-static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
+static void ec_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
-    struct http_conn *c = io->data;
+    struct engine_conn *c = io->data;
     if (c->state == C_CLOSED)
         return; /* an event of this iteration for a connection closed in it */
     if (events & EV_WRITE)
-        conn_flush(c);
+        ec_flush(c);
     if (events & EV_READ)
-        conn_read(c, events & EV_HUP);
-    conn_settle(c);
+        ec_read(c, events & EV_HUP);
+    ec_settle(c);
 }
 
 /* Picks up where a budget, a pause or the app stopped, or starts
  * lingering. */
-static void conn_resume(struct http_conn *c)
+static void ec_resume(struct engine_conn *c)
 {
-    if (c->state == C_OPEN && !c->paused && !c->waiting && !conn_handle(c, c->in.data, c->in.len))
+    if (c->state == C_OPEN && !c->paused && !c->waiting && !ec_handle(c, c->in.data, c->in.len))
         return;
     /* Whether the peer closed meanwhile is not known: read to EAGAIN. */
-    conn_read(c, true);
-    conn_settle(c);
+    ec_read(c, true);
+    ec_settle(c);
 }
 
 /* The app answered the request at the head of p's queue. */
-static void conn_ready(struct http_proto *p)
+static void ec_ready(struct http_proto *p)
 {
-    struct http_conn *c = (struct http_conn *)((char *)p - offsetof(struct http_conn, proto));
+    struct engine_conn *c = (struct engine_conn *)((char *)p - offsetof(struct engine_conn, proto));
     c->waiting = false;
-    conn_resume_later(c);
+    ec_resume_later(c);
 }
 
 void http_engine_init(struct http_engine *e, struct ev_loop *loop,
@@ -436,7 +436,7 @@ void http_engine_init(struct http_engine *e, struct ev_loop *loop,
     env->gzip = cfg->gzip ? http_gzip_new() : NULL;
     env->date = http_date;
     env->now_ns = cfg->start_times ? clock_now_ns : NULL;
-    env->ready = conn_ready;
+    env->ready = ec_ready;
 }
 
 void http_engine_fini(struct http_engine *e)
@@ -448,9 +448,9 @@ void http_engine_fini(struct http_engine *e)
 
 void http_engine_accept(struct http_engine *e, int fd)
 {
-    struct http_conn *c = mem_calloc(1, sizeof *c);
+    struct engine_conn *c = mem_calloc(1, sizeof *c);
     c->io.fd = fd;
-    c->io.cb = conn_on_io;
+    c->io.cb = ec_on_io;
     c->io.data = c;
     c->e = e;
     if (ev_io_start(e->loop, &c->io, EV_READ | EV_WRITE | EV_EDGE) < 0) {
@@ -460,13 +460,13 @@ void http_engine_accept(struct http_engine *e, int fd)
         e->closed(e->closed_ctx);
         return;
     }
-    ev_timer_init(&c->timer, conn_on_timer, c);
+    ev_timer_init(&c->timer, ec_on_timer, c);
     http_proto_init(&c->proto, &e->env, fd);
     c->state = C_OPEN;
     /* The front segment is where new connections may go without breaking
      * it: http_engine_prepare passes over one with nothing to resume. */
     c->attention = true;
-    conn_push_front(c);
+    ec_push_front(c);
     c->wait = WAIT_IDLE;
     c->since_ms = ev_now(e->loop);
     ev_timer_start(e->loop, &c->timer, e->idle_timeout_ms, 0);
@@ -475,18 +475,18 @@ void http_engine_accept(struct http_engine *e, int fd)
 
 bool http_engine_prepare(struct http_engine *e)
 {
-    struct http_conn *c = e->conns;
+    struct engine_conn *c = e->conns;
     /* Connections marked while this runs go to the front, behind the walk,
      * and are seen next time. */
     while (c && c->attention) {
-        struct http_conn *next = c->next;
+        struct engine_conn *next = c->next;
         c->attention = false;
         if (c->state == C_CLOSED) {
-            conn_unlink(c);
+            ec_unlink(c);
             mem_free(c);
         } else if (c->resume) {
             c->resume = false;
-            conn_resume(c);
+            ec_resume(c);
         }
         c = next;
     }
@@ -496,24 +496,24 @@ bool http_engine_prepare(struct http_engine *e)
 void http_engine_drain(struct http_engine *e)
 {
     e->env.draining = true;
-    struct http_conn *next;
-    for (struct http_conn *c = e->conns; c; c = next) {
+    struct engine_conn *next;
+    for (struct engine_conn *c = e->conns; c; c = next) {
         next = c->next;
         /* A lingering one ends on its own, LINGER_MS at most. */
         if (c->state == C_OPEN && outq_pending(&c->out) == 0 &&
             !http_proto_busy(&c->proto, c->in.len) && !http_proto_waiting(&c->proto))
-            conn_close(c, "server draining");
+            ec_close(c, "server draining");
         /* The busy ones answer with Connection: close (env.draining) and
-         * close from conn_settle. */
+         * close from ec_settle. */
     }
 }
 
 void http_engine_close_all(struct http_engine *e)
 {
     while (e->conns) {
-        struct http_conn *c = e->conns;
-        conn_close(c, "server stopping");
-        conn_unlink(c);
+        struct engine_conn *c = e->conns;
+        ec_close(c, "server stopping");
+        ec_unlink(c);
         mem_free(c);
     }
 }

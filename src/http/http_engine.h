@@ -1,4 +1,4 @@
-/* http_conn.h - HTTP/1.1 connections on one event loop, around the
+/* http_engine.h - HTTP/1.1 connections on one event loop, around the
  * protocol machine of http_proto.h: reading with a budget, writing, the
  * wait timers and the lingering close. car-server's REST side and
  * http_server.c (a2b-server) each keep one engine per worker loop.
@@ -21,7 +21,7 @@
 #include "http/http_proto.h"
 
 struct ev_loop;
-struct http_conn;
+struct engine_conn;
 
 struct http_engine_config {
     const char *log_name;        /* "<log_name> conn <fd> ..." in log lines */
@@ -41,7 +41,7 @@ struct http_engine {
     struct ev_loop *loop;
     struct http_env env;
     uint32_t idle_timeout_ms, request_timeout_ms;
-    struct http_conn *conns;     /* the ones needing the loop before it sleeps first */
+    struct engine_conn *conns;   /* the ones needing the loop before it sleeps first */
     void (*closed)(void *ctx);   /* a connection went away */
     void *closed_ctx;
 };
