@@ -1,0 +1,136 @@
+/* plog_format.h - the state log's file format (docs/persistence.md, "File
+ * format"), written a second time from the document, for the tests and
+ * fuzz targets that build, take apart, convert or damage log files byte by
+ * byte: format 2's headers and framing, format 1's for the migration. */
+#ifndef SHOOTOUT_PLOG_FORMAT_H
+#define SHOOTOUT_PLOG_FORMAT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <zlib.h>
+
+#define PF_HDR 32    /* format 2 file header */
+#define PF_HDR_V1 24 /* format 1 file header */
+#define PF_REC 17    /* format 2 record header: marker, length, type, two checks */
+#define PF_REC_V1 9  /* format 1 record header: crc, length, type */
+#define PF_MARK "\xfe\x6c\x9a\x3d"
+
+static inline void pf_le(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint64_t pf_get(const uint8_t *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* The file header of either format; 32 or 24 bytes written to h. */
+static inline size_t pf_header(uint8_t *h, int version, uint32_t number, bool base,
+                               uint64_t log_id)
+{
+    size_t n = version == 1 ? PF_HDR_V1 : PF_HDR;
+    memcpy(h, "shootlog", 8);
+    pf_le(h + 8, (uint32_t)version, 4);
+    pf_le(h + 12, base, 4);
+    pf_le(h + 16, number, 4);
+    if (version != 1)
+        pf_le(h + 20, log_id, 8);
+    pf_le(h + n - 4, crc32(0, h, (uInt)n - 4), 4);
+    return n;
+}
+
+/* The CRC every format-2 check of a file starts from. */
+static inline uint32_t pf_seed(uint64_t log_id, uint32_t number)
+{
+    uint8_t b[12];
+    pf_le(b, log_id, 8);
+    pf_le(b + 8, number, 4);
+    return (uint32_t)crc32(0, b, sizeof b);
+}
+
+/* A format-2 file's seed, read from its header. */
+static inline uint32_t pf_file_seed(const uint8_t *file)
+{
+    return pf_seed(pf_get(file + 20, 8), (uint32_t)pf_get(file + 16, 4));
+}
+
+/* Sets the two checks of the format-2 record at rec, at offset off of a
+ * file with seed, from its length, type and body. */
+static inline void pf_seal(uint8_t *rec, uint64_t off, uint32_t seed)
+{
+    uint8_t o[8];
+    uint32_t len = (uint32_t)pf_get(rec + 4, 4);
+    pf_le(o, off, 8);
+    uLong hc = crc32(crc32(seed, o, 8), rec, 9);
+    pf_le(rec + 9, hc, 4);
+    pf_le(rec + 13, crc32(hc, rec + PF_REC, len), 4);
+}
+
+/* Writes a format-2 record of type and body at out (PF_REC + len bytes). */
+static inline size_t pf_frame(uint8_t *out, uint64_t off, uint32_t seed, uint8_t type,
+                              const uint8_t *body, uint32_t len)
+{
+    memcpy(out, PF_MARK, 4);
+    pf_le(out + 4, len, 4);
+    out[8] = type;
+    memcpy(out + PF_REC, body, len);
+    pf_seal(out, off, seed);
+    return PF_REC + (size_t)len;
+}
+
+/* Writes a format-1 record at out (PF_REC_V1 + len bytes). */
+static inline size_t pf_frame_v1(uint8_t *out, uint8_t type, const uint8_t *body, uint32_t len)
+{
+    pf_le(out + 4, len, 4);
+    out[8] = type;
+    memcpy(out + PF_REC_V1, body, len);
+    pf_le(out, crc32(0, out + 4, len + 5), 4);
+    return PF_REC_V1 + (size_t)len;
+}
+
+/* One record of an intact format-2 file. */
+struct pf_rec {
+    size_t off, size;
+    uint8_t type;
+};
+
+/* Lists the records of an intact format-2 file, up to max; returns how
+ * many there are (stops at anything that does not frame). */
+static inline size_t pf_records(const uint8_t *file, size_t len, struct pf_rec *out, size_t max)
+{
+    size_t n = 0;
+    for (size_t off = PF_HDR; off + PF_REC <= len && memcmp(file + off, PF_MARK, 4) == 0;) {
+        size_t size = PF_REC + pf_get(file + off + 4, 4);
+        if (size > len - off)
+            break;
+        if (n < max)
+            out[n] = (struct pf_rec){off, size, file[off + 8]};
+        n++;
+        off += size;
+    }
+    return n;
+}
+
+/* Converts an intact format-2 file to format 1, leaving out each record i
+ * for which keep[i] is false (keep NULL: none). out must hold len bytes;
+ * returns the new length. */
+static inline size_t pf_to_v1(const uint8_t *file, size_t len, const bool *keep, uint8_t *out)
+{
+    static struct pf_rec recs[65536];
+    size_t n = pf_records(file, len, recs, sizeof recs / sizeof recs[0]);
+    size_t o = pf_header(out, 1, (uint32_t)pf_get(file + 16, 4), pf_get(file + 12, 4) & 1, 0);
+    for (size_t i = 0; i < n && i < sizeof recs / sizeof recs[0]; i++)
+        if (!keep || keep[i])
+            o += pf_frame_v1(out + o, recs[i].type, file + recs[i].off + PF_REC,
+                             (uint32_t)(recs[i].size - PF_REC));
+    return o;
+}
+
+#endif
