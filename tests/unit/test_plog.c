@@ -1230,7 +1230,8 @@ static void test_records_that_depend_on_a_lost_one(void **state)
 
 /* A message whose payload holds records, and bytes that look like them: a
  * stretch of another file (log.1: other seed), a record framed for this
- * file but another offset, markers followed by huge lengths. When that
+ * file but another offset (0, where no record can be), markers followed by
+ * huge lengths. When that
  * message's own record is damaged, recovery scans its payload for the next
  * record: none of those may pass for one, and the scan is not quadratic. */
 static void test_payload_that_looks_like_records(void **state)
@@ -1252,7 +1253,7 @@ static void test_payload_that_looks_like_records(void **state)
     size_t n = len1 - PF_HDR;
     memcpy(payload, one + PF_HDR, n);
     const uint8_t body[] = {3, 0, 'a', 'b', 'c'};
-    n += pf_frame(payload + n, 7, pf_file_seed(hdr2), PLOG_SESSION_DEL, body, sizeof body);
+    n += pf_frame(payload + n, 0, pf_file_seed(hdr2), PLOG_SESSION_DEL, body, sizeof body);
     for (int i = 0; i < 5000; i++) {
         memcpy(payload + n, PF_MARK "\xff\xff\xff\x00", 8);
         n += 8;
