@@ -118,6 +118,27 @@ static inline size_t pf_records(const uint8_t *file, size_t len, struct pf_rec *
     return n;
 }
 
+#define PF_MAXREC 8192
+
+/* A log file as written (orig, len, its records) and as a test damaged it
+ * (bytes, dlen). */
+struct pf_file {
+    unsigned number;
+    uint8_t *orig, *bytes;
+    size_t len, dlen;
+    struct pf_rec recs[PF_MAXREC];
+    size_t nrecs;
+};
+
+/* Whether record r of f is intact: its bytes still where they were
+ * written. */
+static inline bool pf_intact(const struct pf_file *f, size_t r)
+{
+    const struct pf_rec *rec = &f->recs[r];
+    return rec->off + rec->size <= f->dlen &&
+           memcmp(f->orig + rec->off, f->bytes + rec->off, rec->size) == 0;
+}
+
 /* Converts an intact format-2 file to format 1, leaving out each record i
  * for which keep[i] is false (keep NULL: none). out must hold len bytes;
  * returns the new length. */

@@ -183,23 +183,14 @@ static int count_files(const char *dir, const char *part)
 
 static uint8_t *read_path(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *len = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(*len ? *len : 1);
-    assert_int_equal(fread(p, 1, *len, f), *len);
-    fclose(f);
+    uint8_t *p = read_whole(path, len);
+    assert_non_null(p);
     return p;
 }
 
 static void write_path(const char *path, const uint8_t *p, size_t len)
 {
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(p, 1, len, f), len);
-    fclose(f);
+    assert_int_equal(write_whole(path, p, len), 0);
 }
 
 static void log_path(char *out, const char *dir, unsigned number)
@@ -956,18 +947,9 @@ static void test_directory_is_locked(void **state)
 
 /* ---- damage, and what recovering past it must give ------------------------ */
 
-#define MAXREC 8192
+#define MAXREC PF_MAXREC
 
-/* One log file as written, and the same file damaged by a test. */
-struct logfile {
-    unsigned number;
-    uint8_t *orig, *bytes;
-    size_t len, dlen;
-    struct pf_rec recs[MAXREC];
-    size_t nrecs;
-};
-
-static struct logfile lf[3];
+static struct pf_file lf[3];
 static size_t nlf;
 
 /* Reads n files of dir from log.<first> on, undamaged so far. */
@@ -977,7 +959,7 @@ static void lf_read(const char *dir, unsigned first, size_t n)
     log_set_level(LOG_ERROR); /* each damaged range is logged: expected here */
     nlf = n;
     for (size_t i = 0; i < n; i++) {
-        struct logfile *f = &lf[i];
+        struct pf_file *f = &lf[i];
         f->number = first + (unsigned)i;
         log_path(path, dir, f->number);
         f->orig = read_path(path, &f->len);
@@ -1020,14 +1002,6 @@ static void lf_free(void)
     nlf = 0;
 }
 
-/* A record is intact if its bytes are where they were written. */
-static bool lf_intact(const struct logfile *f, size_t r)
-{
-    const struct pf_rec *rec = &f->recs[r];
-    return rec->off + rec->size <= f->dlen &&
-           memcmp(f->orig + rec->off, f->bytes + rec->off, rec->size) == 0;
-}
-
 /* What recovering the damaged files must deliver: the state of the history
  * without the records the damage touched. Found by replaying the intact
  * records alone, converted to format 1, whose reader stops at damage
@@ -1037,9 +1011,9 @@ static void lf_expected(struct lines *out)
     static bool keep[MAXREC];
     char *odir = fast_dir(), path[512];
     for (size_t i = 0; i < nlf; i++) {
-        struct logfile *f = &lf[i];
+        struct pf_file *f = &lf[i];
         for (size_t r = 0; r < f->nrecs; r++)
-            keep[r] = lf_intact(f, r);
+            keep[r] = pf_intact(f, r);
         uint8_t *v1 = malloc(f->len);
         size_t n = pf_to_v1(f->orig, f->len, keep, v1);
         log_path(path, odir, f->number);
@@ -1118,7 +1092,7 @@ static void test_damage_at_start_middle_and_end_of_a_file(void **state)
     two_files(dir, 777);
     const size_t at[] = {0, 4, 7, 8, 10, 14, 17, 20};
     for (size_t fi = 0; fi < nlf; fi++) {
-        struct logfile *f = &lf[fi];
+        struct pf_file *f = &lf[fi];
         const size_t which[] = {0, f->nrecs / 2, f->nrecs - 1};
         for (size_t w = 0; w < 3; w++) {
             const struct pf_rec *rec = &f->recs[which[w]];
@@ -1155,7 +1129,7 @@ static void test_several_damaged_ranges_and_a_torn_tail(void **state)
 {
     char *dir = fast_dir();
     two_files(dir, 4242);
-    struct logfile *a = &lf[0], *b = &lf[1];
+    struct pf_file *a = &lf[0], *b = &lf[1];
     a->bytes[a->recs[3].off + a->recs[3].size - 1] ^= 0x01;
     size_t zero_from = a->recs[10].off, zero_to = a->recs[13].off;
     memset(a->bytes + zero_from, 0, zero_to - zero_from);
@@ -1270,7 +1244,7 @@ static void test_payload_that_looks_like_records(void **state)
     commit(l);
     plog_close(l);
     lf_read(dir, 1, 2);
-    struct logfile *f = &lf[1];
+    struct pf_file *f = &lf[1];
     size_t msg = 1;
     assert_int_equal(f->recs[msg].type, PLOG_MSG);
     f->bytes[f->recs[msg].off + 1] ^= 1;
