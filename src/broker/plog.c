@@ -45,7 +45,7 @@
 #define FILE_HDR 32       /* magic 8, version 4, flags 4, number 4, log id 8, crc 4 */
 #define FILE_HDR_V1 24    /* magic 8, version 4, flags 4, number 4, crc 4 */
 #define FLAG_BASE 0x1u    /* a snapshot replacing every lower-numbered file */
-/* Format 2: marker 4, body length 4, type 1, header check 4, check 4. */
+/* Format 2: marker 4, header check 4, check 4, body length 4, type 1. */
 #define REC_HDR 17
 #define REC_HDR_V1 9      /* crc 4, body length 4, type 1 */
 /* Starts every format-2 record: 0xfe never occurs in UTF-8 text. */
@@ -226,33 +226,40 @@ struct mapped {
     uint8_t version;  /* format: 1, or 2 (also for a file whose header is damaged) */
     size_t hdr;       /* header length: where its records start */
     int64_t flags;    /* of a valid header; -1 if it does not verify */
-    uint32_t seed;    /* format 2: file_seed() of its log id and number */
+    uint64_t key;     /* format 2: file_key() of its log id and number */
 };
 
-/* What every format-2 check of log.N starts from: the CRC of the log id
+/* MurmurHash3's 64-bit finalizer: every input bit moves every output bit. */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ x >> 33;
+}
+
+/* What the checks of every format-2 record of log.N depend on: the log id
  * and N, so that a record copied from another file, or from a log of
  * another directory or generation, does not verify. */
-static uint32_t file_seed(uint64_t log_id, uint32_t number)
+static uint64_t file_key(uint64_t log_id, uint32_t number)
 {
-    uint8_t b[12];
-    le_store(b, log_id, 8);
-    le_store(b + 8, number, 4);
-    return (uint32_t)crc32(0, b, sizeof b);
+    return mix64(log_id ^ mix64(number));
 }
 
-/* A format-2 record's header check: the seed, then the record's offset,
- * then its marker, length and type. The offset binds a record to its
- * place, so a copy elsewhere in the same file does not verify either. */
-static uint32_t head_check(uint32_t seed, uint64_t off, const uint8_t *rec)
+/* A format-2 record's header check, of the file's key, the record's offset
+ * (so that a copy elsewhere in the same file does not verify either), its
+ * length and its type. A hash rather than a CRC: it costs a few multiplies
+ * for every record appended, and for every candidate a resync looks at. */
+static uint32_t head_check(uint64_t key, uint64_t off, uint32_t len, uint8_t type)
 {
-    uint8_t o[8];
-    le_store(o, off, 8);
-    return (uint32_t)crc32(crc32(seed, o, sizeof o), rec, 9);
+    return (uint32_t)mix64(mix64(key ^ off) ^ len ^ (uint64_t)type << 32);
 }
 
-/* Appends r framed as a format-2 record of a file with seed, the buffer's
- * first byte being at offset base of that file. */
-static void frame_record(struct buf *b, const struct plog_rec *r, uint32_t seed, uint64_t base)
+/* Appends r framed as a format-2 record of a file with key, the buffer's
+ * first byte being at offset base of that file. The check is the CRC of
+ * the length, type and body, started from the header check. */
+static void frame_record(struct buf *b, const struct plog_rec *r, uint64_t key, uint64_t base)
 {
     size_t start = b->len;
     struct plog_rec copy = *r;
@@ -262,13 +269,13 @@ static void frame_record(struct buf *b, const struct plog_rec *r, uint32_t seed,
     b->len += REC_HDR;
     codec_rec(&c, &copy);
     uint8_t *h = b->p + start;
-    size_t len = b->len - start - REC_HDR;
+    uint32_t len = (uint32_t)(b->len - start - REC_HDR);
+    uint32_t hc = head_check(key, base + start, len, r->type);
     memcpy(h, REC_MARK, 4);
-    le_store(h + 4, len, 4);
-    h[8] = r->type;
-    uint32_t hc = head_check(seed, base + start, h);
-    le_store(h + 9, hc, 4);
-    le_store(h + 13, crc32(hc, h + REC_HDR, (uInt)len), 4);
+    le_store(h + 4, hc, 4);
+    le_store(h + 12, len, 4);
+    h[16] = r->type;
+    le_store(h + 8, crc32(hc, h + 12, len + 5), 4);
 }
 
 enum rec_status { REC_OK, REC_TORN, REC_BAD };
@@ -323,26 +330,26 @@ static enum rec_status read_record(const struct mapped *m, uint64_t off, struct 
     }
     if (avail < REC_HDR)
         return REC_TORN;
-    uint32_t len = (uint32_t)le_load(p + 4, 4);
-    uint32_t hc = head_check(m->seed, off, p);
-    if (len > REC_MAX || le_load(p + 9, 4) != hc) {
+    uint32_t len = (uint32_t)le_load(p + 12, 4);
+    uint32_t hc = head_check(m->key, off, len, p[16]);
+    if (len > REC_MAX || le_load(p + 4, 4) != hc) {
         *why = "bad record header";
         return REC_BAD;
     }
     if (avail - REC_HDR < len)
         return REC_TORN;
-    if (le_load(p + 13, 4) != crc32(hc, p + REC_HDR, len)) {
+    if (le_load(p + 8, 4) != crc32(hc, p + 12, len + 5)) {
         *why = "checksum mismatch";
         return REC_BAD;
     }
     *size = REC_HDR + len;
-    return decode_body(p[8], p + REC_HDR, len, r, why);
+    return decode_body(p[16], p + REC_HDR, len, r, why);
 }
 
 /* Where recovery goes on after damage at from - 1: the first offset from
  * on where a record verifies, or the end of the file. A candidate costs a
- * CRC of 17 bytes unless its header verifies, so payload bytes that look
- * like records cannot make this quadratic. Format 1 has no marker to find
+ * header check, and a CRC of its body only if that verifies, so payload
+ * bytes that look like records cannot make this quadratic. Format 1 has no marker to find
  * a record by: the damage runs to the end of its file. */
 static uint64_t resync(const struct mapped *m, uint64_t from)
 {
@@ -399,7 +406,7 @@ static void map_format(struct mapped *m, uint64_t log_id)
         m->version = FILE_VERSION;
         m->hdr = FILE_HDR;
     }
-    m->seed = file_seed(log_id, m->number);
+    m->key = file_key(log_id, m->number);
 }
 
 /* ---- the index of live records ------------------------------------------- */
@@ -908,7 +915,7 @@ static int compact_write(struct compaction *c, const struct mapped *maps, int fd
 {
     struct buf out = {0};
     uint64_t off = FILE_HDR;
-    uint32_t seed = file_seed(c->log_id, c->number);
+    uint64_t key = file_key(c->log_id, c->number);
     int rc = 0;
 
     for (size_t i = 0; i < c->nitems && rc == 0; i++) {
@@ -921,7 +928,7 @@ static int compact_write(struct compaction *c, const struct mapped *maps, int fd
             break;
         }
         size_t start = out.len;
-        frame_record(&out, &r, seed, off);
+        frame_record(&out, &r, key, off);
         it->new_off = off + start;
         it->new_len = (uint32_t)(out.len - start);
         if (out.len >= WRITE_CHUNK || i + 1 == c->nitems ||
@@ -1003,7 +1010,7 @@ struct plog {
     int dirfd, lockfd;
     int fd;                /* the file being appended to */
     uint32_t number;       /* its number */
-    uint32_t seed;         /* of its records (file_seed) */
+    uint64_t key;          /* of its records (file_key) */
     uint64_t size;         /* its size on disk */
     uint64_t log_id;       /* in every header this log writes */
     struct file_size *files; /* every file of the log, ascending, the current one last */
@@ -1061,7 +1068,7 @@ static int open_segment(struct plog *l, uint32_t number)
     }
     l->fd = fd;
     l->number = number;
-    l->seed = file_seed(l->log_id, number);
+    l->key = file_key(l->log_id, number);
     l->size = FILE_HDR;
     files_add(l, number, FILE_HDR);
     return 0;
@@ -1084,7 +1091,7 @@ uint64_t plog_append(struct plog *l, const struct plog_rec *rec)
     }
     l->batch_gates |= !r.lazy;
     size_t start = l->batch.len;
-    frame_record(&l->batch, &r, l->seed, l->size);
+    frame_record(&l->batch, &r, l->key, l->size);
     struct loc loc = {l->size + start, l->number, (uint32_t)(l->batch.len - start)};
     index_apply(&l->x, &r, loc);
     return id;

@@ -840,8 +840,8 @@ def records(raw):
     out, off = [], 32
     while off < len(raw):
         assert raw[off:off + 4] == MARK, "no record at byte %d" % off
-        size = 17 + struct.unpack_from("<I", raw, off + 4)[0]
-        out.append((off, size, raw[off + 8]))
+        size = 17 + struct.unpack_from("<I", raw, off + 12)[0]
+        out.append((off, size, raw[off + 16]))
         off += size
     assert off == len(raw)
     return out

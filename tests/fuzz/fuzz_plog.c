@@ -44,7 +44,7 @@ static void write_file(unsigned number, const uint8_t *data, size_t len, uint8_t
     uint8_t hdr[PF_HDR];
     bool v2 = flags & 16;
     size_t hlen = v2 ? PF_HDR : PF_HDR_V1, rec = v2 ? PF_REC : PF_REC_V1;
-    uint32_t seed = pf_seed(LOG_ID, number);
+    uint64_t key = pf_key(LOG_ID, number);
     snprintf(path, sizeof path, "%s/log.%010u", dir, number);
     FILE *f = fopen(path, "wb");
     CHECK(f);
@@ -57,12 +57,12 @@ static void write_file(unsigned number, const uint8_t *data, size_t len, uint8_t
     /* Records start after the header, wherever the header came from. */
     size_t start = flags & 1 ? 0 : hlen, shift = flags & 1 ? hlen : 0;
     for (size_t off = start; (flags & 2) && off + rec <= len;) {
-        uint32_t body = (uint32_t)pf_get(copy + off + 4, 4);
+        uint32_t body = (uint32_t)pf_get(copy + off + (v2 ? 12 : 4), 4);
         if (body > len - off - rec)
             break;
         if (v2) {
             memcpy(copy + off, PF_MARK, 4);
-            pf_seal(copy + off, off + shift, seed);
+            pf_seal(copy + off, off + shift, key);
         } else {
             pf_le(copy + off, crc32(0, copy + off + 4, body + 5), 4);
         }

@@ -13,7 +13,7 @@
 
 #define PF_HDR 32    /* format 2 file header */
 #define PF_HDR_V1 24 /* format 1 file header */
-#define PF_REC 17    /* format 2 record header: marker, length, type, two checks */
+#define PF_REC 17    /* format 2 record header: marker, two checks, length, type */
 #define PF_REC_V1 9  /* format 1 record header: crc, length, type */
 #define PF_MARK "\xfe\x6c\x9a\x3d"
 
@@ -46,42 +46,46 @@ static inline size_t pf_header(uint8_t *h, int version, uint32_t number, bool ba
     return n;
 }
 
-/* The CRC every format-2 check of a file starts from. */
-static inline uint32_t pf_seed(uint64_t log_id, uint32_t number)
+static inline uint64_t pf_mix(uint64_t x)
 {
-    uint8_t b[12];
-    pf_le(b, log_id, 8);
-    pf_le(b + 8, number, 4);
-    return (uint32_t)crc32(0, b, sizeof b);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ x >> 33;
 }
 
-/* A format-2 file's seed, read from its header. */
-static inline uint32_t pf_file_seed(const uint8_t *file)
+/* What every format-2 check of file number of log log_id depends on. */
+static inline uint64_t pf_key(uint64_t log_id, uint32_t number)
 {
-    return pf_seed(pf_get(file + 20, 8), (uint32_t)pf_get(file + 16, 4));
+    return pf_mix(log_id ^ pf_mix(number));
+}
+
+/* A format-2 file's key, from its header. */
+static inline uint64_t pf_file_key(const uint8_t *file)
+{
+    return pf_key(pf_get(file + 20, 8), (uint32_t)pf_get(file + 16, 4));
 }
 
 /* Sets the two checks of the format-2 record at rec, at offset off of a
- * file with seed, from its length, type and body. */
-static inline void pf_seal(uint8_t *rec, uint64_t off, uint32_t seed)
+ * file with key, from its length, type and body. */
+static inline void pf_seal(uint8_t *rec, uint64_t off, uint64_t key)
 {
-    uint8_t o[8];
-    uint32_t len = (uint32_t)pf_get(rec + 4, 4);
-    pf_le(o, off, 8);
-    uLong hc = crc32(crc32(seed, o, 8), rec, 9);
-    pf_le(rec + 9, hc, 4);
-    pf_le(rec + 13, crc32(hc, rec + PF_REC, len), 4);
+    uint32_t len = (uint32_t)pf_get(rec + 12, 4);
+    uint32_t hc = (uint32_t)pf_mix(pf_mix(key ^ off) ^ len ^ (uint64_t)rec[16] << 32);
+    pf_le(rec + 4, hc, 4);
+    pf_le(rec + 8, crc32(hc, rec + 12, len + 5), 4);
 }
 
 /* Writes a format-2 record of type and body at out (PF_REC + len bytes). */
-static inline size_t pf_frame(uint8_t *out, uint64_t off, uint32_t seed, uint8_t type,
+static inline size_t pf_frame(uint8_t *out, uint64_t off, uint64_t key, uint8_t type,
                               const uint8_t *body, uint32_t len)
 {
     memcpy(out, PF_MARK, 4);
-    pf_le(out + 4, len, 4);
-    out[8] = type;
+    pf_le(out + 12, len, 4);
+    out[16] = type;
     memcpy(out + PF_REC, body, len);
-    pf_seal(out, off, seed);
+    pf_seal(out, off, key);
     return PF_REC + (size_t)len;
 }
 
@@ -107,11 +111,11 @@ static inline size_t pf_records(const uint8_t *file, size_t len, struct pf_rec *
 {
     size_t n = 0;
     for (size_t off = PF_HDR; off + PF_REC <= len && memcmp(file + off, PF_MARK, 4) == 0;) {
-        size_t size = PF_REC + pf_get(file + off + 4, 4);
+        size_t size = PF_REC + pf_get(file + off + 12, 4);
         if (size > len - off)
             break;
         if (n < max)
-            out[n] = (struct pf_rec){off, size, file[off + 8]};
+            out[n] = (struct pf_rec){off, size, file[off + 16]};
         n++;
         off += size;
     }

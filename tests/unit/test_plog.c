@@ -655,12 +655,12 @@ static void test_torn_tail_every_offset(void **state)
  * to body_len bytes, its checksum made right. */
 static void rewrite_first_record(const char *path, const uint8_t *bytes, uint32_t body_len)
 {
-    uint32_t had = (uint32_t)pf_get(bytes + PF_HDR + 4, 4);
+    uint32_t had = (uint32_t)pf_get(bytes + PF_HDR + 12, 4);
     uint8_t *copy = calloc(1, PF_HDR_V1 + PF_REC_V1 + (size_t)body_len);
     uint8_t *body = calloc(1, body_len);
     memcpy(body, bytes + PF_HDR + PF_REC, body_len < had ? body_len : had);
     size_t size = pf_header(copy, 1, 1, false, 0);
-    size += pf_frame_v1(copy + size, bytes[PF_HDR + 8], body, body_len);
+    size += pf_frame_v1(copy + size, bytes[PF_HDR + 16], body, body_len);
     write_path(path, copy, size);
     free(body);
     free(copy);
@@ -1081,16 +1081,16 @@ static void two_files(const char *dir, uint64_t seed)
 }
 
 /* One byte changed in the first, a middle or the last record of either
- * file, at each field of the record (marker, length low and high byte,
- * type, both checks, body): that record alone is skipped, reported with
- * its exact range and saved aside; every record after it, in its file and
- * the next, is recovered. A length that now points past the end of the
+ * file, at each field of the record (marker, header check, check, length
+ * low and high byte, type, body): that record alone is skipped, reported
+ * with its exact range and saved aside; every record after it, in its file
+ * and the next, is recovered. A length that now points past the end of the
  * last file is damage, not a torn tail: its header check fails. */
 static void test_damage_at_start_middle_and_end_of_a_file(void **state)
 {
     char *dir = fast_dir();
     two_files(dir, 777);
-    const size_t at[] = {0, 4, 7, 8, 10, 14, 17, 20};
+    const size_t at[] = {0, 5, 9, 12, 15, 16, 17, 20};
     for (size_t fi = 0; fi < nlf; fi++) {
         struct pf_file *f = &lf[fi];
         const size_t which[] = {0, f->nrecs / 2, f->nrecs - 1};
@@ -1227,7 +1227,7 @@ static void test_payload_that_looks_like_records(void **state)
     size_t n = len1 - PF_HDR;
     memcpy(payload, one + PF_HDR, n);
     const uint8_t body[] = {3, 0, 'a', 'b', 'c'};
-    n += pf_frame(payload + n, 0, pf_file_seed(hdr2), PLOG_SESSION_DEL, body, sizeof body);
+    n += pf_frame(payload + n, 0, pf_file_key(hdr2), PLOG_SESSION_DEL, body, sizeof body);
     for (int i = 0; i < 5000; i++) {
         memcpy(payload + n, PF_MARK "\xff\xff\xff\x00", 8);
         n += 8;
