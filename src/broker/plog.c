@@ -12,6 +12,13 @@
  * (the old files it replaces are ignored and deleted), so recovery always
  * sees one consistent history.
  *
+ * Each record starts with a marker and carries two checks that depend on
+ * its file and offset, so recovery that meets a record which does not
+ * verify skips on to the next one that does: damage costs the records it
+ * hit, which are saved aside, and nothing after them. Records that refer
+ * to an object lost that way are ignored. Format-1 files (no marker) are
+ * still read, and rewritten by a compaction at open.
+ *
  * The in-memory index maps each live object to where its record is. While a
  * compaction runs, objects removed from the index are kept as "dead" nodes
  * until it ends, so that the compaction's list of records can point at
