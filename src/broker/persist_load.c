@@ -179,10 +179,11 @@ int persist_load(struct broker *b)
     /* plog logged each damaged range with where it was saved; this says
      * what the state above is. */
     if (rep.damaged_ranges)
-        log_warn("persistence: skipped %u damaged ranges (%llu bytes, saved aside, the first at "
-                 "byte %llu of log.%010u: %s); every intact record before and after them is "
-                 "in the state above", rep.damaged_ranges, (unsigned long long)rep.damaged_bytes,
-                 (unsigned long long)rep.damaged_offset, rep.damaged_file, rep.reason);
+        log_warn("persistence: skipped %u damaged range%s (%llu bytes, saved aside, the first "
+                 "at byte %llu of log.%010u: %s); every intact record before and after %s is "
+                 "in the state above", rep.damaged_ranges, rep.damaged_ranges > 1 ? "s" : "",
+                 (unsigned long long)rep.damaged_bytes, (unsigned long long)rep.damaged_offset,
+                 rep.damaged_file, rep.reason, rep.damaged_ranges > 1 ? "them" : "it");
     if (rep.rewrite)
         log_info("persistence: rewriting the log%s in the background",
                  rep.v1_files ? " in format 2" : " without the damaged ranges");

@@ -59,6 +59,7 @@
 #define REC_MARK "\xfe\x6c\x9a\x3d"
 #define REC_MAX (PLOG_BLOB_MAX * 3u) /* a body can hold three blobs */
 #define NAME_MAX_LEN 64
+#define LOGGED_RANGES 32  /* damaged ranges logged one by one at a start */
 #define WRITE_CHUNK (1u << 20)
 
 /* ---- byte buffers and the record codec ----------------------------------- */
@@ -1414,13 +1415,13 @@ static void replay_file(struct plog *l, const struct mapped *m, size_t i, bool l
 }
 
 /* Copies [start, end) of a damaged file to a new file beside it, named in
- * aside. 0 or -1. */
+ * aside; *seq numbers the names, from one call to the next. 0 or -1. */
 static int save_aside(int dirfd, const struct mapped *m, uint64_t start, uint64_t end,
-                      char *aside)
+                      char *aside, unsigned *seq)
 {
     char suffix[32];
     for (int attempt = 0; attempt < 1000; attempt++) {
-        snprintf(suffix, sizeof suffix, ".corrupt-%lld-%d", (long long)time(NULL), attempt);
+        snprintf(suffix, sizeof suffix, ".corrupt-%lld-%u", (long long)time(NULL), (*seq)++);
         file_name(aside, m->number, suffix);
         int fd = openat(dirfd, aside, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 && errno == EEXIST)
@@ -1449,7 +1450,7 @@ static int truncate_at(int dirfd, const char *name, uint64_t size)
  * (the whole file, if no record of it is left), one followed by intact
  * records stays until the rewrite. Returns the file's new size. */
 static uint64_t repair(struct plog *l, const struct mapped *m, const struct damage *d,
-                       struct plog_report *rep)
+                       unsigned *seq, struct plog_report *rep)
 {
     char name[NAME_MAX_LEN], aside[NAME_MAX_LEN] = "";
     uint64_t len = d->end - d->start;
@@ -1467,7 +1468,7 @@ static uint64_t repair(struct plog *l, const struct mapped *m, const struct dama
                  "a crash): cut off", name, d->why, (unsigned long long)d->start,
                  (unsigned long long)len);
     } else {
-        if (save_aside(l->dirfd, m, d->start, d->end, aside) < 0) {
+        if (save_aside(l->dirfd, m, d->start, d->end, aside, seq) < 0) {
             log_error("persistence: cannot save bytes %llu..%llu of %s aside: %s",
                       (unsigned long long)d->start, (unsigned long long)d->end - 1, name,
                       strerror(errno));
@@ -1476,10 +1477,15 @@ static uint64_t repair(struct plog *l, const struct mapped *m, const struct dama
         if (!rep->damaged_ranges++)
             snprintf(rep->aside, sizeof rep->aside, "%s", aside);
         rep->damaged_bytes += len;
-        log_warn("persistence: %s bytes %llu..%llu damaged (%s): %llu bytes skipped, saved as %s; "
-                 "recovery went on %s", name, (unsigned long long)d->start,
-                 (unsigned long long)d->end - 1, d->why, (unsigned long long)len, aside,
-                 d->end < m->size ? "at the next intact record" : "with the next file");
+        /* A disk that damaged thousands of places must not flood the log:
+         * the summary (persist_load.c) counts them all. */
+        if (rep->damaged_ranges <= LOGGED_RANGES)
+            log_warn("persistence: %s bytes %llu..%llu damaged (%s): %llu bytes skipped, saved as "
+                     "%s; recovery went on %s", name, (unsigned long long)d->start,
+                     (unsigned long long)d->end - 1, d->why, (unsigned long long)len, aside,
+                     d->end < m->size ? "at the next intact record" : "with the next file");
+        else if (rep->damaged_ranges == LOGGED_RANGES + 1)
+            log_warn("persistence: more damaged ranges: saved aside, not logged one by one");
     }
     if (d->end < m->size) {
         rep->rewrite = true;
@@ -1561,10 +1567,11 @@ static void recover(struct plog *l, uint32_t *numbers, size_t n, plog_apply_fn a
         msg_drop_if_unreferenced(&l->x, slot->val);
     deliver(l, maps, nmaps, apply, ctx, rep);
     uint64_t *sizes = mem_alloc((nmaps ? nmaps : 1) * sizeof *sizes);
+    unsigned seq = 0;
     for (size_t i = 0; i < nmaps; i++)
         sizes[i] = maps[i].size;
     for (size_t k = 0; k < dmg.n; k++)
-        sizes[dmg.v[k].file] = repair(l, &maps[dmg.v[k].file], &dmg.v[k], rep);
+        sizes[dmg.v[k].file] = repair(l, &maps[dmg.v[k].file], &dmg.v[k], &seq, rep);
     if (dmg.n && fsync(l->dirfd) < 0)
         log_error("persistence: cannot sync the data directory: %s", strerror(errno));
     for (size_t i = 0; i < nmaps; i++) {

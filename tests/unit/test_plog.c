@@ -1157,6 +1157,23 @@ static void test_several_damaged_ranges_and_a_torn_tail(void **state)
     remove_dir(dir);
 }
 
+/* Every other record of log.1 damaged: each is its own range, saved in its
+ * own aside file, and the intact ones between them are all recovered. */
+static void test_many_damaged_ranges(void **state)
+{
+    char *dir = fast_dir();
+    two_files(dir, 5150);
+    struct pf_file *a = &lf[0];
+    assert_true(a->nrecs > 200);
+    for (size_t r = 0; r < 200; r += 2)
+        a->bytes[a->recs[r].off + a->recs[r].size / 2] ^= 0x40;
+    recover_damaged(dir);
+    assert_int_equal(report.damaged_ranges, 100);
+    assert_int_equal(count_files(dir, ".corrupt-"), 100);
+    lf_free();
+    remove_dir(dir);
+}
+
 /* Records whose object was lost with a damaged record are harmless: the
  * state of a message and the deletion of its copy, after its MSG record is
  * lost, change nothing, and ids named anywhere are not handed out again. A
@@ -1659,6 +1676,7 @@ int main(void)
         cmocka_unit_test_teardown(test_directory_is_locked, teardown),
         cmocka_unit_test_teardown(test_damage_at_start_middle_and_end_of_a_file, teardown),
         cmocka_unit_test_teardown(test_several_damaged_ranges_and_a_torn_tail, teardown),
+        cmocka_unit_test_teardown(test_many_damaged_ranges, teardown),
         cmocka_unit_test_teardown(test_records_that_depend_on_a_lost_one, teardown),
         cmocka_unit_test_teardown(test_payload_that_looks_like_records, teardown),
         cmocka_unit_test_teardown(test_format_1_migration, teardown),
