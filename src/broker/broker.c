@@ -180,7 +180,11 @@ static void broker_accept(struct srv_worker *w, unsigned listener, int fd)
         conn_close(b, c, "cannot set up TLS", true);
 }
 
-static bool broker_prepare(struct srv_worker *w) { return conn_prepare(w->data); }
+static bool broker_prepare(struct srv_worker *w)
+{
+    bool busy = conn_prepare(w->data);
+    return metrics_prepare(w->data) || busy;
+}
 
 static void broker_srv_drain(struct srv_worker *w) { broker_drain(w->data); }
 

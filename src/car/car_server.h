@@ -23,6 +23,7 @@
 
 #include "core/ev.h"
 #include "core/srv.h"
+#include "http/http_conn.h"
 
 struct car_server_config {
     const char *bind;        /* default 127.0.0.1 */
@@ -52,7 +53,6 @@ struct car_stats {
     uint64_t refused_connections;
 };
 
-struct car_rest_conn;
 struct car_grpc_conn;
 
 struct tls_ctx;
@@ -67,7 +67,7 @@ struct car_worker {
     struct tls_ctx *grpc_tls;     /* NULL: h2c; shared read-only by all workers */
     struct ev_loop *loop;
     bool draining;
-    struct car_rest_conn *rest_conns;
+    struct http_engine rest;      /* car_rest.c's app on http/http_conn.c */
     struct car_grpc_conn *grpc_conns;
     struct car_stats stats;
 };

@@ -1,30 +1,38 @@
-/* fuzz_car_rest_proto.c - libFuzzer target for the Car service's HTTP/1.1
- * machine (car_rest_proto.c).
+/* fuzz_http_proto.c - libFuzzer target for the HTTP/1.1 server machine
+ * (http_proto.c), driven with the Car service's app (car_rest.c, which
+ * answers synchronously) or with an asynchronous app that answers each
+ * request at the next feeding (four in flight at most).
  *
- * The first three bytes set the head and body limits, draining, and where
- * the rest is cut; the rest is what a client sent on one connection. It is
- * fed whole, and again in pieces the way car_rest.c feeds it (unconsumed
+ * The first three bytes set the head and body limits, draining, the app
+ * (the top bit of the third) and where the rest is cut; the rest is what a
+ * client sent on one connection. It is
+ * fed whole, and again in pieces the way http_conn.c feeds it (unconsumed
  * bytes kept and offered again), both times through an output buffer just
- * big enough for the room rule, so CAR_REST_OUT_FULL is hit. Checked:
+ * big enough for the room rule, so HTTP_OUT_FULL is hit. Checked:
  *   - both feedings answer with the same bytes, apart from 100 Continue,
  *     which is only sent when the body has not arrived with the head;
  *   - every response is well-formed: a known status line, Date, Server,
  *     Content-Length matching its body (or no body, for HEAD), at most
- *     CAR_REST_RESPONSE_MAX bytes; "Connection: close" only on the last;
+ *     HTTP_PROTO_ROOM bytes; "Connection: close" only on the last;
  *   - the request counter matches the final responses, nothing consumed
  *     lies beyond the input, and a request left incomplete at the end gets
  *     a 408 (appended to the answers) that fits the room rule.
  * Any broken invariant abort()s.
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "car/car_rest_proto.h"
+#include "car/car_rest.h"
 #include "car/car_server.h"
+#include "core/outq.h"
+#include "http/http_proto.h"
 #include "fuzz_check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *fixed_date(void) { return "Sun, 06 Nov 1994 08:49:37 GMT"; }
 
 #define MAX_INPUT 8192
 #define CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
@@ -33,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 struct transcript {
     char *buf;
     size_t len, cap;
-    enum car_rest_stop last;
+    enum http_stop last;
     struct car_stats stats;
 };
 
@@ -50,37 +58,83 @@ static void append(struct transcript *t, const char *s, size_t n)
     t->len += n;
 }
 
-/* Offers pending[0..*len) until the machine wants more input or stops,
- * draining the output buffer whenever it is full; keeps what is left. */
-static void feed(struct car_rest_proto *p, const struct car_rest_env *env, char *pending,
-                 size_t *len, struct transcript *t)
+/* The asynchronous app: holds each request until the next feeding, then
+ * answers 200 {} (errors {"error":"..."}), counting like the Car app. */
+static struct http_req *held[64];
+static size_t nheld;
+
+static void async_handle(struct http_req *req)
 {
-    char room[CAR_REST_RESPONSE_MAX + 512];
+    check(nheld < sizeof held / sizeof held[0]);
+    held[nheld++] = req;
+}
+
+static void async_observe(const struct http_req *req, int status)
+{
+    struct car_worker *w = req->worker;
+    w->stats.rest_requests++;
+    if (status >= 400)
+        w->stats.rest_errors++;
+}
+
+static void async_error(struct http_req *req, int status, const char *message)
+{
+    char body[160];
+    int n = snprintf(body, sizeof body, "{\"error\":\"%s\"}", message);
+    http_respond(req, status, "application/json", body, (size_t)n, NULL);
+}
+
+static const struct http_app async_app = {
+    .async = true, .handle = async_handle, .observe = async_observe, .error = async_error};
+
+static void answer_held(void)
+{
+    for (size_t i = 0; i < nheld; i++)
+        http_respond(held[i], 200, "application/json", "{}", 2, NULL);
+    nheld = 0;
+}
+
+/* Offers pending[0..*len) until the machine wants more input or stops,
+ * draining the output buffer whenever it is full and answering what the
+ * asynchronous app holds; keeps what is left. */
+static void feed(struct http_proto *p, char *pending, size_t *len, struct transcript *t)
+{
+    char room[HTTP_PROTO_ROOM + 512];
     for (int rounds = 0;; rounds++) {
         check(rounds <= MAX_INPUT);
-        struct car_rest_out out = {room, 0, sizeof room};
+        bool answered = nheld > 0;
+        answer_held();
+        struct outq spill = {0};
+        struct http_out out = {room, 0, sizeof room, &spill};
         size_t used = SIZE_MAX;
-        t->last = car_rest_proto_feed(p, env, pending, *len, &used, &out);
-        check(used <= *len && out.len <= out.cap);
+        t->last = http_proto_feed(p, pending, *len, &used, &out);
+        check(used <= *len && out.len <= out.cap && outq_pending(&spill) == 0);
         append(t, room, out.len);
         memmove(pending, pending + used, *len - used);
         *len -= used;
-        if (t->last != CAR_REST_OUT_FULL)
+        if (t->last == HTTP_WAIT_APP && (nheld > 0 || answered))
+            continue;
+        if (t->last != HTTP_OUT_FULL)
             break;
-        check(out.cap - out.len < CAR_REST_RESPONSE_MAX);
+        check(out.cap - out.len < HTTP_PROTO_ROOM);
     }
 }
 
 static void run(const char *in, size_t size, const size_t *cuts, size_t ncuts, size_t max_header,
-                size_t max_body, bool draining, struct transcript *t)
+                size_t max_body, bool draining, bool async, struct transcript *t)
 {
-    struct car_rest_proto p;
-    car_rest_proto_init(&p, 0);
-    struct car_rest_env env = {.max_header = max_header,
-                               .max_body = max_body,
-                               .date = "Sun, 06 Nov 1994 08:49:37 GMT",
-                               .draining = draining,
-                               .stats = &t->stats};
+    struct car_server_config cfg = {.max_header = max_header, .max_body = max_body};
+    struct car_worker w = {.cfg = &cfg};
+    struct http_env env = {.app = async ? &async_app : &car_rest_app,
+                           .max_inflight = 4,
+                           .app_worker = &w,
+                           .max_header = max_header,
+                           .max_body = max_body,
+                           .draining = draining,
+                           .log_name = "REST",
+                           .date = fixed_date};
+    struct http_proto p;
+    http_proto_init(&p, &env, 0);
     static char pending[MAX_INPUT];
     size_t len = 0, from = 0;
     for (size_t i = 0; i <= ncuts; i++) {
@@ -88,23 +142,26 @@ static void run(const char *in, size_t size, const size_t *cuts, size_t ncuts, s
         memcpy(pending + len, in + from, to - from);
         len += to - from;
         from = to;
-        feed(&p, &env, pending, &len, t);
+        feed(&p, pending, &len, t);
     }
-    if (t->last == CAR_REST_CLOSE)
+    /* Whatever the app still holds is answered. */
+    while (nheld > 0)
+        feed(&p, pending, &len, t);
+    if (t->last == HTTP_CLOSE)
         check(len == 0);
     /* A request left incomplete gets 408 within the room rule. */
-    if (car_rest_proto_busy(&p, len)) {
-        char room[CAR_REST_RESPONSE_MAX];
-        struct car_rest_out out = {room, 0, sizeof room};
-        if (car_rest_proto_timeout(&p, &env, &out))
-            check(out.len > 13 && memcmp(room, "HTTP/1.1 408 ", 13) == 0);
-        else
-            check(out.len == 0);
-        check(p.phase == CAR_REST_CLOSED);
+    if (http_proto_busy(&p, len)) {
+        char room[HTTP_PROTO_ROOM];
+        struct outq spill = {0};
+        struct http_out out = {room, 0, sizeof room, &spill};
+        http_proto_timeout(&p, &out);
+        check(out.len == 0 || (out.len > 13 && memcmp(room, "HTTP/1.1 408 ", 13) == 0));
+        check(p.phase == HTTP_CLOSED && outq_pending(&spill) == 0);
         append(t, room, out.len);
-        t->last = CAR_REST_CLOSE;
+        t->last = HTTP_CLOSE;
     }
-    car_rest_proto_free(&p);
+    http_proto_free(&p);
+    t->stats = w.stats;
 }
 
 /* Removes every 100 Continue. */
@@ -162,9 +219,9 @@ static uint64_t check_responses(const struct transcript *t)
             check((size_t)(end - next) >= body_len);
             next += body_len;
         }
-        check((size_t)(next - p) <= CAR_REST_RESPONSE_MAX);
+        check((size_t)(next - p) <= HTTP_PROTO_ROOM);
         if (find(p, head_len, "\r\nConnection: close\r\n"))
-            check(next == end && t->last == CAR_REST_CLOSE);
+            check(next == end && t->last == HTTP_CLOSE);
         p = next;
         n++;
     }
@@ -178,7 +235,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t max_header = 256 + (size_t)data[0] * 16;
     size_t max_body = (size_t)data[1] * 8;
     bool draining = data[2] & 1;
-    unsigned seed = data[2] >> 1;
+    bool async = data[2] & 0x80;
+    unsigned seed = (data[2] >> 1) & 0x3f;
     const char *in = (const char *)data + 3;
     size = size - 3;
 
@@ -194,8 +252,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     struct transcript whole = {0}, split = {0};
-    run(in, size, NULL, 0, max_header, max_body, draining, &whole);
-    run(in, size, cuts, ncuts, max_header, max_body, draining, &split);
+    run(in, size, NULL, 0, max_header, max_body, draining, async, &whole);
+    run(in, size, cuts, ncuts, max_header, max_body, draining, async, &split);
 
     check(whole.last == split.last);
     check(whole.stats.rest_requests == split.stats.rest_requests);

@@ -1,8 +1,14 @@
-/* test_car_rest_proto.c - unit tests for the Car service's HTTP/1.1
- * machine (car_rest_proto.c): the article's request and its exact answer,
- * every split of the input, pipelining, keep-alive and close, chunked
- * bodies, 100-continue, every error status, HEAD, timeouts, draining and
- * the output-room rule.
+/* test_http_proto.c - unit tests for the HTTP/1.1 server machine
+ * (http_proto.c). Driven with the Car service's app (car_rest.c, a
+ * synchronous one): the article's request and its exact answer, every
+ * split of the input, pipelining, keep-alive and close, chunked bodies,
+ * 100-continue, every error status, HEAD, timeouts, draining and the
+ * output-room rule. Driven with a small asynchronous app: answers given
+ * later and out of order go out in request order, the in-flight bound,
+ * errors and 408 queued behind pending answers, bodies handed over,
+ * orphans, answers too large for the output buffer, gzip. And the pure
+ * helpers: Accept-Encoding, gzip, the target path, reason phrases and the
+ * Date format.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,11 +17,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
-#include "car/car_rest_proto.h"
+#include "car/car_rest.h"
 #include "car/car_server.h"
+#include "core/mem.h"
+#include "core/outq.h"
+#include "http/http_proto.h"
 
 #define DATE "Sun, 06 Nov 1994 08:49:37 GMT"
 #define DOC                                                                                        \
@@ -30,28 +41,37 @@
     "Content-Type: application/json\r\nContent-Length: 20\r\n\r\n{\"status\":\"created\"}"
 #define CONTINUE "HTTP/1.1 100 Continue\r\n\r\n"
 
-/* Drives the machine the way car_rest.c does: unconsumed input is kept and
+/* Drives the machine the way http_conn.c does: unconsumed input is kept and
  * offered again with the next piece. */
 struct harness {
-    struct car_rest_proto p;
-    struct car_rest_env env;
-    struct car_stats stats;
+    struct http_proto p;
+    struct http_env env;
+    struct car_server_config cfg;
+    struct car_worker w;
+    struct outq spill;
     char in[1 << 16];
     size_t in_len;
     char out[1 << 16];
     size_t out_len, read_pos;
-    enum car_rest_stop last;
+    enum http_stop last;
 };
+
+static const char *fixed_date(void) { return DATE; }
 
 static struct harness *harness_new(size_t max_header, size_t max_body)
 {
     struct harness *h = calloc(1, sizeof *h);
     assert_non_null(h);
-    car_rest_proto_init(&h->p, 1);
+    h->cfg.max_header = max_header;
+    h->cfg.max_body = max_body;
+    h->w.cfg = &h->cfg;
+    h->env.app = &car_rest_app;
+    h->env.app_worker = &h->w;
     h->env.max_header = max_header;
     h->env.max_body = max_body;
-    h->env.date = DATE;
-    h->env.stats = &h->stats;
+    h->env.log_name = "REST";
+    h->env.date = fixed_date;
+    http_proto_init(&h->p, &h->env, 1);
     return h;
 }
 
@@ -59,7 +79,8 @@ static struct harness *harness(void) { return harness_new(8192, 1 << 20); }
 
 static void harness_free(struct harness *h)
 {
-    car_rest_proto_free(&h->p);
+    http_proto_free(&h->p);
+    outq_clear(&h->spill);
     free(h);
 }
 
@@ -68,11 +89,12 @@ static void feed_n(struct harness *h, const char *data, size_t n)
     assert_true(h->in_len + n <= sizeof h->in);
     memcpy(h->in + h->in_len, data, n);
     h->in_len += n;
-    struct car_rest_out o = {h->out + h->out_len, 0, sizeof h->out - h->out_len};
+    struct http_out o = {h->out + h->out_len, 0, sizeof h->out - h->out_len, &h->spill};
     size_t used;
-    h->last = car_rest_proto_feed(&h->p, &h->env, h->in, h->in_len, &used, &o);
+    h->last = http_proto_feed(&h->p, h->in, h->in_len, &used, &o);
     assert_true(used <= h->in_len);
-    assert_int_not_equal(h->last, CAR_REST_OUT_FULL);
+    assert_int_not_equal(h->last, HTTP_OUT_FULL);
+    assert_int_equal(outq_pending(&h->spill), 0);
     h->out_len += o.len;
     memmove(h->in, h->in + used, h->in_len - used);
     h->in_len -= used;
@@ -151,18 +173,22 @@ static bool has_field(const struct response *r, const char *line)
 }
 
 /* The next response is the last: it says so, nothing follows, and the
- * machine has stopped. */
-static void expect_last_response(struct harness *h, int status)
+ * machine has stopped. json: its body is a JSON object (the Car app's
+ * errors), not text. */
+static void expect_last(struct harness *h, int status, bool json)
 {
     struct response r;
     next_response(h, &r, false);
     if (r.status != status)
         fail_msg("status %d, want %d:\n%s", r.status, status, r.head);
     assert_true(has_field(&r, "Connection: close"));
-    assert_int_equal(r.body[0], '{');
+    if (json)
+        assert_int_equal(r.body[0], '{');
     expect_no_more(h);
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    assert_int_equal(h->last, HTTP_CLOSE);
 }
+
+static void expect_last_response(struct harness *h, int status) { expect_last(h, status, true); }
 
 /* ---- The article's request ---------------------------------------------- */
 
@@ -170,12 +196,12 @@ static void test_create_exact_answer(void **state)
 {
     struct harness *h = harness();
     feed(h, CREATE);
-    assert_int_equal(h->last, CAR_REST_NEED_MORE);
+    assert_int_equal(h->last, HTTP_NEED_MORE);
     assert_string_equal(output(h), CREATED);
     assert_int_equal(h->in_len, 0);
-    assert_int_equal(h->stats.rest_requests, 1);
-    assert_int_equal(h->stats.rest_errors, 0);
-    assert_false(car_rest_proto_busy(&h->p, h->in_len));
+    assert_int_equal(h->w.stats.rest_requests, 1);
+    assert_int_equal(h->w.stats.rest_errors, 0);
+    assert_false(http_proto_busy(&h->p, h->in_len));
     harness_free(h);
 }
 
@@ -187,7 +213,7 @@ static void test_create_any_split(void **state)
         struct harness *h = harness();
         feed_n(h, req, cut);
         assert_int_equal(h->out_len, 0);
-        assert_int_equal(car_rest_proto_busy(&h->p, h->in_len), cut > 0);
+        assert_int_equal(http_proto_busy(&h->p, h->in_len), cut > 0);
         feed_n(h, req + cut, sizeof req - 1 - cut);
         assert_string_equal(output(h), CREATED);
         harness_free(h);
@@ -209,8 +235,8 @@ static void test_pipelined_in_order(void **state)
     expect_response(h, 404, "{\"error\":\"not found\"}");
     expect_response(h, 201, NULL);
     expect_no_more(h);
-    assert_int_equal(h->stats.rest_requests, 4);
-    assert_int_equal(h->stats.rest_errors, 1);
+    assert_int_equal(h->w.stats.rest_requests, 4);
+    assert_int_equal(h->w.stats.rest_errors, 1);
     harness_free(h);
 }
 
@@ -225,7 +251,7 @@ static void test_connection_close(void **state)
     assert_int_equal(h->in_len, 0);
     /* Everything later is ignored. */
     feed(h, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    assert_int_equal(h->last, HTTP_CLOSE);
     expect_no_more(h);
     harness_free(h);
 }
@@ -239,7 +265,7 @@ static void test_http10(void **state)
 
     h = harness();
     feed(h, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
-    assert_int_equal(h->last, CAR_REST_NEED_MORE);
+    assert_int_equal(h->last, HTTP_NEED_MORE);
     struct response r;
     next_response(h, &r, false);
     assert_true(has_field(&r, "Connection: keep-alive"));
@@ -306,7 +332,7 @@ static void test_chunked_errors(void **state)
     feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
             "Transfer-Encoding: chunked\r\n\r\nzz\r\n");
     expect_response(h, 400, "{\"error\":\"bad chunk size line\"}");
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    assert_int_equal(h->last, HTTP_CLOSE);
     harness_free(h);
 }
 
@@ -330,7 +356,7 @@ static void test_skipped_bodies(void **state)
     struct harness *h = harness();
     feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab");
     expect_response(h, 404, NULL);
-    assert_true(car_rest_proto_busy(&h->p, h->in_len));
+    assert_true(http_proto_busy(&h->p, h->in_len));
     feed(h, "cde" CREATE);
     expect_response(h, 201, NULL);
     feed(h, "PUT /v1/create HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -341,7 +367,7 @@ static void test_skipped_bodies(void **state)
     assert_true(has_field(&r, "Allow: POST"));
     expect_response(h, 201, NULL);
     expect_no_more(h);
-    assert_int_equal(h->last, CAR_REST_NEED_MORE);
+    assert_int_equal(h->last, HTTP_NEED_MORE);
     harness_free(h);
 
     /* A skipped chunked body that turns out malformed closes quietly: its
@@ -350,7 +376,7 @@ static void test_skipped_bodies(void **state)
     feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\n");
     expect_response(h, 404, NULL);
     expect_no_more(h);
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    assert_int_equal(h->last, HTTP_CLOSE);
     harness_free(h);
 }
 
@@ -361,10 +387,10 @@ static void test_expect_continue(void **state)
     struct harness *h = harness();
     feed(h, CREATE_HEAD "Expect: 100-continue\r\n\r\n");
     assert_string_equal(output(h), CONTINUE);
-    assert_true(car_rest_proto_busy(&h->p, h->in_len));
+    assert_true(http_proto_busy(&h->p, h->in_len));
     feed(h, DOC);
     assert_string_equal(output(h), CONTINUE CREATED);
-    assert_int_equal(h->stats.rest_requests, 1);
+    assert_int_equal(h->w.stats.rest_requests, 1);
     harness_free(h);
 
     /* The body came along: nobody waits for 100. */
@@ -433,7 +459,7 @@ static void test_json_errors_keep_the_connection(void **state)
         feed(h, CREATE);
         expect_response(h, 400, cases[i].body);
         expect_response(h, 201, NULL);
-        assert_int_equal(h->stats.rest_errors, 1);
+        assert_int_equal(h->w.stats.rest_errors, 1);
         harness_free(h);
     }
     /* No body at all reads as an empty document. */
@@ -509,7 +535,7 @@ static void test_routes_and_methods(void **state)
             assert_true(has_field(&r, cases[i].allow));
         else
             assert_null(strstr(r.head, "Allow:"));
-        assert_int_equal(h->last, CAR_REST_NEED_MORE);
+        assert_int_equal(h->last, HTTP_NEED_MORE);
         harness_free(h);
     }
     struct harness *h = harness();
@@ -587,38 +613,40 @@ static void test_head_limit(void **state)
 
 static void test_timeout(void **state)
 {
-    char out[CAR_REST_RESPONSE_MAX];
-    struct car_rest_out o = {out, 0, sizeof out};
+    char out[HTTP_PROTO_ROOM];
+    struct outq spill = {0};
+    struct http_out o = {out, 0, sizeof out, &spill};
 
     struct harness *h = harness();
     feed(h, "GET /heal");
-    assert_true(car_rest_proto_busy(&h->p, h->in_len));
-    assert_true(car_rest_proto_timeout(&h->p, &h->env, &o));
+    assert_true(http_proto_busy(&h->p, h->in_len));
+    http_proto_timeout(&h->p, &o);
     assert_true(o.len > 0 && memcmp(out, "HTTP/1.1 408 ", 13) == 0);
     assert_non_null(memmem(out, o.len, "Connection: close\r\n", 19));
-    assert_false(car_rest_proto_busy(&h->p, 0));
-    assert_int_equal(h->stats.rest_errors, 1);
+    assert_false(http_proto_busy(&h->p, 0));
+    assert_int_equal(h->w.stats.rest_errors, 1);
     harness_free(h);
 
     /* Waiting for a body after 100 Continue. */
     h = harness();
     feed(h, CREATE_HEAD "Expect: 100-continue\r\n\r\n");
     o.len = 0;
-    assert_true(car_rest_proto_timeout(&h->p, &h->env, &o));
+    http_proto_timeout(&h->p, &o);
+    assert_true(o.len > 0 && memcmp(out, "HTTP/1.1 408 ", 13) == 0);
     harness_free(h);
 
     /* A body being skipped belongs to a request answered already. */
     h = harness();
     feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nab");
     o.len = 0;
-    assert_false(car_rest_proto_timeout(&h->p, &h->env, &o));
+    http_proto_timeout(&h->p, &o);
     assert_int_equal(o.len, 0);
     feed(h, "cde");
-    assert_int_equal(h->last, CAR_REST_CLOSE);
+    assert_int_equal(h->last, HTTP_CLOSE);
     harness_free(h);
 }
 
-/* With less than CAR_REST_RESPONSE_MAX of room nothing is handled; the
+/* With less than HTTP_PROTO_ROOM of room nothing is handled; the
  * caller drains the output and feeds again, and the answers are the same
  * as with room to spare. */
 static void test_output_room(void **state)
@@ -630,34 +658,400 @@ static void test_output_room(void **state)
         memcpy(in + len, CREATE, sizeof CREATE - 1);
         len += sizeof CREATE - 1;
     }
-    char small[CAR_REST_RESPONSE_MAX + 100];
+    char small[HTTP_PROTO_ROOM + 100];
     size_t off = 0, total = 0;
     int rounds = 0;
     for (;;) {
-        struct car_rest_out o = {small, 0, sizeof small};
+        struct http_out o = {small, 0, sizeof small, &h->spill};
         size_t used;
-        enum car_rest_stop stop = car_rest_proto_feed(&h->p, &h->env, in + off, len - off, &used, &o);
+        enum http_stop stop = http_proto_feed(&h->p, in + off, len - off, &used, &o);
         off += used;
         if (o.len)
             assert_memory_equal(small, CREATED, sizeof CREATED - 1);
         total += o.len;
         rounds++;
-        if (stop == CAR_REST_NEED_MORE)
+        if (stop == HTTP_NEED_MORE)
             break;
-        assert_int_equal(stop, CAR_REST_OUT_FULL);
+        assert_int_equal(stop, HTTP_OUT_FULL);
         assert_true(rounds < 100);
     }
     assert_int_equal(off, len);
     assert_int_equal(total, 60 * (sizeof CREATED - 1));
-    assert_int_equal(h->stats.rest_requests, 60);
+    assert_int_equal(h->w.stats.rest_requests, 60);
 
-    struct car_rest_out none = {small, 0, CAR_REST_RESPONSE_MAX - 1};
+    struct http_out none = {small, 0, HTTP_PROTO_ROOM - 1, &h->spill};
     size_t used = 1;
-    assert_int_equal(car_rest_proto_feed(&h->p, &h->env, CREATE, sizeof CREATE - 1, &used, &none),
-                     CAR_REST_OUT_FULL);
+    assert_int_equal(http_proto_feed(&h->p, CREATE, sizeof CREATE - 1, &used, &none),
+                     HTTP_OUT_FULL);
     assert_int_equal(used, 0);
     assert_int_equal(none.len, 0);
     harness_free(h);
+}
+
+/* ---- An asynchronous app ---------------------------------------------------- */
+
+/* Holds every request until the test answers it, or answers at once with
+ * its path (or its body, for a POST) as the body. */
+static struct {
+    struct http_req *held[16];
+    int n;
+    bool answer_now;
+    int ready_calls;
+    size_t big; /* answer_now: a body of this many 'x' instead */
+} A;
+
+static void a_answer(struct http_req *req)
+{
+    assert_int_equal(strlen(req->method.ptr), req->method.len);
+    assert_int_equal(strlen(req->path.ptr), req->path.len);
+    if (A.big) {
+        char *b = malloc(A.big);
+        memset(b, 'x', A.big);
+        http_respond(req, 200, "text/plain", b, A.big, NULL);
+        free(b);
+    } else if (req->body) {
+        assert_int_equal(strlen(req->body), req->body_len);
+        http_respond(req, 200, "text/plain", req->body, req->body_len, NULL);
+    } else {
+        http_respond(req, 200, "text/plain", req->path.ptr, req->path.len, NULL);
+    }
+}
+
+static void a_handle(struct http_req *req)
+{
+    if (A.answer_now)
+        a_answer(req);
+    else
+        A.held[A.n++] = req;
+}
+
+static void a_ready(struct http_proto *p) { A.ready_calls++; }
+
+static const struct http_app async_app = {.async = true, .handle = a_handle};
+
+static struct harness *async_harness(unsigned max_inflight)
+{
+    memset(&A, 0, sizeof A);
+    struct harness *h = harness();
+    h->env.app = &async_app;
+    h->env.app_worker = NULL;
+    h->env.max_inflight = max_inflight;
+    h->env.ready = a_ready;
+    h->env.log_name = "HTTP";
+    return h;
+}
+
+#define GET(path) "GET " path " HTTP/1.1\r\nHost: x\r\n\r\n"
+
+static void test_async_answers_in_request_order(void **state)
+{
+    struct harness *h = async_harness(16);
+    feed(h, GET("/a") GET("/b?q=1") GET("/c"));
+    assert_int_equal(A.n, 3);
+    assert_int_equal(h->out_len, 0);
+    assert_int_equal(h->last, HTTP_NEED_MORE);
+    assert_string_equal(A.held[1]->query.ptr, "q=1");
+    a_answer(A.held[2]);
+    assert_int_equal(A.ready_calls, 0); /* not the head of the queue */
+    feed(h, "");
+    assert_int_equal(h->out_len, 0);
+    a_answer(A.held[0]);
+    assert_int_equal(A.ready_calls, 1);
+    feed(h, "");
+    expect_response(h, 200, "/a");
+    expect_no_more(h);
+    a_answer(A.held[1]);
+    feed(h, "");
+    expect_response(h, 200, "/b");
+    expect_response(h, 200, "/c");
+    expect_no_more(h);
+    assert_false(http_proto_waiting(&h->p));
+    harness_free(h);
+}
+
+static void test_async_inflight_bound(void **state)
+{
+    struct harness *h = async_harness(2);
+    feed(h, GET("/a") GET("/b") GET("/c"));
+    assert_int_equal(A.n, 2);
+    assert_int_equal(h->last, HTTP_WAIT_APP);
+    assert_int_equal(h->in_len, strlen(GET("/c"))); /* not read while two wait */
+    assert_false(http_proto_busy(&h->p, h->in_len)); /* and not on the clock */
+    a_answer(A.held[0]);
+    feed(h, "");
+    assert_int_equal(A.n, 3);
+    assert_int_equal(h->in_len, 0);
+    a_answer(A.held[1]);
+    a_answer(A.held[2]);
+    feed(h, "");
+    expect_response(h, 200, "/a");
+    expect_response(h, 200, "/b");
+    expect_response(h, 200, "/c");
+    harness_free(h);
+}
+
+/* The machine's own answers wait their turn too, and close. */
+static void test_async_errors_and_timeouts_queue(void **state)
+{
+    struct harness *h = async_harness(16);
+    feed(h, GET("/a") "GET /b HTTP/1.1\r\n\r\n"); /* no Host */
+    assert_int_equal(h->out_len, 0);
+    assert_int_equal(h->last, HTTP_WAIT_APP);
+    a_answer(A.held[0]);
+    feed(h, "");
+    expect_response(h, 200, "/a");
+    struct response r;
+    next_response(h, &r, false);
+    assert_int_equal(r.status, 400);
+    assert_true(has_field(&r, "Connection: close"));
+    assert_int_equal(h->last, HTTP_CLOSE);
+    harness_free(h);
+
+    h = async_harness(16);
+    feed(h, GET("/a") "GET /b");
+    assert_true(http_proto_busy(&h->p, h->in_len));
+    char out[HTTP_PROTO_ROOM];
+    struct http_out o = {out, 0, sizeof out, &h->spill};
+    http_proto_timeout(&h->p, &o);
+    assert_int_equal(o.len, 0); /* behind /a */
+    a_answer(A.held[0]);
+    feed(h, "");
+    expect_response(h, 200, "/a");
+    next_response(h, &r, false);
+    assert_int_equal(r.status, 408);
+    assert_true(has_field(&r, "Connection: close"));
+    assert_int_equal(h->last, HTTP_CLOSE);
+    harness_free(h);
+}
+
+static void test_async_bodies_are_copies(void **state)
+{
+    struct harness *h = async_harness(16);
+    A.answer_now = true;
+    feed(h, "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhel");
+    feed(h, "lo" "POST /q HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                 "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n" GET("/r"));
+    expect_response(h, 200, "hello");
+    expect_response(h, 200, "abcde");
+    expect_response(h, 200, "/r");
+    expect_no_more(h);
+    harness_free(h);
+
+    /* Over the limit: 413, in order, closing. */
+    h = async_harness(16);
+    A.answer_now = true;
+    h->env.max_body = 4;
+    feed(h, GET("/a") "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+    expect_response(h, 200, "/a");
+    expect_last(h, 413, false);
+    harness_free(h);
+}
+
+/* A connection that goes while its requests wait leaves them to the app:
+ * answering one then frees it. */
+static void test_async_orphans(void **state)
+{
+    struct harness *h = async_harness(16);
+    feed(h, GET("/a") GET("/b"));
+    a_answer(A.held[1]);
+    http_proto_free(&h->p);
+    assert_non_null(h->env.orphans);
+    a_answer(A.held[0]);
+    assert_null(h->env.orphans);
+    http_proto_init(&h->p, &h->env, 1);
+    harness_free(h);
+
+    h = async_harness(16);
+    feed(h, GET("/a"));
+    http_proto_free(&h->p);
+    http_env_free_orphans(&h->env); /* the app stopped: nobody answers */
+    assert_null(h->env.orphans);
+    http_proto_init(&h->p, &h->env, 1);
+    harness_free(h);
+}
+
+/* A bodiless answer (204) has no Content-Type nor Content-Length. */
+static void test_async_bodiless(void **state)
+{
+    struct harness *h = async_harness(16);
+    feed(h, GET("/a"));
+    http_respond(A.held[0], 204, NULL, NULL, 0, NULL);
+    feed(h, "");
+    assert_string_equal(output(h), "HTTP/1.1 204 No Content\r\nDate: " DATE
+                                   "\r\nServer: shootout/0.1.0\r\n\r\n");
+    harness_free(h);
+}
+
+/* Draining: the last answer due closes, not the first. */
+static void test_async_draining(void **state)
+{
+    struct harness *h = async_harness(16);
+    feed(h, GET("/a") GET("/b"));
+    h->env.draining = true;
+    a_answer(A.held[0]);
+    a_answer(A.held[1]);
+    feed(h, "");
+    struct response r;
+    next_response(h, &r, false);
+    assert_false(has_field(&r, "Connection: close"));
+    next_response(h, &r, false);
+    assert_true(has_field(&r, "Connection: close"));
+    assert_int_equal(h->last, HTTP_CLOSE);
+    harness_free(h);
+}
+
+/* Reads everything the spill queue holds. */
+static size_t spill_take(struct outq *q, char *buf, size_t cap)
+{
+    size_t n = 0;
+    while (outq_pending(q) > 0) {
+        struct iovec iov[8];
+        size_t bytes;
+        int k = outq_iov(q, iov, 8, cap - n, &bytes);
+        assert_true(k > 0);
+        for (int i = 0; i < k; i++) {
+            memcpy(buf + n, iov[i].iov_base, iov[i].iov_len);
+            n += iov[i].iov_len;
+        }
+        outq_consumed(q, bytes);
+    }
+    return n;
+}
+
+/* An answer larger than the output buffer goes to the spill queue, after
+ * what the buffer held, in order. */
+static void test_large_answer_spills(void **state)
+{
+    struct harness *h = async_harness(16);
+    A.answer_now = true;
+    A.big = 5000;
+    char small[HTTP_PROTO_ROOM + 100];
+    struct http_out o = {small, 0, sizeof small, &h->spill};
+    size_t used;
+    static const char two[] = GET("/a") GET("/b");
+    assert_int_equal(http_proto_feed(&h->p, two, sizeof two - 1, &used, &o), HTTP_NEED_MORE);
+    assert_true(outq_pending(&h->spill) > 10000);
+    static char got[1 << 15];
+    size_t n = spill_take(&h->spill, got, sizeof got);
+    memcpy(got + n, small, o.len);
+    n += o.len;
+    memcpy(h->out, got, n);
+    h->out_len = n;
+    struct response r;
+    for (int i = 0; i < 2; i++) {
+        next_response(h, &r, true);
+        assert_int_equal(r.status, 200);
+        assert_true(has_field(&r, "Content-Length: 5000"));
+        assert_int_equal(h->out[h->read_pos], 'x');
+        h->read_pos += 5000;
+    }
+    assert_int_equal(h->read_pos, n);
+    harness_free(h);
+}
+
+static void test_gzip_when_accepted(void **state)
+{
+    struct harness *h = async_harness(16);
+    A.answer_now = true;
+    A.big = 2000;
+    h->env.gzip = http_gzip_new();
+    feed(h, "GET /z HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\r\n" GET("/plain"));
+    struct response r;
+    next_response(h, &r, true);
+    assert_true(has_field(&r, "Content-Encoding: gzip"));
+    assert_true(has_field(&r, "Vary: Accept-Encoding"));
+    size_t zlen = strtoul(strstr(r.head, "Content-Length: ") + 16, NULL, 10);
+    assert_true(zlen > 0 && zlen < 200);
+    h->read_pos += zlen;
+    next_response(h, &r, true);
+    assert_null(strstr(r.head, "Content-Encoding"));
+    assert_true(has_field(&r, "Vary: Accept-Encoding"));
+    assert_true(has_field(&r, "Content-Length: 2000"));
+    http_gzip_free(h->env.gzip);
+    harness_free(h);
+}
+
+/* ---- The pure helpers --------------------------------------------------- */
+
+static bool accepts(const char *v) { return http_accepts_gzip((struct http1_str){v, strlen(v)}); }
+
+static void test_accept_encoding(void **state)
+{
+    assert_false(http_accepts_gzip((struct http1_str){NULL, 0}));
+    assert_true(accepts("gzip"));
+    assert_true(accepts("gzip, deflate"));
+    assert_true(accepts("deflate, GZIP;q=0.5"));
+    assert_true(accepts("x-gzip"));
+    assert_true(accepts("br;q=1.0, *;q=0.1"));
+    assert_true(accepts(" deflate ,\tgzip ; q=1"));
+    assert_false(accepts(""));
+    assert_false(accepts("identity"));
+    assert_false(accepts("deflate, br"));
+    assert_false(accepts("gzip;q=0"));
+    assert_false(accepts("gzip;q=0.000"));
+    assert_false(accepts("gzip;q=0, *"));  /* refused by name: * does not bring it back */
+    assert_false(accepts("*;q=0"));
+    assert_false(accepts("gzip;q=x"));     /* malformed q: refused */
+    assert_false(accepts("gzipper"));
+    assert_true(accepts("gzip;level=1"));
+}
+
+static void test_gzip_round_trip(void **state)
+{
+    char in[4000];
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = "{\"id\":1,\"name\":\"Minsk\"},"[i % 25];
+    char *z = NULL;
+    struct http_gzip *g = http_gzip_new();
+    assert_non_null(g);
+    /* the second use of the compressor must start afresh */
+    size_t n = http_gzip(g, "warm-up", 7, &z);
+    assert_true(n > 0);
+    mem_free(z);
+    n = http_gzip(g, in, sizeof in, &z);
+    http_gzip_free(g);
+    assert_true(n > 18 && n < sizeof in / 4);
+    assert_int_equal((unsigned char)z[0], 0x1f); /* the gzip magic */
+    assert_int_equal((unsigned char)z[1], 0x8b);
+    char out[sizeof in + 16];
+    z_stream s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(inflateInit2(&s, 15 + 16), Z_OK);
+    s.next_in = (Bytef *)z;
+    s.avail_in = (uInt)n;
+    s.next_out = (Bytef *)out;
+    s.avail_out = sizeof out;
+    assert_int_equal(inflate(&s, Z_FINISH), Z_STREAM_END);
+    assert_int_equal(s.total_out, sizeof in);
+    inflateEnd(&s);
+    assert_memory_equal(out, in, sizeof in);
+    mem_free(z);
+}
+
+static void check_path(const char *target, const char *want)
+{
+    struct http1_str p = http_target_path((struct http1_str){target, strlen(target)});
+    assert_int_equal(p.len, strlen(want));
+    assert_memory_equal(p.ptr, want, p.len);
+}
+
+static void test_target_path(void **state)
+{
+    check_path("/api/v1/countries", "/api/v1/countries");
+    check_path("http://host:8080/api/v1/countries", "/api/v1/countries");
+    check_path("HTTPS://host", "/");
+    check_path("*", "*");
+}
+
+static void test_reason_and_date(void **state)
+{
+    assert_string_equal(http_reason(404), "Not Found");
+    assert_string_equal(http_reason(503), "Service Unavailable");
+    assert_string_equal(http_reason(299), "Unknown");
+    const char *d = http_date();
+    assert_int_equal(strlen(d), HTTP_DATE_LEN);
+    assert_true(strcmp(d + HTTP_DATE_LEN - 4, " GMT") == 0);
+    assert_int_equal(d[3], ',');
 }
 
 int main(void)
@@ -683,6 +1077,19 @@ int main(void)
         cmocka_unit_test(test_head_limit),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_output_room),
+        cmocka_unit_test(test_async_answers_in_request_order),
+        cmocka_unit_test(test_async_inflight_bound),
+        cmocka_unit_test(test_async_errors_and_timeouts_queue),
+        cmocka_unit_test(test_async_bodies_are_copies),
+        cmocka_unit_test(test_async_orphans),
+        cmocka_unit_test(test_async_bodiless),
+        cmocka_unit_test(test_async_draining),
+        cmocka_unit_test(test_large_answer_spills),
+        cmocka_unit_test(test_gzip_when_accepted),
+        cmocka_unit_test(test_accept_encoding),
+        cmocka_unit_test(test_gzip_round_trip),
+        cmocka_unit_test(test_target_path),
+        cmocka_unit_test(test_reason_and_date),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
