@@ -42,6 +42,7 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->max_queued = 1000;
     cfg->max_inflight = 20;
     cfg->max_output = 8 * 1024 * 1024;
+    cfg->max_subscriptions = 10000;
     cfg->queue_qos0 = false;
     cfg->connect_timeout_ms = 10000;
     cfg->sys_interval_s = 10;

@@ -33,7 +33,9 @@ struct broker_stats {
     uint64_t dropped_expired, dropped_too_large;
     uint64_t refused_connections, protocol_errors;
     uint64_t publisher_waits, slow_consumers;
-    uint64_t last_drop_log_ms; /* drops are logged at most once a second */
+    uint64_t subscriptions_refused; /* at max_subscriptions */
+    /* Drops and refused subscriptions are logged at most once a second. */
+    uint64_t last_drop_log_ms, last_sub_refused_log_ms;
 };
 
 struct broker {
