@@ -77,6 +77,7 @@ struct conn {
      * this connection's input is not read (session.h). */
     struct session *blocked_on;
     struct conn *wait_prev, *wait_next; /* blocked_on->waiters */
+    uint64_t blocked_since_ms;
     /* When a wait of this publisher last ended with its subscriber flagged
      * a slow consumer; 0 = never (session.h). */
     uint64_t grace_spent_ms;

@@ -285,9 +285,13 @@ void conn_sweep(struct broker *b)
     for (struct conn *c = b->conns; c; c = next) {
         next = c->next;
         struct session *s = c->session;
-        /* Every subscriber congested too long, in this one sweep. */
+        /* Every subscriber congested too long, in this one sweep; and the
+         * one a publisher that spent its grace waits for too long. */
         if (s && s->congested_ms && now - s->congested_ms >= BROKER_WAIT_LIMIT_MS)
             session_flag_slow(b, s);
+        if (c->blocked_on && c->grace_spent_ms && now - c->grace_spent_ms < BROKER_GRACE_RENEW_MS &&
+            now - c->blocked_since_ms >= BROKER_PATIENCE_MS)
+            session_flag_slow(b, c->blocked_on);
         if (c->state == CONN_NEW) {
             if (now - c->last_rx_ms >= b->cfg->connect_timeout_ms)
                 conn_close(b, c, "no CONNECT in time", true);

@@ -295,11 +295,8 @@ static void session_push_back(struct broker *b, struct session *s, struct conn *
      * pause; one already waiting waits for one subscriber at a time. */
     if (p->state >= CONN_LINGER || p->blocked_on)
         return;
-    if (p->grace_spent_ms && now - p->grace_spent_ms < BROKER_GRACE_RENEW_MS) {
-        session_flag_slow(b, s);
-        return;
-    }
     p->blocked_on = s;
+    p->blocked_since_ms = now;
     p->wait_prev = NULL;
     p->wait_next = s->waiters;
     if (s->waiters)

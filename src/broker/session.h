@@ -169,12 +169,18 @@ bool session_has_sub(const struct session *s, const uint8_t *filter, size_t len)
  * publisher waits for it or, already waiting for another, would have.
  * Every subscriber congested for BROKER_WAIT_LIMIT_MS is flagged a slow
  * consumer at the next sweep, all of them at once: publishers stop waiting
- * for it, and messages to it are dropped at the hard limits instead. A
- * publisher whose wait ended that way has spent its grace: for
- * BROKER_GRACE_RENEW_MS it waits for no other subscriber, which is flagged
- * at once instead, so N slow subscribers cost it one grace period, not N. */
+ * for it, and messages to it are dropped at the hard limits instead. So N
+ * subscribers that fall behind together cost a publisher one grace period,
+ * not N. A publisher whose wait ended that way has spent its grace: for
+ * BROKER_GRACE_RENEW_MS a subscriber that keeps it waiting
+ * BROKER_PATIENCE_MS is flagged too. That bounds what subscribers falling
+ * behind one after another cost it (on topics it reaches in turn), yet
+ * leaves it time to wait for a healthy one, which catches up within a
+ * round trip: at the moment a subscriber falls behind nothing tells a
+ * healthy one from one that never reads. */
 #define BROKER_WAIT_LIMIT_MS 1000
 #define BROKER_GRACE_RENEW_MS (10 * BROKER_WAIT_LIMIT_MS)
+#define BROKER_PATIENCE_MS (BROKER_WAIT_LIMIT_MS / 4)
 /* Resumes s's waiting publishers (and forgives a slow consumer) if s
  * drained below the low watermarks; or resumes them unconditionally (the
  * session went offline, ended, or is too slow). */
