@@ -14,6 +14,7 @@
 #include "broker/conn.h"
 #include "broker/conn_end.h"
 #include "broker/conn_loop.h"
+#include "broker/handle.h"
 #include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/persist_load.h"
@@ -69,6 +70,7 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     b->cfg = cfg;
     b->loop = loop;
     b->router = router_new();
+    b->sub_slice = BROKER_SUB_SLICE;
     b->retained = retain_new(broker_release_retained);
     /* Wait early enough that the hard limits, twice as high, are rarely
      * reached; small enough that many subscribers behind at once still fit

@@ -72,6 +72,9 @@ struct broker {
 
     /* Messages (router.h, retain.h): */
     struct router *router;  /* the subscriptions, and the routing scratch */
+    /* Filters per slice of a large SUBSCRIBE (handle.h): BROKER_SUB_SLICE;
+     * test harnesses make it small, so that short inputs reach slicing. */
+    uint32_t sub_slice;
     struct retain *retained;
 
     /* The other concerns, each its module's. */

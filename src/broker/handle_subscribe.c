@@ -23,13 +23,6 @@
 #include "mqtt/mqtt_codec.h"
 #include "mqtt/mqtt_topic.h"
 
-/* Filters a SUBSCRIBE or UNSUBSCRIBE handles per loop iteration (a
- * retained message delivered counts as one more): a packet with more is
- * handled in slices, one an iteration, so that one client's 80,000 filters
- * cost everyone else a few milliseconds at a time. Its connection reads
- * nothing meanwhile, so its later packets still follow it. */
-#define SUB_SLICE 1024
-
 /* A SUBSCRIBE or UNSUBSCRIBE under way (conn.job while it spans loop
  * iterations). A SUBSCRIBE grants every filter, sends its SUBACK, then
  * delivers the retained messages; an UNSUBSCRIBE removes and acknowledges. */
@@ -181,7 +174,7 @@ static void sub_job_step(struct broker *b, struct session *s, struct sub_job *j,
         j->codes[j->n] = sub_grant(b, s, filter, options, j->sub_id, &j->retained[j->n]);
     } else if (j->retained[j->n]) {
         struct retained_ctx r = {b, s, sub_opts(options, j->sub_id), j};
-        retain_match(b->retained, filter.ptr, filter.len, deliver_retained, &r);
+        j->budget -= (long)retain_match(b->retained, filter.ptr, filter.len, deliver_retained, &r);
     }
     j->n++;
     j->budget--;
@@ -235,7 +228,7 @@ static void sub_job_start(struct broker *b, struct conn *c, struct sub_job *j, c
     j->codes = mem_alloc(j->f.count);
     if (j->type == MQTT_SUBSCRIBE)
         j->retained = mem_alloc(j->f.count * sizeof *j->retained);
-    if (j->f.count <= SUB_SLICE) {
+    if (j->f.count <= b->sub_slice) {
         mqtt_filter_iter_init(&j->it, &j->f);
         sub_job_run(b, c, j, LONG_MAX);
         sub_job_clear(j);
@@ -247,7 +240,7 @@ static void sub_job_start(struct broker *b, struct conn *c, struct sub_job *j, c
     kept->body = memcpy(mem_alloc(len), body, len);
     kept->f.list = kept->body + (j->f.list - body);
     mqtt_filter_iter_init(&kept->it, &kept->f);
-    if (sub_job_run(b, c, kept, SUB_SLICE)) {
+    if (sub_job_run(b, c, kept, b->sub_slice)) {
         sub_job_free(kept);
         return;
     }
@@ -257,7 +250,7 @@ static void sub_job_start(struct broker *b, struct conn *c, struct sub_job *j, c
 
 bool sub_job_resume(struct broker *b, struct conn *c)
 {
-    if (!sub_job_run(b, c, c->job, SUB_SLICE)) {
+    if (!sub_job_run(b, c, c->job, b->sub_slice)) {
         conn_read_later(b, c);
         return false;
     }
