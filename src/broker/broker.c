@@ -62,6 +62,8 @@ static void broker_on_sweep(struct ev_loop *loop, struct ev_timer *t)
 
 static void broker_on_sys(struct ev_loop *loop, struct ev_timer *t) { sys_tree_publish(t->data); }
 
+static void broker_on_stall(struct ev_loop *loop, struct ev_timer *t) { conn_check_stalls(t->data); }
+
 static void broker_release_retained(void *value) { msg_unref(value); }
 
 void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_loop *loop)
@@ -81,6 +83,7 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     b->queue_low = b->queue_high / 4;
     ev_timer_init(&b->sweep, broker_on_sweep, b);
     ev_timer_start(loop, &b->sweep, BROKER_SWEEP_MS, BROKER_SWEEP_MS);
+    ev_timer_init(&b->stall, broker_on_stall, b);
     b->started_ms = ev_now(loop);
     ev_timer_init(&b->sys, broker_on_sys, b);
     if (cfg->sys_interval_s) {
@@ -96,6 +99,7 @@ void broker_drain(struct broker *b)
     metrics_stop(b);
     ev_timer_stop(b->loop, &b->sweep);
     ev_timer_stop(b->loop, &b->sys);
+    ev_timer_stop(b->loop, &b->stall);
     b->defer_wills = b->persist != NULL;
     struct conn *c;
     while ((c = b->conns))

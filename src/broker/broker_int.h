@@ -46,6 +46,8 @@ struct broker {
     struct broker_stats stats;
     struct ev_timer sweep;  /* timeouts, session expiry, persistence upkeep */
     struct ev_timer sys;    /* publishes the $SYS tree (sys_tree.h) */
+    struct ev_timer stall;  /* conn_check_stalls, while a publisher that
+                             * spent its grace waits (session.h) */
     struct srv_worker *srv; /* core/srv.c's worker the broker runs on; NULL in test harnesses */
 
     /* Connections (conn.h): */

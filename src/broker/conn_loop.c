@@ -41,7 +41,10 @@ static int conn_write_out(struct broker *b, struct conn *c)
 {
     size_t before = outq_pending(&c->out);
     int r = c->tp ? transport_flush(b, c) : outq_flush(&c->out, c->io.fd);
-    b->stats.bytes_out += before - outq_pending(&c->out);
+    size_t sent = before - outq_pending(&c->out);
+    b->stats.bytes_out += sent;
+    if (sent && c->session)
+        c->session->progress_ms = ev_now(b->loop); /* its client takes output */
     return r;
 }
 
@@ -278,6 +281,24 @@ bool conn_prepare(struct broker *b)
     return b->read_list != NULL;
 }
 
+void conn_check_stalls(struct broker *b)
+{
+    uint64_t now = ev_now(b->loop);
+    uint64_t next = UINT64_MAX; /* the earliest a waiting one may stall */
+    for (struct conn *c = b->conns; c; c = c->next) {
+        struct session *s = c->blocked_on;
+        if (!s || !session_grace_spent(c, now))
+            continue;
+        uint64_t since = s->progress_ms > c->blocked_since_ms ? s->progress_ms : c->blocked_since_ms;
+        if (now - since >= BROKER_STALL_MS)
+            session_flag_slow(b, s);
+        else if (since + BROKER_STALL_MS < next)
+            next = since + BROKER_STALL_MS;
+    }
+    if (next != UINT64_MAX)
+        ev_timer_start(b->loop, &b->stall, next - now, 0);
+}
+
 void conn_sweep(struct broker *b)
 {
     uint64_t now = ev_now(b->loop);
@@ -285,13 +306,9 @@ void conn_sweep(struct broker *b)
     for (struct conn *c = b->conns; c; c = next) {
         next = c->next;
         struct session *s = c->session;
-        /* Every subscriber congested too long, in this one sweep; and the
-         * one a publisher that spent its grace waits for too long. */
+        /* Every subscriber congested too long, in this one sweep. */
         if (s && s->congested_ms && now - s->congested_ms >= BROKER_WAIT_LIMIT_MS)
             session_flag_slow(b, s);
-        if (c->blocked_on && c->grace_spent_ms && now - c->grace_spent_ms < BROKER_GRACE_RENEW_MS &&
-            now - c->blocked_since_ms >= BROKER_PATIENCE_MS)
-            session_flag_slow(b, c->blocked_on);
         if (c->state == CONN_NEW) {
             if (now - c->last_rx_ms >= b->cfg->connect_timeout_ms)
                 conn_close(b, c, "no CONNECT in time", true);

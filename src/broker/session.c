@@ -297,6 +297,8 @@ static void session_push_back(struct broker *b, struct session *s, struct conn *
         return;
     p->blocked_on = s;
     p->blocked_since_ms = now;
+    if (session_grace_spent(p, now) && !ev_timer_active(&b->stall))
+        ev_timer_start(b->loop, &b->stall, BROKER_STALL_MS, 0);
     p->wait_prev = NULL;
     p->wait_next = s->waiters;
     if (s->waiters)
@@ -332,6 +334,11 @@ void session_release_publishers(struct broker *b, struct session *s, bool uncond
         session_forget_publisher(p);
         conn_read_later(b, p);
     }
+}
+
+bool session_grace_spent(const struct conn *p, uint64_t now)
+{
+    return p->grace_spent_ms && now - p->grace_spent_ms < BROKER_GRACE_RENEW_MS;
 }
 
 void session_flag_slow(struct broker *b, struct session *s)
@@ -442,6 +449,7 @@ void session_hand_off(struct broker *b, struct session *s, session_hand_off_fn f
 void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id,
                    uint8_t reason)
 {
+    s->progress_ms = ev_now(b->loop);
     uint32_t i = 0;
     while (i < s->ninflight && s->inflight[i].packet_id != packet_id)
         i++;

@@ -106,6 +106,7 @@ struct session {
     uint16_t next_packet_id;
     struct conn *waiters; /* publishers paused until this session drains */
     uint64_t congested_ms; /* since when it holds up publishers; 0 = it does not */
+    uint64_t progress_ms;  /* its client last acknowledged or took output */
     bool slow_consumer;   /* made publishers wait too long: they no longer do */
     /* router.c's: the last match that met the session, and its entry in
      * that match, so that overlapping subscriptions merge into one copy. */
@@ -172,15 +173,16 @@ bool session_has_sub(const struct session *s, const uint8_t *filter, size_t len)
  * for it, and messages to it are dropped at the hard limits instead. So N
  * subscribers that fall behind together cost a publisher one grace period,
  * not N. A publisher whose wait ended that way has spent its grace: for
- * BROKER_GRACE_RENEW_MS a subscriber that keeps it waiting
- * BROKER_PATIENCE_MS is flagged too. That bounds what subscribers falling
- * behind one after another cost it (on topics it reaches in turn), yet
- * leaves it time to wait for a healthy one, which catches up within a
- * round trip: at the moment a subscriber falls behind nothing tells a
- * healthy one from one that never reads. */
+ * BROKER_GRACE_RENEW_MS it waits for another subscriber only while that
+ * one makes progress (acknowledges, or takes output): one that makes none
+ * for BROKER_STALL_MS of the wait is flagged too (conn_check_stalls). So
+ * subscribers that fall behind one after another, on topics the publisher
+ * reaches in turn, cost it little more than one grace period, while a
+ * healthy one, which answers within a round trip, is waited for as before:
+ * when a subscriber first falls behind, nothing else tells the two apart. */
 #define BROKER_WAIT_LIMIT_MS 1000
 #define BROKER_GRACE_RENEW_MS (10 * BROKER_WAIT_LIMIT_MS)
-#define BROKER_PATIENCE_MS (BROKER_WAIT_LIMIT_MS / 4)
+#define BROKER_STALL_MS 100
 /* Resumes s's waiting publishers (and forgives a slow consumer) if s
  * drained below the low watermarks; or resumes them unconditionally (the
  * session went offline, ended, or is too slow). */
@@ -194,6 +196,8 @@ static inline bool session_holds_up(const struct session *s)
 /* Flags s a slow consumer (logged) and resumes its publishers, whose grace
  * is then spent. */
 void session_flag_slow(struct broker *b, struct session *s);
+/* Whether publisher p spent its grace within BROKER_GRACE_RENEW_MS. */
+bool session_grace_spent(const struct conn *p, uint64_t now);
 /* Takes a closing connection off the wait list it is on. */
 void session_forget_publisher(struct conn *c);
 
