@@ -41,7 +41,10 @@ static int conn_write_out(struct broker *b, struct conn *c)
 {
     size_t before = outq_pending(&c->out);
     int r = c->tp ? transport_flush(b, c) : outq_flush(&c->out, c->io.fd);
-    b->stats.bytes_out += before - outq_pending(&c->out);
+    size_t sent = before - outq_pending(&c->out);
+    b->stats.bytes_out += sent;
+    if (sent && c->session)
+        c->session->progress_ms = ev_now(b->loop); /* its client takes output */
     return r;
 }
 
@@ -101,7 +104,7 @@ static void conn_protocol_error(struct broker *b, struct conn *c, int err)
 static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, size_t len)
 {
     size_t off = 0;
-    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on) {
+    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on && !c->job) {
         struct mqtt_header h;
         int n = c->v5    ? mqtt5_frame(data + off, len - off, b->cfg->max_packet_size, &h)
                 : c->v31 ? mqtt31_frame(data + off, len - off, b->cfg->max_packet_size, &h)
@@ -124,7 +127,7 @@ static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, si
 static void conn_read(struct broker *b, struct conn *c, bool hup)
 {
     size_t budget = CONN_READ_BUDGET;
-    while (c->state <= CONN_ACTIVE && !c->blocked_on) {
+    while (c->state <= CONN_ACTIVE && !c->blocked_on && !c->job) {
         size_t cap;
         uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
         ssize_t n = c->tp ? transport_read(b, c, buf, cap) : read(c->io.fd, buf, cap);
@@ -148,8 +151,8 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
         if (used < 0)
             return;
         inbuf_consumed(&c->in, data, len, (size_t)used);
-        if (c->blocked_on)
-            return; /* released, it is read again where this stopped */
+        if (c->blocked_on || c->job)
+            return; /* released or done, it is read again where this stopped */
         if ((size_t)n < cap && !hup && !c->tp)
             return; /* a transport is read until EAGAIN (transport.h) */
         if ((size_t)n >= budget) {
@@ -167,6 +170,8 @@ static void conn_read_resumed(struct broker *b, struct conn *c)
         conn_linger_read(c);
         return;
     }
+    if (c->job && !sub_job_resume(b, c))
+        return;
     if (c->in.len) {
         long used = conn_parse(b, c, c->in.data, c->in.len);
         if (used < 0)
@@ -231,7 +236,7 @@ static void conn_flush(struct broker *b, struct conn *c)
         conn_close(b, c, strerror(errno), false);
     else if (r == 1)
         c->write_blocked = true;
-    if (c->session && (c->session->waiters || c->session->slow_consumer))
+    if (c->session && session_holds_up(c->session))
         session_release_publishers(b, c->session, false);
 }
 
@@ -276,28 +281,40 @@ bool conn_prepare(struct broker *b)
     return b->read_list != NULL;
 }
 
+void conn_check_stalls(struct broker *b)
+{
+    uint64_t now = ev_now(b->loop);
+    uint64_t next = UINT64_MAX; /* the earliest a waiting one may stall */
+    for (struct conn *c = b->conns; c; c = c->next) {
+        struct session *s = c->blocked_on;
+        if (!s || !session_grace_spent(c, now))
+            continue;
+        uint64_t since = s->progress_ms > c->blocked_since_ms ? s->progress_ms : c->blocked_since_ms;
+        if (now - since >= BROKER_STALL_MS)
+            session_flag_slow(b, s);
+        else if (since + BROKER_STALL_MS < next)
+            next = since + BROKER_STALL_MS;
+    }
+    if (next != UINT64_MAX)
+        ev_timer_start(b->loop, &b->stall, next - now, 0);
+}
+
 void conn_sweep(struct broker *b)
 {
     uint64_t now = ev_now(b->loop);
     struct conn *next;
     for (struct conn *c = b->conns; c; c = next) {
         next = c->next;
+        struct session *s = c->session;
+        /* Every subscriber congested too long, in this one sweep. */
+        if (s && s->congested_ms && now - s->congested_ms >= BROKER_WAIT_LIMIT_MS)
+            session_flag_slow(b, s);
         if (c->state == CONN_NEW) {
             if (now - c->last_rx_ms >= b->cfg->connect_timeout_ms)
                 conn_close(b, c, "no CONNECT in time", true);
-        } else if (c->blocked_on) {
-            /* Its silence is ours: we stopped reading it. */
-            if (now - c->blocked_since_ms >= BROKER_WAIT_LIMIT_MS) {
-                struct session *slow = c->blocked_on;
-                slow->slow_consumer = true;
-                b->stats.slow_consumers++;
-                log_warn("client %s is a slow consumer: publishers no longer wait for it, messages "
-                         "to it are dropped at its limits",
-                         slow->client_id);
-                session_release_publishers(b, slow, true);
-            }
-        } else if (c->state == CONN_ACTIVE && c->keepalive) {
-            /* The spec allows one and a half keepalive periods of silence. */
+        } else if (c->state == CONN_ACTIVE && c->keepalive && !c->blocked_on) {
+            /* The spec allows one and a half keepalive periods of silence;
+             * a waiting publisher's silence is ours: we stopped reading it. */
             if (now - c->last_rx_ms > (uint64_t)c->keepalive * 1500u)
                 conn_kick(b, c, MQTT5_RC_KEEP_ALIVE_TIMEOUT, "keep alive timeout", false);
         }

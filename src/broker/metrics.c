@@ -122,6 +122,8 @@ char *metrics_render(struct broker *b, size_t *len)
            "Times a publisher was paused for a congested subscriber.", (double)st->publisher_waits);
     metric(&p, "shootout_broker_slow_consumers_total", PROM_COUNTER,
            "Subscribers flagged slow consumers.", (double)st->slow_consumers);
+    metric(&p, "shootout_broker_subscriptions_refused_total", PROM_COUNTER,
+           "Subscriptions refused at max_subscriptions.", (double)st->subscriptions_refused);
     metric(&p, "shootout_broker_protocol_errors_total", PROM_COUNTER,
            "Connections closed for breaking the protocol.", (double)st->protocol_errors);
     static const char *const refusals[] = {"bad_password", "unknown_user", "anonymous"};
