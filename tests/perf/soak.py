@@ -588,7 +588,8 @@ def hostile_non_readers(stats, stop, port):
             try:
                 s = mqtt_session(port, "soak-nonreader-%d" % n, rcvbuf=4096)
                 s.sendall(mqtt_subscribe(["soak/#"]))
-                first, _ = recv_packet(s, 10)
+                if recv_packet(s, 10)[0] != 0x90:
+                    raise ConnectionError("no SUBACK")
                 held.add(s, "broker")
             except OSError as e:
                 stats.event("non-reader", "connect failed (%s)" % e)
@@ -607,6 +608,8 @@ def hostile_big_subscribe(stats, stop, port, filters):
             s = mqtt_session(port, "soak-big-%d" % n)
             s.sendall(packet)
             first, body = recv_packet(s, 30)
+            if first != 0x90:
+                raise ConnectionError("packet 0x%02x instead of SUBACK" % first)
             granted = sum(1 for c in body[2:] if c < 0x80)
             stats.event("big-subscribe", "SUBACK (seconds)", time.monotonic() - t0)
             stats.event("big-subscribe", "granted of %d" % filters, granted)
@@ -637,7 +640,7 @@ def hostile_malformed(stats, stop, port):
     while not stop.wait(2.0):
         name, data = MALFORMED[i % len(MALFORMED)]
         i += 1
-        t0 = time.monotonic()
+        t0, s = time.monotonic(), None
         try:
             if data is None:
                 s = mqtt_session(port, "soak-malformed-%d" % i)
@@ -654,10 +657,8 @@ def hostile_malformed(stats, stop, port):
         except OSError:
             stats.event("malformed", "closed by the broker (seconds)", time.monotonic() - t0)
         finally:
-            try:
+            if s is not None:
                 s.close()
-            except NameError:
-                pass
 
 
 # ---- the run ----------------------------------------------------------------------
