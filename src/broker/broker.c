@@ -44,6 +44,8 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->max_output = 8 * 1024 * 1024;
     cfg->queue_qos0 = false;
     cfg->connect_timeout_ms = 10000;
+    cfg->packet_timeout_ms = 10000;
+    cfg->min_packet_rate = 4096;
     cfg->sys_interval_s = 10;
     snprintf(cfg->persistence.location, sizeof cfg->persistence.location, "broker-data");
     cfg->auth.allow_anonymous = true;

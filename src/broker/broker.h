@@ -40,6 +40,8 @@ struct broker_config {
     bool queue_qos0;           /* queue QoS 0 for offline persistent sessions */
     uint32_t connect_timeout_ms; /* time allowed between accept and CONNECT */
     uint32_t max_keepalive;    /* seconds a client's keep alive may be at most; 0 = no limit */
+    uint32_t packet_timeout_ms; /* a packet's time from its first byte, before the rate applies */
+    uint32_t min_packet_rate;  /* bytes a second a packet must come at after packet_timeout */
     uint32_t sys_interval_s;   /* $SYS/broker/... update period; 0 = off */
     struct {                   /* docs/persistence.md */
         bool on;

@@ -62,6 +62,15 @@ const struct opt broker_options[] = {
      "time a new connection has to send CONNECT, TLS handshake and WebSocket upgrade included",
      "10", CFG(connect_timeout_ms), .keyword = "connect_timeout", .min = 1, .max = 3600,
      .scale = 1000},
+    {"packet-timeout", 0, OPT_UINT, "SECS",
+     "time a packet may take from its first byte to its last, however its bytes trickle in; "
+     "past it the packet must keep coming at --min-packet-rate; keep alive 0 does not lift it",
+     "10", CFG(packet_timeout_ms), .keyword = "packet_timeout", .min = 1, .max = 3600,
+     .scale = 1000},
+    {"min-packet-rate", 0, OPT_UINT, "BYTES",
+     "past --packet-timeout, a packet still arriving must have brought this many bytes for "
+     "every second beyond it, or its connection is closed (MQTT 5: DISCONNECT 0x80)", "4096", CFG(min_packet_rate),
+     .keyword = "min_packet_rate", .min = 1, .max = UINT32_MAX},
     {"max-keepalive", 0, OPT_UINT, "SECS",
      "longest keep alive a client may use, 0: any; MQTT 5 clients asking for more, or for none, "
      "are told this one, MQTT 3.1.1 clients get CONNACK 2", "0", CFG(max_keepalive),

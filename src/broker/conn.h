@@ -68,6 +68,7 @@ struct conn {
     struct topic_alias *alias_out; /* [alias_out_max], ours; lazily, filled in order */
     uint16_t nalias_out;
     struct inbuf in;          /* partial packet left from earlier reads */
+    uint64_t in_since_ms;     /* when the first byte of the partial packet in `in` came */
     struct outq out;
     struct conn *prev, *next; /* broker.conns */
     struct conn *dirty_next;  /* broker.dirty */

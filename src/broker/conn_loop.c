@@ -12,6 +12,7 @@
 #include "broker/conn.h"
 #include "broker/conn_end.h"
 #include "broker/handle.h"
+#include "broker/metrics.h"
 #include "broker/persist.h"
 #include "broker/session.h"
 #include "broker/session_life.h"
@@ -142,12 +143,16 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
         b->stats.bytes_in += (uint64_t)n;
         if (c->state == CONN_ACTIVE)
             c->last_rx_ms = ev_now(b->loop);
+        bool fresh = c->in.len == 0;
         size_t len;
         const uint8_t *data = inbuf_filled(&c->in, conn_rbuf, (size_t)n, &len);
         long used = conn_parse(b, c, data, len);
         if (used < 0)
             return;
         inbuf_consumed(&c->in, data, len, (size_t)used);
+        /* A tail after a complete packet is a packet begun in this read. */
+        if (c->in.len && (fresh || used > 0))
+            c->in_since_ms = ev_now(b->loop);
         if (c->blocked_on)
             return; /* released, it is read again where this stopped */
         if ((size_t)n < cap && !hup && !c->tp)
@@ -173,6 +178,8 @@ static void conn_read_resumed(struct broker *b, struct conn *c)
             return;
         if (used > 0)
             inbuf_consumed(&c->in, c->in.data, c->in.len, (size_t)used);
+        /* The wait was ours: the partial packet's time starts again. */
+        c->in_since_ms = ev_now(b->loop);
     }
     /* Whether the peer closed meanwhile is not known here: read to EAGAIN. */
     conn_read(b, c, true);
@@ -276,6 +283,18 @@ bool conn_prepare(struct broker *b)
     return b->read_list != NULL;
 }
 
+/* True if the partial packet in c->in took longer than --packet-timeout
+ * and came slower than --min-packet-rate since: a packet of L bytes has at
+ * most packet_timeout + L / min_packet_rate, however its bytes trickle. */
+static bool conn_packet_late(const struct broker *b, const struct conn *c, uint64_t now)
+{
+    uint64_t age = now - c->in_since_ms;
+    if (c->in.len == 0 || c->read_pending || age <= b->cfg->packet_timeout_ms)
+        return false;
+    return (uint64_t)c->in.len * 1000 < (uint64_t)b->cfg->min_packet_rate *
+                                             (age - b->cfg->packet_timeout_ms);
+}
+
 void conn_sweep(struct broker *b)
 {
     uint64_t now = ev_now(b->loop);
@@ -296,6 +315,10 @@ void conn_sweep(struct broker *b)
                          slow->client_id);
                 session_release_publishers(b, slow, true);
             }
+        } else if (c->state == CONN_ACTIVE && conn_packet_late(b, c, now)) {
+            /* No reason code says "too slow"; 0x80 is for none applying. */
+            metrics_bound_hit(b, BOUND_PACKET_TIMEOUT, conn_name(c));
+            conn_kick(b, c, MQTT5_RC_UNSPECIFIED_ERROR, "packet not received in time", false);
         } else if (c->state == CONN_ACTIVE && c->keepalive) {
             /* The spec allows one and a half keepalive periods of silence. */
             if (now - c->last_rx_ms > (uint64_t)c->keepalive * 1500u)

@@ -72,6 +72,24 @@ static void metric_by(struct prom *p, const char *name, const char *help, const 
     }
 }
 
+/* The bound label values of shootout_broker_bounds_hit_total, by enum
+ * metrics_bound, then core/srv.c's per-address refusals. */
+static const char *const metrics_bounds[] = {"packet_timeout", "partial_packet_memory",
+                                             "retained_messages", "retained_bytes",
+                                             "connections_per_address"};
+_Static_assert(sizeof metrics_bounds / sizeof metrics_bounds[0] == BOUND_N + 1, "one per bound");
+
+void metrics_bound_hit(struct broker *b, enum metrics_bound bound, const char *who)
+{
+    uint64_t now = ev_now(b->loop);
+    uint64_t n = ++b->obs.bound_hits[bound];
+    if (n > 1 && now - b->obs.bound_logged_ms[bound] < 1000)
+        return;
+    b->obs.bound_logged_ms[bound] = now;
+    log_warn("bound %s hit by %s; %llu hits so far", metrics_bounds[bound], who,
+             (unsigned long long)n);
+}
+
 char *metrics_render(struct broker *b, size_t *len)
 {
     const struct broker_stats *st = &b->stats;
@@ -118,6 +136,12 @@ char *metrics_render(struct broker *b, size_t *len)
            "Subscribers flagged slow consumers.", (double)st->slow_consumers);
     metric(&p, "shootout_broker_protocol_errors_total", PROM_COUNTER,
            "Connections closed for breaking the protocol.", (double)st->protocol_errors);
+    uint64_t hits[BOUND_N + 1];
+    memcpy(hits, b->obs.bound_hits, sizeof b->obs.bound_hits);
+    hits[BOUND_N] = b->srv ? b->srv->refused_per_address : 0;
+    metric_by(&p, "shootout_broker_bounds_hit_total",
+              "Times a bound on what one client may hold was hit (docs/broker.md, Bounds).",
+              "bound", metrics_bounds, hits, BOUND_N + 1);
     static const char *const refusals[] = {"bad_password", "unknown_user", "anonymous"};
     const uint64_t refused[] = {a->refused_bad_password, a->refused_unknown_user,
                                 a->refused_anonymous};
@@ -447,6 +471,10 @@ static const char *metrics_reason(uint8_t kick, const char *why)
         return "shutdown";
     case MQTT5_RC_PACKET_TOO_LARGE:
         return "packet_too_large";
+    case MQTT5_RC_UNSPECIFIED_ERROR:
+        return "packet_timeout";
+    case MQTT5_RC_QUOTA_EXCEEDED:
+        return "bound";
     default:
         return "protocol_error";
     }

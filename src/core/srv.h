@@ -32,6 +32,7 @@ struct srv_worker {
     bool draining;
     unsigned nconns;
     uint64_t refused_connections; /* over max_connections or out of descriptors */
+    uint64_t refused_per_address; /* over max_connections_per_address */
     struct ev_io listeners[SRV_MAX_LISTENERS];
     struct ev_io wake;         /* eventfd: another thread asks us to drain */
     struct ev_timer drain_timer;
