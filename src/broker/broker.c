@@ -46,6 +46,9 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->connect_timeout_ms = 10000;
     cfg->packet_timeout_ms = 10000;
     cfg->min_packet_rate = 4096;
+    cfg->max_retained_messages = 100000;
+    cfg->max_retained_bytes = 256u << 20;
+    cfg->max_partial_bytes = 256u << 20;
     cfg->sys_interval_s = 10;
     snprintf(cfg->persistence.location, sizeof cfg->persistence.location, "broker-data");
     cfg->auth.allow_anonymous = true;

@@ -42,6 +42,9 @@ struct broker_config {
     uint32_t max_keepalive;    /* seconds a client's keep alive may be at most; 0 = no limit */
     uint32_t packet_timeout_ms; /* a packet's time from its first byte, before the rate applies */
     uint32_t min_packet_rate;  /* bytes a second a packet must come at after packet_timeout */
+    uint32_t max_retained_messages; /* retained topics, all clients together */
+    size_t max_retained_bytes; /* their topics and payloads, bytes */
+    size_t max_partial_bytes;  /* input held for partial packets, all connections together */
     uint32_t sys_interval_s;   /* $SYS/broker/... update period; 0 = off */
     struct {                   /* docs/persistence.md */
         bool on;

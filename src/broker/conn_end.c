@@ -50,6 +50,7 @@ static void conn_end(struct broker *b, struct conn *c, const char *reason, bool 
     c->next = b->closed;
     b->closed = c;
     inbuf_free(&c->in);
+    conn_count_input(b, c);
     session_forget_publisher(c);
     conn_free_aliases(c->alias_in, BROKER_TOPIC_ALIAS_MAX);
     conn_free_aliases(c->alias_out, c->alias_out_max);

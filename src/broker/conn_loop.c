@@ -97,6 +97,14 @@ static void conn_protocol_error(struct broker *b, struct conn *c, int err)
     conn_kick(b, c, reason, why, false);
 }
 
+/* Closes c, whose input buffer took the partial packets' total over
+ * max_partial_packet_bytes. */
+static void conn_over_partial(struct broker *b, struct conn *c)
+{
+    metrics_bound_hit(b, BOUND_PARTIAL_MEMORY, conn_name(c));
+    conn_kick(b, c, MQTT5_RC_QUOTA_EXCEEDED, "partial packets at their memory bound", false);
+}
+
 /* Handles every complete packet in data[0..len). Returns the bytes
  * consumed, or -1 if the connection was closed. */
 static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, size_t len)
@@ -128,6 +136,10 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
     while (c->state <= CONN_ACTIVE && !c->blocked_on) {
         size_t cap;
         uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
+        if (conn_count_input(b, c)) {
+            conn_over_partial(b, c);
+            return;
+        }
         ssize_t n = c->tp ? transport_read(b, c, buf, cap) : read(c->io.fd, buf, cap);
         if (n == 0) {
             conn_close(b, c, "closed by client", false);
@@ -150,6 +162,10 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
         if (used < 0)
             return;
         inbuf_consumed(&c->in, data, len, (size_t)used);
+        if (conn_count_input(b, c)) {
+            conn_over_partial(b, c);
+            return;
+        }
         /* A tail after a complete packet is a packet begun in this read. */
         if (c->in.len && (fresh || used > 0))
             c->in_since_ms = ev_now(b->loop);
@@ -178,6 +194,7 @@ static void conn_read_resumed(struct broker *b, struct conn *c)
             return;
         if (used > 0)
             inbuf_consumed(&c->in, c->in.data, c->in.len, (size_t)used);
+        conn_count_input(b, c); /* it only shrank */
         /* The wait was ours: the partial packet's time starts again. */
         c->in_since_ms = ev_now(b->loop);
     }

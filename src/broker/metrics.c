@@ -123,6 +123,10 @@ char *metrics_render(struct broker *b, size_t *len)
            (double)(router_subscriptions(b) + router_shared_subscriptions(b)));
     metric(&p, "shootout_broker_retained_messages", PROM_GAUGE, "Retained topics.",
            (double)retain_count(b->retained));
+    metric(&p, "shootout_broker_retained_bytes", PROM_GAUGE,
+           "Topic and payload bytes of the retained messages.", (double)retain_bytes(b->retained));
+    metric(&p, "shootout_broker_partial_packet_bytes", PROM_GAUGE,
+           "Input memory held for packets not yet complete.", (double)b->partial_bytes);
     static const char *const drops[] = {"queue_full", "output_full", "offline_qos0", "expired",
                                         "too_large"};
     const uint64_t dropped[] = {st->dropped_queue_full, st->dropped_output_full,

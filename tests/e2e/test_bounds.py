@@ -160,3 +160,93 @@ def test_stalled_packet_mqtt5_disconnect_0x80_v311_close(broker_factory, v5):
     ok = b.raw_connected("after")
     ok.send(R.pingreq())
     ok.expect(R.PINGRESP)
+
+
+def retained_topics(b, pattern):
+    """The retained messages a new subscriber to pattern gets: {topic: payload}."""
+    c = b.raw_connected("look-%f" % time.monotonic())
+    c.subscribe(1, [(pattern, 0)])
+    got = {}
+    try:
+        while True:
+            p = c.next_publish(1.0)
+            got[p.topic] = p.payload
+    except (AssertionError, TimeoutError):
+        pass
+    c.close()
+    return got
+
+
+def pub5(c, topic, payload, pid):
+    """A retained QoS 1 PUBLISH from an MQTT 5 client; returns its PUBACK's reason."""
+    c.send(R.publish5(topic, payload, qos=1, retain=True, packet_id=pid))
+    ack = c.expect(R.PUBACK)
+    assert ack.packet_id == pid
+    return ack.reason
+
+
+NO_SUBSCRIBERS, QUOTA = 0x10, 0x97
+
+
+def test_retained_message_count_bound(broker_factory):
+    mport = free_port()
+    b = broker_factory(extra_args=("--max-retained-messages", "3", "--sys-interval", "0",
+                                   "--metrics-port", str(mport)))
+    live = b.raw_connected("live")
+    live.subscribe(1, [("other/#", 0)])
+    c = b.raw()
+    c.connect5_ok("retainer")
+    for i in (1, 2, 3):
+        assert pub5(c, "r/%d" % i, b"v%d" % i, i) == NO_SUBSCRIBERS
+    assert pub5(c, "r/4", b"v4", 4) == QUOTA  # a new topic over the bound
+    assert pub5(c, "r/1", b"v1 again", 5) == NO_SUBSCRIBERS  # replacing still works
+    assert pub5(c, "r/2", b"", 6) == NO_SUBSCRIBERS  # and clearing
+    assert pub5(c, "r/4", b"v4", 7) == NO_SUBSCRIBERS  # which makes room
+    # MQTT 3.1.1 has no reason codes: acknowledged, sent on, not stored.
+    old = b.raw_connected("old-retainer")
+    old.send(R.publish("other/5", b"v5", qos=1, retain=True, packet_id=1))
+    assert old.expect(R.PUBACK).packet_id == 1
+    assert live.next_publish().payload == b"v5"
+    assert retained_topics(b, "#") == {"r/1": b"v1 again", "r/3": b"v3", "r/4": b"v4"}
+    assert bound_hits(mport, "retained_messages") == 2
+    assert "bound retained_messages hit by retainer" in b.stderr_text()
+
+
+def test_retained_bytes_bound(broker_factory):
+    mport = free_port()
+    b = broker_factory(extra_args=("--max-retained-bytes", "1000", "--sys-interval", "0",
+                                   "--metrics-port", str(mport)))
+    c = b.raw()
+    c.connect5_ok("bytes")
+    assert pub5(c, "b/1", b"x" * 600, 1) == NO_SUBSCRIBERS  # 603 bytes with its topic
+    assert pub5(c, "b/2", b"y" * 600, 2) == QUOTA
+    assert pub5(c, "b/2", b"y" * 300, 3) == NO_SUBSCRIBERS  # 906
+    assert pub5(c, "b/1", b"x" * 700, 4) == QUOTA  # would be 906 - 603 + 703
+    assert pub5(c, "b/1", b"x" * 500, 5) == NO_SUBSCRIBERS  # smaller: always
+    assert retained_topics(b, "b/#") == {"b/1": b"x" * 500, "b/2": b"y" * 300}
+    assert bound_hits(mport, "retained_bytes") == 2
+
+
+def test_partial_packet_memory_bound(broker_factory):
+    """Two clients each start a large PUBLISH and stop: the one whose
+    buffer takes the total over the bound is closed, MQTT 5 with
+    DISCONNECT 0x97; the other and a healthy client go on."""
+    mport = free_port()
+    b = broker_factory(extra_args=("--max-partial-packet-bytes", "65536",
+                                   "--metrics-port", str(mport)))
+    healthy = b.paho("healthy")
+    healthy.subscribe("h/t", 1)
+    head = R.publish5("big/t", b"p" * 500000)[:40000]
+    first = b.raw()
+    first.connect5_ok("first", keepalive=0)
+    first.send(head)
+    time.sleep(0.5)
+    second = b.raw()
+    second.connect5_ok("second", keepalive=0)
+    second.send(head)
+    d = second.expect_disconnect(QUOTA)
+    assert b"memory bound" in repr(d.props).encode()
+    assert not first.is_closed_now(0.5)
+    healthy.publish("h/t", b"fine", 1)
+    assert healthy.get().payload == b"fine"
+    assert bound_hits(mport, "partial_packet_memory") == 1
