@@ -180,7 +180,7 @@ static void broker_accept(struct srv_worker *w, unsigned listener, int fd)
     struct broker *b = w->data;
     struct conn *c = conn_accept(b, fd);
     if (!c)
-        srv_worker_conn_closed(w);
+        srv_worker_conn_closed(w, fd);
     else if (transport_attach(b, c, listener) < 0)
         conn_close(b, c, "cannot set up TLS", true);
 }
@@ -230,6 +230,7 @@ int broker_run(const struct broker_config *cfg)
         .nports = cfg->listeners.n,
         .threads = 1,
         .max_connections = UINT_MAX,
+        .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = LINGER_MS,
     };
     sc.ports[0] = cfg->port;

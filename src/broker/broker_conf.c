@@ -42,6 +42,10 @@ const struct opt broker_options[] = {
     {"max-connections", 0, OPT_UINT, "N",
      "simultaneous clients; more are answered CONNACK 3 and closed", "100000",
      CFG(max_connections), .keyword = "max_connections", .min = 1, .max = UINT32_MAX},
+    {"max-connections-per-address", 0, OPT_UINT, "N",
+     "connections from one IP address at once, 0: any; more are closed as soon as accepted",
+     "0", CFG(max_per_address), .keyword = "max_connections_per_address", .min = 0,
+     .max = UINT32_MAX},
     {"max-packet-size", 0, OPT_UINT, "BYTES",
      "largest packet accepted; a larger one closes its connection (MQTT 5 clients are told it "
      "in CONNACK)", "1048576", CFG(max_packet_size), .keyword = "max_packet_size", .min = 64,
@@ -82,8 +86,8 @@ const struct opt broker_options[] = {
      .scale = 1000},
     {"min-packet-rate", 0, OPT_UINT, "BYTES",
      "past --packet-timeout, a packet still arriving must have brought this many bytes for "
-     "every second beyond it, or its connection is closed (MQTT 5: DISCONNECT 0x80)", "4096", CFG(min_packet_rate),
-     .keyword = "min_packet_rate", .min = 1, .max = UINT32_MAX},
+     "every second beyond it, or its connection is closed (MQTT 5: DISCONNECT 0x80)", "4096",
+     CFG(min_packet_rate), .keyword = "min_packet_rate", .min = 1, .max = UINT32_MAX},
     {"max-keepalive", 0, OPT_UINT, "SECS",
      "longest keep alive a client may use, 0: any; MQTT 5 clients asking for more, or for none, "
      "are told this one, MQTT 3.1.1 clients get CONNACK 2", "0", CFG(max_keepalive),

@@ -292,10 +292,11 @@ bool conn_prepare(struct broker *b)
             continue;
         }
         *pp = c->next;
-        close(c->io.fd);
+        int fd = c->io.fd;
+        close(fd);
         mem_free(c);
         if (b->srv)
-            srv_worker_conn_closed(b->srv); /* the last one ends a drain */
+            srv_worker_conn_closed(b->srv, fd); /* the last one ends a drain */
     }
     return b->read_list != NULL;
 }

@@ -142,7 +142,7 @@ char *metrics_render(struct broker *b, size_t *len)
            "Connections closed for breaking the protocol.", (double)st->protocol_errors);
     uint64_t hits[BOUND_N + 1];
     memcpy(hits, b->obs.bound_hits, sizeof b->obs.bound_hits);
-    hits[BOUND_N] = b->srv ? b->srv->refused_per_address : 0;
+    hits[BOUND_N] = srv_refused_per_address();
     metric_by(&p, "shootout_broker_bounds_hit_total",
               "Times a bound on what one client may hold was hit (docs/broker.md, Bounds).",
               "bound", metrics_bounds, hits, BOUND_N + 1);

@@ -600,6 +600,7 @@ static void car_grpc_end_streams(struct car_grpc_conn *c)
 static void car_grpc_close(struct car_grpc_conn *c, const char *why)
 {
     struct car_worker *w = c->w;
+    int fd = c->x.io.fd; /* h2_io_close forgets it */
     if (w->cfg->log_requests)
         log_debug("grpc fd %d: connection closed (%s)", c->x.io.fd, why);
     car_grpc_end_streams(c);
@@ -613,7 +614,7 @@ static void car_grpc_close(struct car_grpc_conn *c, const char *why)
     if (c->next)
         c->next->prev = c->prev;
     mem_free(c);
-    car_worker_conn_closed(w);
+    car_worker_conn_closed(w, fd);
 }
 
 /* The session finished with its GOAWAY out: the connection lingers
@@ -782,7 +783,7 @@ void car_grpc_accept(struct car_worker *w, int fd)
         tls_conn_free(c->x.tls);
         close(fd);
         mem_free(c);
-        car_worker_conn_closed(w);
+        car_worker_conn_closed(w, fd);
         return;
     }
     car_grpc_session_new(c);

@@ -147,7 +147,7 @@ static void rest_close(struct car_rest_conn *c, const char *why)
     c->state = REST_CLOSED;
     c->resume = false;
     rest_attend(c);
-    car_worker_conn_closed(c->w);
+    car_worker_conn_closed(c->w, c->io.fd);
 }
 
 /* ---- Output ------------------------------------------------------------- */
@@ -409,7 +409,7 @@ void car_rest_accept(struct car_worker *w, int fd)
         log_warn("cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
         mem_free(c);
-        car_worker_conn_closed(w);
+        car_worker_conn_closed(w, fd);
         return;
     }
     ev_timer_init(&c->timer, rest_on_timer, c);

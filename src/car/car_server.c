@@ -37,7 +37,7 @@ void car_server_config_defaults(struct car_server_config *cfg)
     cfg->drain_timeout_ms = 5000;
 }
 
-void car_worker_conn_closed(struct car_worker *w) { srv_worker_conn_closed(w->base); }
+void car_worker_conn_closed(struct car_worker *w, int fd) { srv_worker_conn_closed(w->base, fd); }
 
 static int car_worker_init(struct srv_worker *base, void *ctx)
 {
@@ -124,6 +124,7 @@ int car_server_run(const struct car_server_config *cfg)
         .nports = 2,
         .threads = cfg->threads ? cfg->threads : 1,
         .max_connections = cfg->max_connections,
+        .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = cfg->drain_timeout_ms,
     };
     struct car_server s = {.cfg = cfg};
@@ -158,10 +159,11 @@ int car_server_run(const struct car_server_config *cfg)
             total.refused_connections += st->refused_connections;
         }
         log_info("stopped: %llu REST requests (%llu errors), %llu gRPC calls (%llu errors), "
-                 "%llu connections refused",
+                 "%llu connections refused (%llu at max_connections_per_address)",
                  (unsigned long long)total.rest_requests, (unsigned long long)total.rest_errors,
                  (unsigned long long)total.grpc_calls, (unsigned long long)total.grpc_errors,
-                 (unsigned long long)total.refused_connections);
+                 (unsigned long long)(total.refused_connections + srv_refused_per_address()),
+                 (unsigned long long)srv_refused_per_address());
     }
     mem_free(s.workers);
     tls_ctx_free(s.grpc_tls);

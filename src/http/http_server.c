@@ -409,7 +409,7 @@ static void conn_close(struct http_conn *c, const char *why)
      * the prepare hook frees it once that list is empty. */
     c->dead_next = w->dead;
     w->dead = c;
-    srv_worker_conn_closed(w->base);
+    srv_worker_conn_closed(w->base, c->io.fd);
 }
 
 /* ---- Responses ---------------------------------------------------------- */
@@ -919,7 +919,7 @@ static void http_accept(struct srv_worker *base, unsigned listener, int fd)
         log_warn("cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
         mem_free(c);
-        srv_worker_conn_closed(base);
+        srv_worker_conn_closed(base, fd);
         return;
     }
     ev_timer_init(&c->timer, conn_on_timer, c);
@@ -1065,6 +1065,7 @@ int http_server_run(const struct http_server_config *cfg, const struct http_app 
         .nports = 1,
         .threads = cfg->threads ? cfg->threads : 1,
         .max_connections = cfg->max_connections,
+        .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = cfg->drain_timeout_ms,
     };
     struct http_server s = {.cfg = cfg, .app = app};

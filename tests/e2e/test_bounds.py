@@ -250,3 +250,30 @@ def test_partial_packet_memory_bound(broker_factory):
     healthy.publish("h/t", b"fine", 1)
     assert healthy.get().payload == b"fine"
     assert bound_hits(mport, "partial_packet_memory") == 1
+
+
+def test_connections_per_address(broker_factory):
+    """Over --max-connections-per-address a connection is closed before
+    anything is read (no CONNACK is possible yet); other addresses and
+    the connections within the limit are served."""
+    mport = free_port()
+    b = broker_factory(extra_args=("--max-connections-per-address", "2",
+                                   "--metrics-port", str(mport)))
+    held = [b.raw_connected("pa-%d" % i) for i in range(2)]
+    for _ in range(3):
+        s = socket.create_connection((HOST, b.port), timeout=5, source_address=("127.0.0.1", 0))
+        s.settimeout(5)
+        try:
+            assert s.recv(1) == b""
+        except ConnectionResetError:
+            pass
+        s.close()
+    other = socket.create_connection((HOST, b.port), timeout=5, source_address=("127.0.0.2", 0))
+    other.sendall(R.connect("pa-other"))
+    assert other.recv(4)[:1] == bytes([R.CONNACK << 4])
+    other.close()
+    for c in held:
+        c.send(R.pingreq())
+        c.expect(R.PINGRESP)
+    assert bound_hits(mport, "connections_per_address") == 3
+    assert "max_connections_per_address" in b.stderr_text()
