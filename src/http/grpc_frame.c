@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/hex.h"
 #include "core/log.h"
 #include "core/mem.h"
 
@@ -312,8 +313,6 @@ int grpc_timeout_parse(const char *s, size_t len, uint64_t *ns)
 
 uint64_t grpc_timeout_ms(uint64_t ns) { return ns / 1000000u + (ns % 1000000u != 0); }
 
-static const char hex_digits[] = "0123456789ABCDEF";
-
 size_t grpc_pct_encode(const char *in, size_t len, char *out, size_t cap)
 {
     if (cap == 0)
@@ -329,33 +328,21 @@ size_t grpc_pct_encode(const char *in, size_t len, char *out, size_t cap)
             if (o + 3 >= cap)
                 break;
             out[o++] = '%';
-            out[o++] = hex_digits[c >> 4];
-            out[o++] = hex_digits[c & 15];
+            out[o++] = hex_upper[c >> 4];
+            out[o++] = hex_upper[c & 15];
         }
     }
     out[o] = '\0';
     return o;
 }
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 size_t grpc_pct_decode(const char *in, size_t len, char *out)
 {
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
-        int hi, lo;
-        if (in[i] == '%' && i + 2 < len && (hi = hex_value(in[i + 1])) >= 0 &&
-            (lo = hex_value(in[i + 2])) >= 0) {
-            out[o++] = (char)(hi << 4 | lo);
+        int b;
+        if (in[i] == '%' && i + 2 < len && (b = hex_byte(in + i + 1)) >= 0) {
+            out[o++] = (char)b;
             i += 2;
         } else {
             out[o++] = in[i];

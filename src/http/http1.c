@@ -6,6 +6,8 @@
 #include <limits.h>
 #include <string.h>
 
+#include "core/hex.h"
+
 const char *http1_strerror(int err)
 {
     switch (err) {
@@ -598,16 +600,6 @@ void http1_chunked_init(struct http1_chunked *d, uint64_t max_body)
     memset(d, 0, sizeof *d);
     d->state = CH_SIZE0;
     d->max_body = max_body;
-}
-
-static int hex_value(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = lower(c);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
 }
 
 /* Adds hex digit x to the chunk size being read; the limit check doubles as

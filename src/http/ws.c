@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "core/base64.h"
-#include "mqtt/mqtt_topic.h"
+#include "core/utf8.h"
 
 /* RFC 6455 section 1.3. */
 static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
@@ -236,9 +236,11 @@ static int check_close(const struct ws_decoder *d)
         return 0;
     if (d->control_len == 1 || !close_code_valid(ws_close_code(d)))
         return WS_E_CLOSE_PAYLOAD;
-    /* The reason must be UTF-8 (mqtt_utf8_valid also refuses U+0000,
-     * which no client has a reason to send). */
-    if (d->control_len > 2 && !mqtt_utf8_valid(d->control + 2, d->control_len - 2))
+    /* The reason must be UTF-8; U+0000 is refused too, as no client has a
+     * reason to send it. */
+    const uint8_t *reason = d->control + 2;
+    size_t reason_len = d->control_len - 2;
+    if (memchr(reason, 0, reason_len) || !utf8_valid(reason, reason_len))
         return WS_E_CLOSE_PAYLOAD;
     return 0;
 }

@@ -3,11 +3,14 @@
  *
  * These run on every PUBLISH a broker receives, so the validators scan eight
  * bytes at a time while the input is plain ASCII (nearly every real topic)
- * and drop to a byte-wise UTF-8 decoder only around other bytes.
+ * and drop to the byte-wise UTF-8 decoder (core/utf8.h) only around other
+ * bytes.
  */
 #include "mqtt/mqtt_topic.h"
 
 #include <string.h>
+
+#include "core/utf8.h"
 
 #define ONES 0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
@@ -25,68 +28,9 @@ static inline uint64_t has_zero(uint64_t w) { return (w - ONES) & ~w & HIGHS; }
 
 static inline uint64_t has_byte(uint64_t w, uint8_t b) { return has_zero(w ^ (ONES * b)); }
 
-/* Length of the well-formed multi-byte UTF-8 sequence at s (lead byte
- * >= 0x80), or 0 if it is ill-formed or truncated. The second-byte ranges
- * are those of Unicode Table 3-7: they exclude overlong forms (C0, C1, E0
- * 80..9F, F0 80..8F), surrogates (ED A0..BF) and code points above U+10FFFF
- * (F4 90.., F5..FF). */
-static size_t utf8_seq(const uint8_t *s, size_t avail)
-{
-    uint8_t c = s[0];
-    uint8_t lo = 0x80, hi = 0xBF;
-    size_t n;
-
-    if (c < 0xC2)
-        return 0;
-    if (c < 0xE0) {
-        n = 2;
-    } else if (c < 0xF0) {
-        n = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c < 0xF5) {
-        n = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
-        return 0;
-    }
-    if (avail < n || s[1] < lo || s[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    return n;
-}
-
 bool mqtt_utf8_valid(const uint8_t *s, size_t len)
 {
-    size_t i = 0;
-    while (i < len) {
-        if (len - i >= 8) {
-            uint64_t w = load64(s + i);
-            if (((w & HIGHS) | has_zero(w)) == 0) {
-                i += 8;
-                continue;
-            }
-        }
-        uint8_t c = s[i];
-        if (c < 0x80) {
-            if (c == 0)
-                return false;
-            i++;
-            continue;
-        }
-        size_t n = utf8_seq(s + i, len - i);
-        if (n == 0)
-            return false;
-        i += n;
-    }
-    return true;
+    return !memchr(s, 0, len) && utf8_valid(s, len);
 }
 
 bool mqtt_topic_name_valid(const uint8_t *t, size_t len)
@@ -109,10 +53,10 @@ bool mqtt_topic_name_valid(const uint8_t *t, size_t len)
             i++;
             continue;
         }
-        size_t n = utf8_seq(t + i, len - i);
-        if (n == 0)
+        int n = utf8_seq_len(t + i, len - i);
+        if (n <= 0)
             return false;
-        i += n;
+        i += (size_t)n;
     }
     return true;
 }
@@ -146,10 +90,10 @@ bool mqtt_topic_filter_valid(const uint8_t *f, size_t len)
             i++;
             continue;
         }
-        size_t n = utf8_seq(f + i, len - i);
-        if (n == 0)
+        int n = utf8_seq_len(f + i, len - i);
+        if (n <= 0)
             return false;
-        i += n;
+        i += (size_t)n;
     }
     return true;
 }

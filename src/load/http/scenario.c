@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_read.h"
 #include "core/mem.h"
 #include "core/textfile.h"
 #include "load/http/inject.h"
@@ -187,89 +188,6 @@ bad:
     return -1;
 }
 
-/* The JSON scanner: each function takes the position and the end, and
- * returns the position after what it read, or NULL if the text is not
- * JSON. */
-static const char *ws(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
-        p++;
-    return p;
-}
-
-static const char *skip_string(const char *p, const char *end)
-{
-    for (p++; p < end; p++) {
-        if (*p == '\\') {
-            if (++p == end)
-                return NULL;
-        } else if (*p == '"') {
-            return p + 1;
-        } else if ((unsigned char)*p < 0x20) {
-            return NULL;
-        }
-    }
-    return NULL;
-}
-
-static const char *skip_scalar(const char *p, const char *end)
-{
-    const char *q = p;
-    while (q < end && ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') || *q == '-' ||
-                       *q == '+' || *q == '.' || *q == 'E'))
-        q++;
-    if (q == p)
-        return NULL;
-    size_t n = (size_t)(q - p);
-    bool word = (n == 4 && (!memcmp(p, "true", 4) || !memcmp(p, "null", 4))) ||
-                (n == 5 && !memcmp(p, "false", 5));
-    bool number = (*p == '-' || (*p >= '0' && *p <= '9'));
-    return word || number ? q : NULL;
-}
-
-static const char *skip_value(const char *p, const char *end, int depth);
-
-/* An array or object at p ('[' or '{'); calls back nothing. */
-static const char *skip_container(const char *p, const char *end, int depth)
-{
-    if (depth >= SCN_MAX_JSON_DEPTH)
-        return NULL;
-    char close = *p == '[' ? ']' : '}';
-    bool object = *p == '{';
-    p = ws(p + 1, end);
-    if (p < end && *p == close)
-        return p + 1;
-    for (;;) {
-        if (object) {
-            if (p >= end || *p != '"' || !(p = skip_string(p, end)))
-                return NULL;
-            p = ws(p, end);
-            if (p >= end || *p != ':')
-                return NULL;
-            p = ws(p + 1, end);
-        }
-        if (!(p = skip_value(p, end, depth + 1)))
-            return NULL;
-        p = ws(p, end);
-        if (p < end && *p == ',') {
-            p = ws(p + 1, end);
-            continue;
-        }
-        return p < end && *p == close ? p + 1 : NULL;
-    }
-}
-
-static const char *skip_value(const char *p, const char *end, int depth)
-{
-    if (p >= end)
-        return NULL;
-    if (*p == '"')
-        return skip_string(p, end);
-    if (*p == '[' || *p == '{')
-        return skip_container(p, end, depth);
-    return skip_scalar(p, end);
-}
-
 struct pick_state {
     enum scn_pick pick;
     uint64_t *rng;
@@ -288,81 +206,60 @@ static void offer(struct pick_state *ps, const char *v, size_t len)
     }
 }
 
-/* Follows fields[0..n) from the value at p and offers what it reaches.
- * Returns the end of the value at p, or NULL if it is not JSON. */
-static const char *follow(const char *p, const char *end, char *const *fields, unsigned n,
-                          int depth, struct pick_state *ps)
+/* Follows fields[0..n) from the value at r->p and offers what it reaches.
+ * false if the text is not JSON. */
+static bool follow(struct jr *r, char *const *fields, unsigned n, struct pick_state *ps)
 {
-    if (p >= end)
-        return NULL;
+    enum jr_type t = jr_peek(r);
+    const char *v = (const char *)r->p;
+    size_t k;
+    int more;
+
     if (n == 0) {
-        const char *q = skip_value(p, end, depth);
-        if (q && *p == '"')
-            offer(ps, p + 1, (size_t)(q - p - 2));
-        else if (q && (*p == '-' || (*p >= '0' && *p <= '9')))
-            offer(ps, p, (size_t)(q - p));
-        return q;
+        if (!jr_skip(r))
+            return false;
+        if (t == JR_STRING)
+            offer(ps, r->text, r->text_len);
+        else if (t == JR_NUMBER)
+            offer(ps, v, (size_t)((const char *)r->p - v));
+        return true;
     }
-    if (*p != '{')
-        return skip_value(p, end, depth);
-    if (depth >= SCN_MAX_JSON_DEPTH)
-        return NULL;
-    /* Walk the object; descend into the member named fields[0]. */
+    if (t != JR_OBJECT)
+        return jr_skip(r);
+    if (!jr_enter(r))
+        return false;
+    /* Walk the object; descend into every member named fields[0]. */
     size_t flen = strlen(fields[0]);
-    p = ws(p + 1, end);
-    if (p < end && *p == '}')
-        return p + 1;
-    for (;;) {
-        if (p >= end || *p != '"')
-            return NULL;
-        const char *k = p + 1, *ke = skip_string(p, end);
-        if (!ke)
-            return NULL;
-        bool match = (size_t)(ke - 1 - k) == flen && !memcmp(k, fields[0], flen);
-        p = ws(ke, end);
-        if (p >= end || *p != ':')
-            return NULL;
-        p = ws(p + 1, end);
-        p = match ? follow(p, end, fields + 1, n - 1, depth + 1, ps) : skip_value(p, end, depth + 1);
-        if (!p)
-            return NULL;
-        p = ws(p, end);
-        if (p < end && *p == ',') {
-            p = ws(p + 1, end);
-            continue;
-        }
-        return p < end && *p == '}' ? p + 1 : NULL;
+    while ((more = jr_next(r)) > 0) {
+        if (!jr_key(r, NULL, 0, &k) || !jr_colon(r))
+            return false;
+        bool match = r->text_len == flen && !memcmp(r->text, fields[0], flen);
+        if (!(match ? follow(r, fields + 1, n - 1, ps) : jr_skip(r)))
+            return false;
     }
+    return more == 0;
 }
 
 int scn_path_eval(const struct scn_path *path, const char *json, size_t len, enum scn_pick pick,
                   uint64_t *rng, const char **out, size_t *out_len)
 {
     struct pick_state ps = {.pick = pick, .rng = rng};
-    const char *end = json + len, *p = ws(json, end);
+    struct jr r;
+    bool ok;
+
+    jr_init(&r, json, len, SCN_MAX_JSON_DEPTH);
     if (!path->each) {
-        p = follow(p, end, path->fields, path->nfields, 0, &ps);
-    } else if (p < end && *p == '[') {
-        p = ws(p + 1, end);
-        if (p < end && *p == ']') {
-            p++;
-        } else {
-            for (;;) {
-                if (!(p = follow(p, end, path->fields, path->nfields, 1, &ps)))
-                    break;
-                p = ws(p, end);
-                if (p < end && *p == ',') {
-                    p = ws(p + 1, end);
-                    continue;
-                }
-                p = p < end && *p == ']' ? p + 1 : NULL;
-                break;
-            }
-        }
+        ok = follow(&r, path->fields, path->nfields, &ps);
+    } else if (jr_peek(&r) == JR_ARRAY) {
+        int more = 0;
+        ok = jr_enter(&r);
+        while (ok && (more = jr_next(&r)) > 0)
+            ok = follow(&r, path->fields, path->nfields, &ps);
+        ok = ok && more == 0;
     } else {
-        p = skip_value(p, end, 0); /* not an array: valid JSON, no match */
+        ok = jr_skip(&r); /* not an array: valid JSON, no match */
     }
-    if (!p || ws(p, end) != end)
+    if (!ok || !jr_end(&r))
         return -1;
     if (!ps.seen)
         return 0;
