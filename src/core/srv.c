@@ -58,10 +58,12 @@ static bool srv_take_address(struct srv_worker *w, int fd, const struct sockaddr
     pthread_mutex_unlock(&s->addr_lock);
     if (!ok) {
         uint64_t n = atomic_fetch_add(&srv_refused_addr, 1) + 1;
+        char addr[64];
         if (say)
-            log_warn("%u connections from one address already (max_connections_per_address): "
-                     "closed a new one; %llu refused so far",
-                     s->cfg->max_per_address, (unsigned long long)n);
+            log_warn("closed a connection from %s: its address has %u already "
+                     "(max_connections_per_address); %llu refused so far",
+                     net_addr_str(peer, addr, sizeof addr), s->cfg->max_per_address,
+                     (unsigned long long)n);
         return false;
     }
     if ((unsigned)fd >= w->nfd_addrs) {
