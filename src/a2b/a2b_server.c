@@ -263,7 +263,11 @@ static bool seg_is(const struct segs *sg, int i, const char *lit)
     return sg->s[i].len == strlen(lit) && memcmp(sg->s[i].p, lit, sg->s[i].len) == 0;
 }
 
-static bool method_is(const struct http_req *req, const char *m) { return strcmp(req->method, m) == 0; }
+/* The request's strings are NUL-terminated (an asynchronous app's). */
+static bool method_is(const struct http_req *req, const char *m)
+{
+    return strcmp(req->method.ptr, m) == 0;
+}
 static bool is_get(const struct http_req *req) { return method_is(req, "GET") || req->head; }
 
 /* Reads ids from the segments at idx[0..n) into out; answers 400 if one is
@@ -308,9 +312,9 @@ static void route_transfers(struct http_req *req)
 {
     char origin[32], dest[32], date[32];
     struct a2b_args a = {0};
-    int ro = a2b_query_get(req->query, "originId", origin, sizeof origin);
-    int rd = a2b_query_get(req->query, "destinationId", dest, sizeof dest);
-    int rt = a2b_query_get(req->query, "date", date, sizeof date);
+    int ro = a2b_query_get(req->query.ptr, "originId", origin, sizeof origin);
+    int rd = a2b_query_get(req->query.ptr, "destinationId", dest, sizeof dest);
+    int rt = a2b_query_get(req->query.ptr, "date", date, sizeof date);
     if (ro < 0 || rd < 0 || rt < 0) {
         respond_error(req, 400, "Malformed query string");
         return;
@@ -432,7 +436,7 @@ static void handle(struct http_req *req)
 {
     struct a2b_worker *w = req->worker;
     struct segs sg;
-    split(req->path, &sg);
+    split(req->path.ptr, &sg);
     if (sg.n >= 2 && seg_is(&sg, 0, "api") && seg_is(&sg, 1, "v1")) {
         route_api(req, &sg);
         return;
@@ -547,6 +551,7 @@ int a2b_server_run(const struct a2b_server_config *cfg)
         return 0;
     }
     struct http_app app = {
+        .async = true,
         .worker_init = worker_init,
         .handle = handle,
         .observe = observe,

@@ -14,6 +14,7 @@
 #include "broker/conn.h"
 #include "broker/conn_end.h"
 #include "broker/conn_loop.h"
+#include "broker/handle.h"
 #include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/persist_load.h"
@@ -42,6 +43,7 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->max_queued = 1000;
     cfg->max_inflight = 20;
     cfg->max_output = 8 * 1024 * 1024;
+    cfg->max_subscriptions = 10000;
     cfg->queue_qos0 = false;
     cfg->connect_timeout_ms = 10000;
     cfg->packet_timeout_ms = 10000;
@@ -65,6 +67,8 @@ static void broker_on_sweep(struct ev_loop *loop, struct ev_timer *t)
 
 static void broker_on_sys(struct ev_loop *loop, struct ev_timer *t) { sys_tree_publish(t->data); }
 
+static void broker_on_stall(struct ev_loop *loop, struct ev_timer *t) { conn_check_stalls(t->data); }
+
 static void broker_release_retained(void *value) { msg_unref(value); }
 
 void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_loop *loop)
@@ -73,6 +77,7 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     b->cfg = cfg;
     b->loop = loop;
     b->router = router_new();
+    b->sub_slice = BROKER_SUB_SLICE;
     b->retained = retain_new(broker_release_retained);
     /* Wait early enough that the hard limits, twice as high, are rarely
      * reached; small enough that many subscribers behind at once still fit
@@ -83,6 +88,7 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     b->queue_low = b->queue_high / 4;
     ev_timer_init(&b->sweep, broker_on_sweep, b);
     ev_timer_start(loop, &b->sweep, BROKER_SWEEP_MS, BROKER_SWEEP_MS);
+    ev_timer_init(&b->stall, broker_on_stall, b);
     b->started_ms = ev_now(loop);
     ev_timer_init(&b->sys, broker_on_sys, b);
     if (cfg->sys_interval_s) {
@@ -98,6 +104,7 @@ void broker_drain(struct broker *b)
     metrics_stop(b);
     ev_timer_stop(b->loop, &b->sweep);
     ev_timer_stop(b->loop, &b->sys);
+    ev_timer_stop(b->loop, &b->stall);
     b->defer_wills = b->persist != NULL;
     struct conn *c;
     while ((c = b->conns))
@@ -185,7 +192,11 @@ static void broker_accept(struct srv_worker *w, unsigned listener, int fd)
         conn_close(b, c, "cannot set up TLS", true);
 }
 
-static bool broker_prepare(struct srv_worker *w) { return conn_prepare(w->data); }
+static bool broker_prepare(struct srv_worker *w)
+{
+    bool busy = conn_prepare(w->data);
+    return metrics_prepare(w->data) || busy;
+}
 
 static void broker_srv_drain(struct srv_worker *w) { broker_drain(w->data); }
 

@@ -38,6 +38,7 @@ struct broker_config {
     uint32_t max_queued;       /* per session, QoS 1/2 waiting for the window */
     uint32_t max_inflight;     /* per session, unacknowledged QoS 1/2 out */
     size_t max_output;         /* per connection pending output, bytes */
+    uint32_t max_subscriptions; /* per session; 0 = no limit */
     bool queue_qos0;           /* queue QoS 0 for offline persistent sessions */
     uint32_t connect_timeout_ms; /* time allowed between accept and CONNECT */
     uint32_t max_keepalive;    /* seconds a client's keep alive may be at most; 0 = no limit */

@@ -73,6 +73,10 @@ const struct opt broker_options[] = {
      "that would go over it is closed (MQTT 5: DISCONNECT 0x97)", "268435456",
      CFG(max_partial_bytes), .keyword = "max_partial_packet_bytes", .min = 65536,
      .max = SIZE_MAX},
+    {"max-subscriptions", 0, OPT_UINT, "N",
+     "subscriptions per client, 0: any; one more is refused (SUBACK 0x97 Quota exceeded, 0x80 "
+     "in MQTT 3.1.1)", "10000", CFG(max_subscriptions), .keyword = "max_subscriptions",
+     .min = 0, .max = UINT32_MAX},
     {"queue-qos0", 0, OPT_FLAG, NULL, "also queue QoS 0 messages for offline persistent sessions",
      NULL, CFG(queue_qos0), .keyword = "queue_qos0_messages"},
     {"connect-timeout", 0, OPT_UINT, "SECS",

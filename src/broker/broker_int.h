@@ -33,7 +33,9 @@ struct broker_stats {
     uint64_t dropped_expired, dropped_too_large;
     uint64_t refused_connections, protocol_errors;
     uint64_t publisher_waits, slow_consumers;
-    uint64_t last_drop_log_ms; /* drops are logged at most once a second */
+    uint64_t subscriptions_refused; /* at max_subscriptions */
+    /* Drops and refused subscriptions are logged at most once a second. */
+    uint64_t last_drop_log_ms, last_sub_refused_log_ms;
 };
 
 struct broker {
@@ -44,6 +46,8 @@ struct broker {
     struct broker_stats stats;
     struct ev_timer sweep;  /* timeouts, session expiry, persistence upkeep */
     struct ev_timer sys;    /* publishes the $SYS tree (sys_tree.h) */
+    struct ev_timer stall;  /* conn_check_stalls, while a publisher that
+                             * spent its grace waits (session.h) */
     struct srv_worker *srv; /* core/srv.c's worker the broker runs on; NULL in test harnesses */
 
     /* Connections (conn.h): */
@@ -71,6 +75,9 @@ struct broker {
 
     /* Messages (router.h, retain.h): */
     struct router *router;  /* the subscriptions, and the routing scratch */
+    /* Filters per slice of a large SUBSCRIBE (handle.h): BROKER_SUB_SLICE;
+     * test harnesses make it small, so that short inputs reach slicing. */
+    uint32_t sub_slice;
     struct retain *retained;
 
     /* The other concerns, each its module's. */

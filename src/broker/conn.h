@@ -22,6 +22,7 @@
 struct broker;
 struct msg;
 struct session;
+struct sub_job;
 struct transport;
 
 /* Topic aliases we accept from a client (CONNACK Topic Alias Maximum) and
@@ -79,6 +80,12 @@ struct conn {
     struct session *blocked_on;
     struct conn *wait_prev, *wait_next; /* blocked_on->waiters */
     uint64_t blocked_since_ms;
+    /* When a wait of this publisher last ended with its subscriber flagged
+     * a slow consumer; 0 = never (session.h). */
+    uint64_t grace_spent_ms;
+    /* A large SUBSCRIBE or UNSUBSCRIBE under way (handle.h): owned; input
+     * is not read until it is done. */
+    struct sub_job *job;
     struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
 };
 

@@ -11,6 +11,7 @@
 
 #include "broker/broker_int.h"
 #include "broker/conn.h"
+#include "broker/handle.h"
 #include "broker/metrics.h"
 #include "broker/msg.h"
 #include "broker/session.h"
@@ -51,6 +52,8 @@ static void conn_end(struct broker *b, struct conn *c, const char *reason, bool 
     b->closed = c;
     inbuf_free(&c->in);
     conn_count_input(b, c);
+    sub_job_free(c->job);
+    c->job = NULL;
     session_forget_publisher(c);
     conn_free_aliases(c->alias_in, BROKER_TOPIC_ALIAS_MAX);
     conn_free_aliases(c->alias_out, c->alias_out_max);

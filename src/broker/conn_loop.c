@@ -42,7 +42,10 @@ static int conn_write_out(struct broker *b, struct conn *c)
 {
     size_t before = outq_pending(&c->out);
     int r = c->tp ? transport_flush(b, c) : outq_flush(&c->out, c->io.fd);
-    b->stats.bytes_out += before - outq_pending(&c->out);
+    size_t sent = before - outq_pending(&c->out);
+    b->stats.bytes_out += sent;
+    if (sent && c->session)
+        c->session->progress_ms = ev_now(b->loop); /* its client takes output */
     return r;
 }
 
@@ -110,7 +113,7 @@ static void conn_over_partial(struct broker *b, struct conn *c)
 static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, size_t len)
 {
     size_t off = 0;
-    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on) {
+    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on && !c->job) {
         struct mqtt_header h;
         int n = c->v5    ? mqtt5_frame(data + off, len - off, b->cfg->max_packet_size, &h)
                 : c->v31 ? mqtt31_frame(data + off, len - off, b->cfg->max_packet_size, &h)
@@ -133,7 +136,7 @@ static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, si
 static void conn_read(struct broker *b, struct conn *c, bool hup)
 {
     size_t budget = CONN_READ_BUDGET;
-    while (c->state <= CONN_ACTIVE && !c->blocked_on) {
+    while (c->state <= CONN_ACTIVE && !c->blocked_on && !c->job) {
         size_t cap;
         uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
         if (conn_count_input(b, c)) {
@@ -169,8 +172,8 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
         /* A tail after a complete packet is a packet begun in this read. */
         if (c->in.len && (fresh || used > 0))
             c->in_since_ms = ev_now(b->loop);
-        if (c->blocked_on)
-            return; /* released, it is read again where this stopped */
+        if (c->blocked_on || c->job)
+            return; /* released or done, it is read again where this stopped */
         if ((size_t)n < cap && !hup && !c->tp)
             return; /* a transport is read until EAGAIN (transport.h) */
         if ((size_t)n >= budget) {
@@ -188,6 +191,8 @@ static void conn_read_resumed(struct broker *b, struct conn *c)
         conn_linger_read(c);
         return;
     }
+    if (c->job && !sub_job_resume(b, c))
+        return;
     if (c->in.len) {
         long used = conn_parse(b, c, c->in.data, c->in.len);
         if (used < 0)
@@ -255,7 +260,7 @@ static void conn_flush(struct broker *b, struct conn *c)
         conn_close(b, c, strerror(errno), false);
     else if (r == 1)
         c->write_blocked = true;
-    if (c->session && (c->session->waiters || c->session->slow_consumer))
+    if (c->session && session_holds_up(c->session))
         session_release_publishers(b, c->session, false);
 }
 
@@ -307,10 +312,31 @@ bool conn_prepare(struct broker *b)
 static bool conn_packet_late(const struct broker *b, const struct conn *c, uint64_t now)
 {
     uint64_t age = now - c->in_since_ms;
-    if (c->in.len == 0 || c->read_pending || age <= b->cfg->packet_timeout_ms)
+    /* Input we are not reading (back-pressure, a sliced SUBSCRIBE, the
+     * read budget) is our delay, not the client's. */
+    if (c->in.len == 0 || c->blocked_on || c->job || c->read_pending ||
+        age <= b->cfg->packet_timeout_ms)
         return false;
     return (uint64_t)c->in.len * 1000 < (uint64_t)b->cfg->min_packet_rate *
                                              (age - b->cfg->packet_timeout_ms);
+}
+
+void conn_check_stalls(struct broker *b)
+{
+    uint64_t now = ev_now(b->loop);
+    uint64_t next = UINT64_MAX; /* the earliest a waiting one may stall */
+    for (struct conn *c = b->conns; c; c = c->next) {
+        struct session *s = c->blocked_on;
+        if (!s || !session_grace_spent(c, now))
+            continue;
+        uint64_t since = s->progress_ms > c->blocked_since_ms ? s->progress_ms : c->blocked_since_ms;
+        if (now - since >= BROKER_STALL_MS)
+            session_flag_slow(b, s);
+        else if (since + BROKER_STALL_MS < next)
+            next = since + BROKER_STALL_MS;
+    }
+    if (next != UINT64_MAX)
+        ev_timer_start(b->loop, &b->stall, next - now, 0);
 }
 
 void conn_sweep(struct broker *b)
@@ -319,26 +345,20 @@ void conn_sweep(struct broker *b)
     struct conn *next;
     for (struct conn *c = b->conns; c; c = next) {
         next = c->next;
+        struct session *s = c->session;
+        /* Every subscriber congested too long, in this one sweep. */
+        if (s && s->congested_ms && now - s->congested_ms >= BROKER_WAIT_LIMIT_MS)
+            session_flag_slow(b, s);
         if (c->state == CONN_NEW) {
             if (now - c->last_rx_ms >= b->cfg->connect_timeout_ms)
                 conn_close(b, c, "no CONNECT in time", true);
-        } else if (c->blocked_on) {
-            /* Its silence is ours: we stopped reading it. */
-            if (now - c->blocked_since_ms >= BROKER_WAIT_LIMIT_MS) {
-                struct session *slow = c->blocked_on;
-                slow->slow_consumer = true;
-                b->stats.slow_consumers++;
-                log_warn("client %s is a slow consumer: publishers no longer wait for it, messages "
-                         "to it are dropped at its limits",
-                         slow->client_id);
-                session_release_publishers(b, slow, true);
-            }
         } else if (c->state == CONN_ACTIVE && conn_packet_late(b, c, now)) {
             /* No reason code says "too slow"; 0x80 is for none applying. */
             metrics_bound_hit(b, BOUND_PACKET_TIMEOUT, conn_name(c));
             conn_kick(b, c, MQTT5_RC_UNSPECIFIED_ERROR, "packet not received in time", false);
-        } else if (c->state == CONN_ACTIVE && c->keepalive) {
-            /* The spec allows one and a half keepalive periods of silence. */
+        } else if (c->state == CONN_ACTIVE && c->keepalive && !c->blocked_on) {
+            /* The spec allows one and a half keepalive periods of silence;
+             * a waiting publisher's silence is ours: we stopped reading it. */
             if (now - c->last_rx_ms > (uint64_t)c->keepalive * 1500u)
                 conn_kick(b, c, MQTT5_RC_KEEP_ALIVE_TIMEOUT, "keep alive timeout", false);
         }

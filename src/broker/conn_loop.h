@@ -30,5 +30,9 @@ bool conn_prepare(struct broker *b);
 /* Periodic: CONNECT and keep alive timeouts, publishers that waited too
  * long, the end of lingering; then the sessions' timers. */
 void conn_sweep(struct broker *b);
+/* b->stall's: flags the subscribers that publishers which spent their grace
+ * wait for, once they made no progress for BROKER_STALL_MS (session.h);
+ * again in BROKER_STALL_MS while such a publisher still waits. */
+void conn_check_stalls(struct broker *b);
 
 #endif

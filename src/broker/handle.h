@@ -8,10 +8,14 @@
 #ifndef SHOOTOUT_HANDLE_H
 #define SHOOTOUT_HANDLE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct broker;
 struct conn;
+struct sub_job;
+
+#define BROKER_SUB_SLICE 1024
 
 int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
 /* MQTT 5 DISCONNECT from the client (after which the connection is closed). */
@@ -21,7 +25,19 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
 /* PUBACK, PUBREC, PUBREL and PUBCOMP (type). */
 int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t *body,
                   uint32_t len);
+/* A SUBSCRIBE or UNSUBSCRIBE with more than b->sub_slice filters
+ * (BROKER_SUB_SLICE) is handled in slices, that many filters a loop
+ * iteration (each retained-store node a filter's walk looks at, and each
+ * retained message delivered, counts as one more), so that one client's
+ * 80,000 filters cost everyone else a few milliseconds at a time: the
+ * handler does the first, sets c->job and puts c on the read list; each
+ * later iteration calls sub_job_resume, which does the next slice and
+ * returns true once the packet is done (c->job NULL again). The connection
+ * reads no further packet meanwhile. */
 int handle_subscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
 int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
+bool sub_job_resume(struct broker *b, struct conn *c);
+/* For a connection that ends with a job under way; NULL is a no-op. */
+void sub_job_free(struct sub_job *j);
 
 #endif

@@ -93,28 +93,29 @@ static uint16_t connect_keepalive(const struct broker *b, uint16_t asked)
     return max && (asked == 0 || asked > max) ? (uint16_t)max : asked;
 }
 
-/* server_keepalive: c->keepalive is not what the client asked for, and an
- * MQTT 5 client must be told (Server Keep Alive, [MQTT-3.2.2-21]). */
-static void connack(struct broker *b, struct conn *c, bool session_present, const char *assigned_id,
-                    bool server_keepalive)
+/* The MQTT 5 CONNACK accepting the client (session_present aside, which
+ * changes no size), within max_packet (the client's Maximum Packet Size, 0
+ * for none): the server must not send a larger packet [MQTT-3.1.2-24].
+ * Properties that repeat the default (the four "available" ones) go first,
+ * then Topic Alias Maximum, whose absence only keeps the client from using
+ * aliases; Receive Maximum, Maximum Packet Size, Server Keep Alive and the
+ * Assigned Client Identifier carry limits and names the client must know.
+ * Returns false when even that is too large. server_keepalive: c->keepalive
+ * is not what the client asked for, and it must be told [MQTT-3.2.2-21]. */
+static bool connack5_build(const struct broker *b, const struct conn *c, uint32_t max_packet,
+                           const char *assigned_id, bool server_keepalive,
+                           struct mqtt5_connack *ack)
 {
-    if (!c->v5) {
-        /* MQTT 3.1 has no Session Present flag: its first byte is unused
-         * (Mosquitto sends 0 there too). */
-        mqtt_encode_connack(outq_reserve(&c->out, MQTT_CONNACK_LEN), session_present && !c->v31,
-                            MQTT_CONNACK_ACCEPTED);
-        conn_mark_dirty(b, c);
-        return;
-    }
+    *ack = (struct mqtt5_connack){0};
     /* Maximum QoS is left out: absent means 2, and the property may only
      * say 0 or 1 [MQTT-3.2.2-9]. */
-    struct mqtt5_connack ack = {.session_present = session_present};
-    struct mqtt_props *p = &ack.props;
+    struct mqtt_props *p = &ack->props;
+    uint64_t defaults = MQTT_PROP_BIT(MQTT_PROP_RETAIN_AVAILABLE) |
+                        MQTT_PROP_BIT(MQTT_PROP_WILDCARD_SUB_AVAILABLE) |
+                        MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID_AVAILABLE) |
+                        MQTT_PROP_BIT(MQTT_PROP_SHARED_SUB_AVAILABLE);
     p->present = MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAX) | MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS_MAX) |
-                 MQTT_PROP_BIT(MQTT_PROP_RETAIN_AVAILABLE) |
-                 MQTT_PROP_BIT(MQTT_PROP_WILDCARD_SUB_AVAILABLE) |
-                 MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID_AVAILABLE) |
-                 MQTT_PROP_BIT(MQTT_PROP_SHARED_SUB_AVAILABLE);
+                 defaults;
     p->receive_max = broker_receive_max(b);
     p->topic_alias_max = BROKER_TOPIC_ALIAS_MAX;
     p->retain_available = p->wildcard_sub_available = 1;
@@ -132,6 +133,29 @@ static void connack(struct broker *b, struct conn *c, bool session_present, cons
         p->assigned_client_id.ptr = (const uint8_t *)assigned_id;
         p->assigned_client_id.len = strlen(assigned_id);
     }
+    const uint64_t optional[] = {defaults, MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS_MAX)};
+    for (size_t i = 0; max_packet && mqtt5_connack_size(ack) > max_packet; i++) {
+        if (i == sizeof optional / sizeof optional[0])
+            return false;
+        p->present &= ~optional[i];
+    }
+    return true;
+}
+
+static void connack(struct broker *b, struct conn *c, bool session_present, const char *assigned_id,
+                    bool server_keepalive)
+{
+    if (!c->v5) {
+        /* MQTT 3.1 has no Session Present flag: its first byte is unused
+         * (Mosquitto sends 0 there too). */
+        mqtt_encode_connack(outq_reserve(&c->out, MQTT_CONNACK_LEN), session_present && !c->v31,
+                            MQTT_CONNACK_ACCEPTED);
+        conn_mark_dirty(b, c);
+        return;
+    }
+    struct mqtt5_connack ack;
+    connack5_build(b, c, c->max_packet_out, assigned_id, server_keepalive, &ack);
+    ack.session_present = session_present;
     mqtt5_encode_connack(outq_reserve(&c->out, mqtt5_connack_size(&ack)), &ack);
     conn_mark_dirty(b, c);
 }
@@ -244,7 +268,20 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
         metrics_log_connect_refused(b, c, &ci, id, id_len, why);
         return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, denied);
     }
-    connect_accept(b, c, &ci, id, id_len, id == (const uint8_t *)assigned && c->v5 ? assigned : NULL);
+    const char *assigned_id = id == (const uint8_t *)assigned && c->v5 ? assigned : NULL;
+    struct mqtt5_connack ack;
+    if (c->v5 && has_prop(&ci.props, MQTT_PROP_MAX_PACKET_SIZE) &&
+        !connack5_build(b, c, ci.props.max_packet_size, assigned_id,
+                        connect_keepalive(b, ci.keepalive) != ci.keepalive, &ack)) {
+        /* Not even a CONNACK may reach it, and nothing may come before one
+         * [MQTT-3.14.0-1]: closed before it takes over any session. */
+        acl_client_free(acl);
+        log_info("fd %d: Maximum Packet Size %u is smaller than the CONNACK, closing", c->io.fd,
+                 ci.props.max_packet_size);
+        conn_close(b, c, "maximum packet size below the CONNACK", true);
+        return 0;
+    }
+    connect_accept(b, c, &ci, id, id_len, assigned_id);
     auth_session_bind(b, c->session, acl, &ci);
     return 0;
 }

@@ -1,8 +1,12 @@
 /* handle_subscribe.c - SUBSCRIBE (with retained-message delivery) and
- * UNSUBSCRIBE, in every protocol version. Granting a subscription
- * (sub_grant) is the one place a subscription enters the broker, where the
- * ACL is asked (auth_subscribe).
+ * UNSUBSCRIBE, in every protocol version, a large one in slices across
+ * loop iterations. Granting a subscription (sub_grant) is the one place a
+ * subscription enters the broker, where the ACL is asked (auth_subscribe)
+ * and max_subscriptions enforced.
  */
+#include <limits.h>
+#include <string.h>
+
 #include "broker/auth.h"
 #include "broker/broker_int.h"
 #include "broker/conn.h"
@@ -12,16 +16,34 @@
 #include "broker/retain.h"
 #include "broker/router.h"
 #include "broker/session.h"
+#include "core/log.h"
 #include "core/mem.h"
 #include "core/outq.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 #include "mqtt/mqtt_topic.h"
 
+/* A SUBSCRIBE or UNSUBSCRIBE under way (conn.job while it spans loop
+ * iterations). A SUBSCRIBE grants every filter, sends its SUBACK, then
+ * delivers the retained messages; an UNSUBSCRIBE removes and acknowledges. */
+struct sub_job {
+    uint8_t type;       /* MQTT_SUBSCRIBE or MQTT_UNSUBSCRIBE */
+    bool acked;         /* SUBSCRIBE: SUBACK sent, retained messages follow */
+    uint8_t *body;      /* owned copy the filters point into; NULL within one call */
+    struct mqtt_filters f;
+    struct mqtt_filter_iter it;
+    uint32_t sub_id;
+    unsigned n;         /* filters done in this phase */
+    long budget;        /* of this slice */
+    uint8_t *codes;     /* [f.count] */
+    bool *retained;     /* SUBSCRIBE: [f.count], whether retained messages follow */
+};
+
 struct retained_ctx {
     struct broker *b;
     struct session *s;
     subtree_opts opts;
+    struct sub_job *job;
 };
 
 static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, void *value)
@@ -37,6 +59,7 @@ static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, 
         .retain = true,
     };
     session_deliver(r->b, r->s, m, &d, NULL);
+    r->job->budget--;
 }
 
 /* The SUBACK code of a refused subscription: MQTT 5's reason, 3.1.1's
@@ -47,6 +70,20 @@ static uint8_t sub_refused(const struct session *s, uint8_t reason5, uint8_t opt
     if (s->v5)
         return reason5;
     return s->v31 ? options & MQTT5_SUB_QOS : MQTT_SUBACK_FAILURE;
+}
+
+/* A subscription refused at max_subscriptions: counted, and logged at most
+ * once a second, as one client can ask for thousands at a time. */
+static void sub_over_quota(struct broker *b, const struct session *s)
+{
+    b->stats.subscriptions_refused++;
+    uint64_t now = ev_now(b->loop);
+    if (now - b->stats.last_sub_refused_log_ms < 1000)
+        return;
+    b->stats.last_sub_refused_log_ms = now;
+    log_warn("client %s: subscription refused (max-subscriptions %u reached); refused so far: %llu",
+             s->client_id, b->cfg->max_subscriptions,
+             (unsigned long long)b->stats.subscriptions_refused);
 }
 
 /* Grants one subscription: returns its SUBACK code and whether retained
@@ -62,6 +99,11 @@ static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes 
         return sub_refused(s, MQTT5_RC_TOPIC_FILTER_INVALID, options);
     if (auth_subscribe(b, s, filter.ptr, filter.len) == ACL_SUB_DENIED)
         return sub_refused(s, MQTT5_RC_NOT_AUTHORIZED, options);
+    uint32_t max = b->cfg->max_subscriptions;
+    if (max && s->nsubs >= max && !session_has_sub(s, filter.ptr, filter.len)) {
+        sub_over_quota(b, s);
+        return sub_refused(s, MQTT5_RC_QUOTA_EXCEEDED, options);
+    }
     bool is_new = router_subscribe(b, s, filter.ptr, filter.len, sub_opts(options, sub_id));
     persist_sub(b, s, filter.ptr, filter.len, options, sub_id, true);
     /* Retained messages follow the SUBACK, for every filter, even one that
@@ -101,76 +143,142 @@ static int subscribe_decode(struct conn *c, const uint8_t *body, uint32_t len,
     return 0;
 }
 
-int handle_subscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len)
+/* Writes the SUBACK or UNSUBACK of the whole packet. */
+static void sub_job_ack(struct broker *b, struct conn *c, const struct sub_job *j)
 {
-    struct mqtt_filters f;
-    uint32_t sub_id;
-    int rc = subscribe_decode(c, body, len, &f, &sub_id);
-    if (rc < 0)
-        return rc;
-    struct session *s = c->session;
-    uint8_t *codes = mem_alloc(f.count);
-    bool *retained = mem_alloc(f.count * sizeof *retained);
-    struct mqtt_filter_iter it;
-    struct mqtt_bytes filter;
-    uint8_t options;
-    unsigned n = 0;
-    mqtt_filter_iter_init(&it, &f);
-    while (mqtt_filter_next(&it, &filter, &options)) {
-        codes[n] = sub_grant(b, s, filter, options, sub_id, &retained[n]);
-        n++;
-    }
-    if (!c->v5) {
-        mqtt_encode_suback(outq_reserve(&c->out, mqtt_suback_size(n)), f.packet_id, codes, n);
+    if (c->v5) {
+        struct mqtt5_suback ack = {.packet_id = j->f.packet_id, .codes = j->codes, .count = j->n};
+        uint8_t type = j->type == MQTT_SUBSCRIBE ? MQTT_SUBACK : MQTT_UNSUBACK;
+        mqtt5_encode_suback(outq_reserve(&c->out, mqtt5_suback_size(&ack)), type, &ack);
+    } else if (j->type == MQTT_SUBSCRIBE) {
+        mqtt_encode_suback(outq_reserve(&c->out, mqtt_suback_size(j->n)), j->f.packet_id,
+                           j->codes, j->n);
     } else {
-        struct mqtt5_suback ack = {.packet_id = f.packet_id, .codes = codes, .count = n};
-        mqtt5_encode_suback(outq_reserve(&c->out, mqtt5_suback_size(&ack)), MQTT_SUBACK, &ack);
+        mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_UNSUBACK, j->f.packet_id);
     }
     conn_mark_dirty(b, c);
+}
 
-    n = 0;
-    mqtt_filter_iter_init(&it, &f);
-    while (mqtt_filter_next(&it, &filter, &options)) {
-        if (retained[n++]) {
-            struct retained_ctx r = {b, s, sub_opts(options, sub_id)};
-            retain_match(b->retained, filter.ptr, filter.len, deliver_retained, &r);
+/* One filter of the current phase. */
+static void sub_job_step(struct broker *b, struct session *s, struct sub_job *j,
+                         struct mqtt_bytes filter, uint8_t options)
+{
+    if (j->type == MQTT_UNSUBSCRIBE) {
+        bool had = session_remove_sub(s, filter.ptr, filter.len);
+        if (had) {
+            router_unsubscribe(b, s, filter.ptr, filter.len);
+            persist_sub(b, s, filter.ptr, filter.len, 0, 0, false);
         }
+        j->codes[j->n] = had ? MQTT5_RC_SUCCESS : MQTT5_RC_NO_SUBSCRIPTION_EXISTED;
+    } else if (!j->acked) {
+        j->codes[j->n] = sub_grant(b, s, filter, options, j->sub_id, &j->retained[j->n]);
+    } else if (j->retained[j->n]) {
+        struct retained_ctx r = {b, s, sub_opts(options, j->sub_id), j};
+        j->budget -= (long)retain_match(b->retained, filter.ptr, filter.len, deliver_retained, &r);
     }
-    mem_free(codes);
-    mem_free(retained);
+    j->n++;
+    j->budget--;
+}
+
+/* Works through the job until it is done (true) or its slice is spent. */
+static bool sub_job_run(struct broker *b, struct conn *c, struct sub_job *j, long budget)
+{
+    struct mqtt_bytes filter;
+    uint8_t options;
+    j->budget = budget;
+    for (;;) {
+        while (j->budget > 0 && mqtt_filter_next(&j->it, &filter, &options))
+            sub_job_step(b, c->session, j, filter, options);
+        if (j->n < j->f.count)
+            return false;
+        if (j->acked || j->type == MQTT_UNSUBSCRIBE) {
+            if (j->type == MQTT_UNSUBSCRIBE)
+                sub_job_ack(b, c, j);
+            return true;
+        }
+        /* Every filter granted: the SUBACK, then the retained messages. */
+        sub_job_ack(b, c, j);
+        j->acked = true;
+        j->n = 0;
+        mqtt_filter_iter_init(&j->it, &j->f);
+    }
+}
+
+static void sub_job_clear(struct sub_job *j)
+{
+    mem_free(j->codes);
+    mem_free(j->retained);
+    mem_free(j->body);
+}
+
+void sub_job_free(struct sub_job *j)
+{
+    if (!j)
+        return;
+    sub_job_clear(j);
+    mem_free(j);
+}
+
+/* Starts the job for a decoded packet whose filters point into body: done
+ * at once when it is small, else its first slice now and the rest on later
+ * iterations (sub_job_resume). */
+static void sub_job_start(struct broker *b, struct conn *c, struct sub_job *j, const uint8_t *body,
+                          uint32_t len)
+{
+    j->codes = mem_alloc(j->f.count);
+    if (j->type == MQTT_SUBSCRIBE)
+        j->retained = mem_alloc(j->f.count * sizeof *j->retained);
+    if (j->f.count <= b->sub_slice) {
+        mqtt_filter_iter_init(&j->it, &j->f);
+        sub_job_run(b, c, j, LONG_MAX);
+        sub_job_clear(j);
+        return;
+    }
+    /* The input buffer will not keep the packet: the job keeps a copy. */
+    struct sub_job *kept = mem_alloc(sizeof *kept);
+    *kept = *j;
+    kept->body = memcpy(mem_alloc(len), body, len);
+    kept->f.list = kept->body + (j->f.list - body);
+    mqtt_filter_iter_init(&kept->it, &kept->f);
+    if (sub_job_run(b, c, kept, b->sub_slice)) {
+        sub_job_free(kept);
+        return;
+    }
+    c->job = kept;
+    conn_read_later(b, c);
+}
+
+bool sub_job_resume(struct broker *b, struct conn *c)
+{
+    if (!sub_job_run(b, c, c->job, b->sub_slice)) {
+        conn_read_later(b, c);
+        return false;
+    }
+    sub_job_free(c->job);
+    c->job = NULL;
+    return true;
+}
+
+int handle_subscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len)
+{
+    struct sub_job j = {.type = MQTT_SUBSCRIBE};
+    int rc = subscribe_decode(c, body, len, &j.f, &j.sub_id);
+    if (rc < 0)
+        return rc;
+    sub_job_start(b, c, &j, body, len);
     return 0;
 }
 
 int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len)
 {
-    struct mqtt_filters f;
+    struct sub_job j = {.type = MQTT_UNSUBSCRIBE};
     struct mqtt5_subscribe unsub;
-    int rc = c->v5 ? mqtt5_decode_unsubscribe(body, len, &unsub) : mqtt_decode_unsubscribe(body, len, &f);
+    int rc = c->v5 ? mqtt5_decode_unsubscribe(body, len, &unsub)
+                   : mqtt_decode_unsubscribe(body, len, &j.f);
     if (rc < 0)
         return rc;
     if (c->v5)
-        f = unsub.filters;
-    uint8_t *codes = mem_alloc(f.count);
-    struct mqtt_filter_iter it;
-    struct mqtt_bytes filter;
-    uint8_t unused;
-    unsigned n = 0;
-    mqtt_filter_iter_init(&it, &f);
-    while (mqtt_filter_next(&it, &filter, &unused)) {
-        bool had = session_remove_sub(c->session, filter.ptr, filter.len);
-        if (had) {
-            router_unsubscribe(b, c->session, filter.ptr, filter.len);
-            persist_sub(b, c->session, filter.ptr, filter.len, 0, 0, false);
-        }
-        codes[n++] = had ? MQTT5_RC_SUCCESS : MQTT5_RC_NO_SUBSCRIPTION_EXISTED;
-    }
-    if (!c->v5) {
-        mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_UNSUBACK, f.packet_id);
-    } else {
-        struct mqtt5_suback ack = {.packet_id = f.packet_id, .codes = codes, .count = n};
-        mqtt5_encode_suback(outq_reserve(&c->out, mqtt5_suback_size(&ack)), MQTT_UNSUBACK, &ack);
-    }
-    mem_free(codes);
-    conn_mark_dirty(b, c);
+        j.f = unsub.filters;
+    sub_job_start(b, c, &j, body, len);
     return 0;
 }

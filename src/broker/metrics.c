@@ -1,11 +1,12 @@
 /* metrics.c - the Prometheus endpoint and the connect/disconnect log lines
  * (metrics.h).
  *
- * The endpoint answers one request per connection and closes it
- * (Connection: close): scrapers open a connection per scrape anyway, and it
- * keeps the responder a few states long. Everything is non-blocking on the
- * broker's loop; connections are few (METRICS_MAX_CONNS) and bounded in
- * time (METRICS_TIMEOUT_MS), so a stuck scraper costs nothing else.
+ * The endpoint is an app of the one HTTP/1.1 engine (http/http_engine.c) on
+ * the broker's loop. It answers one request per connection, from its head,
+ * and closes it (Connection: close): scrapers open a connection per scrape
+ * anyway. Connections are few (METRICS_MAX_CONNS) and bounded in time
+ * (METRICS_TIMEOUT_MS, idle or for a request), so a stuck scraper costs
+ * nothing else.
  */
 #include "broker/metrics.h"
 
@@ -20,37 +21,42 @@
 #include "broker/retain.h"
 #include "broker/router.h"
 #include "broker/session.h"
-#include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
-#include "http/http1.h"
+#include "http/http_engine.h"
 #include "http/prom.h"
 #include "mqtt/mqtt5.h"
 
 #define METRICS_MAX_CONNS 16
 #define METRICS_HEAD_MAX 4096
-#define METRICS_MAX_HEADERS 32
 #define METRICS_TIMEOUT_MS 5000
-
-struct metrics_conn {
-    struct ev_io io; /* io.data = the server */
-    struct metrics_conn *prev, *next;
-    uint64_t deadline_ms;
-    char *out;       /* owned response, once there is one */
-    size_t out_len, out_off;
-    size_t in_len;
-    uint32_t dropped; /* lingering: input dropped */
-    char in[METRICS_HEAD_MAX];
-};
 
 struct metrics_server {
     struct broker *b;
     struct ev_io listener;
-    struct ev_timer timeouts;
-    struct metrics_conn *conns;
+    struct http_engine http; /* http/http_engine.c, on the broker's loop */
     unsigned nconns;
 };
+
+static bool str_is(struct http1_str s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.len == n && memcmp(s.ptr, lit, n) == 0;
+}
+
+/* An answer whose body is its status, as text. */
+static void metrics_http_answer(struct http_req *req, int status, const char *extra_headers)
+{
+    char body[16];
+    int n = snprintf(body, sizeof body, "%d\n", status);
+    http_respond(req, status, "text/plain; charset=utf-8", body, (size_t)n, extra_headers);
+}
+
+static void metrics_http_error(struct http_req *req, int status, const char *message)
+{
+    metrics_http_answer(req, status, NULL);
+}
 
 /* ---- the Prometheus text ------------------------------------------------- */
 
@@ -138,6 +144,8 @@ char *metrics_render(struct broker *b, size_t *len)
            "Times a publisher was paused for a congested subscriber.", (double)st->publisher_waits);
     metric(&p, "shootout_broker_slow_consumers_total", PROM_COUNTER,
            "Subscribers flagged slow consumers.", (double)st->slow_consumers);
+    metric(&p, "shootout_broker_subscriptions_refused_total", PROM_COUNTER,
+           "Subscriptions refused at max_subscriptions.", (double)st->subscriptions_refused);
     metric(&p, "shootout_broker_protocol_errors_total", PROM_COUNTER,
            "Connections closed for breaking the protocol.", (double)st->protocol_errors);
     uint64_t hits[BOUND_N + 1];
@@ -160,156 +168,35 @@ char *metrics_render(struct broker *b, size_t *len)
     return p.buf;
 }
 
-/* ---- the HTTP responder --------------------------------------------------- */
+/* ---- the HTTP endpoint ---------------------------------------------------- */
 
-static void mconn_close(struct metrics_server *srv, struct metrics_conn *mc)
+/* Every request is answered from its head, and closes its connection. */
+static void metrics_http_head(struct http_req *req)
 {
-    ev_io_stop(srv->b->loop, &mc->io);
-    close(mc->io.fd);
-    if (mc->prev)
-        mc->prev->next = mc->next;
-    else
-        srv->conns = mc->next;
-    if (mc->next)
-        mc->next->prev = mc->prev;
-    srv->nconns--;
-    mem_free(mc->out);
-    mem_free(mc);
-}
-
-/* Once the response is out: our side is shut and what the client still
- * sends is read and dropped until it closes (or the timeout), because
- * closing with unread input would reset the connection and could destroy
- * the response before the client read it (a 431 for an over-long head). */
-static void mconn_drain(struct metrics_server *srv, struct metrics_conn *mc)
-{
-    enum linger_read r = linger_discard(mc->io.fd, &mc->dropped);
-    if (r == LINGER_EOF)
-        mconn_close(srv, mc);
-    else if (r == LINGER_FULL)
-        ev_io_stop(srv->b->loop, &mc->io); /* read no more: the timeout ends it */
-}
-
-/* Writes what the socket takes; drains once the response is out. */
-static void mconn_write(struct metrics_server *srv, struct metrics_conn *mc)
-{
-    while (mc->out_off < mc->out_len) {
-        ssize_t n = write(mc->io.fd, mc->out + mc->out_off, mc->out_len - mc->out_off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return;
-        if (n < 0) {
-            mconn_close(srv, mc);
-            return;
-        }
-        mc->out_off += (size_t)n;
-    }
-    linger_shut(mc->io.fd);
-    ev_io_modify(srv->b->loop, &mc->io, EV_READ);
-    uint64_t linger_end = ev_now(srv->b->loop) + LINGER_MS;
-    if (linger_end < mc->deadline_ms)
-        mc->deadline_ms = linger_end;
-    mconn_drain(srv, mc);
-}
-
-static void mconn_respond(struct metrics_server *srv, struct metrics_conn *mc, int status,
-                          const char *extra_headers, const char *type, const char *body,
-                          size_t body_len)
-{
-    static const struct {
-        int status;
-        const char *text;
-    } reasons[] = {{200, "OK"}, {400, "Bad Request"}, {404, "Not Found"},
-                   {405, "Method Not Allowed"}, {431, "Request Header Fields Too Large"},
-                   {501, "Not Implemented"}, {505, "HTTP Version Not Supported"}};
-    const char *reason = "Error";
-    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
-        if (reasons[i].status == status)
-            reason = reasons[i].text;
-    char head[512];
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
-                     "Connection: close\r\n\r\n",
-                     status, reason, type, body_len, extra_headers);
-    mc->out_len = (size_t)n + body_len;
-    mc->out = mem_alloc(mc->out_len);
-    memcpy(mc->out, head, (size_t)n);
-    memcpy(mc->out + n, body, body_len);
-    /* The request is read; only the answer matters now. */
-    ev_io_modify(srv->b->loop, &mc->io, EV_WRITE);
-    mconn_write(srv, mc);
-}
-
-static void mconn_error(struct metrics_server *srv, struct metrics_conn *mc, int status,
-                        const char *extra_headers)
-{
-    char body[64];
-    int n = snprintf(body, sizeof body, "%d\n", status);
-    mconn_respond(srv, mc, status, extra_headers, "text/plain; charset=utf-8", body, (size_t)n);
-}
-
-static void mconn_request(struct metrics_server *srv, struct metrics_conn *mc)
-{
-    struct http1_request req;
-    struct http1_header headers[METRICS_MAX_HEADERS];
-    int rc = http1_parse_request(mc->in, mc->in_len, &req, headers, METRICS_MAX_HEADERS,
-                                 sizeof mc->in);
-    if (rc == 0 && mc->in_len == sizeof mc->in)
-        rc = HTTP1_E_HEAD_TOO_LARGE;
-    if (rc == 0)
-        return;
-    if (rc < 0) {
-        mconn_error(srv, mc, http1_status(rc), "");
-        return;
-    }
-    bool head = http1_str_eq(req.method, "HEAD");
-    if (!http1_str_eq(req.path, "/metrics")) {
-        mconn_error(srv, mc, 404, "");
-    } else if (!head && !http1_str_eq(req.method, "GET")) {
-        mconn_error(srv, mc, 405, "Allow: GET, HEAD\r\n");
+    struct metrics_server *srv = req->worker;
+    req->keep_alive = false;
+    if (!str_is(req->path, "/metrics")) {
+        metrics_http_error(req, 404, NULL);
+    } else if (!req->head && !str_is(req->method, "GET")) {
+        metrics_http_answer(req, 405, "Allow: GET, HEAD\r\n");
     } else {
         size_t len;
         char *text = metrics_render(srv->b, &len);
-        mconn_respond(srv, mc, 200, "", PROM_CONTENT_TYPE, text, head ? 0 : len);
+        http_respond(req, 200, PROM_CONTENT_TYPE, text, len, NULL);
         mem_free(text);
     }
 }
 
-static void mconn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
-{
-    struct metrics_server *srv = io->data;
-    struct metrics_conn *mc = (struct metrics_conn *)io;
-    if (mc->out) {
-        if (mc->out_off < mc->out_len)
-            mconn_write(srv, mc);
-        else
-            mconn_drain(srv, mc);
-        return;
-    }
-    ssize_t n = read(io->fd, mc->in + mc->in_len, sizeof mc->in - mc->in_len);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
-        return;
-    if (n <= 0) {
-        mconn_close(srv, mc);
-        return;
-    }
-    mc->in_len += (size_t)n;
-    mconn_request(srv, mc);
-}
+static const struct http_app metrics_app = {
+    .head = metrics_http_head,
+    .handle = metrics_http_head, /* never reached: every head is answered */
+    .error = metrics_http_error,
+};
 
-static void metrics_on_timeouts(struct ev_loop *loop, struct ev_timer *t)
+static void metrics_conn_closed(void *ctx, int fd)
 {
-    struct metrics_server *srv = t->data;
-    uint64_t now = ev_now(loop);
-    struct metrics_conn *next;
-    for (struct metrics_conn *mc = srv->conns; mc; mc = next) {
-        next = mc->next;
-        if (now >= mc->deadline_ms)
-            mconn_close(srv, mc);
-    }
-    if (!srv->conns)
-        ev_timer_stop(loop, t);
+    struct metrics_server *srv = ctx;
+    srv->nconns--;
 }
 
 static void metrics_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
@@ -323,23 +210,8 @@ static void metrics_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t e
             close(fd);
             continue;
         }
-        struct metrics_conn *mc = mem_calloc(1, sizeof *mc);
-        mc->io.fd = fd;
-        mc->io.cb = mconn_on_io;
-        mc->io.data = srv;
-        if (ev_io_start(loop, &mc->io, EV_READ) < 0) {
-            close(fd);
-            mem_free(mc);
-            continue;
-        }
-        mc->deadline_ms = ev_now(loop) + METRICS_TIMEOUT_MS;
-        mc->next = srv->conns;
-        if (srv->conns)
-            srv->conns->prev = mc;
-        srv->conns = mc;
         srv->nconns++;
-        if (!ev_timer_active(&srv->timeouts))
-            ev_timer_start(loop, &srv->timeouts, 1000, 1000);
+        http_engine_accept(&srv->http, fd);
     }
 }
 
@@ -359,13 +231,19 @@ int metrics_start(struct broker *b)
     srv->listener.fd = fd;
     srv->listener.cb = metrics_on_accept;
     srv->listener.data = srv;
-    ev_timer_init(&srv->timeouts, metrics_on_timeouts, srv);
     if (ev_io_start(b->loop, &srv->listener, EV_READ) < 0) {
         log_error("metrics endpoint: cannot watch its socket: %s", strerror(errno));
         close(fd);
         mem_free(srv);
         return -1;
     }
+    struct http_engine_config ec = {
+        .log_name = "metrics",
+        .max_header = METRICS_HEAD_MAX,
+        .idle_timeout_ms = METRICS_TIMEOUT_MS,
+        .request_timeout_ms = METRICS_TIMEOUT_MS,
+    };
+    http_engine_init(&srv->http, b->loop, &ec, &metrics_app, srv, metrics_conn_closed, srv);
     b->obs.server = srv;
     bool v6 = strchr(b->cfg->bind, ':') != NULL;
     log_info("metrics on http://%s%s%s:%d/metrics", v6 ? "[" : "", b->cfg->bind, v6 ? "]" : "",
@@ -373,14 +251,19 @@ int metrics_start(struct broker *b)
     return 0;
 }
 
+bool metrics_prepare(struct broker *b)
+{
+    struct metrics_server *srv = b->obs.server;
+    return srv && http_engine_prepare(&srv->http);
+}
+
 void metrics_stop(struct broker *b)
 {
     struct metrics_server *srv = b->obs.server;
     if (!srv)
         return;
-    while (srv->conns)
-        mconn_close(srv, srv->conns);
-    ev_timer_stop(b->loop, &srv->timeouts);
+    http_engine_close_all(&srv->http);
+    http_engine_fini(&srv->http);
     ev_io_stop(b->loop, &srv->listener);
     close(srv->listener.fd);
     mem_free(srv);

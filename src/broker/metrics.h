@@ -47,6 +47,8 @@ struct broker_obs {
 int metrics_start(struct broker *b);
 /* Closes the endpoint and its connections. */
 void metrics_stop(struct broker *b);
+/* The endpoint's work before the loop sleeps; true if some is left over. */
+bool metrics_prepare(struct broker *b);
 
 /* Writes the broker's figures in the Prometheus text format into a new
  * NUL-terminated string (mem_free it); *len is its length. */

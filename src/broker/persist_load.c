@@ -177,11 +177,16 @@ int persist_load(struct broker *b)
              "%u queued or in flight, from %u files (%llu bytes)",
              cfg->persistence.location, rep.sessions, rep.subs, rep.retained, rep.msgs,
              rep.entries, rep.files, (unsigned long long)rep.bytes);
-    if (rep.dropped_bytes)
-        log_warn("persistence: recovered what preceded %s at byte %llu of log.%010u: %llu bytes "
-                 "and %u later files dropped%s%s",
-                 rep.reason, (unsigned long long)rep.damaged_offset, rep.damaged_file,
-                 (unsigned long long)rep.dropped_bytes, rep.dropped_files,
-                 rep.aside[0] ? ", saved in " : "", rep.aside);
+    /* plog logged each damaged range with where it was saved; this says
+     * what the state above is. */
+    if (rep.damaged_ranges)
+        log_warn("persistence: skipped %u damaged range%s (%llu bytes, saved aside, the first "
+                 "at byte %llu of log.%010u: %s); every intact record before and after %s is "
+                 "in the state above", rep.damaged_ranges, rep.damaged_ranges > 1 ? "s" : "",
+                 (unsigned long long)rep.damaged_bytes, (unsigned long long)rep.damaged_offset,
+                 rep.damaged_file, rep.reason, rep.damaged_ranges > 1 ? "them" : "it");
+    if (rep.rewrite)
+        log_info("persistence: rewriting the log%s in the background",
+                 rep.v1_files ? " in format 2" : " without the damaged ranges");
     return 0;
 }

@@ -12,6 +12,13 @@
  * (the old files it replaces are ignored and deleted), so recovery always
  * sees one consistent history.
  *
+ * Each record starts with a marker and carries two checks that depend on
+ * its file and offset, so recovery that meets a record which does not
+ * verify skips on to the next one that does: damage costs the records it
+ * hit, which are saved aside, and nothing after them. Records that refer
+ * to an object lost that way are ignored. Format-1 files (no marker) are
+ * still read, and rewritten by a compaction at open.
+ *
  * The in-memory index maps each live object to where its record is. While a
  * compaction runs, objects removed from the index are kept as "dead" nodes
  * until it ends, so that the compaction's list of records can point at
@@ -29,6 +36,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,12 +48,18 @@
 #include "core/mem.h"
 
 #define FILE_MAGIC "shootlog"
-#define FILE_VERSION 1u
-#define FILE_HDR 24       /* magic 8, version 4, flags 4, number 4, crc 4 */
+#define FILE_VERSION 2u   /* written; format 1 is still read */
+#define FILE_HDR 32       /* magic 8, version 4, flags 4, number 4, log id 8, crc 4 */
+#define FILE_HDR_V1 24    /* magic 8, version 4, flags 4, number 4, crc 4 */
 #define FLAG_BASE 0x1u    /* a snapshot replacing every lower-numbered file */
-#define REC_HDR 9         /* crc 4, body length 4, type 1 */
+/* Format 2: marker 4, header check 4, check 4, body length 4, type 1. */
+#define REC_HDR 17
+#define REC_HDR_V1 9      /* crc 4, body length 4, type 1 */
+/* Starts every format-2 record: 0xfe never occurs in UTF-8 text. */
+#define REC_MARK "\xfe\x6c\x9a\x3d"
 #define REC_MAX (PLOG_BLOB_MAX * 3u) /* a body can hold three blobs */
 #define NAME_MAX_LEN 64
+#define LOGGED_RANGES 32  /* damaged ranges logged one by one at a start */
 #define WRITE_CHUNK (1u << 20)
 
 /* ---- byte buffers and the record codec ----------------------------------- */
@@ -211,7 +225,49 @@ static bool codec_rec(struct codec *c, struct plog_rec *r)
     }
 }
 
-static void frame_record(struct buf *b, const struct plog_rec *r)
+/* One log file as recovery and compaction read it: a read-only mapping and
+ * how its records are framed. */
+struct mapped {
+    uint32_t number;
+    const uint8_t *p; /* NULL if empty */
+    size_t size;
+    uint8_t version;  /* format: 1, or 2 (also for a file whose header is damaged) */
+    size_t hdr;       /* header length: where its records start */
+    int64_t flags;    /* of a valid header; -1 if it does not verify */
+    uint64_t key;     /* format 2: file_key() of its log id and number */
+};
+
+/* MurmurHash3's 64-bit finalizer: every input bit moves every output bit. */
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ x >> 33;
+}
+
+/* What the checks of every format-2 record of log.N depend on: the log id
+ * and N, so that a record copied from another file, or from a log of
+ * another directory or generation, does not verify. */
+static uint64_t file_key(uint64_t log_id, uint32_t number)
+{
+    return mix64(log_id ^ mix64(number));
+}
+
+/* A format-2 record's header check, of the file's key, the record's offset
+ * (so that a copy elsewhere in the same file does not verify either), its
+ * length and its type. A hash rather than a CRC: it costs a few multiplies
+ * for every record appended, and for every candidate a resync looks at. */
+static uint32_t head_check(uint64_t key, uint64_t off, uint32_t len, uint8_t type)
+{
+    return (uint32_t)mix64(mix64(key ^ off) ^ len ^ (uint64_t)type << 32);
+}
+
+/* Appends r framed as a format-2 record of a file with key, the buffer's
+ * first byte being at offset base of that file. The check is the CRC of
+ * the length, type and body, started from the header check. */
+static void frame_record(struct buf *b, const struct plog_rec *r, uint64_t key, uint64_t base)
 {
     size_t start = b->len;
     struct plog_rec copy = *r;
@@ -221,58 +277,144 @@ static void frame_record(struct buf *b, const struct plog_rec *r)
     b->len += REC_HDR;
     codec_rec(&c, &copy);
     uint8_t *h = b->p + start;
-    le_store(h + 4, b->len - start - REC_HDR, 4);
-    h[8] = r->type;
-    le_store(h, crc32(0, h + 4, (uInt)(b->len - start - 4)), 4);
+    uint32_t len = (uint32_t)(b->len - start - REC_HDR);
+    uint32_t hc = head_check(key, base + start, len, r->type);
+    memcpy(h, REC_MARK, 4);
+    le_store(h + 4, hc, 4);
+    le_store(h + 12, len, 4);
+    h[16] = r->type;
+    le_store(h + 8, crc32(hc, h + 12, len + 5), 4);
 }
 
 enum rec_status { REC_OK, REC_TORN, REC_BAD };
 
-/* Verifies and decodes the record at p (avail bytes to the end of the
- * file). REC_TORN: the file ends inside it. Decoded strings point into p. */
-static enum rec_status read_record(const uint8_t *p, size_t avail, struct plog_rec *r, size_t *size,
-                                   const char **why)
+static enum rec_status decode_body(uint8_t type, const uint8_t *body, uint32_t len,
+                                   struct plog_rec *r, const char **why)
 {
-    if (avail < REC_HDR)
+    memset(r, 0, sizeof *r);
+    r->type = type;
+    struct codec c = {.p = body, .end = body + len};
+    if (!codec_rec(&c, r) || c.bad || c.p != c.end) {
+        *why = "malformed record";
+        return REC_BAD;
+    }
+    return REC_OK;
+}
+
+/* Format 1: crc 4 (of the rest, from 0), length 4, type 1, body. */
+static enum rec_status read_v1(const uint8_t *p, size_t avail, struct plog_rec *r, size_t *size,
+                               const char **why)
+{
+    if (avail < REC_HDR_V1)
         return REC_TORN;
     uint32_t len = (uint32_t)le_load(p + 4, 4);
     if (len > REC_MAX) {
         *why = "record length out of range";
         return REC_BAD;
     }
-    if (avail - REC_HDR < len)
+    if (avail - REC_HDR_V1 < len)
         return REC_TORN;
     if (le_load(p, 4) != crc32(0, p + 4, len + 5)) {
         *why = "checksum mismatch";
         return REC_BAD;
     }
-    memset(r, 0, sizeof *r);
-    r->type = p[8];
-    struct codec c = {.p = p + REC_HDR, .end = p + REC_HDR + len};
-    if (!codec_rec(&c, r) || c.bad || c.p != c.end) {
-        *why = "malformed record";
+    *size = REC_HDR_V1 + len;
+    return decode_body(p[8], p + REC_HDR_V1, len, r, why);
+}
+
+/* Verifies and decodes the record at offset off of m. REC_TORN: the file
+ * ends inside a record whose header verifies (or inside its header). Why
+ * it is bad goes to *why. Decoded strings point into the mapping. */
+static enum rec_status read_record(const struct mapped *m, uint64_t off, struct plog_rec *r,
+                                   size_t *size, const char **why)
+{
+    const uint8_t *p = m->p + off;
+    size_t avail = m->size - off;
+    if (m->version == 1)
+        return read_v1(p, avail, r, size, why);
+    if (memcmp(p, REC_MARK, avail < 4 ? avail : 4) != 0) {
+        *why = "no record marker";
+        return REC_BAD;
+    }
+    if (avail < REC_HDR)
+        return REC_TORN;
+    uint32_t len = (uint32_t)le_load(p + 12, 4);
+    uint32_t hc = head_check(m->key, off, len, p[16]);
+    if (len > REC_MAX || le_load(p + 4, 4) != hc) {
+        *why = "bad record header";
+        return REC_BAD;
+    }
+    if (avail - REC_HDR < len)
+        return REC_TORN;
+    if (le_load(p + 8, 4) != crc32(hc, p + 12, len + 5)) {
+        *why = "checksum mismatch";
         return REC_BAD;
     }
     *size = REC_HDR + len;
-    return REC_OK;
+    return decode_body(p[16], p + REC_HDR, len, r, why);
 }
 
-static void header_encode(uint8_t h[FILE_HDR], uint32_t number, uint32_t flags)
+/* Where recovery goes on after damage at from - 1: the first offset from
+ * on where a record verifies, or the end of the file. A candidate costs a
+ * header check, and a CRC of its body only if that verifies, so payload
+ * bytes that look like records cannot make this quadratic. Format 1 has no marker to find
+ * a record by: the damage runs to the end of its file. */
+static uint64_t resync(const struct mapped *m, uint64_t from)
+{
+    const uint8_t *end = m->p + m->size;
+    if (m->version == 1 || from >= m->size)
+        return m->size;
+    for (const uint8_t *q = m->p + from; (q = memmem(q, (size_t)(end - q), REC_MARK, 4)); q++) {
+        struct plog_rec r;
+        size_t size;
+        const char *why;
+        if (read_record(m, (uint64_t)(q - m->p), &r, &size, &why) == REC_OK)
+            return (uint64_t)(q - m->p);
+    }
+    return m->size;
+}
+
+static void header_encode(uint8_t h[FILE_HDR], uint32_t number, uint32_t flags, uint64_t log_id)
 {
     memcpy(h, FILE_MAGIC, 8);
     le_store(h + 8, FILE_VERSION, 4);
     le_store(h + 12, flags, 4);
     le_store(h + 16, number, 4);
-    le_store(h + 20, crc32(0, h, 20), 4);
+    le_store(h + 20, log_id, 8);
+    le_store(h + 28, crc32(0, h, 28), 4);
 }
 
-/* The flags of a valid header for file number, or -1. */
-static int64_t header_check(const uint8_t *p, size_t size, uint32_t number)
+/* Reads m's header, of either format: sets its version, length and flags
+ * if it verifies (and *log_id, if it has one), else flags -1. */
+static void header_read(struct mapped *m, uint64_t *log_id)
 {
-    if (size < FILE_HDR || memcmp(p, FILE_MAGIC, 8) != 0 || le_load(p + 8, 4) != FILE_VERSION ||
-        le_load(p + 16, 4) != number || le_load(p + 20, 4) != crc32(0, p, 20))
-        return -1;
-    return (int64_t)le_load(p + 12, 4);
+    const uint8_t *p = m->p;
+    m->flags = -1;
+    if (m->size < FILE_HDR_V1 || memcmp(p, FILE_MAGIC, 8) != 0)
+        return;
+    uint32_t version = (uint32_t)le_load(p + 8, 4);
+    size_t hdr = version == 1 ? FILE_HDR_V1 : FILE_HDR;
+    if ((version != 1 && version != FILE_VERSION) || m->size < hdr ||
+        le_load(p + 16, 4) != m->number || le_load(p + hdr - 4, 4) != crc32(0, p, (uInt)hdr - 4))
+        return;
+    m->version = (uint8_t)version;
+    m->hdr = hdr;
+    m->flags = (int64_t)le_load(p + 12, 4);
+    if (version == FILE_VERSION)
+        *log_id = le_load(p + 20, 8);
+}
+
+/* Sets m's format from its header. A file whose header does not verify is
+ * read as format 2 of the directory's log id (the number is its name's),
+ * so that its intact records are still found. */
+static void map_format(struct mapped *m, uint64_t log_id)
+{
+    header_read(m, &log_id);
+    if (m->flags < 0) {
+        m->version = FILE_VERSION;
+        m->hdr = FILE_HDR;
+    }
+    m->key = file_key(log_id, m->number);
 }
 
 /* ---- the index of live records ------------------------------------------- */
@@ -431,10 +573,29 @@ static struct pmsg *msg_find(struct index *x, uint64_t id)
     return hmap_get(&x->msgs, &id, sizeof id);
 }
 
+/* Ids any record names are never assigned again, also when the record
+ * that stored the object was lost to damage. */
+static void ids_seen(struct index *x, const struct plog_rec *r)
+{
+    uint64_t msg = 0, entry = 0;
+    if (r->type == PLOG_MSG)
+        msg = r->msg.id;
+    else if (r->type == PLOG_RETAIN)
+        msg = r->retain.msg_id;
+    else if (r->type >= PLOG_ENTRY && r->type <= PLOG_ENTRY_DEL)
+        entry = r->entry.id, msg = r->type == PLOG_ENTRY ? r->entry.msg_id : 0;
+    if (msg > x->max_msg_id)
+        x->max_msg_id = msg;
+    if (entry > x->max_entry_id)
+        x->max_entry_id = entry;
+}
+
 /* Applies one record at loc to the index. Records that refer to objects
- * the index does not hold are ignored. */
+ * the index does not hold are ignored: after damage, that is what makes a
+ * record whose object was lost harmless. */
 static void index_apply(struct index *x, const struct plog_rec *r, struct loc loc)
 {
+    ids_seen(x, r);
     switch (r->type) {
     case PLOG_SESSION: {
         struct psession *s = session_find(x, r->session.client_id);
@@ -482,8 +643,6 @@ static void index_apply(struct index *x, const struct plog_rec *r, struct loc lo
         m = node_new(x, sizeof *m, K_MSG, loc);
         m->id = r->msg.id;
         hmap_put(&x->msgs, &m->id, sizeof m->id, m);
-        if (m->id > x->max_msg_id)
-            x->max_msg_id = m->id;
         break;
     }
     case PLOG_RETAIN:
@@ -506,8 +665,6 @@ static void index_apply(struct index *x, const struct plog_rec *r, struct loc lo
     case PLOG_ENTRY: {
         struct psession *s = session_find(x, r->entry.client_id);
         struct pmsg *m = msg_find(x, r->entry.msg_id);
-        if (r->entry.id > x->max_entry_id)
-            x->max_entry_id = r->entry.id;
         if (!s || (r->entry.msg_id && !m))
             break;
         struct pentry *old = hmap_get(&x->entries, &r->entry.id, sizeof r->entry.id);
@@ -580,7 +737,8 @@ static void index_free(struct index *x)
 struct item {
     struct node *node;
     struct loc loc;
-    uint64_t new_off; /* set by compaction */
+    uint64_t new_off; /* set by compaction, with the size of the copy */
+    uint32_t new_len;
     uint8_t kind, state;
     bool dup;
     uint16_t packet_id;
@@ -646,19 +804,13 @@ static void items_sort(struct item *items, size_t n)
 
 /* ---- files --------------------------------------------------------------- */
 
-/* A read-only mapping of one log file. */
-struct mapped {
-    uint32_t number;
-    const uint8_t *p; /* NULL if empty */
-    size_t size;
-};
-
 static void file_name(char *out, uint32_t number, const char *suffix)
 {
     snprintf(out, NAME_MAX_LEN, "log.%010u%s", number, suffix);
 }
 
-static int map_file(int dirfd, uint32_t number, struct mapped *m)
+/* Maps log.<number> and reads its format (map_format). */
+static int map_file(int dirfd, uint32_t number, uint64_t log_id, struct mapped *m)
 {
     char name[NAME_MAX_LEN];
     struct stat st;
@@ -666,9 +818,7 @@ static int map_file(int dirfd, uint32_t number, struct mapped *m)
     int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    m->number = number;
-    m->p = NULL;
-    m->size = 0;
+    *m = (struct mapped){.number = number};
     if (fstat(fd, &st) == 0 && st.st_size > 0) {
         void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p != MAP_FAILED) {
@@ -677,6 +827,7 @@ static int map_file(int dirfd, uint32_t number, struct mapped *m)
         }
     }
     close(fd);
+    map_format(m, log_id);
     return 0;
 }
 
@@ -703,8 +854,7 @@ static bool item_read(const struct mapped *maps, size_t nmaps, const struct item
     const struct mapped *m = mapped_find(maps, nmaps, it->loc.file);
     const char *why = NULL;
     size_t size;
-    if (!m || it->loc.off > m->size ||
-        read_record(m->p + it->loc.off, m->size - it->loc.off, r, &size, &why) != REC_OK ||
+    if (!m || it->loc.off >= m->size || read_record(m, it->loc.off, r, &size, &why) != REC_OK ||
         size != it->loc.len)
         return false;
     if (r->type == PLOG_ENTRY) {
@@ -730,7 +880,8 @@ static int write_all(int fd, const uint8_t *p, size_t len)
 }
 
 /* Creates log.<number><suffix> with its header, synced. fd or -1. */
-static int create_file(int dirfd, uint32_t number, const char *suffix, uint32_t flags)
+static int create_file(int dirfd, uint32_t number, const char *suffix, uint32_t flags,
+                       uint64_t log_id)
 {
     char name[NAME_MAX_LEN];
     uint8_t h[FILE_HDR];
@@ -738,7 +889,7 @@ static int create_file(int dirfd, uint32_t number, const char *suffix, uint32_t 
     int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return -1;
-    header_encode(h, number, flags);
+    header_encode(h, number, flags, log_id);
     if (write_all(fd, h, sizeof h) < 0 || fdatasync(fd) < 0) {
         close(fd);
         unlinkat(dirfd, name, 0);
@@ -759,6 +910,7 @@ struct compaction {
     uint32_t *old;      /* files the snapshot replaces, ascending */
     size_t nold;
     uint32_t number;    /* of the snapshot */
+    uint64_t log_id;
     struct item *items;
     size_t nitems;
     uint64_t size;      /* of the snapshot, when done */
@@ -771,6 +923,7 @@ static int compact_write(struct compaction *c, const struct mapped *maps, int fd
 {
     struct buf out = {0};
     uint64_t off = FILE_HDR;
+    uint64_t key = file_key(c->log_id, c->number);
     int rc = 0;
 
     for (size_t i = 0; i < c->nitems && rc == 0; i++) {
@@ -782,8 +935,10 @@ static int compact_write(struct compaction *c, const struct mapped *maps, int fd
             rc = -1;
             break;
         }
-        it->new_off = off + out.len;
-        frame_record(&out, &r);
+        size_t start = out.len;
+        frame_record(&out, &r, key, off);
+        it->new_off = off + start;
+        it->new_len = (uint32_t)(out.len - start);
         if (out.len >= WRITE_CHUNK || i + 1 == c->nitems ||
             (c->stop == PLOG_STEP_PARTIAL_SNAPSHOT && i == c->nitems / 2)) {
             rc = write_all(fd, out.p, out.len);
@@ -818,9 +973,9 @@ static void *compact_thread(void *arg)
     file_name(tmp, c->number, ".tmp");
     file_name(name, c->number, "");
     for (; nmaps < c->nold; nmaps++)
-        if (map_file(c->dirfd, c->old[nmaps], &maps[nmaps]) < 0)
+        if (map_file(c->dirfd, c->old[nmaps], c->log_id, &maps[nmaps]) < 0)
             goto out;
-    int fd = create_file(c->dirfd, c->number, ".tmp", FLAG_BASE);
+    int fd = create_file(c->dirfd, c->number, ".tmp", FLAG_BASE, c->log_id);
     if (fd < 0)
         goto out;
     if (compact_write(c, maps, fd) < 0 || compact_stop_at(c, PLOG_STEP_PARTIAL_SNAPSHOT) ||
@@ -863,7 +1018,9 @@ struct plog {
     int dirfd, lockfd;
     int fd;                /* the file being appended to */
     uint32_t number;       /* its number */
+    uint64_t key;          /* of its records (file_key) */
     uint64_t size;         /* its size on disk */
+    uint64_t log_id;       /* in every header this log writes */
     struct file_size *files; /* every file of the log, ascending, the current one last */
     size_t nfiles;
     struct index x;
@@ -906,7 +1063,7 @@ uint64_t plog_syncs(const struct plog *l) { return l->syncs; }
 /* Starts a new file to append to, numbered number. */
 static int open_segment(struct plog *l, uint32_t number)
 {
-    int fd = create_file(l->dirfd, number, "", 0);
+    int fd = create_file(l->dirfd, number, "", 0, l->log_id);
     if (fd < 0 || fsync(l->dirfd) < 0) {
         log_error("persistence: cannot create log.%010u: %s", number, strerror(errno));
         if (fd >= 0)
@@ -919,6 +1076,7 @@ static int open_segment(struct plog *l, uint32_t number)
     }
     l->fd = fd;
     l->number = number;
+    l->key = file_key(l->log_id, number);
     l->size = FILE_HDR;
     files_add(l, number, FILE_HDR);
     return 0;
@@ -941,7 +1099,7 @@ uint64_t plog_append(struct plog *l, const struct plog_rec *rec)
     }
     l->batch_gates |= !r.lazy;
     size_t start = l->batch.len;
-    frame_record(&l->batch, &r);
+    frame_record(&l->batch, &r, l->key, l->size);
     struct loc loc = {l->size + start, l->number, (uint32_t)(l->batch.len - start)};
     index_apply(&l->x, &r, loc);
     return id;
@@ -1042,6 +1200,7 @@ int plog_compact_start(struct plog *l)
     for (size_t i = 0; i < nold; i++)
         c->old[i] = l->files[i].number;
     c->number = old_number + 1;
+    c->log_id = l->log_id;
     c->items = items_collect(&l->x, &c->nitems);
     c->stop = l->opt.test_compact_stop;
     atomic_init(&c->status, COMPACT_RUNNING);
@@ -1073,7 +1232,7 @@ static int compact_finish(struct plog *l)
             struct item *it = &c->items[i];
             struct node *n = it->node;
             if (!n->dead && n->loc.file == it->loc.file && n->loc.off == it->loc.off)
-                n->loc = (struct loc){it->new_off, c->number, it->loc.len};
+                node_set(&l->x, n, (struct loc){it->new_off, c->number, it->new_len});
         }
         /* The snapshot takes the old files' place, before the current one. */
         size_t keep = l->nfiles - c->nold;
@@ -1139,12 +1298,28 @@ void plog_close(struct plog *l)
 
 /* ---- recovery -------------------------------------------------------------- */
 
-/* The first damage found: file index in the chain, offset, kind. */
+/* A range of a file in which no record verifies: from where one was due to
+ * the next intact record or the end of the file. */
 struct damage {
-    size_t file;
-    uint64_t off;
-    bool found, torn;
+    size_t file;       /* index in the mapped files */
+    uint64_t start, end;
+    bool torn;         /* the last file's unfinished last write, not damage */
+    const char *why;
 };
+
+struct damages {
+    struct damage *v;
+    size_t n, cap;
+};
+
+static void damage_add(struct damages *d, struct damage dmg)
+{
+    if (d->n == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 8;
+        d->v = mem_realloc(d->v, d->cap * sizeof *d->v);
+    }
+    d->v[d->n++] = dmg;
+}
 
 static int number_cmp(const void *a, const void *b)
 {
@@ -1194,49 +1369,66 @@ static uint32_t *list_files(int dirfd, size_t *n, uint32_t *max_seen)
     return numbers;
 }
 
-/* Replays one mapped file into the index; records damage if any. */
-static void replay_file(struct plog *l, const struct mapped *m, size_t index, bool last,
-                        struct damage *dmg, struct plog_report *rep)
+/* A file too short for a header, holding the start of one: a crash while
+ * creating it. */
+static bool header_unfinished(const struct mapped *m)
 {
-    size_t off = FILE_HDR;
+    return m->size < FILE_HDR && m->flags < 0 &&
+           (m->size == 0 || memcmp(m->p, FILE_MAGIC, m->size < 8 ? m->size : 8) == 0);
+}
+
+/* Replays one mapped file (index i) into the index, recording the ranges
+ * it skips: at a record that does not verify, recovery goes on at the next
+ * one that does. Only in the last file, and only if nothing after it
+ * verifies, is an unfinished record the end of the log (torn). */
+static void replay_file(struct plog *l, const struct mapped *m, size_t i, bool last,
+                        struct damages *d, struct plog_report *rep)
+{
+    uint64_t off = m->hdr;
     const char *why = "bad file header";
 
-    if (header_check(m->p, m->size, m->number) < 0) {
-        *dmg = (struct damage){index, 0, true, last && m->size < FILE_HDR};
-        snprintf(rep->reason, sizeof rep->reason, "%s", dmg->torn ? "unfinished file header" : why);
+    if ((last || m->size == 0) && header_unfinished(m)) {
+        damage_add(d, (struct damage){i, 0, m->size, true, "unfinished file header"});
         return;
+    }
+    if (m->flags < 0) {
+        off = resync(m, FILE_HDR);
+        damage_add(d, (struct damage){i, 0, off, false, why});
     }
     while (off < m->size) {
         struct plog_rec r;
         size_t size;
-        enum rec_status st = read_record(m->p + off, m->size - off, &r, &size, &why);
-        if (st != REC_OK) {
-            *dmg = (struct damage){index, off, true, last && st == REC_TORN};
-            snprintf(rep->reason, sizeof rep->reason, "%s",
-                     st == REC_TORN ? "unfinished record" : why);
-            return;
+        enum rec_status st = read_record(m, off, &r, &size, &why);
+        if (st == REC_OK) {
+            index_apply(&l->x, &r, (struct loc){off, m->number, (uint32_t)size});
+            rep->records++;
+            off += size;
+            continue;
         }
-        index_apply(&l->x, &r, (struct loc){off, m->number, (uint32_t)size});
-        rep->records++;
-        off += size;
+        uint64_t next = resync(m, off + 1);
+        bool torn = last && st == REC_TORN && next == m->size;
+        if (st == REC_TORN && !torn)
+            why = "record cut short";
+        damage_add(d, (struct damage){i, off, next, torn, torn ? "unfinished record" : why});
+        off = next;
     }
 }
 
-/* Copies [off, end) of a damaged file to a new file beside it. 0 or -1. */
-static int save_aside(int dirfd, const struct mapped *m, uint64_t off, char *aside)
+/* Copies [start, end) of a damaged file to a new file beside it, named in
+ * aside; *seq numbers the names, from one call to the next. 0 or -1. */
+static int save_aside(int dirfd, const struct mapped *m, uint64_t start, uint64_t end,
+                      char *aside, unsigned *seq)
 {
     char suffix[32];
-    for (int attempt = 0; attempt < 100; attempt++) {
-        snprintf(suffix, sizeof suffix, ".corrupt-%lld-%d", (long long)time(NULL), attempt);
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        snprintf(suffix, sizeof suffix, ".corrupt-%lld-%u", (long long)time(NULL), (*seq)++);
         file_name(aside, m->number, suffix);
         int fd = openat(dirfd, aside, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0 && errno == EEXIST)
             continue;
         if (fd < 0)
             return -1;
-        int rc = (m->size > off && write_all(fd, m->p + off, m->size - off) < 0) || fsync(fd) < 0
-                     ? -1
-                     : 0;
+        int rc = write_all(fd, m->p + start, end - start) < 0 || fsync(fd) < 0 ? -1 : 0;
         close(fd);
         return rc;
     }
@@ -1253,46 +1445,57 @@ static int truncate_at(int dirfd, const char *name, uint64_t size)
     return rc;
 }
 
-/* Cuts the log at the damage: the damaged file keeps its intact prefix (the
- * rest is copied aside first, unless it is only an unfinished write), and
- * every later file is renamed aside. */
-static void repair(struct plog *l, const struct mapped *maps, size_t nmaps,
-                   const struct damage *dmg, struct plog_report *rep)
+/* Deals with one skipped range: a damaged one is saved aside and logged, a
+ * torn tail only noted; one that runs to the end of its file is cut off
+ * (the whole file, if no record of it is left), one followed by intact
+ * records stays until the rewrite. Returns the file's new size. */
+static uint64_t repair(struct plog *l, const struct mapped *m, const struct damage *d,
+                       unsigned *seq, struct plog_report *rep)
 {
-    const struct mapped *m = &maps[dmg->file];
     char name[NAME_MAX_LEN], aside[NAME_MAX_LEN] = "";
+    uint64_t len = d->end - d->start;
 
-    rep->damaged_file = m->number;
-    rep->damaged_offset = dmg->off;
-    rep->torn = dmg->torn;
-    rep->dropped_bytes = m->size - dmg->off;
     file_name(name, m->number, "");
-    if (!dmg->torn && save_aside(l->dirfd, m, dmg->off, aside) < 0)
-        log_error("persistence: cannot save the damaged part of %s aside: %s", name,
-                  strerror(errno));
-    snprintf(rep->aside, sizeof rep->aside, "%s", aside);
-    if (dmg->off < FILE_HDR)
-        unlinkat(l->dirfd, name, 0);
-    else if (truncate_at(l->dirfd, name, dmg->off) < 0)
-        log_error("persistence: cannot truncate %s: %s", name, strerror(errno));
-    for (size_t i = dmg->file + 1; i < nmaps; i++) {
-        char later[NAME_MAX_LEN], later_aside[NAME_MAX_LEN];
-        char suffix[32];
-        snprintf(suffix, sizeof suffix, ".corrupt-%lld", (long long)time(NULL));
-        file_name(later, maps[i].number, "");
-        file_name(later_aside, maps[i].number, suffix);
-        if (renameat(l->dirfd, later, l->dirfd, later_aside) < 0)
-            log_error("persistence: cannot move %s aside: %s", later, strerror(errno));
-        rep->dropped_files++;
-        rep->dropped_bytes += maps[i].size;
+    if (!rep->damaged_ranges && !rep->torn) {
+        rep->damaged_file = m->number;
+        rep->damaged_offset = d->start;
+        snprintf(rep->reason, sizeof rep->reason, "%s", d->why);
     }
-    if (fsync(l->dirfd) < 0)
-        log_error("persistence: cannot sync the data directory: %s", strerror(errno));
-    log_warn("persistence: %s in %s at byte %llu: recovered the log before it; %llu bytes%s%s, "
-             "%u later files moved aside",
-             rep->reason, name, (unsigned long long)dmg->off,
-             (unsigned long long)rep->dropped_bytes, dmg->torn ? " cut off" : " saved as ",
-             dmg->torn ? "" : aside, rep->dropped_files);
+    rep->dropped_bytes += len;
+    if (d->torn) {
+        rep->torn = true;
+        log_info("persistence: %s ends in an %s at byte %llu (%llu bytes, a write cut short by "
+                 "a crash): cut off", name, d->why, (unsigned long long)d->start,
+                 (unsigned long long)len);
+    } else {
+        if (save_aside(l->dirfd, m, d->start, d->end, aside, seq) < 0) {
+            log_error("persistence: cannot save bytes %llu..%llu of %s aside: %s",
+                      (unsigned long long)d->start, (unsigned long long)d->end - 1, name,
+                      strerror(errno));
+            snprintf(aside, sizeof aside, "nowhere (see above)");
+        }
+        if (!rep->damaged_ranges++)
+            snprintf(rep->aside, sizeof rep->aside, "%s", aside);
+        rep->damaged_bytes += len;
+        /* A disk that damaged thousands of places must not flood the log:
+         * the summary (persist_load.c) counts them all. */
+        if (rep->damaged_ranges <= LOGGED_RANGES)
+            log_warn("persistence: %s bytes %llu..%llu damaged (%s): %llu bytes skipped, saved as "
+                     "%s; recovery went on %s", name, (unsigned long long)d->start,
+                     (unsigned long long)d->end - 1, d->why, (unsigned long long)len, aside,
+                     d->end < m->size ? "at the next intact record" : "with the next file");
+        else if (rep->damaged_ranges == LOGGED_RANGES + 1)
+            log_warn("persistence: more damaged ranges: saved aside, not logged one by one");
+    }
+    if (d->end < m->size) {
+        rep->rewrite = true;
+        return m->size;
+    }
+    if (d->start == 0)
+        unlinkat(l->dirfd, name, 0);
+    else if (truncate_at(l->dirfd, name, d->start) < 0)
+        log_error("persistence: cannot truncate %s: %s", name, strerror(errno));
+    return d->start;
 }
 
 static void deliver(struct plog *l, const struct mapped *maps, size_t nmaps, plog_apply_fn apply,
@@ -1314,48 +1517,74 @@ static void deliver(struct plog *l, const struct mapped *maps, size_t nmaps, plo
     mem_free(items);
 }
 
+/* The log id of the newest file whose format-2 header verifies, or a new
+ * random one. */
+static uint64_t find_log_id(struct mapped *maps, size_t n)
+{
+    uint64_t id = 0;
+    for (size_t i = n; i-- > 0;) {
+        header_read(&maps[i], &id);
+        if (maps[i].flags >= 0 && maps[i].version == FILE_VERSION)
+            return id;
+    }
+    if (getrandom(&id, sizeof id, 0) != sizeof id)
+        id = (uint64_t)time(NULL) << 32 ^ (uint64_t)getpid() ^ clock_now_ms();
+    return id;
+}
+
 /* Replays the files from the latest snapshot on, delivers the live state,
- * then repairs any damage and deletes the files the snapshot replaced. */
+ * then deals with what it skipped and deletes the files the snapshot
+ * replaced. */
 static void recover(struct plog *l, uint32_t *numbers, size_t n, plog_apply_fn apply, void *ctx,
                     struct plog_report *rep)
 {
     struct mapped *maps = mem_calloc(n ? n : 1, sizeof *maps);
-    struct damage dmg = {0};
+    struct damages dmg = {0};
     size_t nmaps = 0, base = 0;
     char name[NAME_MAX_LEN];
 
     for (size_t i = 0; i < n; i++)
-        if (map_file(l->dirfd, numbers[i], &maps[nmaps]) == 0)
+        if (map_file(l->dirfd, numbers[i], 0, &maps[nmaps]) == 0)
             nmaps++;
+    l->log_id = find_log_id(maps, nmaps);
+    for (size_t i = 0; i < nmaps; i++)
+        map_format(&maps[i], l->log_id);
     for (size_t i = nmaps; i-- > 0;) {
-        int64_t flags = header_check(maps[i].p, maps[i].size, maps[i].number);
-        if (flags >= 0 && (flags & FLAG_BASE)) {
+        if (maps[i].flags >= 0 && (maps[i].flags & FLAG_BASE)) {
             base = i;
             break;
         }
     }
-    for (size_t i = base; i < nmaps && !dmg.found; i++) {
+    for (size_t i = base; i < nmaps; i++) {
         replay_file(l, &maps[i], i, i + 1 == nmaps, &dmg, rep);
         rep->files++;
+        rep->v1_files += maps[i].version == 1;
     }
+    rep->rewrite = rep->v1_files > 0;
     struct hmap_slot *slot;
     size_t it = 0;
     while ((slot = hmap_next(&l->x.msgs, &it)))
         msg_drop_if_unreferenced(&l->x, slot->val);
     deliver(l, maps, nmaps, apply, ctx, rep);
-    if (dmg.found)
-        repair(l, maps, nmaps, &dmg, rep);
-    size_t end = dmg.found ? dmg.file + 1 : nmaps;
-    for (size_t i = 0; i < end; i++) {
-        uint64_t size = dmg.found && i == dmg.file ? dmg.off : maps[i].size;
+    uint64_t *sizes = mem_alloc((nmaps ? nmaps : 1) * sizeof *sizes);
+    unsigned seq = 0;
+    for (size_t i = 0; i < nmaps; i++)
+        sizes[i] = maps[i].size;
+    for (size_t k = 0; k < dmg.n; k++)
+        sizes[dmg.v[k].file] = repair(l, &maps[dmg.v[k].file], &dmg.v[k], &seq, rep);
+    if (dmg.n && fsync(l->dirfd) < 0)
+        log_error("persistence: cannot sync the data directory: %s", strerror(errno));
+    for (size_t i = 0; i < nmaps; i++) {
         if (i < base) {
             file_name(name, maps[i].number, "");
             unlinkat(l->dirfd, name, 0);
-        } else if (size >= FILE_HDR) {
-            files_add(l, maps[i].number, size);
-            rep->bytes += size;
+        } else if (sizes[i] > 0) {
+            files_add(l, maps[i].number, sizes[i]);
+            rep->bytes += sizes[i];
         }
     }
+    mem_free(sizes);
+    mem_free(dmg.v);
     unmap_files(maps, nmaps);
     mem_free(maps);
 }
@@ -1397,6 +1626,11 @@ struct plog *plog_open(const struct plog_options *opt, plog_apply_fn apply, void
         snprintf(err, errlen, "cannot create a log file in %s: %s", opt->dir, strerror(errno));
         goto fail;
     }
+    /* Format-1 files and damaged ranges left between intact records are
+     * rewritten by a snapshot; until it is done, the next start would find
+     * (and report) them again. */
+    if (rep->rewrite && plog_compact_start(l) < 0)
+        rep->rewrite = false;
     return l;
 fail:
     index_free(&l->x);

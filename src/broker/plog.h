@@ -162,21 +162,34 @@ struct plog_options {
     uint8_t test_compact_stop;  /* enum plog_compact_step; tests only */
 };
 
-/* What plog_open() found. Damage is reported, never fatal: the intact
- * prefix is used, and what follows is moved aside, not deleted. */
+/* What plog_open() found. Damage is reported, never fatal: recovery skips
+ * the bytes in which no record verifies, saves them aside, and goes on at
+ * the next record that does (docs/persistence.md, "Recovery"). */
 struct plog_report {
     uint32_t files;        /* log files replayed */
+    uint32_t v1_files;     /* of them, in format 1 (rewritten: see rewrite) */
     uint64_t records;      /* intact records read */
     uint64_t bytes;        /* bytes in the log after recovery */
     uint32_t sessions, msgs, retained, subs, entries; /* live objects delivered */
-    /* Damage; dropped_bytes == 0 means none. */
-    uint64_t dropped_bytes;  /* bytes no longer in the log (torn or moved aside) */
-    uint32_t dropped_files;  /* whole later files moved aside */
-    uint32_t damaged_file;   /* number N of the file log.N where it starts */
+    /* Bytes not read as records (torn tail and damaged ranges); 0 = none. */
+    uint64_t dropped_bytes;
+    /* The last file ended inside a record or its header, as a write cut
+     * short by a crash leaves it: cut off, and not damage. */
+    bool torn;
+    /* Ranges in which no record verifies, each from where a record was due
+     * to the next intact one (or the end of its file); each is logged and
+     * saved aside. */
+    uint32_t damaged_ranges;
+    uint64_t damaged_bytes;
+    /* The first damaged range, or the torn tail if there is none. */
+    uint32_t damaged_file;   /* number N of the file log.N */
     uint64_t damaged_offset; /* byte offset in that file */
-    bool torn;               /* only an unfinished last record: truncated */
     char reason[48];
-    char aside[64];          /* first file the damaged bytes were moved to */
+    char aside[64];          /* the file that range was saved to ("" if torn) */
+    /* A compaction started at open rewrites the log, in format 2 and
+     * without the damaged ranges left between intact records
+     * (plog_compact_wait() waits for it). */
+    bool rewrite;
 };
 
 struct plog;

@@ -176,6 +176,7 @@ struct walk {
     size_t bufcap;
     struct frame *stack;
     size_t depth, cap;
+    size_t visited; /* nodes looked at: the walk's cost */
 };
 
 static void push(struct walk *w, const struct rnode *n, size_t pos, size_t tlen)
@@ -229,6 +230,7 @@ static void follow(struct walk *w, const struct rnode *n, size_t pos, size_t tle
             return;
         }
         const struct rnode *c = hmap_get(&n->children, lv, lvlen);
+        w->visited++;
         if (!c)
             return;
         tlen = append(w, n, tlen, c);
@@ -237,8 +239,8 @@ static void follow(struct walk *w, const struct rnode *n, size_t pos, size_t tle
     emit(w, n, tlen);
 }
 
-void retain_match(const struct retain *r, const uint8_t *filter, size_t len, retain_match_fn fn,
-                  void *ctx)
+size_t retain_match(const struct retain *r, const uint8_t *filter, size_t len, retain_match_fn fn,
+                    void *ctx)
 {
     struct walk w = {.r = r, .filter = filter, .flen = len, .fn = fn, .ctx = ctx};
 
@@ -251,6 +253,7 @@ void retain_match(const struct retain *r, const uint8_t *filter, size_t len, ret
             continue;
         }
         const struct rnode *c = s->val;
+        w.visited++;
         /* [MQTT-4.7.2-1]: a frame at the root is a first-level wildcard,
          * which must not match "$" topics. */
         if (f->n == r->root && c->len && c->level[0] == '$')
@@ -266,6 +269,7 @@ void retain_match(const struct retain *r, const uint8_t *filter, size_t len, ret
     }
     mem_free(w.buf);
     mem_free(w.stack);
+    return w.visited;
 }
 
 size_t retain_count(const struct retain *r) { return r->count; }

@@ -31,9 +31,11 @@ bool retain_get(const struct retain *r, const uint8_t *topic, size_t len, size_t
 typedef void (*retain_match_fn)(void *ctx, const uint8_t *topic, size_t topic_len, void *value);
 /* Calls fn for every retained value whose topic matches the valid filter,
  * following mqtt_topic_match()'s rules. The topic passed to fn is the full
- * topic name, valid only during the call. fn must not modify the store. */
-void retain_match(const struct retain *r, const uint8_t *filter, size_t len, retain_match_fn fn,
-                  void *ctx);
+ * topic name, valid only during the call. fn must not modify the store.
+ * Returns the number of nodes the walk looked at, what it cost: a caller
+ * matching many filters in slices counts it against its slice. */
+size_t retain_match(const struct retain *r, const uint8_t *filter, size_t len, retain_match_fn fn,
+                    void *ctx);
 
 size_t retain_count(const struct retain *r);
 /* The sizes of all values retained, as retain_set() was told them. */

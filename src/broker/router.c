@@ -293,12 +293,19 @@ void router_publish(struct broker *b, struct msg *m)
     route_deliver(b, m, NULL);
 }
 
+/* One hand-off: the broker, and the groups that may take the messages. */
+struct route_hand_off_ctx {
+    struct broker *b;
+    struct share_hand_off h;
+};
+
 /* session_hand_off's question for one message: another member to take it. */
 static bool route_hand_off(void *ctx, struct session *s, struct msg *m, const struct delivery *d)
 {
-    struct broker *b = ctx;
+    struct route_hand_off_ctx *x = ctx;
+    struct broker *b = x->b;
     subtree_opts opts;
-    struct session *to = share_hand_off(&b->router->shared, s, m, &opts);
+    struct session *to = share_hand_off(&x->h, s, m, &opts);
     if (!to)
         return false;
     uint8_t granted = sub_opts_qos(opts);
@@ -312,7 +319,14 @@ static bool route_hand_off(void *ctx, struct session *s, struct msg *m, const st
     return true;
 }
 
-void router_hand_off(struct broker *b, struct session *s) { session_hand_off(b, s, route_hand_off, b); }
+void router_hand_off(struct broker *b, struct session *s)
+{
+    struct route_hand_off_ctx x = {.b = b};
+    share_hand_off_begin(&b->router->shared, s, &x.h);
+    if (x.h.n)
+        session_hand_off(b, s, route_hand_off, &x);
+    share_hand_off_end(&x.h);
+}
 
 size_t router_subscriptions(const struct broker *b) { return subtree_count(b->router->subs); }
 

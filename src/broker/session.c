@@ -55,6 +55,7 @@ void session_free(struct session *s)
         session_let_go(&e->d);
     }
     mem_free(s->subs);
+    hmap_free(&s->sub_index);
     mem_free(s->inflight);
     mem_free(s->queue);
     mem_free(s->qos2_in);
@@ -269,7 +270,7 @@ static void session_pump(struct broker *b, struct session *s)
         s->queue = NULL;
         s->qcap = s->qhead = 0;
     }
-    if (s->waiters || s->slow_consumer)
+    if (session_holds_up(s))
         session_release_publishers(b, s, false);
 }
 
@@ -282,13 +283,22 @@ static bool session_above(const struct session *s, size_t out, uint32_t queued)
 
 static void session_push_back(struct broker *b, struct session *s, struct conn *p)
 {
-    /* A publisher closed while its packet was handled has nothing left to
-     * pause. */
-    if (!p || p->state >= CONN_LINGER || p->blocked_on || p->session == s || s->slow_consumer || s->conn->blocked_on ||
+    /* Waits form chains, never cycles; and a subscriber that is itself a
+     * waiting publisher is behind because we stopped reading it. */
+    if (!p || p->session == s || s->slow_consumer || s->conn->blocked_on ||
         !session_above(s, b->out_high, b->queue_high))
         return;
+    uint64_t now = ev_now(b->loop);
+    if (!s->congested_ms)
+        s->congested_ms = now;
+    /* A publisher closed while its packet was handled has nothing left to
+     * pause; one already waiting waits for one subscriber at a time. */
+    if (p->state >= CONN_LINGER || p->blocked_on)
+        return;
     p->blocked_on = s;
-    p->blocked_since_ms = ev_now(b->loop);
+    p->blocked_since_ms = now;
+    if (session_grace_spent(p, now) && !ev_timer_active(&b->stall))
+        ev_timer_start(b->loop, &b->stall, BROKER_STALL_MS, 0);
     p->wait_prev = NULL;
     p->wait_next = s->waiters;
     if (s->waiters)
@@ -318,11 +328,30 @@ void session_release_publishers(struct broker *b, struct session *s, bool uncond
         return;
     if (!unconditionally)
         s->slow_consumer = false;
+    s->congested_ms = 0;
     while (s->waiters) {
         struct conn *p = s->waiters;
         session_forget_publisher(p);
         conn_read_later(b, p);
     }
+}
+
+bool session_grace_spent(const struct conn *p, uint64_t now)
+{
+    return p->grace_spent_ms && now - p->grace_spent_ms < BROKER_GRACE_RENEW_MS;
+}
+
+void session_flag_slow(struct broker *b, struct session *s)
+{
+    uint64_t now = ev_now(b->loop);
+    s->slow_consumer = true;
+    b->stats.slow_consumers++;
+    log_warn("client %s is a slow consumer: publishers no longer wait for it, messages to it are "
+             "dropped at its limits",
+             s->client_id);
+    for (struct conn *p = s->waiters; p; p = p->wait_next)
+        p->grace_spent_ms = now;
+    session_release_publishers(b, s, true);
 }
 
 void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
@@ -420,6 +449,7 @@ void session_hand_off(struct broker *b, struct session *s, session_hand_off_fn f
 void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id,
                    uint8_t reason)
 {
+    s->progress_ms = ev_now(b->loop);
     uint32_t i = 0;
     while (i < s->ninflight && s->inflight[i].packet_id != packet_id)
         i++;
@@ -489,13 +519,28 @@ bool session_qos2_release(struct session *s, uint16_t packet_id)
 
 /* ---- subscriptions ------------------------------------------------------- */
 
+/* The index of the filter's entry in s->subs; the map holds index + 1, as
+ * its values may not be NULL. */
+static bool session_sub_index(const struct session *s, const uint8_t *filter, size_t len,
+                              uint32_t *i)
+{
+    uintptr_t v = (uintptr_t)hmap_get(&s->sub_index, filter, len);
+    *i = (uint32_t)(v - 1);
+    return v != 0;
+}
+
+bool session_has_sub(const struct session *s, const uint8_t *filter, size_t len)
+{
+    uint32_t i;
+    return session_sub_index(s, filter, len, &i);
+}
+
 bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, subtree_opts opts)
 {
-    for (uint32_t i = 0; i < s->nsubs; i++) {
-        if (s->subs[i].len == len && memcmp(s->subs[i].filter, filter, len) == 0) {
-            s->subs[i].opts = opts;
-            return false;
-        }
+    uint32_t i;
+    if (session_sub_index(s, filter, len, &i)) {
+        s->subs[i].opts = opts;
+        return false;
     }
     if (s->nsubs == s->subs_cap) {
         s->subs_cap = s->subs_cap ? s->subs_cap * 2 : 2;
@@ -505,17 +550,21 @@ bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, subtr
     e->filter = (uint8_t *)mem_strndup(filter, len);
     e->len = (uint16_t)len;
     e->opts = opts;
+    hmap_put(&s->sub_index, e->filter, len, (void *)(uintptr_t)s->nsubs);
     return true;
 }
 
 bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len)
 {
-    for (uint32_t i = 0; i < s->nsubs; i++) {
-        if (s->subs[i].len == len && memcmp(s->subs[i].filter, filter, len) == 0) {
-            mem_free(s->subs[i].filter);
-            s->subs[i] = s->subs[--s->nsubs];
-            return true;
-        }
-    }
-    return false;
+    uint32_t i;
+    if (!session_sub_index(s, filter, len, &i))
+        return false;
+    hmap_del(&s->sub_index, filter, len);
+    mem_free(s->subs[i].filter);
+    s->subs[i] = s->subs[--s->nsubs];
+    if (i < s->nsubs) /* the last entry moved into the hole */
+        hmap_put(&s->sub_index, s->subs[i].filter, s->subs[i].len, (void *)(uintptr_t)(i + 1));
+    if (s->nsubs == 0)
+        hmap_free(&s->sub_index);
+    return true;
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "broker/subtree.h"
+#include "core/hmap.h"
 
 struct acl_client;
 struct broker;
@@ -94,6 +95,8 @@ struct session {
     struct session *timer_prev, *timer_next;
     struct session_sub *subs;
     uint32_t nsubs, subs_cap;
+    struct hmap sub_index; /* filter -> 1 + its index in subs, so that a
+                            * SUBSCRIBE costs O(its filters), not O(ours) */
     struct inflight *inflight; /* oldest first */
     uint32_t ninflight, inflight_cap;
     struct queued *queue;      /* ring */
@@ -102,6 +105,8 @@ struct session {
     uint32_t nqos2_in, qos2_in_cap;
     uint16_t next_packet_id;
     struct conn *waiters; /* publishers paused until this session drains */
+    uint64_t congested_ms; /* since when it holds up publishers; 0 = it does not */
+    uint64_t progress_ms;  /* its client last acknowledged or took output */
     bool slow_consumer;   /* made publishers wait too long: they no longer do */
     /* router.c's: the last match that met the session, and its entry in
      * that match, so that overlapping subscriptions merge into one copy. */
@@ -146,23 +151,53 @@ int session_qos2_seen(struct session *s, uint16_t packet_id, uint32_t limit);
 /* Returns false if the id was not waiting for PUBREL. */
 bool session_qos2_release(struct session *s, uint16_t packet_id);
 
-/* Remember / forget a subscription for cleanup; returns true if new. */
+/* Remember / forget a subscription for cleanup; returns true if new. Each
+ * costs one hash lookup, whatever the number of subscriptions. */
 bool session_add_sub(struct session *s, const uint8_t *filter, size_t len, subtree_opts opts);
 bool session_remove_sub(struct session *s, const uint8_t *filter, size_t len);
+/* Whether the session has a subscription with exactly this filter. */
+bool session_has_sub(const struct session *s, const uint8_t *filter, size_t len);
 
 /* Back-pressure. session_deliver() pauses the publishing connection (its
  * publisher argument) while the online session s it delivered to is above
  * the watermarks, so that a fast publisher waits for a slower subscriber
  * instead of filling its queue until messages drop. A connection never
  * waits for itself or for a connection that is itself waiting, so waits
- * form chains, never cycles; a subscriber that keeps publishers waiting for
- * longer than BROKER_WAIT_LIMIT_MS is flagged a slow consumer, and then
- * messages to it are dropped at the hard limits instead. */
+ * form chains, never cycles.
+ *
+ * A subscriber above the marks when a publisher delivers to it is
+ * congested from then until it is back under the low marks, whether that
+ * publisher waits for it or, already waiting for another, would have.
+ * Every subscriber congested for BROKER_WAIT_LIMIT_MS is flagged a slow
+ * consumer at the next sweep, all of them at once: publishers stop waiting
+ * for it, and messages to it are dropped at the hard limits instead. So N
+ * subscribers that fall behind together cost a publisher one grace period,
+ * not N. A publisher whose wait ended that way has spent its grace: for
+ * BROKER_GRACE_RENEW_MS it waits for another subscriber only while that
+ * one makes progress (acknowledges, or takes output): one that makes none
+ * for BROKER_STALL_MS of the wait is flagged too (conn_check_stalls). So
+ * subscribers that fall behind one after another, on topics the publisher
+ * reaches in turn, cost it little more than one grace period, while a
+ * healthy one, which answers within a round trip, is waited for as before:
+ * when a subscriber first falls behind, nothing else tells the two apart. */
 #define BROKER_WAIT_LIMIT_MS 1000
+#define BROKER_GRACE_RENEW_MS (10 * BROKER_WAIT_LIMIT_MS)
+#define BROKER_STALL_MS 100
 /* Resumes s's waiting publishers (and forgives a slow consumer) if s
  * drained below the low watermarks; or resumes them unconditionally (the
  * session went offline, ended, or is too slow). */
 void session_release_publishers(struct broker *b, struct session *s, bool unconditionally);
+/* Whether s keeps publishers waiting, is congested or flagged, and so
+ * wants session_release_publishers when it drains. */
+static inline bool session_holds_up(const struct session *s)
+{
+    return s->waiters || s->congested_ms || s->slow_consumer;
+}
+/* Flags s a slow consumer (logged) and resumes its publishers, whose grace
+ * is then spent. */
+void session_flag_slow(struct broker *b, struct session *s);
+/* Whether publisher p spent its grace within BROKER_GRACE_RENEW_MS. */
+bool session_grace_spent(const struct conn *p, uint64_t now);
 /* Takes a closing connection off the wait list it is on. */
 void session_forget_publisher(struct conn *c);
 

@@ -152,18 +152,43 @@ uint64_t share_route(struct share *sh, const uint8_t *topic, size_t len, share_p
     return w.unread;
 }
 
-struct session *share_hand_off(struct share *sh, const struct session *s, const struct msg *m,
-                               subtree_opts *opts)
+void share_hand_off_begin(struct share *sh, const struct session *s, struct share_hand_off *h)
 {
     size_t inner;
-    struct share_topic t = {msg_topic(m), m->topic_len};
+    h->groups = NULL;
+    h->n = 0;
     for (uint32_t i = 0; i < s->nsubs; i++) {
         const struct session_sub *sub = &s->subs[i];
-        if (mqtt_topic_shared(sub->filter, sub->len, &inner) <= 0 ||
-            !mqtt_topic_match(sub->filter + inner, sub->len - inner, t.topic, t.len))
+        if (mqtt_topic_shared(sub->filter, sub->len, &inner) <= 0)
             continue;
         struct share_group *g = hmap_get(&sh->groups, sub->filter, sub->len);
-        struct share_member *to = g ? share_pick(g, s, true, &t) : NULL;
+        bool other = false;
+        for (uint32_t k = 0; g && k < g->n && !other; k++)
+            other = g->members[k].s != s && g->members[k].s->conn;
+        if (!other)
+            continue;
+        if (!h->groups)
+            h->groups = mem_alloc((s->nsubs - i) * sizeof *h->groups);
+        h->groups[h->n++] = g;
+    }
+}
+
+void share_hand_off_end(struct share_hand_off *h)
+{
+    mem_free(h->groups);
+    h->groups = NULL;
+    h->n = 0;
+}
+
+struct session *share_hand_off(const struct share_hand_off *h, const struct session *s,
+                               const struct msg *m, subtree_opts *opts)
+{
+    struct share_topic t = {msg_topic(m), m->topic_len};
+    for (uint32_t i = 0; i < h->n; i++) {
+        struct share_group *g = h->groups[i];
+        if (!mqtt_topic_match(g->key + g->filter_off, g->key_len - g->filter_off, t.topic, t.len))
+            continue;
+        struct share_member *to = share_pick(g, s, true, &t);
         if (to) {
             *opts = to->opts;
             return to->s;

@@ -48,11 +48,20 @@ typedef void (*share_pick_fn)(void *ctx, struct session *s, subtree_opts opts);
 uint64_t share_route(struct share *sh, const uint8_t *topic, size_t len, share_pick_fn fn,
                      void *ctx);
 
-/* m came to s through a shared subscription and s's connection ended
- * without acknowledging it: the connected member of a group of s's that
- * matches m to hand it to (*opts its options), or NULL if there is none. */
-struct session *share_hand_off(struct share *sh, const struct session *s, const struct msg *m,
-                               subtree_opts *opts);
+/* s's connection ended: the groups of s's that may take over what it had
+ * not acknowledged, those with another connected member, gathered once so
+ * that each message costs O(those groups), not O(s's subscriptions). */
+struct share_hand_off {
+    struct share_group **groups; /* owned array; the groups are sh's */
+    uint32_t n;
+};
+void share_hand_off_begin(struct share *sh, const struct session *s, struct share_hand_off *h);
+void share_hand_off_end(struct share_hand_off *h);
+/* m came to s through a shared subscription: the connected member of a
+ * group in h that matches m to hand it to (*opts its options), or NULL if
+ * there is none. */
+struct session *share_hand_off(const struct share_hand_off *h, const struct session *s,
+                               const struct msg *m, subtree_opts *opts);
 
 /* Members over all groups: one subscription each. */
 size_t share_members(const struct share *sh);

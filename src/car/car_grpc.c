@@ -37,7 +37,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include "car.pb-c.h"
-#include "car/car_server.h"
+#include "car/car_worker.h"
 #include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"

@@ -37,8 +37,6 @@ void car_server_config_defaults(struct car_server_config *cfg)
     cfg->drain_timeout_ms = 5000;
 }
 
-void car_worker_conn_closed(struct car_worker *w, int fd) { srv_worker_conn_closed(w->base, fd); }
-
 static int car_worker_init(struct srv_worker *base, void *ctx)
 {
     struct car_server *s = ctx;
@@ -48,21 +46,23 @@ static int car_worker_init(struct srv_worker *base, void *ctx)
     w->grpc_tls = s->grpc_tls;
     w->loop = base->loop;
     base->data = w;
+    car_rest_start(w);
     return 0;
 }
 
 static void car_accept(struct srv_worker *base, unsigned listener, int fd)
 {
+    struct car_worker *w = base->data;
     if (listener == CAR_LISTENER_REST)
-        car_rest_accept(base->data, fd);
+        http_engine_accept(&w->rest, fd);
     else
-        car_grpc_accept(base->data, fd);
+        car_grpc_accept(w, fd);
 }
 
 static bool car_prepare(struct srv_worker *base)
 {
     struct car_worker *w = base->data;
-    bool rest_busy = car_rest_prepare(w);
+    bool rest_busy = http_engine_prepare(&w->rest);
     bool grpc_busy = car_grpc_prepare(w);
     return rest_busy || grpc_busy;
 }
@@ -71,19 +71,21 @@ static void car_drain(struct srv_worker *base)
 {
     struct car_worker *w = base->data;
     w->draining = true;
-    car_rest_drain(w);
+    http_engine_drain(&w->rest);
     car_grpc_drain(w);
 }
 
 static void car_close_all(struct srv_worker *base)
 {
-    car_rest_close_all(base->data);
-    car_grpc_close_all(base->data);
+    struct car_worker *w = base->data;
+    http_engine_close_all(&w->rest);
+    car_grpc_close_all(w);
 }
 
 static void car_worker_fini(struct srv_worker *base, void *ctx)
 {
     struct car_worker *w = base->data;
+    http_engine_fini(&w->rest);
     w->stats.refused_connections += base->refused_connections;
 }
 

@@ -1,6 +1,7 @@
 """Hostile HTTP/1.1 requests and the exact answer each must get, for every
-server that parses requests with src/http/http1.c: car-server's REST side,
-a2b-server (src/http/http_server.c) and the broker's metrics responder
+server that parses requests with src/http/http1.c, all through the one
+HTTP/1.1 engine (src/http/http_proto.c): car-server's REST side,
+a2b-server and the broker's metrics responder
 (docs/http1.md, "What it refuses, and why").
 
 Each case is answered with one error response saying `Connection: close`,

@@ -153,15 +153,13 @@ def pubcomp(packet_id):
 def subscribe(packet_id, topics, flags=0x02):
     """topics: list of (filter, requested_qos)."""
     body = struct.pack("!H", packet_id)
-    for topic, qos in topics:
-        body += mqtt_str(topic) + bytes([qos])
+    body += b"".join(mqtt_str(topic) + bytes([qos]) for topic, qos in topics)
     return packet(SUBSCRIBE, flags, body)
 
 
 def unsubscribe(packet_id, topics, flags=0x02):
     body = struct.pack("!H", packet_id)
-    for topic in topics:
-        body += mqtt_str(topic)
+    body += b"".join(mqtt_str(topic) for topic in topics)
     return packet(UNSUBSCRIBE, flags, body)
 
 
@@ -328,15 +326,13 @@ def subscribe5(packet_id, topics, properties=()):
     """topics: list of (filter, options byte): QoS | 0x04 No Local | 0x08
     Retain As Published | Retain Handling << 4."""
     body = struct.pack("!H", packet_id) + props(properties)
-    for topic, options in topics:
-        body += mqtt_str(topic) + bytes([options])
+    body += b"".join(mqtt_str(topic) + bytes([options]) for topic, options in topics)
     return packet(SUBSCRIBE, 0x02, body)
 
 
 def unsubscribe5(packet_id, topics, properties=()):
     body = struct.pack("!H", packet_id) + props(properties)
-    for topic in topics:
-        body += mqtt_str(topic)
+    body += b"".join(mqtt_str(topic) for topic in topics)
     return packet(UNSUBSCRIBE, 0x02, body)
 
 

@@ -281,6 +281,51 @@ def test_pipelining_keeps_order(a2b_server_factory):
             assert json.loads(body)["id"] == int(p.rsplit("/", 1)[1])
 
 
+def test_trickling_clients_are_cut_off_while_others_are_served(a2b_server_factory):
+    """Slowloris: clients that send their request head a byte a second
+    hold a connection each; --request-timeout runs from a request's first
+    byte, so they get 408 (or are closed) however the bytes trickle, and
+    with --max-connections nearly taken by them, a normal client is still
+    served before, while and after."""
+    srv = a2b_server_factory("--max-connections", "6", "--request-timeout", "2")
+    head = get_req("/actuator/health/liveness")
+    slow = [socket.create_connection((HOST, srv.port)) for _ in range(5)]
+    ended = {}
+    try:
+        for i in range(12):  # 12 bytes at most, a second apart; 2 s are allowed
+            for n, s in enumerate(slow):
+                if n in ended:
+                    continue
+                try:
+                    s.sendall(head[i:i + 1])
+                except (BrokenPipeError, ConnectionResetError):
+                    ended[n] = "closed"
+            st, _, body = call(srv, "GET", "/actuator/health/liveness")
+            assert st == 200 and body == {"status": "UP"}
+            time.sleep(1)
+            for n, s in enumerate(slow):
+                if n in ended:
+                    continue
+                s.settimeout(0.01)
+                try:
+                    data = s.recv(65536)
+                except socket.timeout:
+                    continue
+                except ConnectionResetError:
+                    data = b""
+                ended[n] = data.split(b" ", 2)[1].decode() if data else "closed"
+            if len(ended) == len(slow):
+                break
+        assert len(ended) == len(slow), "still held: %s" % sorted(set(range(len(slow))) - set(ended))
+        assert set(ended.values()) <= {"408", "closed"}, ended
+        assert "408" in ended.values(), ended
+    finally:
+        for s in slow:
+            s.close()
+    st, _, _ = call(srv, "GET", "/actuator/health/liveness")
+    assert st == 200
+
+
 def test_connection_handling(a2b_server_factory):
     srv = a2b_server_factory("--request-timeout", "1")
     # Connection: close on the second of two pipelined requests: both
@@ -349,8 +394,8 @@ def test_connection_handling(a2b_server_factory):
 
 def test_hostile_inputs_get_their_exact_answer_and_a_close(a2b_server_factory):
     """The cases of http_hostile, as car-server's REST side gets them: the
-    same parser (http1.c) in the other engine (http_server.c), with its
-    error shape."""
+    same engine (http_proto.c) with an asynchronous app, and a2b's error
+    shape."""
     srv = a2b_server_factory()
 
     def message_of(status, headers, body):

@@ -1,7 +1,8 @@
 /* fuzz_broker.c - libFuzzer target for the broker's packet handling: the
  * input is a script of byte chunks sent by three clients over socket pairs
  * into a real broker (connections, sessions, subscription tree, retained
- * store, QoS flows, wills), with small limits so that every bound is hit.
+ * store, QoS flows, wills), with small limits so that every bound is hit
+ * and a SUBSCRIBE of more than three filters is handled in slices.
  * The first byte picks, two bits per client, what each connection sends
  * before its script, on every (re)connection: 0 nothing (the script brings
  * its own CONNECT), 1 an MQTT 3.1.1 CONNECT, 2 an MQTT 5 CONNECT with small
@@ -94,8 +95,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.max_retained_bytes = 1024;
     cfg.max_partial_bytes = 65536;
     cfg.queue_qos0 = size & 1;
+    cfg.max_subscriptions = 6;
     struct broker b;
     fuzz_broker_start(&b, &cfg, loop);
+    b.sub_slice = 3; /* a SUBSCRIBE of four filters takes two iterations */
 
     unsigned kinds[FUZZ_CLIENTS];
     int peers[FUZZ_CLIENTS];

@@ -428,6 +428,31 @@ static void test_many(void **state)
     free(f.v);
 }
 
+/* retain_match's cost: the nodes its walk looked at, wildcards listing
+ * children and literals looked up, found or not. */
+static void test_match_cost(void **state)
+{
+    struct retain *r = retain_new(on_release);
+    struct finds f = {0};
+    char t[16];
+    reset_released();
+
+    for (int i = 0; i < 100; i++) {
+        snprintf(t, sizeof t, "a/%d", i);
+        retain_set(r, S(t), value((size_t)i), 1);
+    }
+    retain_set(r, S("b/x"), value(100), 1);
+    assert_int_equal(retain_match(r, S("a/5"), on_match, &f), 2);       /* a, 5 */
+    assert_int_equal(retain_match(r, S("a/none"), on_match, &f), 2);    /* a, none */
+    assert_int_equal(retain_match(r, S("a/+"), on_match, &f), 1 + 100); /* a, its children */
+    assert_int_equal(retain_match(r, S("+/x"), on_match, &f), 4);       /* a, a/x, b, b/x */
+    assert_int_equal(retain_match(r, S("#"), on_match, &f), 103);       /* every node */
+    assert_int_equal(retain_match(r, S("c/#"), on_match, &f), 1);
+    assert_int_equal(f.n, 1 + 100 + 1 + 101);
+    retain_free(r);
+    free(f.v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -437,6 +462,7 @@ int main(void)
         cmocka_unit_test(test_random_vs_brute_force),
         cmocka_unit_test(test_deep),
         cmocka_unit_test(test_many),
+        cmocka_unit_test(test_match_cost),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
