@@ -287,8 +287,9 @@ static enum conn_wait ec_wait_kind(const struct engine_conn *c)
  * --min-packet-rate does for a packet: a body of L bytes has at most
  * request_timeout_ms + L / min_body_rate, however its bytes trickle, and
  * one that stalls is cut soon after request_timeout_ms. The head has the
- * fixed deadline alone. */
-static uint64_t ec_request_limit(const struct engine_conn *c)
+ * fixed deadline alone. Out of line: ec_wait_limit stays small enough to be
+ * inlined where a request arriving whole passes it (ec_arm). */
+__attribute__((noinline)) static uint64_t ec_request_limit(const struct engine_conn *c)
 {
     const struct http_engine *e = c->e;
     if (e->min_body_rate == 0)
