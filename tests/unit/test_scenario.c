@@ -380,6 +380,36 @@ static int feed_k(const struct scenario *s, char **vals, uint64_t *rng)
     return vals[k][0] - '0';
 }
 
+/* A record as wide as allowed, its fields of different lengths and one
+ * empty: each variable gets its own column's value. */
+static void test_feed_csv_wide_record(void **state)
+{
+    char csv[1024], text[1400];
+    size_t n = 0;
+    for (unsigned c = 0; c < SCN_CSV_MAX_COLUMNS; c++)
+        n += (size_t)snprintf(csv + n, sizeof csv - n, "%sc%u", c ? "," : "", c);
+    for (unsigned c = 0; c < SCN_CSV_MAX_COLUMNS; c++)
+        n += (size_t)snprintf(csv + n, sizeof csv - n, "%s%.*s", c ? "," : "\n", (int)(c % 5),
+                              "vwxyz" + c % 3);
+    snprintf(csv + n, sizeof csv - n, "\n");
+    struct scenario s;
+    snprintf(text, sizeof text, "feed-csv %s\nrequest GET /${c0}/${c15}\n",
+             write_file("wide.csv", csv));
+    parse_ok(text, &s);
+    char *vals[SCN_MAX_VARS] = {0};
+    uint64_t rng = 3;
+    assert_int_equal(scn_feed(&s, vals, &rng), 0);
+    for (unsigned c = 0; c < SCN_CSV_MAX_COLUMNS; c++) {
+        char name[8], want[8];
+        snprintf(name, sizeof name, "c%u", c);
+        snprintf(want, sizeof want, "%.*s", (int)(c % 5), "vwxyz" + c % 3);
+        assert_string_equal(s.vars[s.feeders[0].var + c], name);
+        assert_string_equal(vals[s.feeders[0].var + c], want);
+    }
+    free_vals(vals);
+    scn_free(&s);
+}
+
 static void test_feed_csv_orders(void **state)
 {
     struct scenario s;
@@ -564,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_csv_parse),
         cmocka_unit_test(test_csv_refusals),
         cmocka_unit_test(test_feed_csv_orders),
+        cmocka_unit_test(test_feed_csv_wide_record),
         cmocka_unit_test(test_feed_queue_threads),
         cmocka_unit_test(test_feed_csv_refusals),
         cmocka_unit_test(test_feed_a2b_routes),
