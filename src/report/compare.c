@@ -262,10 +262,13 @@ int cmp_parse(struct cmp_file *f, const char *text, size_t len, char *err, size_
     const struct field context[] = {STR("date", f->date), STR("host_name", f->host)};
 
     if (jr_peek(&ps.r) != JR_OBJECT) {
-        if (jr_skip(&ps.r) || !ps.r.err)
+        const unsigned char *at = ps.r.p;
+        if (jr_skip(&ps.r)) {
+            ps.r.p = at;
             fail(&ps, "byte %zu: %s", "not a shootout results file (no JSON object)");
-        else
+        } else {
             reader_failed(&ps);
+        }
         return -1;
     }
     bool ok = jr_enter(&ps.r) || reader_failed(&ps);
