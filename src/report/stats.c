@@ -15,7 +15,7 @@ static int cmp_double(const void *a, const void *b)
 double stats_median(double *v, unsigned n)
 {
     qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2; /* halves first: no overflow */
 }
 
 /* The number of arrangements of nx x's and ny y's by their U are the
