@@ -169,11 +169,11 @@ static int set_port_or_off(const struct opt *o, void *base, const char *name, co
     {"verbose", 'v', OPT_CALL, NULL, "log every connection and request", NULL,              \
      OPT_FIELD(T, P log_requests), .set = set_verbose}
 
-/* Parses a server's argv with cmd into cfg: -1 to go on, or the exit code.
- * A bad value is told as "invalid value", or with why, what the value
- * should be. */
-static int server_parse(const char *name, const struct opt_cmd *cmd, int argc, char **argv,
-                        void *cfg, bool why)
+/* Parses a command's options with cmd into cfg: -1 to go on (optind at
+ * the first argument), or the exit code. A bad value is told as "invalid
+ * value", or with why, what the value should be. */
+static int options_parse(const char *name, const struct opt_cmd *cmd, int argc, char **argv,
+                         void *cfg, bool why)
 {
     struct opt_error e;
     switch (opt_parse(cmd, argc, argv, cfg, &e)) {
@@ -193,6 +193,16 @@ static int server_parse(const char *name, const struct opt_cmd *cmd, int argc, c
                     e.opt->name);
         return EXIT_USAGE;
     }
+    return -1;
+}
+
+/* options_parse for a server, which takes no arguments. */
+static int server_parse(const char *name, const struct opt_cmd *cmd, int argc, char **argv,
+                        void *cfg, bool why)
+{
+    int rc = options_parse(name, cmd, argc, argv, cfg, why);
+    if (rc >= 0)
+        return rc;
     if (optind < argc) {
         fprintf(stderr, "shootout %s: unexpected argument '%s'\n", name, argv[optind]);
         opt_help(stderr, cmd);
@@ -370,19 +380,9 @@ static int cmd_compare(int argc, char **argv)
 {
     struct compare_args a = {.format = CMP_FORMAT_TEXT,
                              .opt = {.alpha = 0.05, .noise_pct = 1, .fail_pct = -1}};
-    struct opt_error e;
-    switch (opt_parse(&compare_command, argc, argv, &a, &e)) {
-    case OPT_OK:
-        break;
-    case OPT_HELP:
-        return 0;
-    case OPT_ERROR:
-        if (e.opt)
-            fprintf(stderr, "shootout compare: %s\n", e.msg);
-        else
-            opt_help(stderr, &compare_command);
-        return EXIT_USAGE;
-    }
+    int rc = options_parse("compare", &compare_command, argc, argv, &a, true);
+    if (rc >= 0)
+        return rc;
     if (argc - optind != 2) {
         fprintf(stderr, "shootout compare: wants two results files, OLD.json NEW.json\n");
         return EXIT_USAGE;
@@ -402,7 +402,7 @@ static int cmd_compare(int argc, char **argv)
     cmp_compare(&r, &old, &new, &a.opt);
     r.old_path = argv[optind];
     r.new_path = argv[optind + 1];
-    int rc = r.regressions ? 1 : 0;
+    rc = r.regressions ? 1 : 0;
     if (cmp_print(stdout, a.format, &r) < 0 || fflush(stdout) != 0) {
         fprintf(stderr, "shootout compare: cannot write the comparison\n");
         rc = 1;
