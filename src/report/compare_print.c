@@ -159,7 +159,8 @@ static void put_markdown(FILE *f, const struct cmp_result *r)
 
 static const char *const verdict_names[] = {"same", "better", "worse", "too_few_runs"};
 
-static void json_samples(struct json *j, const char *key, double median, const struct cmp_samples *s)
+static void json_samples(struct json *j, const char *key, double median,
+                         const struct cmp_samples *s)
 {
     json_key(j, key);
     json_object_begin(j);
