@@ -337,7 +337,8 @@ static const char compare_head[] =
 
 static const char compare_tail[] =
     "\nexit status: 0 compared, 1 a significant regression beyond --fail-on-regression,\n"
-    "2 usage error or a file that cannot be read as results.\n";
+    "2 usage error, a file that cannot be read as results, or output that cannot be\n"
+    "written.\n";
 
 struct compare_args {
     unsigned format;
@@ -405,11 +406,11 @@ static int cmd_compare(int argc, char **argv)
     rc = r.regressions ? 1 : 0;
     if (cmp_print(stdout, a.format, &r) < 0 || fflush(stdout) != 0) {
         fprintf(stderr, "shootout compare: cannot write the comparison\n");
-        rc = 1;
+        rc = EXIT_USAGE;
     }
     if (a.html && cmp_html_write(a.html, &r, err, sizeof err) < 0) {
         fprintf(stderr, "shootout compare: %s\n", err);
-        rc = 1;
+        rc = EXIT_USAGE;
     }
     cmp_result_free(&r);
     cmp_file_free(&old);

@@ -226,9 +226,13 @@ static bool parse_row(struct parser *ps, struct cmp_file *f)
         ps->r.p = at;
         return fail(ps, "byte %zu: %s", "a benchmark without a name or a run_type");
     }
-    if (strcmp(run_type, "iteration") || message[0])
+    if (strcmp(run_type, "iteration"))
         return true;
     struct cmp_point *p = point_of(f, name);
+    if (message[0]) {
+        p->failed++;
+        return true;
+    }
     if (!p->unit[0])
         snprintf(p->unit, sizeof p->unit, "%s", unit[0] ? unit : "/s");
     for (unsigned i = 0; i < CMP_NFIGURES; i++)
@@ -399,8 +403,10 @@ void cmp_compare(struct cmp_result *r, const struct cmp_file *old, const struct 
     r->old = old;
     r->new = new;
     r->opt = *opt;
+    r->unjudged = mem_alloc((2 * old->n + 1) * sizeof *r->unjudged);
     for (unsigned i = 0; i < old->n; i++) {
         const struct cmp_point *o = &old->pts[i], *n = find_point(new, o->name);
+        unsigned before = r->n;
         for (unsigned k = 0; n && k < CMP_NFIGURES; k++) {
             if (!o->fig[k].n || !n->fig[k].n)
                 continue; /* a figure the point has on one side only: nothing to judge */
@@ -414,6 +420,10 @@ void cmp_compare(struct cmp_result *r, const struct cmp_file *old, const struct 
             r->regressions += d->regression;
             r->few |= d->verdict == CMP_FEW;
         }
+        if (n && r->n == before) {
+            r->unjudged[2 * r->n_unjudged] = o;
+            r->unjudged[2 * r->n_unjudged++ + 1] = n;
+        }
     }
     r->only_old = only_in(old, new, &r->n_only_old);
     r->only_new = only_in(new, old, &r->n_only_new);
@@ -424,5 +434,6 @@ void cmp_result_free(struct cmp_result *r)
     mem_free(r->d);
     mem_free(r->only_old);
     mem_free(r->only_new);
+    mem_free(r->unjudged);
     memset(r, 0, sizeof *r);
 }

@@ -7,7 +7,7 @@
  *
  * Only the "iteration" rows are read: the aggregates are figures of them,
  * and a test needs the repetitions themselves. An iteration that failed
- * (errors.message) is left out of its point's samples.
+ * (errors.message) is left out of its point's samples, and counted.
  */
 #ifndef SHOOTOUT_COMPARE_H
 #define SHOOTOUT_COMPARE_H
@@ -37,6 +37,7 @@ struct cmp_point {
     char name[128];
     char unit[16]; /* the throughput's, "msg/s" */
     struct cmp_samples fig[CMP_NFIGURES];
+    unsigned failed; /* iterations with errors.message, not among the samples */
 };
 
 /* One results file as compare reads it. */
@@ -87,6 +88,10 @@ struct cmp_result {
     unsigned n, cap;
     const struct cmp_point **only_old, **only_new; /* owned arrays */
     unsigned n_only_old, n_only_new;
+    /* Points in both files with no figure in both (every run failed on a
+     * side, say): the old file's point and the new's, in turn. */
+    const struct cmp_point **unjudged; /* owned array of 2 * n_unjudged */
+    unsigned n_unjudged;
     unsigned regressions; /* deltas with regression set */
     bool few;             /* some figure had too few repetitions to judge */
 };

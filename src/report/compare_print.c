@@ -89,6 +89,21 @@ static void put_file_line(FILE *f, const char *label, const char *path, const st
     fputc('\n', f);
 }
 
+/* The points in one file only, and those in both with nothing to judge,
+ * a line each. */
+static void put_lists(FILE *f, const struct cmp_result *r, const char *bullet, const char *code)
+{
+    for (unsigned i = 0; i < r->n_only_old; i++)
+        fprintf(f, "%sonly in old: %s%s%s\n", bullet, code, r->only_old[i]->name, code);
+    for (unsigned i = 0; i < r->n_only_new; i++)
+        fprintf(f, "%sonly in new: %s%s%s\n", bullet, code, r->only_new[i]->name, code);
+    for (unsigned i = 0; i < r->n_unjudged; i++) {
+        const struct cmp_point *o = r->unjudged[2 * i], *n = r->unjudged[2 * i + 1];
+        fprintf(f, "%sin both, no figure to compare: %s%s%s (failed runs: %u old, %u new)\n",
+                bullet, code, o->name, code, o->failed, n->failed);
+    }
+}
+
 static void put_text(FILE *f, const struct cmp_result *r)
 {
     put_file_line(f, "old", r->old_path, r->old, "");
@@ -111,11 +126,8 @@ static void put_text(FILE *f, const struct cmp_result *r)
     tt_print(f, &tt);
     tt_free(&tt);
     fputc('\n', f);
-    for (unsigned i = 0; i < r->n_only_old; i++)
-        fprintf(f, "only in old: %s\n", r->only_old[i]->name);
-    for (unsigned i = 0; i < r->n_only_new; i++)
-        fprintf(f, "only in new: %s\n", r->only_new[i]->name);
-    if (r->n_only_old || r->n_only_new)
+    put_lists(f, r, "", "");
+    if (r->n_only_old || r->n_only_new || r->n_unjudged)
         fputc('\n', f);
     put_legend(f, r, "");
 }
@@ -150,10 +162,7 @@ static void put_markdown(FILE *f, const struct cmp_result *r)
         fputs("|\n", f);
     }
     fputc('\n', f);
-    for (unsigned i = 0; i < r->n_only_old; i++)
-        fprintf(f, "- only in old: `%s`\n", r->only_old[i]->name);
-    for (unsigned i = 0; i < r->n_only_new; i++)
-        fprintf(f, "- only in new: `%s`\n", r->only_new[i]->name);
+    put_lists(f, r, "- ", "`");
     put_legend(f, r, "- ");
 }
 
@@ -233,6 +242,16 @@ static void put_json(FILE *f, const struct cmp_result *r)
     json_array_end(&j);
     json_names(&j, "only_old", r->only_old, r->n_only_old);
     json_names(&j, "only_new", r->only_new, r->n_only_new);
+    json_key(&j, "not_compared");
+    json_array_begin(&j);
+    for (unsigned i = 0; i < r->n_unjudged; i++) {
+        json_object_begin(&j);
+        json_kstr(&j, "name", r->unjudged[2 * i]->name);
+        json_kv(&j, "old_failed", r->unjudged[2 * i]->failed);
+        json_kv(&j, "new_failed", r->unjudged[2 * i + 1]->failed);
+        json_object_end(&j);
+    }
+    json_array_end(&j);
     json_object_end(&j);
     fputc('\n', f);
 }
@@ -336,6 +355,16 @@ static int put_html(FILE *f, const struct cmp_result *r)
         fputs("<p>No point in both files.</p>\n", f);
     put_html_names(f, "old", r->only_old, r->n_only_old);
     put_html_names(f, "new", r->only_new, r->n_only_new);
+    if (r->n_unjudged)
+        fputs("<h2>In both files, no figure to compare</h2>\n<ul>", f);
+    for (unsigned i = 0; i < r->n_unjudged; i++) {
+        fputs("<li>", f);
+        report_html_escape(f, r->unjudged[2 * i]->name);
+        fprintf(f, " (failed runs: %u old, %u new)</li>", r->unjudged[2 * i]->failed,
+                r->unjudged[2 * i + 1]->failed);
+    }
+    if (r->n_unjudged)
+        fputs("</ul>\n", f);
     char lines[3][320];
     unsigned nl = legend(r, lines);
     for (unsigned i = 0; i < nl; i++) {

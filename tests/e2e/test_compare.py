@@ -1,7 +1,8 @@
 """`shootout compare` end to end: the real binary on two small results files
 (tests/e2e/data/compare, written in the result model's shape: five runs of
 two RPC points, one that regressed and one that improved, a point with two
-runs, a failed iteration, and a point in each file only), in every output
+runs, a failed iteration, a point whose every new run failed, and a point in
+each file only), in every output
 form, with --fail-on-regression's exit code, and on files it must refuse."""
 
 import json
@@ -58,6 +59,8 @@ def test_table():
     assert "too few runs" in few and "2+2" in few
     assert "only in old: mqtt-load/mosquitto/100c" in lines
     assert "only in new: mqtt-load/mosquitto/5000c" in lines
+    assert ("in both, no figure to compare: rpc-seq/grpc-c++/grpc/500n1c"
+            " (failed runs: 0 old, 2 new)") in lines
     assert "too few runs: " in out and "at least 1%" in out
     # The failed iteration of the new file is not a sample: still 5+5.
     assert "5+6" not in out
@@ -74,6 +77,7 @@ def test_markdown():
     assert row.count("|") == 10 and "-20.00%" in row
     assert "- only in old: `mqtt-load/mosquitto/100c`" in out
     assert "- only in new: `mqtt-load/mosquitto/5000c`" in out
+    assert "- in both, no figure to compare: `rpc-seq/grpc-c++/grpc/500n1c`" in out
 
 
 def test_json():
@@ -95,6 +99,8 @@ def test_json():
     assert ("mqtt-load/shootout/100c", "p50") not in f  # no latency in that experiment
     assert doc["only_old"] == ["mqtt-load/mosquitto/100c"]
     assert doc["only_new"] == ["mqtt-load/mosquitto/5000c"]
+    assert doc["not_compared"] == [
+        {"name": "rpc-seq/grpc-c++/grpc/500n1c", "old_failed": 0, "new_failed": 2}]
     assert doc["fail_on_regression_pct"] is None and doc["regressions"] == 0
 
 
@@ -122,13 +128,14 @@ def test_html(tmp_path):
     assert html.count('<tr class="REGRESSION">') == 5 and '<tr class="better">' in html
     assert "<li>mqtt-load/mosquitto/100c</li>" in html
     assert "<li>mqtt-load/mosquitto/5000c</li>" in html
+    assert "<li>rpc-seq/grpc-c++/grpc/500n1c (failed runs: 0 old, 2 new)</li>" in html
     assert "p &lt; 0.05" in html
 
 
 def test_same_file_is_all_same():
     doc = json.loads(ok(compare("-f", "json", "--fail-on-regression", "0", OLD, OLD)).stdout)
     assert {f["verdict"] for f in doc["figures"]} <= {"same", "too_few_runs"}
-    assert doc["only_old"] == [] and doc["only_new"] == []
+    assert doc["only_old"] == [] and doc["only_new"] == [] and doc["not_compared"] == []
 
 
 @pytest.mark.parametrize("text, says", [
@@ -157,6 +164,7 @@ def test_malformed(tmp_path, text, says):
     (("--alpha", "0", OLD, NEW), "--alpha wants a number above 0"),
     (("--fail-on-regression", "-1", OLD, NEW), "--fail-on-regression wants a percentage"),
     (("/nonexistent/old.json", NEW), "/nonexistent/old.json"),
+    (("--html", "/nonexistent/dir/page.html", OLD, NEW), "cannot write /nonexistent/dir"),
 ])
 def test_usage(args, says):
     p = ok(compare(*args), EXIT_USAGE)

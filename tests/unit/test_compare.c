@@ -57,6 +57,8 @@ static void test_rows(void **state)
     assert_string_equal(b->name, "b/t/1");
     assert_int_equal(b->fig[CMP_P50].n, 0);
     assert_int_equal(b->fig[CMP_SERVER_CPU].n, 1);
+    assert_int_equal(a->failed, 1);
+    assert_int_equal(b->failed, 0);
     cmp_file_free(&f);
 }
 
@@ -206,7 +208,9 @@ static void test_only_in_one(void **state)
                          ROW("both", "iteration", "1", "null", "null") "]}";
     const char *b = HEAD "\"benchmarks\":[" ROW("both", "iteration", "2", "null", "null") ","
                          ROW("y/1", "iteration", "1", "null", "null") ","
-                         ROW("y/2", "aggregate", "1", "null", "null") "]}";
+                         ROW("y/2", "aggregate", "1", "null", "null") ","
+                         "{\"name\":\"x/1\",\"run_type\":\"iteration\","
+                         "\"errors\":{\"message\":\"refused\"}}]}";
     struct cmp_file old, new;
     char err[256];
     assert_int_equal(parse(&old, a, err), 0);
@@ -217,8 +221,12 @@ static void test_only_in_one(void **state)
     assert_int_equal(r.n, 1);
     assert_string_equal(r.d[0].old->name, "both");
     assert_int_equal(r.d[0].verdict, CMP_FEW);
-    assert_int_equal(r.n_only_old, 1);
-    assert_string_equal(r.only_old[0]->name, "x/1");
+    /* x/1 failed in new: in both, nothing to judge, not "only in old". */
+    assert_int_equal(r.n_only_old, 0);
+    assert_int_equal(r.n_unjudged, 1);
+    assert_string_equal(r.unjudged[0]->name, "x/1");
+    assert_int_equal(r.unjudged[0]->failed, 0);
+    assert_int_equal(r.unjudged[1]->failed, 1);
     /* y/2 has only an aggregate: no point at all. */
     assert_int_equal(r.n_only_new, 1);
     assert_string_equal(r.only_new[0]->name, "y/1");
