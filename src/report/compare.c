@@ -187,8 +187,8 @@ static void sample_add(struct cmp_samples *s, double v)
     s->v[s->n++] = v;
 }
 
-/* One element of "benchmarks": its figures go to its point's samples when
- * it is an iteration that did not fail. */
+/* One element of "benchmarks": an iteration's figures go to its point's
+ * samples; a failed one is only counted. */
 static bool parse_row(struct parser *ps, struct cmp_file *f)
 {
     char name[sizeof f->pts->name] = "", run_type[16] = "", unit[16] = "", message[2] = "";
