@@ -108,7 +108,7 @@ const struct http_app car_rest_app = {
     .error = rest_error,
 };
 
-static void rest_conn_closed(void *ctx) { car_worker_conn_closed(ctx); }
+static void rest_conn_closed(void *ctx, int fd) { car_worker_conn_closed(ctx, fd); }
 
 void car_rest_start(struct car_worker *w)
 {

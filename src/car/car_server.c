@@ -126,6 +126,7 @@ int car_server_run(const struct car_server_config *cfg)
         .nports = 2,
         .threads = cfg->threads ? cfg->threads : 1,
         .max_connections = cfg->max_connections,
+        .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = cfg->drain_timeout_ms,
     };
     struct car_server s = {.cfg = cfg};
@@ -160,10 +161,11 @@ int car_server_run(const struct car_server_config *cfg)
             total.refused_connections += st->refused_connections;
         }
         log_info("stopped: %llu REST requests (%llu errors), %llu gRPC calls (%llu errors), "
-                 "%llu connections refused",
+                 "%llu connections refused (%llu at max_connections_per_address)",
                  (unsigned long long)total.rest_requests, (unsigned long long)total.rest_errors,
                  (unsigned long long)total.grpc_calls, (unsigned long long)total.grpc_errors,
-                 (unsigned long long)total.refused_connections);
+                 (unsigned long long)(total.refused_connections + srv_refused_per_address()),
+                 (unsigned long long)srv_refused_per_address());
     }
     mem_free(s.workers);
     tls_ctx_free(s.grpc_tls);

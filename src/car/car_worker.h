@@ -21,6 +21,7 @@ struct car_server_config {
     int grpc_port;           /* default 50051; -1 = no gRPC listener */
     unsigned threads;        /* workers, default 1 */
     unsigned max_connections;/* both protocols together, default 10000 */
+    unsigned max_per_address;/* connections from one address, 0 (default) = no limit */
     size_t max_header;       /* HTTP/1.1 request head, default 8 KiB (431 over) */
     size_t max_body;         /* REST body, default 1 MiB (413 over) */
     size_t max_message;      /* gRPC message, default 4 MiB (RESOURCE_EXHAUSTED over) */
@@ -62,11 +63,12 @@ struct car_worker {
     struct car_stats stats;
 };
 
-/* A protocol module closed a connection; when draining and none is left,
- * the worker stops (srv's count, shared with its drain). */
-static inline void car_worker_conn_closed(struct car_worker *w)
+/* A protocol module closed a connection, accepted as fd (core/srv.h's
+ * srv_worker_conn_closed); when draining and none is left, the worker
+ * stops (srv's count, shared with its drain). */
+static inline void car_worker_conn_closed(struct car_worker *w, int fd)
 {
-    srv_worker_conn_closed(w->base);
+    srv_worker_conn_closed(w->base, fd);
 }
 
 #endif

@@ -154,6 +154,9 @@ static int set_port_or_off(const struct opt *o, void *base, const char *name, co
     {"threads", 't', OPT_UINT, "N", "worker threads, each with its own event loop and "      \
      what, "1", OPT_FIELD(T, P threads), .min = 1, .max = 1024}
 #define SERVER_LIMITS(T, P)                                                                 \
+    {"max-connections-per-address", 0, OPT_UINT, "N",                                       \
+     "connections from one IP address at once, 0: any; more are closed as soon as accepted",\
+     "0", OPT_FIELD(T, P max_per_address), .min = 0, .max = 10000000},                       \
     {"max-header-size", 0, OPT_UINT, "B", "HTTP/1.1 request head; 431 over", "8192",         \
      OPT_FIELD(T, P max_header), .min = 256, .max = 1024 * 1024},                            \
     {"max-body-size", 0, OPT_UINT, "B", "request body; 413 over", "1048576",                 \

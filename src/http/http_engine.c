@@ -142,7 +142,7 @@ static void ec_close(struct engine_conn *c, const char *why)
     c->state = C_CLOSED;
     c->resume = false;
     ec_attend(c);
-    c->e->closed(c->e->closed_ctx);
+    c->e->closed(c->e->closed_ctx, c->io.fd);
 }
 
 /* ---- Output ------------------------------------------------------------- */
@@ -417,7 +417,7 @@ static void ec_ready(struct http_proto *p)
 
 void http_engine_init(struct http_engine *e, struct ev_loop *loop,
                       const struct http_engine_config *cfg, const struct http_app *app,
-                      void *app_worker, void (*closed)(void *ctx), void *closed_ctx)
+                      void *app_worker, void (*closed)(void *ctx, int fd), void *closed_ctx)
 {
     memset(e, 0, sizeof *e);
     e->loop = loop;
@@ -457,7 +457,7 @@ void http_engine_accept(struct http_engine *e, int fd)
         log_warn("cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
         mem_free(c);
-        e->closed(e->closed_ctx);
+        e->closed(e->closed_ctx, fd);
         return;
     }
     ev_timer_init(&c->timer, ec_on_timer, c);

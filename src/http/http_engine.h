@@ -42,15 +42,17 @@ struct http_engine {
     struct http_env env;
     uint32_t idle_timeout_ms, request_timeout_ms;
     struct engine_conn *conns;   /* the ones needing the loop before it sleeps first */
-    void (*closed)(void *ctx);   /* a connection went away */
+    void (*closed)(void *ctx, int fd); /* a connection went away; fd was its socket */
     void *closed_ctx;
 };
 
 /* Sets e up for app on loop; app_worker becomes every request's worker,
- * closed(closed_ctx) is called once per connection that goes away. */
+ * closed(closed_ctx, fd) is called once per connection that goes away,
+ * just after its socket fd was closed (core/srv.h's
+ * srv_worker_conn_closed wants it). */
 void http_engine_init(struct http_engine *e, struct ev_loop *loop,
                       const struct http_engine_config *cfg, const struct http_app *app,
-                      void *app_worker, void (*closed)(void *ctx), void *closed_ctx);
+                      void *app_worker, void (*closed)(void *ctx, int fd), void *closed_ctx);
 /* Once every connection is closed: frees what the engine still holds
  * (requests whose app never answered them, the compressor). */
 void http_engine_fini(struct http_engine *e);

@@ -37,7 +37,7 @@ void http_server_config_defaults(struct http_server_config *cfg)
     cfg->drain_timeout_ms = 5000;
 }
 
-static void worker_conn_closed(void *ctx) { srv_worker_conn_closed(ctx); }
+static void worker_conn_closed(void *ctx, int fd) { srv_worker_conn_closed(ctx, fd); }
 
 static int http_worker_init(struct srv_worker *base, void *ctx)
 {
@@ -140,6 +140,7 @@ int http_server_run(const struct http_server_config *cfg, const struct http_app 
         .nports = 1,
         .threads = cfg->threads ? cfg->threads : 1,
         .max_connections = cfg->max_connections,
+        .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = cfg->drain_timeout_ms,
     };
     struct http_server s = {.cfg = cfg, .app = app};

@@ -31,6 +31,7 @@ struct http_server_config {
     int port;                  /* default 8080; 0 = a free port */
     unsigned threads;          /* workers, default 1 */
     unsigned max_connections;  /* default 10000 */
+    unsigned max_per_address;  /* connections from one address, 0 (default) = no limit */
     unsigned max_inflight;     /* pipelined requests waiting per connection, default 16 */
     size_t max_header;         /* request head, default 8 KiB (431 over) */
     size_t max_body;           /* request body, default 1 MiB (413 over) */

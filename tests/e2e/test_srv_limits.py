@@ -28,18 +28,38 @@ class Server:
     def connect(self):
         return socket.create_connection((HOST, self.port), timeout=5)
 
-    def served(self, s):
-        """Sends the GET on s and reads the whole answer; True if a 200."""
-        s.sendall(self.get)
+    def fetch(self, s, request):
+        """Sends request on s and reads the whole answer; b"" if closed first."""
+        s.sendall(request)
         got = b""
         while b"\r\n\r\n" not in got or len(got) < got.index(b"\r\n\r\n") + 4 + length:
             chunk = s.recv(65536)
             if not chunk:
-                return False
+                return b""
             got += chunk
             m = re.search(rb"\r\nContent-Length: (\d+)\r\n", got, re.I)
             length = int(m.group(1)) if m else 0
-        return got.startswith(b"HTTP/1.1 200 ")
+        return got
+
+    def served(self, s):
+        """Sends the GET on s and reads the whole answer; True if a 200."""
+        return self.fetch(s, self.get).startswith(b"HTTP/1.1 200 ")
+
+    def wait_for_slot(self, connect, timeout=10):
+        """Connects until one is served: a slot freed is taken again, once
+        the server has seen the close."""
+        deadline = time.monotonic() + timeout
+        while True:
+            s = connect()
+            try:
+                if self.served(s):
+                    return
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            finally:
+                s.close()
+            assert time.monotonic() < deadline, "no slot after a connection closed"
+            time.sleep(0.05)
 
 
 @pytest.fixture(params=["car-server", "a2b-server"])
@@ -62,20 +82,8 @@ def test_max_connections_closes_one_more_at_once(start):
         assert http_hostile.closed_unanswered(over), "a connection over the limit was served"
         over.close()
         assert all(srv.served(s) for s in held), "the connections within the limit suffered"
-        # A slot freed is taken again (once the server has seen the close).
         held.pop().close()
-        deadline = time.monotonic() + 10
-        while True:
-            s = srv.connect()
-            try:
-                if srv.served(s):
-                    break
-            except (BrokenPipeError, ConnectionResetError):
-                pass
-            finally:
-                s.close()
-            assert time.monotonic() < deadline, "no slot after a connection closed"
-            time.sleep(0.05)
+        srv.wait_for_slot(srv.connect)
     finally:
         for s in held:
             s.close()
@@ -125,3 +133,40 @@ def test_drain_timeout_closes_what_is_still_busy(start):
         idle.close()
         busy.close()
     assert "connections still busy after the drain timeout; closing them" in srv.proc.stderr_text()
+
+
+def connect_from(srv, source):
+    return socket.create_connection((HOST, srv.port), timeout=5, source_address=(source, 0))
+
+
+def test_max_connections_per_address(start):
+    """Two workers, so the count is the process's, not a worker's: a third
+    connection from 127.0.0.1 is closed at once, one from 127.0.0.2 is
+    served, and a slot freed is taken again."""
+    srv = start("--max-connections-per-address", "2", "--threads", "2")
+    held = [connect_from(srv, "127.0.0.1") for _ in range(2)]
+    try:
+        assert all(srv.served(s) for s in held)
+        for _ in range(3):
+            over = connect_from(srv, "127.0.0.1")
+            assert http_hostile.closed_unanswered(over), "a third connection was served"
+            over.close()
+        other = connect_from(srv, "127.0.0.2")
+        assert srv.served(other), "another address was refused"
+        other.close()
+        assert all(srv.served(s) for s in held), "the connections within the limit suffered"
+        held.pop().close()
+        srv.wait_for_slot(lambda: connect_from(srv, "127.0.0.1"))
+    finally:
+        for s in held:
+            s.close()
+    assert "max_connections_per_address" in srv.proc.stderr_text()
+    if srv.kind == "a2b-server":
+        with connect_from(srv, "127.0.0.3") as s:
+            body = srv.fetch(s, b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        m = re.search(rb"\na2b_connections_refused_per_address_total (\d+)", body)
+        assert m and int(m.group(1)) >= 3, body[-2000:]
+    else:
+        assert srv.proc.stop() == 0
+        m = re.search(r"\((\d+) at max_connections_per_address\)", srv.proc.stderr_text())
+        assert m and int(m.group(1)) >= 3
