@@ -34,6 +34,7 @@ void car_server_config_defaults(struct car_server_config *cfg)
     cfg->max_message = 4 * 1024 * 1024;
     cfg->idle_timeout_ms = 60000;
     cfg->request_timeout_ms = 10000;
+    cfg->min_body_rate = 4096;
     cfg->drain_timeout_ms = 5000;
 }
 

@@ -27,6 +27,7 @@ struct car_server_config {
     size_t max_message;      /* gRPC message, default 4 MiB (RESOURCE_EXHAUSTED over) */
     uint32_t idle_timeout_ms;   /* keep-alive connection without a request, default 60 s */
     uint32_t request_timeout_ms;/* a started request must be complete, default 10 s */
+    uint32_t min_body_rate;     /* REST bodies: bytes a second past it, default 4096; 0: none */
     uint32_t drain_timeout_ms;  /* graceful shutdown bound, default 5 s */
     bool log_requests;       /* -v: one line per request */
     /* gRPC over TLS with ALPN h2 when tls_cert and tls_key are set (REST

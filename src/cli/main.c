@@ -165,8 +165,14 @@ static int set_port_or_off(const struct opt *o, void *base, const char *name, co
     {"idle-timeout", 0, OPT_UINT, "SECS", "keep-alive connection without a request", "60",  \
      OPT_FIELD(T, P idle_timeout_ms), .min = 1, .max = 86400, .scale = 1000},                \
     {"request-timeout", 0, OPT_UINT, "SECS",                                                \
-     "time to send a whole request once begun; slow clients are answered 408", "10",        \
+     "time to send a request head once begun, and a body before --min-body-rate applies; "  \
+     "slow clients are answered 408", "10",                                                 \
      OPT_FIELD(T, P request_timeout_ms), .min = 1, .max = 86400, .scale = 1000},             \
+    {"min-body-rate", 0, OPT_UINT, "BYTES",                                                 \
+     "past --request-timeout, an HTTP/1.1 request body still arriving must have brought "   \
+     "this many bytes for every second beyond it, or it is answered 408; 0: the timeout "  \
+     "bounds bodies too", "4096",                                                           \
+     OPT_FIELD(T, P min_body_rate), .min = 0, .max = UINT32_MAX},                           \
     {"drain-timeout", 0, OPT_UINT, "SECS", "graceful shutdown bound", "5",                   \
      OPT_FIELD(T, P drain_timeout_ms), .min = 1, .max = 86400, .scale = 1000},               \
     {"verbose", 'v', OPT_CALL, NULL, "log every connection and request", NULL,              \

@@ -34,6 +34,7 @@ void http_server_config_defaults(struct http_server_config *cfg)
     cfg->max_body = 1024 * 1024;
     cfg->idle_timeout_ms = 60000;
     cfg->request_timeout_ms = 10000;
+    cfg->min_body_rate = 4096;
     cfg->drain_timeout_ms = 5000;
 }
 
@@ -58,6 +59,7 @@ static int http_worker_init(struct srv_worker *base, void *ctx)
         .max_inflight = cfg->max_inflight,
         .idle_timeout_ms = cfg->idle_timeout_ms,
         .request_timeout_ms = cfg->request_timeout_ms,
+        .min_body_rate = cfg->min_body_rate,
         .log_requests = cfg->log_requests,
         .gzip = true,
         .start_times = true,

@@ -37,6 +37,7 @@ struct http_server_config {
     size_t max_body;           /* request body, default 1 MiB (413 over) */
     uint32_t idle_timeout_ms;    /* default 60 s */
     uint32_t request_timeout_ms; /* default 10 s */
+    uint32_t min_body_rate;      /* bytes a second a body gets past it, default 4096; 0: none */
     uint32_t drain_timeout_ms;   /* default 5 s */
     bool log_requests;         /* one debug line per request */
 };

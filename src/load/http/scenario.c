@@ -711,8 +711,11 @@ int scn_feed(const struct scenario *s, char **vals, uint64_t *rng)
                 return -1;
             }
             r %= cf->csv.nrows;
-            for (unsigned c = 0; c < cf->csv.ncols; c++)
-                feed_set(vals, f->var + c, scn_csv_field(&cf->csv, (uint32_t)r + 1, c));
+            /* One walk along the record: looking each field up from the
+             * first would cost columns times the record's length. */
+            const char *field = scn_csv_field(&cf->csv, (uint32_t)r + 1, 0);
+            for (unsigned c = 0; c < cf->csv.ncols; c++, field += strlen(field) + 1)
+                feed_set(vals, f->var + c, field);
         }
     }
     return 0;
