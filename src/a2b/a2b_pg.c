@@ -503,32 +503,32 @@ static bool result_means_lost(const PGconn *conn, const PGresult *pr)
            (state && (strncmp(state, "57P", 3) == 0 || strncmp(state, "08", 2) == 0));
 }
 
-static void conn_start(struct pg_conn *c, struct pg_req *r);
+static void pg_conn_start(struct pg_conn *c, struct pg_req *r);
 
 /* Starts waiting requests on c while it is idle and ready. */
-static void conn_take_next(struct pg_conn *c)
+static void pg_conn_take_next(struct pg_conn *c)
 {
     struct a2b_pg *pg = c->pg;
     while (c->state == CONN_READY && !c->req && pg->wait.head) {
         pg->waiting--;
-        conn_start(c, (struct pg_req *)a2b_request_pop(&pg->wait));
+        pg_conn_start(c, (struct pg_req *)a2b_request_pop(&pg->wait));
     }
 }
 
 /* The connection's request is over: answer it, then take the next. */
-static void conn_finish(struct pg_conn *c)
+static void pg_conn_finish(struct pg_conn *c)
 {
     struct pg_req *r = c->req;
     c->req = NULL;
     stat_add(&c->pg->stats->busy, -1);
     complete(c->pg, r);
-    conn_take_next(c);
+    pg_conn_take_next(c);
 }
 
 /* Closes c's libpq connection (its request, if any, is the caller's), and
  * schedules the next attempt after the backoff, which doubles for the one
  * after. */
-static void conn_close(struct pg_conn *c)
+static void pg_conn_close(struct pg_conn *c)
 {
     struct a2b_pg *pg = c->pg;
     if (c->state == CONN_READY)
@@ -543,9 +543,9 @@ static void conn_close(struct pg_conn *c)
     c->state = CONN_DOWN;
 }
 
-static void conn_retry_later(struct pg_conn *c)
+static void pg_conn_retry_later(struct pg_conn *c)
 {
-    conn_close(c);
+    pg_conn_close(c);
     ev_timer_start(c->pg->loop, &c->retry, c->backoff_ms, 0);
     c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
 }
@@ -553,7 +553,7 @@ static void conn_retry_later(struct pg_conn *c)
 /* A serving connection failed: its request is answered 503 (later,
  * through defer), and so are the waiting ones if no connection is left
  * ready: requests fail fast rather than wait for a reconnection. */
-static void conn_lost(struct pg_conn *c)
+static void pg_conn_lost(struct pg_conn *c)
 {
     struct a2b_pg *pg = c->pg;
     log_error("a2b: PostgreSQL connection lost: %s", PQerrorMessage(c->conn));
@@ -564,7 +564,7 @@ static void conn_lost(struct pg_conn *c)
         c->req = NULL;
     }
     c->backoff_ms = BACKOFF_MIN_MS;
-    conn_retry_later(c);
+    pg_conn_retry_later(c);
     struct a2b_request *r;
     while (!any_ready(pg) && (r = a2b_request_pop(&pg->wait))) {
         pg->waiting--;
@@ -573,26 +573,26 @@ static void conn_lost(struct pg_conn *c)
 }
 
 /* An attempt to re-make c failed (why is in PQerrorMessage or why). */
-static void conn_failed(struct pg_conn *c, const char *why)
+static void pg_conn_failed(struct pg_conn *c, const char *why)
 {
     log_warn("a2b: PostgreSQL reconnection failed (next attempt in %" PRIu64 " ms): %s",
              c->backoff_ms, why ? why : c->conn ? PQerrorMessage(c->conn) : "out of memory");
     stat_add(&c->pg->stats->failures, 1);
-    conn_retry_later(c);
+    pg_conn_retry_later(c);
 }
 
 /* A connection in trouble: lost if it was serving, else a failed attempt. */
-static void conn_broke(struct pg_conn *c)
+static void pg_conn_broke(struct pg_conn *c)
 {
     if (c->state == CONN_READY)
-        conn_lost(c);
+        pg_conn_lost(c);
     else
-        conn_failed(c, NULL);
+        pg_conn_failed(c, NULL);
 }
 
 /* Watches c's socket for events. While the connection is being set up,
  * libpq may replace its socket, so the registration is made afresh. */
-static bool conn_watch(struct pg_conn *c, uint32_t events)
+static bool pg_conn_watch(struct pg_conn *c, uint32_t events)
 {
     if (c->io.events)
         ev_io_stop(c->pg->loop, &c->io);
@@ -600,11 +600,11 @@ static bool conn_watch(struct pg_conn *c, uint32_t events)
     return ev_io_start(c->pg->loop, &c->io, events) == 0;
 }
 
-static bool conn_flush(struct pg_conn *c)
+static bool pg_conn_flush(struct pg_conn *c)
 {
     int rc = PQflush(c->conn);
     if (rc < 0) {
-        conn_broke(c);
+        pg_conn_broke(c);
         return false;
     }
     ev_io_modify(c->pg->loop, &c->io, rc ? EV_READ | EV_WRITE : EV_READ);
@@ -612,7 +612,7 @@ static bool conn_flush(struct pg_conn *c)
 }
 
 /* Sends r on c; if c breaks, r is answered 503 later. */
-static void conn_start(struct pg_conn *c, struct pg_req *r)
+static void pg_conn_start(struct pg_conn *c, struct pg_req *r)
 {
     c->req = r;
     stat_add(&c->pg->stats->busy, 1);
@@ -650,13 +650,13 @@ static void conn_start(struct pg_conn *c, struct pg_req *r)
         if (!values[i])
             values[i] = r->num[i];
     if (!PQsendQueryPrepared(c->conn, a2b_op_name(r->base.op), stmts[r->base.op].nparams, values, NULL, NULL, 0))
-        conn_lost(c);
+        pg_conn_lost(c);
     else
-        conn_flush(c);
+        pg_conn_flush(c);
 }
 
 /* The connection is set up: it serves from now on. */
-static void conn_ready(struct pg_conn *c)
+static void pg_conn_ready(struct pg_conn *c)
 {
     struct a2b_pg *pg = c->pg;
     ev_timer_stop(pg->loop, &c->retry);
@@ -665,71 +665,71 @@ static void conn_ready(struct pg_conn *c)
     stat_add(&pg->stats->connected, 1);
     log_info("a2b: PostgreSQL connection re-made");
     stat_add(&pg->stats->reconnects, 1);
-    conn_take_next(c);
+    pg_conn_take_next(c);
 }
 
 /* Sends the next statement to prepare, or puts c to work once all are. */
-static void conn_prepare_next(struct pg_conn *c)
+static void pg_conn_prepare_next(struct pg_conn *c)
 {
     int op = c->prepared;
     if (op == A2B_OP_COUNT)
-        conn_ready(c);
+        pg_conn_ready(c);
     else if (!PQsendPrepare(c->conn, a2b_op_name(op), stmts[op].sql, stmts[op].nparams, stmts[op].types))
-        conn_failed(c, NULL);
+        pg_conn_failed(c, NULL);
     else
-        conn_flush(c);
+        pg_conn_flush(c);
 }
 
 /* One step of PQconnectPoll, then wait for what it asked for. */
-static void conn_connect_poll(struct pg_conn *c)
+static void pg_conn_connect_poll(struct pg_conn *c)
 {
     switch (PQconnectPoll(c->conn)) {
     case PGRES_POLLING_READING:
-        if (!conn_watch(c, EV_READ))
-            conn_failed(c, "cannot watch the socket");
+        if (!pg_conn_watch(c, EV_READ))
+            pg_conn_failed(c, "cannot watch the socket");
         break;
     case PGRES_POLLING_WRITING:
-        if (!conn_watch(c, EV_WRITE))
-            conn_failed(c, "cannot watch the socket");
+        if (!pg_conn_watch(c, EV_WRITE))
+            pg_conn_failed(c, "cannot watch the socket");
         break;
     case PGRES_POLLING_OK:
         c->state = CONN_PREPARING;
         c->prepared = 0;
-        if (PQsetnonblocking(c->conn, 1) != 0 || !conn_watch(c, EV_READ))
-            conn_failed(c, NULL);
+        if (PQsetnonblocking(c->conn, 1) != 0 || !pg_conn_watch(c, EV_READ))
+            pg_conn_failed(c, NULL);
         else
-            conn_prepare_next(c);
+            pg_conn_prepare_next(c);
         break;
     default:
-        conn_failed(c, NULL);
+        pg_conn_failed(c, NULL);
     }
 }
 
 /* The retry timer: a DOWN connection's next attempt, or a set-up that
  * took too long. */
-static void conn_on_retry(struct ev_loop *loop, struct ev_timer *t)
+static void pg_conn_on_retry(struct ev_loop *loop, struct ev_timer *t)
 {
     struct pg_conn *c = t->data;
     if (c->state != CONN_DOWN) {
-        conn_failed(c, "timed out");
+        pg_conn_failed(c, "timed out");
         return;
     }
     /* libpq resolves a host name here, blocking; an address does not. */
     c->conn = PQconnectStart(c->pg->conninfo);
     if (!c->conn || PQstatus(c->conn) == CONNECTION_BAD) {
-        conn_failed(c, NULL);
+        pg_conn_failed(c, NULL);
         return;
     }
     c->state = CONN_CONNECTING;
     ev_timer_start(loop, &c->retry, SETUP_TIMEOUT_MS, 0);
     /* libpq: start as if PQconnectPoll had asked to wait for writing. */
-    if (!conn_watch(c, EV_WRITE))
-        conn_failed(c, "cannot watch the socket");
+    if (!pg_conn_watch(c, EV_WRITE))
+        pg_conn_failed(c, "cannot watch the socket");
 }
 
 /* Collects the running statement's results; true once it is over (its
  * first result in c->result). */
-static bool conn_statement_over(struct pg_conn *c)
+static bool pg_conn_statement_over(struct pg_conn *c)
 {
     while (!PQisBusy(c->conn)) {
         PGresult *pr = PQgetResult(c->conn);
@@ -743,24 +743,24 @@ static bool conn_statement_over(struct pg_conn *c)
     return false;
 }
 
-static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
+static void pg_conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
     struct pg_conn *c = io->data;
     if (c->state == CONN_CONNECTING) {
-        conn_connect_poll(c);
+        pg_conn_connect_poll(c);
         return;
     }
-    if ((events & EV_WRITE) && !conn_flush(c))
+    if ((events & EV_WRITE) && !pg_conn_flush(c))
         return;
     if (!(events & EV_READ))
         return;
     if (!PQconsumeInput(c->conn) || PQstatus(c->conn) == CONNECTION_BAD) {
-        conn_broke(c);
+        pg_conn_broke(c);
         return;
     }
     /* Anything that is not our statement's (a notice) has been consumed. */
     bool running = c->state == CONN_PREPARING || c->req;
-    if (!running || !conn_statement_over(c))
+    if (!running || !pg_conn_statement_over(c))
         return;
     PGresult *pr = c->result;
     c->result = NULL;
@@ -768,23 +768,23 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
         bool ok = PQresultStatus(pr) == PGRES_COMMAND_OK;
         PQclear(pr);
         if (!ok) {
-            conn_failed(c, NULL);
+            pg_conn_failed(c, NULL);
             return;
         }
         c->prepared++;
-        conn_prepare_next(c);
+        pg_conn_prepare_next(c);
         return;
     }
     if (PQresultStatus(pr) != PGRES_TUPLES_OK && PQresultStatus(pr) != PGRES_COMMAND_OK &&
         result_means_lost(c->conn, pr)) {
         log_warn("a2b %s: %s", a2b_op_name(c->req->base.op), PQresultErrorMessage(pr));
         PQclear(pr);
-        conn_lost(c);
+        pg_conn_lost(c);
         return;
     }
     result_from_pg(c->req, pr);
     PQclear(pr);
-    conn_finish(c);
+    pg_conn_finish(c);
 }
 
 static void on_defer(struct ev_loop *loop, struct ev_timer *t)
@@ -814,8 +814,8 @@ struct a2b_pg *a2b_pg_open(struct ev_loop *loop, const struct a2b_pg_config *cfg
     for (unsigned i = 0; i < pg->nconns; i++) {
         struct pg_conn *c = &pg->conns[i];
         c->pg = pg;
-        c->io = (struct ev_io){.fd = -1, .cb = conn_on_io, .data = c};
-        ev_timer_init(&c->retry, conn_on_retry, c);
+        c->io = (struct ev_io){.fd = -1, .cb = pg_conn_on_io, .data = c};
+        ev_timer_init(&c->retry, pg_conn_on_retry, c);
         c->backoff_ms = BACKOFF_MIN_MS;
     }
     for (unsigned i = 0; i < pg->nconns; i++) {
@@ -831,7 +831,7 @@ struct a2b_pg *a2b_pg_open(struct ev_loop *loop, const struct a2b_pg_config *cfg
             if (!ok)
                 goto fail;
         }
-        if (PQsetnonblocking(c->conn, 1) != 0 || !conn_watch(c, EV_READ))
+        if (PQsetnonblocking(c->conn, 1) != 0 || !pg_conn_watch(c, EV_READ))
             goto fail;
         c->state = CONN_READY;
         stat_add(&pg->stats->connected, 1);
@@ -855,7 +855,7 @@ void a2b_pg_close(struct a2b_pg *pg)
             stat_add(&pg->stats->busy, -1);
             a2b_request_free(&c->req->base);
         }
-        conn_close(c);
+        pg_conn_close(c);
     }
     stat_add(&pg->stats->conns, -(int64_t)pg->nconns);
     a2b_request_list_free(&pg->wait);
@@ -887,7 +887,7 @@ int a2b_pg_submit(struct a2b_pg *pg, enum a2b_op op, const struct a2b_args *args
     } else if (!any_ready(pg)) {
         defer_unavailable(pg, r);
     } else if (idle) {
-        conn_start(idle, r);
+        pg_conn_start(idle, r);
     } else {
         a2b_request_push(&pg->wait, &r->base);
         pg->waiting++;

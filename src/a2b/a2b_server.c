@@ -19,6 +19,7 @@
 #include "core/ev.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/srv.h"
 #include "http/prom.h"
 
 #define JSON_TYPE "application/json"
@@ -191,6 +192,10 @@ static void write_metrics(struct a2b_worker *w, struct prom *p)
     prom_family(p, "a2b_store_rejected_total", PROM_COUNTER,
                 "Operations refused because the store's queue was full (answered 503)");
     prom_sample(p, "a2b_store_rejected_total", NULL, 0, (double)st.rejected);
+    prom_family(p, "a2b_connections_refused_per_address_total", PROM_COUNTER,
+                "Connections closed at once for max_connections_per_address");
+    prom_sample(p, "a2b_connections_refused_per_address_total", NULL, 0,
+                (double)srv_refused_per_address());
     prom_family(p, "a2b_store_in_flight", PROM_GAUGE, "Operations accepted and not completed");
     prom_sample(p, "a2b_store_in_flight", NULL, 0, (double)(st.submitted - st.completed));
     prom_family(p, "a2b_store_queued", PROM_GAUGE, "Operations waiting for a worker (SQLite)");

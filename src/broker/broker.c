@@ -46,6 +46,11 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->max_subscriptions = 10000;
     cfg->queue_qos0 = false;
     cfg->connect_timeout_ms = 10000;
+    cfg->packet_timeout_ms = 10000;
+    cfg->min_packet_rate = 4096;
+    cfg->max_retained_messages = 100000;
+    cfg->max_retained_bytes = 256u << 20;
+    cfg->max_partial_bytes = 256u << 20;
     cfg->sys_interval_s = 10;
     snprintf(cfg->persistence.location, sizeof cfg->persistence.location, "broker-data");
     cfg->auth.allow_anonymous = true;
@@ -182,7 +187,7 @@ static void broker_accept(struct srv_worker *w, unsigned listener, int fd)
     struct broker *b = w->data;
     struct conn *c = conn_accept(b, fd);
     if (!c)
-        srv_worker_conn_closed(w);
+        srv_worker_conn_closed(w, fd);
     else if (transport_attach(b, c, listener) < 0)
         conn_close(b, c, "cannot set up TLS", true);
 }
@@ -236,6 +241,7 @@ int broker_run(const struct broker_config *cfg)
         .nports = cfg->listeners.n,
         .threads = 1,
         .max_connections = UINT_MAX,
+        .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = LINGER_MS,
     };
     sc.ports[0] = cfg->port;

@@ -33,6 +33,7 @@ struct broker_config {
     char bind_storage[256];    /* holds bind when it came from a flag or a file */
     int port;                  /* default 1883; 0 picks a free port */
     uint32_t max_connections;  /* simultaneous clients */
+    uint32_t max_per_address;  /* connections from one address; 0 = no limit (core/srv.h) */
     uint32_t max_packet_size;  /* whole packet, bytes, in either direction */
     uint32_t max_queued;       /* per session, QoS 1/2 waiting for the window */
     uint32_t max_inflight;     /* per session, unacknowledged QoS 1/2 out */
@@ -41,6 +42,11 @@ struct broker_config {
     bool queue_qos0;           /* queue QoS 0 for offline persistent sessions */
     uint32_t connect_timeout_ms; /* time allowed between accept and CONNECT */
     uint32_t max_keepalive;    /* seconds a client's keep alive may be at most; 0 = no limit */
+    uint32_t packet_timeout_ms; /* a packet's time from its first byte, before the rate applies */
+    uint32_t min_packet_rate;  /* bytes a second a packet must come at after packet_timeout */
+    uint32_t max_retained_messages; /* retained topics, all clients together */
+    size_t max_retained_bytes; /* their topics and payloads, bytes */
+    size_t max_partial_bytes;  /* input held for partial packets, all connections together */
     uint32_t sys_interval_s;   /* $SYS/broker/... update period; 0 = off */
     struct {                   /* docs/persistence.md */
         bool on;

@@ -42,6 +42,10 @@ const struct opt broker_options[] = {
     {"max-connections", 0, OPT_UINT, "N",
      "simultaneous clients; more are answered CONNACK 3 and closed", "100000",
      CFG(max_connections), .keyword = "max_connections", .min = 1, .max = UINT32_MAX},
+    {"max-connections-per-address", 0, OPT_UINT, "N",
+     "connections from one IP address at once, 0: any; more are closed as soon as accepted",
+     "0", CFG(max_per_address), .keyword = "max_connections_per_address", .min = 0,
+     .max = UINT32_MAX},
     {"max-packet-size", 0, OPT_UINT, "BYTES",
      "largest packet accepted; a larger one closes its connection (MQTT 5 clients are told it "
      "in CONNACK)", "1048576", CFG(max_packet_size), .keyword = "max_packet_size", .min = 64,
@@ -56,6 +60,19 @@ const struct opt broker_options[] = {
     {"max-output-bytes", 0, OPT_UINT, "BYTES",
      "pending output per client before QoS 0 messages to it are dropped", "8388608",
      CFG(max_output), .keyword = "max_output_bytes", .min = 1024, .max = SIZE_MAX},
+    {"max-retained-messages", 0, OPT_UINT, "N",
+     "retained topics, all clients together; a new one over it is not stored (MQTT 5: "
+     "PUBACK/PUBREC 0x97), replacing and clearing still work", "100000",
+     CFG(max_retained_messages), .keyword = "max_retained_messages", .min = 1, .max = UINT32_MAX},
+    {"max-retained-bytes", 0, OPT_UINT, "BYTES",
+     "topic and payload bytes of all retained messages; over it as --max-retained-messages",
+     "268435456", CFG(max_retained_bytes), .keyword = "max_retained_bytes", .min = 1,
+     .max = SIZE_MAX},
+    {"max-partial-packet-bytes", 0, OPT_UINT, "BYTES",
+     "input memory held for packets not yet complete, all connections together; a connection "
+     "that would go over it is closed (MQTT 5: DISCONNECT 0x97)", "268435456",
+     CFG(max_partial_bytes), .keyword = "max_partial_packet_bytes", .min = 65536,
+     .max = SIZE_MAX},
     {"max-subscriptions", 0, OPT_UINT, "N",
      "subscriptions per client, 0: any; one more is refused (SUBACK 0x97 Quota exceeded, 0x80 "
      "in MQTT 3.1.1)", "10000", CFG(max_subscriptions), .keyword = "max_subscriptions",
@@ -66,6 +83,15 @@ const struct opt broker_options[] = {
      "time a new connection has to send CONNECT, TLS handshake and WebSocket upgrade included",
      "10", CFG(connect_timeout_ms), .keyword = "connect_timeout", .min = 1, .max = 3600,
      .scale = 1000},
+    {"packet-timeout", 0, OPT_UINT, "SECS",
+     "time a packet may take from its first byte to its last, however its bytes trickle in; "
+     "past it the packet must keep coming at --min-packet-rate; keep alive 0 does not lift it",
+     "10", CFG(packet_timeout_ms), .keyword = "packet_timeout", .min = 1, .max = 3600,
+     .scale = 1000},
+    {"min-packet-rate", 0, OPT_UINT, "BYTES",
+     "past --packet-timeout, a packet still arriving must have brought this many bytes for "
+     "every second beyond it, or its connection is closed (MQTT 5: DISCONNECT 0x80)", "4096",
+     CFG(min_packet_rate), .keyword = "min_packet_rate", .min = 1, .max = UINT32_MAX},
     {"max-keepalive", 0, OPT_UINT, "SECS",
      "longest keep alive a client may use, 0: any; MQTT 5 clients asking for more, or for none, "
      "are told this one, MQTT 3.1.1 clients get CONNACK 2", "0", CFG(max_keepalive),

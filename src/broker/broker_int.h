@@ -57,6 +57,7 @@ struct broker {
     struct conn *dirty;     /* connections with output to flush */
     struct conn *read_list; /* connections with unread input */
     struct conn *closed;    /* lingering, or closed and to be freed */
+    size_t partial_bytes;   /* input buffers of partial packets, all connections */
     struct transport_listeners *transports; /* transport.h */
 
     /* Sessions (session.h, session_life.h): */

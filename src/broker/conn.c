@@ -27,6 +27,14 @@ void conn_read_later(struct broker *b, struct conn *c)
     b->read_list = c;
 }
 
+bool conn_count_input(struct broker *b, struct conn *c)
+{
+    b->partial_bytes += c->in.cap;
+    b->partial_bytes -= c->in_counted;
+    c->in_counted = c->in.cap;
+    return c->in.cap && b->partial_bytes > b->cfg->max_partial_bytes;
+}
+
 void conn_write_reason(struct conn *c, uint8_t type, uint16_t packet_id, uint8_t reason,
                        const char *why)
 {

@@ -69,6 +69,8 @@ struct conn {
     struct topic_alias *alias_out; /* [alias_out_max], ours; lazily, filled in order */
     uint16_t nalias_out;
     struct inbuf in;          /* partial packet left from earlier reads */
+    uint64_t in_since_ms;     /* when the first byte of the partial packet in `in` came */
+    uint32_t in_counted;      /* in.cap as counted in broker.partial_bytes */
     struct outq out;
     struct conn *prev, *next; /* broker.conns */
     struct conn *dirty_next;  /* broker.dirty */
@@ -93,6 +95,10 @@ void conn_mark_dirty(struct broker *b, struct conn *c);
  * iteration: its read budget was spent, or a publisher it waited for
  * released it. */
 void conn_read_later(struct broker *b, struct conn *c);
+/* Brings the broker's count of input memory held for partial packets up
+ * to date with c's input buffer; true if that total is now over
+ * max_partial_packet_bytes. */
+bool conn_count_input(struct broker *b, struct conn *c);
 /* Appends an MQTT 5 packet made of a reason code and properties (DISCONNECT,
  * the acks) with a Reason String when the client takes one and it fits its
  * Maximum Packet Size. type is the packet type, packet_id 0 for DISCONNECT. */

@@ -51,6 +51,7 @@ static void conn_end(struct broker *b, struct conn *c, const char *reason, bool 
     c->next = b->closed;
     b->closed = c;
     inbuf_free(&c->in);
+    conn_count_input(b, c);
     sub_job_free(c->job);
     c->job = NULL;
     session_forget_publisher(c);

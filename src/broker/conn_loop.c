@@ -12,6 +12,7 @@
 #include "broker/conn.h"
 #include "broker/conn_end.h"
 #include "broker/handle.h"
+#include "broker/metrics.h"
 #include "broker/persist.h"
 #include "broker/session.h"
 #include "broker/session_life.h"
@@ -99,6 +100,14 @@ static void conn_protocol_error(struct broker *b, struct conn *c, int err)
     conn_kick(b, c, reason, why, false);
 }
 
+/* Closes c, whose input buffer took the partial packets' total over
+ * max_partial_packet_bytes. */
+static void conn_over_partial(struct broker *b, struct conn *c)
+{
+    metrics_bound_hit(b, BOUND_PARTIAL_MEMORY, conn_name(c));
+    conn_kick(b, c, MQTT5_RC_QUOTA_EXCEEDED, "partial packets at their memory bound", false);
+}
+
 /* Handles every complete packet in data[0..len). Returns the bytes
  * consumed, or -1 if the connection was closed. */
 static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, size_t len)
@@ -130,6 +139,10 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
     while (c->state <= CONN_ACTIVE && !c->blocked_on && !c->job) {
         size_t cap;
         uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
+        if (conn_count_input(b, c)) {
+            conn_over_partial(b, c);
+            return;
+        }
         ssize_t n = c->tp ? transport_read(b, c, buf, cap) : read(c->io.fd, buf, cap);
         if (n == 0) {
             conn_close(b, c, "closed by client", false);
@@ -145,12 +158,20 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
         b->stats.bytes_in += (uint64_t)n;
         if (c->state == CONN_ACTIVE)
             c->last_rx_ms = ev_now(b->loop);
+        bool fresh = c->in.len == 0;
         size_t len;
         const uint8_t *data = inbuf_filled(&c->in, conn_rbuf, (size_t)n, &len);
         long used = conn_parse(b, c, data, len);
         if (used < 0)
             return;
         inbuf_consumed(&c->in, data, len, (size_t)used);
+        if (conn_count_input(b, c)) {
+            conn_over_partial(b, c);
+            return;
+        }
+        /* A tail after a complete packet is a packet begun in this read. */
+        if (c->in.len && (fresh || used > 0))
+            c->in_since_ms = ev_now(b->loop);
         if (c->blocked_on || c->job)
             return; /* released or done, it is read again where this stopped */
         if ((size_t)n < cap && !hup && !c->tp)
@@ -178,6 +199,9 @@ static void conn_read_resumed(struct broker *b, struct conn *c)
             return;
         if (used > 0)
             inbuf_consumed(&c->in, c->in.data, c->in.len, (size_t)used);
+        conn_count_input(b, c); /* it only shrank */
+        /* The wait was ours: the partial packet's time starts again. */
+        c->in_since_ms = ev_now(b->loop);
     }
     /* Whether the peer closed meanwhile is not known here: read to EAGAIN. */
     conn_read(b, c, true);
@@ -273,12 +297,28 @@ bool conn_prepare(struct broker *b)
             continue;
         }
         *pp = c->next;
-        close(c->io.fd);
+        int fd = c->io.fd;
+        close(fd);
         mem_free(c);
         if (b->srv)
-            srv_worker_conn_closed(b->srv); /* the last one ends a drain */
+            srv_worker_conn_closed(b->srv, fd); /* the last one ends a drain */
     }
     return b->read_list != NULL;
+}
+
+/* True if the partial packet in c->in took longer than --packet-timeout
+ * and came slower than --min-packet-rate since: a packet of L bytes has at
+ * most packet_timeout + L / min_packet_rate, however its bytes trickle. */
+static bool conn_packet_late(const struct broker *b, const struct conn *c, uint64_t now)
+{
+    uint64_t age = now - c->in_since_ms;
+    /* Input we are not reading (back-pressure, a sliced SUBSCRIBE, the
+     * read budget) is our delay, not the client's. */
+    if (c->in.len == 0 || c->blocked_on || c->job || c->read_pending ||
+        age <= b->cfg->packet_timeout_ms)
+        return false;
+    return (uint64_t)c->in.len * 1000 < (uint64_t)b->cfg->min_packet_rate *
+                                             (age - b->cfg->packet_timeout_ms);
 }
 
 void conn_check_stalls(struct broker *b)
@@ -312,6 +352,10 @@ void conn_sweep(struct broker *b)
         if (c->state == CONN_NEW) {
             if (now - c->last_rx_ms >= b->cfg->connect_timeout_ms)
                 conn_close(b, c, "no CONNECT in time", true);
+        } else if (c->state == CONN_ACTIVE && conn_packet_late(b, c, now)) {
+            /* No reason code says "too slow"; 0x80 is for none applying. */
+            metrics_bound_hit(b, BOUND_PACKET_TIMEOUT, conn_name(c));
+            conn_kick(b, c, MQTT5_RC_UNSPECIFIED_ERROR, "packet not received in time", false);
         } else if (c->state == CONN_ACTIVE && c->keepalive && !c->blocked_on) {
             /* The spec allows one and a half keepalive periods of silence;
              * a waiting publisher's silence is ours: we stopped reading it. */

@@ -84,6 +84,7 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
     if (p.qos == 2 && !seen)
         persist_qos2_in(b, origin, packet_id, true);
     uint32_t matched = 0;
+    bool over = false; /* a retained message over the bounds: sent on, not stored */
     bool denied = !seen && origin->auth.acl && !auth_may_publish(b, origin, p.topic.ptr, p.topic.len);
     if (seen || denied) {
         /* A retransmission: acknowledge again, deliver nothing. A denied
@@ -92,6 +93,11 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
             session_qos2_release(origin, packet_id); /* no PUBREL follows 0x87 */
     } else {
         b->stats.msgs_in++;
+        if (p.retain && !router_retain_fits(b, p.topic.ptr, p.topic.len, p.payload.len,
+                                            origin->client_id))
+            p.retain = false, over = true;
+        if (over && c->v5 && p.qos == 2)
+            session_qos2_release(origin, packet_id); /* no PUBREL follows 0x97 */
         matched = router_route(b, &p, ev_now(b->loop), origin, c);
     }
     if (p.qos > 0) {
@@ -101,9 +107,10 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
         else
             conn_write_reason(c, type, packet_id,
                               denied ? MQTT5_RC_NOT_AUTHORIZED
+                              : over ? MQTT5_RC_QUOTA_EXCEEDED
                               : matched || seen ? MQTT5_RC_SUCCESS
                                                     : MQTT5_RC_NO_MATCHING_SUBSCRIBERS,
-                              NULL);
+                              over ? "retained messages are at their bound; not retained" : NULL);
         conn_mark_dirty(b, c);
     }
     return 0;

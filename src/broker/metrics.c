@@ -78,6 +78,24 @@ static void metric_by(struct prom *p, const char *name, const char *help, const 
     }
 }
 
+/* The bound label values of shootout_broker_bounds_hit_total, by enum
+ * metrics_bound, then core/srv.c's per-address refusals. */
+static const char *const metrics_bounds[] = {"packet_timeout", "partial_packet_memory",
+                                             "retained_messages", "retained_bytes",
+                                             "connections_per_address"};
+_Static_assert(sizeof metrics_bounds / sizeof metrics_bounds[0] == BOUND_N + 1, "one per bound");
+
+void metrics_bound_hit(struct broker *b, enum metrics_bound bound, const char *who)
+{
+    uint64_t now = ev_now(b->loop);
+    uint64_t n = ++b->obs.bound_hits[bound];
+    if (n > 1 && now - b->obs.bound_logged_ms[bound] < 1000)
+        return;
+    b->obs.bound_logged_ms[bound] = now;
+    log_warn("bound %s hit by %s; %llu hits so far", metrics_bounds[bound], who,
+             (unsigned long long)n);
+}
+
 char *metrics_render(struct broker *b, size_t *len)
 {
     const struct broker_stats *st = &b->stats;
@@ -111,6 +129,10 @@ char *metrics_render(struct broker *b, size_t *len)
            (double)(router_subscriptions(b) + router_shared_subscriptions(b)));
     metric(&p, "shootout_broker_retained_messages", PROM_GAUGE, "Retained topics.",
            (double)retain_count(b->retained));
+    metric(&p, "shootout_broker_retained_bytes", PROM_GAUGE,
+           "Topic and payload bytes of the retained messages.", (double)retain_bytes(b->retained));
+    metric(&p, "shootout_broker_partial_packet_bytes", PROM_GAUGE,
+           "Input memory held for packets not yet complete.", (double)b->partial_bytes);
     static const char *const drops[] = {"queue_full", "output_full", "offline_qos0", "expired",
                                         "too_large"};
     const uint64_t dropped[] = {st->dropped_queue_full, st->dropped_output_full,
@@ -126,6 +148,12 @@ char *metrics_render(struct broker *b, size_t *len)
            "Subscriptions refused at max_subscriptions.", (double)st->subscriptions_refused);
     metric(&p, "shootout_broker_protocol_errors_total", PROM_COUNTER,
            "Connections closed for breaking the protocol.", (double)st->protocol_errors);
+    uint64_t hits[BOUND_N + 1];
+    memcpy(hits, b->obs.bound_hits, sizeof b->obs.bound_hits);
+    hits[BOUND_N] = srv_refused_per_address();
+    metric_by(&p, "shootout_broker_bounds_hit_total",
+              "Times a bound on what one client may hold was hit (docs/broker.md, Bounds).",
+              "bound", metrics_bounds, hits, BOUND_N + 1);
     static const char *const refusals[] = {"bad_password", "unknown_user", "anonymous"};
     const uint64_t refused[] = {a->refused_bad_password, a->refused_unknown_user,
                                 a->refused_anonymous};
@@ -165,7 +193,7 @@ static const struct http_app metrics_app = {
     .error = metrics_http_error,
 };
 
-static void metrics_conn_closed(void *ctx)
+static void metrics_conn_closed(void *ctx, int fd)
 {
     struct metrics_server *srv = ctx;
     srv->nconns--;
@@ -330,6 +358,10 @@ static const char *metrics_reason(uint8_t kick, const char *why)
         return "shutdown";
     case MQTT5_RC_PACKET_TOO_LARGE:
         return "packet_too_large";
+    case MQTT5_RC_UNSPECIFIED_ERROR:
+        return "packet_timeout";
+    case MQTT5_RC_QUOTA_EXCEEDED:
+        return "bound";
     default:
         return "protocol_error";
     }

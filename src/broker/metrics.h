@@ -21,8 +21,20 @@ struct broker_obs_config {
     bool connection_messages; /* log connects and disconnects (default true) */
 };
 
+/* The bounds that keep one client from hurting the others (docs/broker.md,
+ * "Bounds"): each hit is counted, and logged at most once a second. */
+enum metrics_bound {
+    BOUND_PACKET_TIMEOUT,   /* a packet came slower than packet_timeout/min_packet_rate */
+    BOUND_PARTIAL_MEMORY,   /* max_partial_packet_bytes, over all connections */
+    BOUND_RETAINED_MESSAGES, /* max_retained_messages */
+    BOUND_RETAINED_BYTES,   /* max_retained_bytes */
+    BOUND_N,
+};
+
 /* The broker's state (struct broker.obs). */
 struct broker_obs {
+    uint64_t bound_hits[BOUND_N];
+    uint64_t bound_logged_ms[BOUND_N]; /* when each was last logged */
     struct metrics_server *server; /* NULL while there is no endpoint */
     uint64_t accepted;             /* TCP connections accepted */
     /* The MQTT 5 reason code conn_kick is closing a connection with, for
@@ -41,6 +53,10 @@ bool metrics_prepare(struct broker *b);
 /* Writes the broker's figures in the Prometheus text format into a new
  * NUL-terminated string (mem_free it); *len is its length. */
 char *metrics_render(struct broker *b, size_t *len);
+
+/* Counts a hit of a bound, by the client who (its id, or a description),
+ * and logs it unless that bound was logged less than a second ago. */
+void metrics_bound_hit(struct broker *b, enum metrics_bound bound, const char *who);
 
 /* "ADDR:PORT" of the connection's peer, into buf. */
 const char *metrics_peer(const struct conn *c, char *buf, size_t len);

@@ -126,7 +126,8 @@ static void rebuild_apply(void *ctx, const struct plog_rec *r)
     case PLOG_RETAIN: {
         struct msg *m = hmap_get(&x->msgs, &r->retain.msg_id, sizeof r->retain.msg_id);
         if (m)
-            retain_set(b->retained, r->retain.topic.p, r->retain.topic.len, msg_ref(m));
+            retain_set(b->retained, r->retain.topic.p, r->retain.topic.len, msg_ref(m),
+                       (size_t)m->topic_len + m->payload_len);
         break;
     }
     case PLOG_SUB: {

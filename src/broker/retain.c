@@ -18,6 +18,7 @@
 struct rnode {
     struct hmap children; /* keys point into the children's level[] */
     void *value;          /* NULL if no message is retained here */
+    size_t size;          /* value's, for retain_bytes() */
     uint16_t len;         /* of level; an MQTT string has at most 65535 bytes */
     char level[];
 };
@@ -25,7 +26,7 @@ struct rnode {
 struct retain {
     struct rnode *root; /* the level above the first: never holds a value */
     retain_release_fn release;
-    size_t count;
+    size_t count, bytes;
 };
 
 struct retain *retain_new(retain_release_fn release)
@@ -101,6 +102,7 @@ static void clear(struct retain *r, const uint8_t *topic, size_t len)
     r->release(n->value);
     n->value = NULL;
     r->count--;
+    r->bytes -= n->size;
     if (hmap_count(&n->children))
         return;
 
@@ -114,7 +116,20 @@ static void clear(struct retain *r, const uint8_t *topic, size_t len)
     }
 }
 
-void retain_set(struct retain *r, const uint8_t *topic, size_t len, void *value)
+bool retain_get(const struct retain *r, const uint8_t *topic, size_t len, size_t *size)
+{
+    const struct rnode *n = r->root;
+    const uint8_t *lv;
+    size_t lvlen, pos = 0;
+    while (n && mqtt_topic_next_level(topic, len, &pos, &lv, &lvlen))
+        n = hmap_get(&n->children, lv, lvlen);
+    if (!n || !n->value)
+        return false;
+    *size = n->size;
+    return true;
+}
+
+void retain_set(struct retain *r, const uint8_t *topic, size_t len, void *value, size_t size)
 {
     if (!value) {
         clear(r, topic, len);
@@ -130,11 +145,15 @@ void retain_set(struct retain *r, const uint8_t *topic, size_t len, void *value)
     }
     /* Even value == n->value is released: each set hands over a
      * reference (the broker stores counted references to messages). */
-    if (n->value)
+    if (n->value) {
         r->release(n->value);
-    else
+        r->bytes -= n->size;
+    } else {
         r->count++;
+    }
     n->value = value;
+    n->size = size;
+    r->bytes += size;
 }
 
 /* A node whose children a wildcard is listing. */
@@ -254,3 +273,5 @@ size_t retain_match(const struct retain *r, const uint8_t *filter, size_t len, r
 }
 
 size_t retain_count(const struct retain *r) { return r->count; }
+
+size_t retain_bytes(const struct retain *r) { return r->bytes; }

@@ -10,6 +10,7 @@
 #ifndef SHOOTOUT_RETAIN_H
 #define SHOOTOUT_RETAIN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,8 +23,10 @@ void retain_free(struct retain *r);
 
 /* Stores value under the topic name (valid, no wildcards), replacing and
  * releasing any previous value; value NULL clears the topic. Nodes left
- * empty are freed. */
-void retain_set(struct retain *r, const uint8_t *topic, size_t len, void *value);
+ * empty are freed. size is what the value counts in retain_bytes(). */
+void retain_set(struct retain *r, const uint8_t *topic, size_t len, void *value, size_t size);
+/* True if a value is retained under the topic name; its size in *size. */
+bool retain_get(const struct retain *r, const uint8_t *topic, size_t len, size_t *size);
 
 typedef void (*retain_match_fn)(void *ctx, const uint8_t *topic, size_t topic_len, void *value);
 /* Calls fn for every retained value whose topic matches the valid filter,
@@ -35,5 +38,7 @@ size_t retain_match(const struct retain *r, const uint8_t *filter, size_t len, r
                     void *ctx);
 
 size_t retain_count(const struct retain *r);
+/* The sizes of all values retained, as retain_set() was told them. */
+size_t retain_bytes(const struct retain *r);
 
 #endif

@@ -16,6 +16,7 @@
 
 #include "broker/auth.h"
 #include "broker/broker_int.h"
+#include "broker/metrics.h"
 #include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/retain.h"
@@ -232,13 +233,34 @@ static inline void route_deliver(struct broker *b, struct msg *m, struct conn *p
     }
 }
 
+bool router_retain_fits(struct broker *b, const uint8_t *topic, size_t len, size_t payload_len,
+                        const char *who)
+{
+    if (payload_len == 0)
+        return true;
+    size_t old = 0;
+    bool replaces = retain_get(b->retained, topic, len, &old);
+    if (!replaces && retain_count(b->retained) >= b->cfg->max_retained_messages) {
+        metrics_bound_hit(b, BOUND_RETAINED_MESSAGES, who);
+        return false;
+    }
+    /* What is stored already stays counted even past a lowered bound. */
+    size_t size = len + payload_len, now = retain_bytes(b->retained);
+    if (size > old && now - old + size > b->cfg->max_retained_bytes) {
+        metrics_bound_hit(b, BOUND_RETAINED_BYTES, who);
+        return false;
+    }
+    return true;
+}
+
 static void route_retain(struct broker *b, struct msg *m)
 {
     persist_retain(b, m);
     if (m->payload_len == 0)
-        retain_set(b->retained, msg_topic(m), m->topic_len, NULL);
+        retain_set(b->retained, msg_topic(m), m->topic_len, NULL, 0);
     else
-        retain_set(b->retained, msg_topic(m), m->topic_len, msg_ref(m));
+        retain_set(b->retained, msg_topic(m), m->topic_len, msg_ref(m),
+                   (size_t)m->topic_len + m->payload_len);
 }
 
 uint32_t router_route(struct broker *b, const struct router_in *in, uint64_t now_ms,
@@ -264,7 +286,8 @@ uint32_t router_route(struct broker *b, const struct router_in *in, uint64_t now
 
 void router_publish(struct broker *b, struct msg *m)
 {
-    if (m->retain)
+    if (m->retain &&
+        router_retain_fits(b, msg_topic(m), m->topic_len, m->payload_len, "a will or $SYS"))
         route_retain(b, m);
     route_collect(b, msg_topic(m), m->topic_len, NULL);
     route_deliver(b, m, NULL);

@@ -56,10 +56,17 @@ struct router_in {
     const struct mqtt_props *props; /* NULL from MQTT 3.1.1 */
 };
 
+/* Whether a retained message of topic[0..len) and payload_len bytes may be
+ * stored within max_retained_messages and max_retained_bytes: clearing
+ * always may, a replacement counts only what it adds. If not, the hit is
+ * counted and logged (metrics_bound_hit), by client who. */
+bool router_retain_fits(struct broker *b, const uint8_t *topic, size_t len, size_t payload_len,
+                        const char *who);
+
 /* Routes a client's PUBLISH (the ACL has let it in, auth_may_publish): a
- * retained one is stored and sent on; a plain one is made a message
- * (msg_new, its expiry counted from now_ms) only if some session is to get
- * it. Each session gets one copy however many of its subscriptions match,
+ * retained one (router_retain_fits said it may be) is stored and sent on;
+ * a plain one is made a message (msg_new, its expiry counted from now_ms)
+ * only if some session is to get it. Each session gets one copy however many of its subscriptions match,
  * and each matching shared group one copy for one member; origin is the
  * publisher's session, whose No Local subscriptions take no part, and
  * publisher its connection, which back-pressure may pause (see
@@ -68,8 +75,8 @@ struct router_in {
 uint32_t router_route(struct broker *b, const struct router_in *in, uint64_t now_ms,
                       const struct session *origin, struct conn *publisher);
 /* A message the broker publishes itself (a will, $SYS): stored if
- * retained, then sent to every matching subscription. Takes no ownership
- * of m. */
+ * retained and it fits the bounds (else sent as if not retained), then
+ * sent to every matching subscription. Takes no ownership of m. */
 void router_publish(struct broker *b, struct msg *m);
 
 /* s's connection ended: the QoS 1/2 messages it had not acknowledged that

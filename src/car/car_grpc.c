@@ -75,7 +75,9 @@ struct car_grpc_conn {
     struct car_worker *w;
     struct car_grpc_conn *prev, *next;
     struct ev_timer timer; /* stream deadlines and the idle timeout */
-    uint64_t last_read_ms;
+    uint64_t accepted_ms;
+    uint64_t last_frame_ms;    /* a whole frame, not a byte: trickling does not count */
+    bool spoke;                /* a frame came: the client's connection preface is in */
     uint64_t blocked_since_ms; /* while x.write_blocked */
     struct car_grpc_stream *streams;
     unsigned fails_pending; /* streams with fail_pending set */
@@ -98,8 +100,9 @@ struct car_grpc_stream {
     bool known_service;
     enum grpc_encoding encoding;
     uint64_t timeout_ms; /* 0: none given */
-    uint64_t deadline_ms;
+    uint64_t deadline_ms; /* from the first HEADERS frame; lowered by grpc-timeout */
     bool deadline_is_client;
+    bool headers_done;    /* the request's header block is complete */
     /* The request body. */
     struct grpc_reader rd;
     unsigned nmsgs;
@@ -362,10 +365,12 @@ static void car_grpc_arm_timer(struct car_grpc_conn *c, uint64_t when)
     ev_timer_start(c->w->loop, &c->timer, when > now ? when - now : 0, 0);
 }
 
-/* The request headers are complete: check them and start the deadline. */
+/* The request headers are complete: check them, and bring the deadline in
+ * to the client's grpc-timeout if that is sooner. */
 static void car_grpc_request_headers(struct car_grpc_stream *s)
 {
     char msg[CAR_GRPC_PATH_LOG + 64];
+    s->headers_done = true;
     if (s->headers_too_large) {
         car_grpc_fail(s, 200, GRPC_RESOURCE_EXHAUSTED, "request headers too large");
     } else if (!s->content_type_ok) {
@@ -382,12 +387,10 @@ static void car_grpc_request_headers(struct car_grpc_stream *s)
         car_grpc_fail(s, 200, GRPC_UNIMPLEMENTED,
                       "grpc-encoding not supported (only " CAR_GRPC_ACCEPT ")");
     } else {
-        const struct car_server_config *cfg = s->c->w->cfg;
-        uint64_t wait = cfg->request_timeout_ms;
-        s->deadline_is_client = s->timeout_ms && s->timeout_ms <= wait;
+        uint64_t client = ev_now(s->c->w->loop) + s->timeout_ms;
+        s->deadline_is_client = s->timeout_ms && client <= s->deadline_ms;
         if (s->deadline_is_client)
-            wait = s->timeout_ms;
-        s->deadline_ms = ev_now(s->c->w->loop) + wait;
+            s->deadline_ms = client;
         car_grpc_arm_timer(s->c, s->deadline_ms);
     }
 }
@@ -439,6 +442,9 @@ static int car_grpc_on_begin_headers(nghttp2_session *h2, const nghttp2_frame *f
     s->c = c;
     s->id = frame->hd.stream_id;
     s->rst_after = -1;
+    /* A header block sent in trickled CONTINUATION frames counts too. */
+    s->deadline_ms = ev_now(c->w->loop) + c->w->cfg->request_timeout_ms;
+    car_grpc_arm_timer(c, s->deadline_ms);
     grpc_reader_init(&s->rd, c->w->cfg->max_message);
     s->next = c->streams;
     if (c->streams)
@@ -485,6 +491,9 @@ static int car_grpc_on_header(nghttp2_session *h2, const nghttp2_frame *frame, c
 
 static int car_grpc_on_frame_recv(nghttp2_session *h2, const nghttp2_frame *frame, void *user)
 {
+    struct car_grpc_conn *c = user;
+    c->last_frame_ms = ev_now(c->w->loop);
+    c->spoke = true;
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
         return 0;
     struct car_grpc_stream *s = car_grpc_stream_of(h2, frame->hd.stream_id);
@@ -600,6 +609,7 @@ static void car_grpc_end_streams(struct car_grpc_conn *c)
 static void car_grpc_close(struct car_grpc_conn *c, const char *why)
 {
     struct car_worker *w = c->w;
+    int fd = c->x.io.fd; /* h2_io_close forgets it */
     if (w->cfg->log_requests)
         log_debug("grpc fd %d: connection closed (%s)", c->x.io.fd, why);
     car_grpc_end_streams(c);
@@ -613,7 +623,7 @@ static void car_grpc_close(struct car_grpc_conn *c, const char *why)
     if (c->next)
         c->next->prev = c->prev;
     mem_free(c);
-    car_worker_conn_closed(w);
+    car_worker_conn_closed(w, fd);
 }
 
 /* The session finished with its GOAWAY out: the connection lingers
@@ -689,10 +699,7 @@ static void car_grpc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t even
     }
     if (!h2_io_ready(&c->x)) {
         if (!car_grpc_handshake(c))
-            return;
-        c->last_read_ms = ev_now(loop);
-        ev_timer_stop(loop, &c->timer);
-        ev_timer_start(loop, &c->timer, c->w->cfg->idle_timeout_ms, 0);
+            return; /* the timer set at the accept still bounds the preface */
     } else if (h2_io_may_read(&c->x, events)) {
         const char *why = NULL;
         c->reading = true;
@@ -702,7 +709,6 @@ static void car_grpc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t even
             car_grpc_close(c, why);
             return;
         }
-        c->last_read_ms = ev_now(loop);
         for (struct car_grpc_stream *s = c->streams; s && c->fails_pending; s = s->next)
             if (s->fail_pending)
                 car_grpc_submit_fail(s);
@@ -717,13 +723,17 @@ static void car_grpc_goaway(struct car_grpc_conn *c)
                           0);
 }
 
-/* Deadlines of calls still receiving their request, and the idle timeout:
- * a connection that sent nothing for idle_timeout while no call was
- * receiving its request, or whose client took none of our output for as
- * long (answers stuck behind a full socket or a closed flow-control
- * window count as nothing), is closed with a GOAWAY, if the socket takes
- * it. Calls still receiving need no exception: their deadline ends them
- * within the request timeout. */
+/* The connection preface, deadlines of calls still receiving their
+ * request, and the idle timeout. The TLS handshake and the client's
+ * connection preface must be in within the request timeout of the accept;
+ * a call's request within the request timeout of its first HEADERS frame
+ * (a header block still incomplete then closes the connection: nothing
+ * else may come on it meanwhile). A connection that sent no whole frame
+ * for idle_timeout while no call was receiving its request, or whose
+ * client took none of our output for as long (answers stuck behind a full
+ * socket or a closed flow-control window count as nothing), is closed
+ * with a GOAWAY, if the socket takes it. Calls still receiving need no
+ * exception: their deadline ends them within the request timeout. */
 static void car_grpc_on_timer(struct ev_loop *loop, struct ev_timer *t)
 {
     struct car_grpc_conn *c = t->data;
@@ -738,12 +748,19 @@ static void car_grpc_on_timer(struct ev_loop *loop, struct ev_timer *t)
         return;
     }
     uint64_t now = ev_now(loop), idle = c->w->cfg->idle_timeout_ms;
-    uint64_t next = (c->x.write_blocked ? c->blocked_since_ms : c->last_read_ms) + idle;
+    uint64_t next = (c->x.write_blocked ? c->blocked_since_ms : c->last_frame_ms) + idle;
+    const char *cut = NULL;
+    if (!c->spoke && now - c->accepted_ms >= c->w->cfg->request_timeout_ms)
+        cut = "no connection preface within the request timeout";
+    else if (!c->spoke && c->accepted_ms + c->w->cfg->request_timeout_ms < next)
+        next = c->accepted_ms + c->w->cfg->request_timeout_ms;
     bool receiving = false;
-    for (struct car_grpc_stream *s = c->streams; s; s = s->next) {
+    for (struct car_grpc_stream *s = c->streams; s && !cut; s = s->next) {
         if (s->answered || !s->deadline_ms)
             continue;
-        if (s->deadline_ms <= now) {
+        if (s->deadline_ms <= now && !s->headers_done) {
+            cut = "request headers not complete within the request timeout";
+        } else if (s->deadline_ms <= now) {
             car_grpc_fail(s, 200, GRPC_DEADLINE_EXCEEDED,
                           s->deadline_is_client
                               ? "deadline exceeded before the request was complete"
@@ -755,11 +772,13 @@ static void car_grpc_on_timer(struct ev_loop *loop, struct ev_timer *t)
         }
     }
     bool idle_now = c->x.write_blocked ? now - c->blocked_since_ms >= idle
-                                       : !receiving && now - c->last_read_ms >= idle;
-    if (idle_now) {
+                                       : !receiving && now - c->last_frame_ms >= idle;
+    if (idle_now && !cut)
+        cut = c->x.write_blocked ? "client stopped reading" : "idle";
+    if (cut) {
         car_grpc_goaway(c);
         if (car_grpc_flush(c))
-            car_grpc_close(c, c->x.write_blocked ? "client stopped reading" : "idle");
+            car_grpc_close(c, cut);
         return;
     }
     if (next <= now) /* idle time passed while a call was receiving: look again later */
@@ -782,14 +801,16 @@ void car_grpc_accept(struct car_worker *w, int fd)
         tls_conn_free(c->x.tls);
         close(fd);
         mem_free(c);
-        car_worker_conn_closed(w);
+        car_worker_conn_closed(w, fd);
         return;
     }
     car_grpc_session_new(c);
-    c->last_read_ms = ev_now(w->loop);
+    c->accepted_ms = c->last_frame_ms = ev_now(w->loop);
     ev_timer_init(&c->timer, car_grpc_on_timer, c);
     ev_timer_start(w->loop, &c->timer,
-                   c->x.tls ? w->cfg->request_timeout_ms : w->cfg->idle_timeout_ms, 0);
+                   w->cfg->request_timeout_ms < w->cfg->idle_timeout_ms ? w->cfg->request_timeout_ms
+                                                                        : w->cfg->idle_timeout_ms,
+                   0);
     c->next = w->grpc_conns;
     if (w->grpc_conns)
         w->grpc_conns->prev = c;

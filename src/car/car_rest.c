@@ -108,7 +108,7 @@ const struct http_app car_rest_app = {
     .error = rest_error,
 };
 
-static void rest_conn_closed(void *ctx) { car_worker_conn_closed(ctx); }
+static void rest_conn_closed(void *ctx, int fd) { car_worker_conn_closed(ctx, fd); }
 
 void car_rest_start(struct car_worker *w)
 {
@@ -119,6 +119,7 @@ void car_rest_start(struct car_worker *w)
         .max_body = cfg->max_body,
         .idle_timeout_ms = cfg->idle_timeout_ms,
         .request_timeout_ms = cfg->request_timeout_ms,
+        .min_body_rate = cfg->min_body_rate,
         .log_requests = cfg->log_requests,
     };
     http_engine_init(&w->rest, w->loop, &ec, &car_rest_app, w, rest_conn_closed, w);

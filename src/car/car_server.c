@@ -34,6 +34,7 @@ void car_server_config_defaults(struct car_server_config *cfg)
     cfg->max_message = 4 * 1024 * 1024;
     cfg->idle_timeout_ms = 60000;
     cfg->request_timeout_ms = 10000;
+    cfg->min_body_rate = 4096;
     cfg->drain_timeout_ms = 5000;
 }
 
@@ -126,6 +127,7 @@ int car_server_run(const struct car_server_config *cfg)
         .nports = 2,
         .threads = cfg->threads ? cfg->threads : 1,
         .max_connections = cfg->max_connections,
+        .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = cfg->drain_timeout_ms,
     };
     struct car_server s = {.cfg = cfg};
@@ -160,10 +162,11 @@ int car_server_run(const struct car_server_config *cfg)
             total.refused_connections += st->refused_connections;
         }
         log_info("stopped: %llu REST requests (%llu errors), %llu gRPC calls (%llu errors), "
-                 "%llu connections refused",
+                 "%llu connections refused (%llu at max_connections_per_address)",
                  (unsigned long long)total.rest_requests, (unsigned long long)total.rest_errors,
                  (unsigned long long)total.grpc_calls, (unsigned long long)total.grpc_errors,
-                 (unsigned long long)total.refused_connections);
+                 (unsigned long long)(total.refused_connections + srv_refused_per_address()),
+                 (unsigned long long)srv_refused_per_address());
     }
     mem_free(s.workers);
     tls_ctx_free(s.grpc_tls);

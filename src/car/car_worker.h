@@ -21,11 +21,13 @@ struct car_server_config {
     int grpc_port;           /* default 50051; -1 = no gRPC listener */
     unsigned threads;        /* workers, default 1 */
     unsigned max_connections;/* both protocols together, default 10000 */
+    unsigned max_per_address;/* connections from one address, 0 (default) = no limit */
     size_t max_header;       /* HTTP/1.1 request head, default 8 KiB (431 over) */
     size_t max_body;         /* REST body, default 1 MiB (413 over) */
     size_t max_message;      /* gRPC message, default 4 MiB (RESOURCE_EXHAUSTED over) */
     uint32_t idle_timeout_ms;   /* keep-alive connection without a request, default 60 s */
     uint32_t request_timeout_ms;/* a started request must be complete, default 10 s */
+    uint32_t min_body_rate;     /* REST bodies: bytes a second past it, default 4096; 0: none */
     uint32_t drain_timeout_ms;  /* graceful shutdown bound, default 5 s */
     bool log_requests;       /* -v: one line per request */
     /* gRPC over TLS with ALPN h2 when tls_cert and tls_key are set (REST
@@ -62,11 +64,12 @@ struct car_worker {
     struct car_stats stats;
 };
 
-/* A protocol module closed a connection; when draining and none is left,
- * the worker stops (srv's count, shared with its drain). */
-static inline void car_worker_conn_closed(struct car_worker *w)
+/* A protocol module closed a connection, accepted as fd (core/srv.h's
+ * srv_worker_conn_closed); when draining and none is left, the worker
+ * stops (srv's count, shared with its drain). */
+static inline void car_worker_conn_closed(struct car_worker *w, int fd)
 {
-    srv_worker_conn_closed(w->base);
+    srv_worker_conn_closed(w->base, fd);
 }
 
 #endif

@@ -17,6 +17,8 @@
 #include "core/log.h"
 #include "core/opt.h"
 #include "core/version.h"
+#include "report/compare.h"
+#include "report/compare_print.h"
 #include "run/shootout_run.h"
 
 #define EXIT_USAGE 2
@@ -36,6 +38,8 @@ static const char usage_main[] =
     "             SQLite or PostgreSQL)\n"
     "  passwd     add, change or delete users in a broker password file\n"
     "  bench      load generators (mqtt-load, mqtt-ping); `shootout bench --help`\n"
+    "  compare    two results files (--json of run or bench) side by side: medians,\n"
+    "             ratios, and which differences are significant\n"
     "  version    print the version\n"
     "  help       this text; `shootout <command> --help` for a command's options\n";
 
@@ -150,6 +154,9 @@ static int set_port_or_off(const struct opt *o, void *base, const char *name, co
     {"threads", 't', OPT_UINT, "N", "worker threads, each with its own event loop and "      \
      what, "1", OPT_FIELD(T, P threads), .min = 1, .max = 1024}
 #define SERVER_LIMITS(T, P)                                                                 \
+    {"max-connections-per-address", 0, OPT_UINT, "N",                                       \
+     "connections from one IP address at once, 0: any; more are closed as soon as accepted",\
+     "0", OPT_FIELD(T, P max_per_address), .min = 0, .max = 10000000},                       \
     {"max-header-size", 0, OPT_UINT, "B", "HTTP/1.1 request head; 431 over", "8192",         \
      OPT_FIELD(T, P max_header), .min = 256, .max = 1024 * 1024},                            \
     {"max-body-size", 0, OPT_UINT, "B", "request body; 413 over", "1048576",                 \
@@ -158,18 +165,24 @@ static int set_port_or_off(const struct opt *o, void *base, const char *name, co
     {"idle-timeout", 0, OPT_UINT, "SECS", "keep-alive connection without a request", "60",  \
      OPT_FIELD(T, P idle_timeout_ms), .min = 1, .max = 86400, .scale = 1000},                \
     {"request-timeout", 0, OPT_UINT, "SECS",                                                \
-     "time to send a whole request once begun; slow clients are answered 408", "10",        \
+     "time to send a request head once begun, and a body before --min-body-rate applies; "  \
+     "slow clients are answered 408", "10",                                                 \
      OPT_FIELD(T, P request_timeout_ms), .min = 1, .max = 86400, .scale = 1000},             \
+    {"min-body-rate", 0, OPT_UINT, "BYTES",                                                 \
+     "past --request-timeout, an HTTP/1.1 request body still arriving must have brought "   \
+     "this many bytes for every second beyond it, or it is answered 408; 0: the timeout "  \
+     "bounds bodies too", "4096",                                                           \
+     OPT_FIELD(T, P min_body_rate), .min = 0, .max = UINT32_MAX},                           \
     {"drain-timeout", 0, OPT_UINT, "SECS", "graceful shutdown bound", "5",                   \
      OPT_FIELD(T, P drain_timeout_ms), .min = 1, .max = 86400, .scale = 1000},               \
     {"verbose", 'v', OPT_CALL, NULL, "log every connection and request", NULL,              \
      OPT_FIELD(T, P log_requests), .set = set_verbose}
 
-/* Parses a server's argv with cmd into cfg: -1 to go on, or the exit code.
- * A bad value is told as "invalid value", or with why, what the value
- * should be. */
-static int server_parse(const char *name, const struct opt_cmd *cmd, int argc, char **argv,
-                        void *cfg, bool why)
+/* Parses a command's options with cmd into cfg: -1 to go on (optind at
+ * the first argument), or the exit code. A bad value is told as "invalid
+ * value", or with why, what the value should be. */
+static int options_parse(const char *name, const struct opt_cmd *cmd, int argc, char **argv,
+                         void *cfg, bool why)
 {
     struct opt_error e;
     switch (opt_parse(cmd, argc, argv, cfg, &e)) {
@@ -189,6 +202,16 @@ static int server_parse(const char *name, const struct opt_cmd *cmd, int argc, c
                     e.opt->name);
         return EXIT_USAGE;
     }
+    return -1;
+}
+
+/* options_parse for a server, which takes no arguments. */
+static int server_parse(const char *name, const struct opt_cmd *cmd, int argc, char **argv,
+                        void *cfg, bool why)
+{
+    int rc = options_parse(name, cmd, argc, argv, cfg, why);
+    if (rc >= 0)
+        return rc;
     if (optind < argc) {
         fprintf(stderr, "shootout %s: unexpected argument '%s'\n", name, argv[optind]);
         opt_help(stderr, cmd);
@@ -306,6 +329,104 @@ static int cmd_a2b_server(int argc, char **argv)
     return rc >= 0 ? rc : a2b_server_run(&cfg);
 }
 
+/* ---- compare ----------------------------------------------------------------- */
+
+static const char compare_head[] =
+    "usage: shootout compare [options] OLD.json NEW.json\n"
+    "\n"
+    "Compares two results files (the --json of `shootout run` or `shootout bench`)\n"
+    "point by point, matched by name: for throughput, latency p50/p90/p99/p99.9 and\n"
+    "server CPU per operation, the medians of the runs, their ratio new/old, and\n"
+    "whether the difference is significant: Mann-Whitney U over the runs at p <\n"
+    "--alpha and at least --noise, as benchstat judges; else \"~\". Lower\n"
+    "throughput and higher latency or CPU are worse. With 3 and 3 runs or fewer\n"
+    "no difference can be significant at 0.05: give `run`/`bench` --runs 4 or\n"
+    "more. Points in only one file are listed.\n"
+    "\n";
+
+static const char compare_tail[] =
+    "\nexit status: 0 compared, 1 a significant regression beyond --fail-on-regression,\n"
+    "2 usage error, a file that cannot be read as results, or output that cannot be\n"
+    "written.\n";
+
+struct compare_args {
+    unsigned format;
+    const char *html;
+    struct cmp_options opt;
+};
+
+static const struct opt_choice compare_formats[] = {
+    {"text", NULL, CMP_FORMAT_TEXT},
+    {"markdown", "md", CMP_FORMAT_MARKDOWN},
+    {"json", NULL, CMP_FORMAT_JSON},
+    {NULL, NULL, 0},
+};
+
+#define CMPA(f) OPT_FIELD(struct compare_args, f)
+
+static const struct opt compare_options[] = {
+    {"format", 'f', OPT_ENUM, "FORMAT", "on stdout: text (a terminal table), markdown or json",
+     "text", CMPA(format), .choices = compare_formats},
+    {"html", 0, OPT_STRING, "FILE", "also write the comparison as an HTML page", NULL,
+     CMPA(html)},
+    {"alpha", 0, OPT_DOUBLE, "P", "significance level of the Mann-Whitney U test", "0.05",
+     CMPA(opt.alpha), .dmin = 0, .dmin_open = true, .dmax = 1,
+     .wants = "a number above 0 and up to 1"},
+    {"noise", 0, OPT_DOUBLE, "PCT",
+     "noise threshold: a significant difference smaller than PCT percent is still \"~\"", "1",
+     CMPA(opt.noise_pct), .dmin = 0, .dmax = 1000, .wants = "a percentage from 0 to 1000"},
+    {"fail-on-regression", 0, OPT_DOUBLE, "PCT",
+     "exit 1 if a figure is significantly worse by more than PCT percent (for CI)", NULL,
+     CMPA(opt.fail_pct), .dmin = 0, .dmax = 1000, .wants = "a percentage from 0 to 1000"},
+    {.kind = OPT_END},
+};
+
+static const struct opt_table compare_tables[] = {{compare_options, 0}, {NULL, 0}};
+
+static const struct opt_cmd compare_command = {
+    .head = compare_head, .tables = compare_tables, .tail = compare_tail};
+
+static int cmd_compare(int argc, char **argv)
+{
+    struct compare_args a = {.format = CMP_FORMAT_TEXT,
+                             .opt = {.alpha = 0.05, .noise_pct = 1, .fail_pct = -1}};
+    int rc = options_parse("compare", &compare_command, argc, argv, &a, true);
+    if (rc >= 0)
+        return rc;
+    if (argc - optind != 2) {
+        fprintf(stderr, "shootout compare: wants two results files, OLD.json NEW.json\n");
+        return EXIT_USAGE;
+    }
+    struct cmp_file old, new;
+    char err[512];
+    if (cmp_load(&old, argv[optind], err, sizeof err) < 0) {
+        fprintf(stderr, "shootout compare: %s\n", err);
+        return EXIT_USAGE;
+    }
+    if (cmp_load(&new, argv[optind + 1], err, sizeof err) < 0) {
+        fprintf(stderr, "shootout compare: %s\n", err);
+        cmp_file_free(&old);
+        return EXIT_USAGE;
+    }
+    struct cmp_result r;
+    cmp_compare(&r, &old, &new, &a.opt);
+    r.old_path = argv[optind];
+    r.new_path = argv[optind + 1];
+    rc = r.regressions ? 1 : 0;
+    if (cmp_print(stdout, a.format, &r) < 0 || fflush(stdout) != 0) {
+        fprintf(stderr, "shootout compare: cannot write the comparison\n");
+        rc = EXIT_USAGE;
+    }
+    if (a.html && cmp_html_write(a.html, &r, err, sizeof err) < 0) {
+        fprintf(stderr, "shootout compare: %s\n", err);
+        rc = EXIT_USAGE;
+    }
+    cmp_result_free(&r);
+    cmp_file_free(&old);
+    cmp_file_free(&new);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -321,6 +442,8 @@ int main(int argc, char **argv)
         return passwd_main(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return bench_main(argc, argv, SHOOTOUT_VERSION);
+    if (!strcmp(cmd, "compare"))
+        return cmd_compare(argc - 1, argv + 1);
     if (!strcmp(cmd, "run"))
         return shootout_run_main(argc, argv, SHOOTOUT_VERSION);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/addrcount.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
@@ -24,7 +25,69 @@ struct srv {
     struct srv_worker *workers;
     unsigned nworkers;
     atomic_uint nconns;
+    pthread_mutex_t addr_lock; /* for addrs, with max_per_address */
+    struct addrcount addrs;
+    uint64_t addr_logged_ms;   /* under addr_lock: the last refusal logged */
 };
+
+/* What an accepted descriptor was counted under, with max_per_address. */
+struct srv_fd_addr {
+    uint8_t key[ADDRCOUNT_KEY_LEN];
+    bool counted;
+};
+
+static atomic_uint_fast64_t srv_refused_addr;
+
+uint64_t srv_refused_per_address(void) { return atomic_load(&srv_refused_addr); }
+
+/* Counts fd's connection under its peer's address; false (counted as a
+ * refusal, logged at most once a second) if that address has
+ * max_per_address already. Addresses of other families are not limited. */
+static bool srv_take_address(struct srv_worker *w, int fd, const struct sockaddr_storage *peer)
+{
+    struct srv *s = w->srv;
+    uint8_t key[ADDRCOUNT_KEY_LEN];
+    if (!addrcount_key(peer, key))
+        return true;
+    pthread_mutex_lock(&s->addr_lock);
+    bool ok = addrcount_take(&s->addrs, key, s->cfg->max_per_address);
+    uint64_t now = ev_now(w->loop);
+    bool say = !ok && (s->addr_logged_ms == 0 || now - s->addr_logged_ms >= 1000);
+    if (say)
+        s->addr_logged_ms = now;
+    pthread_mutex_unlock(&s->addr_lock);
+    if (!ok) {
+        uint64_t n = atomic_fetch_add(&srv_refused_addr, 1) + 1;
+        char addr[64];
+        if (say)
+            log_warn("closed a connection from %s: its address has %u already "
+                     "(max_connections_per_address); %llu refused so far",
+                     net_addr_str(peer, addr, sizeof addr), s->cfg->max_per_address,
+                     (unsigned long long)n);
+        return false;
+    }
+    if ((unsigned)fd >= w->nfd_addrs) {
+        unsigned n = w->nfd_addrs ? w->nfd_addrs : 1024;
+        while (n <= (unsigned)fd)
+            n *= 2;
+        w->fd_addrs = mem_realloc(w->fd_addrs, n * sizeof *w->fd_addrs);
+        memset(w->fd_addrs + w->nfd_addrs, 0, (n - w->nfd_addrs) * sizeof *w->fd_addrs);
+        w->nfd_addrs = n;
+    }
+    memcpy(w->fd_addrs[fd].key, key, sizeof key);
+    w->fd_addrs[fd].counted = true;
+    return true;
+}
+
+static void srv_give_address(struct srv_worker *w, int fd)
+{
+    if (fd < 0 || (unsigned)fd >= w->nfd_addrs || !w->fd_addrs[fd].counted)
+        return;
+    w->fd_addrs[fd].counted = false;
+    pthread_mutex_lock(&w->srv->addr_lock);
+    addrcount_give(&w->srv->addrs, w->fd_addrs[fd].key);
+    pthread_mutex_unlock(&w->srv->addr_lock);
+}
 
 bool srv_worker_conn_opened(struct srv_worker *w)
 {
@@ -37,8 +100,9 @@ bool srv_worker_conn_opened(struct srv_worker *w)
     return true;
 }
 
-void srv_worker_conn_closed(struct srv_worker *w)
+void srv_worker_conn_closed(struct srv_worker *w, int fd)
 {
+    srv_give_address(w, fd);
     atomic_fetch_sub(&w->srv->nconns, 1);
     w->nconns--;
     if (w->draining && w->nconns == 0)
@@ -50,7 +114,8 @@ static void srv_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t event
     struct srv_worker *w = io->data;
     unsigned listener = (unsigned)(io - w->listeners);
     for (int i = 0; i < SRV_ACCEPTS_PER_WAKE; i++) {
-        int fd = net_accept_guarded(io->fd, &w->spare_fd, NULL);
+        struct sockaddr_storage peer;
+        int fd = net_accept_guarded(io->fd, &w->spare_fd, &peer);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
@@ -60,9 +125,14 @@ static void srv_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t event
             }
             return;
         }
+        /* Refusing by closing is what a client can act on at once;
+         * reading a request first would spend what the limit saves. */
+        if (w->srv->cfg->max_per_address && !srv_take_address(w, fd, &peer)) {
+            close(fd);
+            continue;
+        }
         if (!srv_worker_conn_opened(w)) {
-            /* Refusing by closing is what a client can act on at once;
-             * reading a request first would spend what the limit saves. */
+            srv_give_address(w, fd);
             w->refused_connections++;
             close(fd);
             continue;
@@ -175,6 +245,7 @@ static void srv_worker_free(struct srv *s, struct srv_worker *w, bool inited)
         close(w->spare_fd);
     ev_loop_free(w->loop);
     w->loop = NULL;
+    mem_free(w->fd_addrs);
 }
 
 static int srv_worker_init(struct srv *s, struct srv_worker *w, unsigned index, bool *inited)
@@ -221,6 +292,7 @@ int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *c
     net_raise_fd_limit();
     struct srv s = {.cfg = cfg, .hooks = hooks, .ctx = ctx, .nworkers = cfg->threads ? cfg->threads : 1};
     atomic_init(&s.nconns, 0);
+    pthread_mutex_init(&s.addr_lock, NULL);
     s.workers = mem_calloc(s.nworkers, sizeof *s.workers);
     bool *inited = mem_calloc(s.nworkers, sizeof *inited);
     int rc = 1;
@@ -286,5 +358,7 @@ out:
     mem_free(inited);
     mem_free(threads);
     mem_free(s.workers);
+    addrcount_free(&s.addrs);
+    pthread_mutex_destroy(&s.addr_lock);
     return rc;
 }

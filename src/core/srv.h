@@ -21,6 +21,7 @@
 #define SRV_MAX_LISTENERS 8
 
 struct srv;
+struct srv_fd_addr;
 
 /* One event loop and what the skeleton keeps for it; the protocol keeps
  * its own per-worker state in data. */
@@ -32,6 +33,8 @@ struct srv_worker {
     bool draining;
     unsigned nconns;
     uint64_t refused_connections; /* over max_connections or out of descriptors */
+    struct srv_fd_addr *fd_addrs; /* by fd: the address counted for it (max_per_address) */
+    unsigned nfd_addrs;
     struct ev_io listeners[SRV_MAX_LISTENERS];
     struct ev_io wake;         /* eventfd: another thread asks us to drain */
     struct ev_timer drain_timer;
@@ -45,6 +48,7 @@ struct srv_config {
     unsigned nports;
     unsigned threads;             /* 0 = 1 */
     unsigned max_connections;     /* all workers together; UINT_MAX: the protocol limits them */
+    unsigned max_per_address;     /* from one peer address, all workers together; 0 = no limit */
     uint32_t drain_timeout_ms;
 };
 
@@ -81,7 +85,13 @@ int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *c
 /* Takes one connection slot for a connection the protocol opened itself;
  * false at max_connections. Accepted connections are counted already. */
 bool srv_worker_conn_opened(struct srv_worker *w);
-/* A connection went away; when draining and none is left, the worker stops. */
-void srv_worker_conn_closed(struct srv_worker *w);
+/* A connection went away: fd is the descriptor it was accepted as (closed
+ * or not by now), -1 for one srv_worker_conn_opened counted. When draining
+ * and none is left, the worker stops. */
+void srv_worker_conn_closed(struct srv_worker *w, int fd);
+
+/* Connections this process refused at max_per_address (each is closed at
+ * once, and logged at most once a second). */
+uint64_t srv_refused_per_address(void);
 
 #endif

@@ -62,7 +62,8 @@ enum conn_state {
 /* What the connection's timer measures. */
 enum conn_wait {
     WAIT_IDLE,    /* no request begun: idle_timeout_ms */
-    WAIT_REQUEST, /* a request begun: request_timeout_ms from its first byte, then 408 */
+    WAIT_REQUEST, /* a request begun: request_timeout_ms from its first byte (and its
+                   * body's bytes at min_body_rate), then 408 */
     WAIT_APP,     /* answers the app has not given yet: idle_timeout_ms */
     WAIT_WRITE,   /* output the client does not take: idle_timeout_ms */
     WAIT_LINGER,  /* LINGER_MS */
@@ -142,7 +143,7 @@ static void ec_close(struct engine_conn *c, const char *why)
     c->state = C_CLOSED;
     c->resume = false;
     ec_attend(c);
-    c->e->closed(c->e->closed_ctx);
+    c->e->closed(c->e->closed_ctx, c->io.fd);
 }
 
 /* ---- Output ------------------------------------------------------------- */
@@ -282,10 +283,25 @@ static enum conn_wait ec_wait_kind(const struct engine_conn *c)
     return WAIT_IDLE;
 }
 
+/* The body bytes received buy time at min_body_rate, as the broker's
+ * --min-packet-rate does for a packet: a body of L bytes has at most
+ * request_timeout_ms + L / min_body_rate, however its bytes trickle, and
+ * one that stalls is cut soon after request_timeout_ms. The head has the
+ * fixed deadline alone. Out of line: ec_wait_limit stays small enough to be
+ * inlined where a request arriving whole passes it (ec_arm). */
+__attribute__((noinline)) static uint64_t ec_request_limit(const struct engine_conn *c)
+{
+    const struct http_engine *e = c->e;
+    if (e->min_body_rate == 0)
+        return e->request_timeout_ms;
+    return e->request_timeout_ms +
+           http_proto_body_received(&c->proto, c->in.len) * 1000 / e->min_body_rate;
+}
+
 static uint64_t ec_wait_limit(const struct engine_conn *c)
 {
     switch (c->wait) {
-    case WAIT_REQUEST: return c->e->request_timeout_ms;
+    case WAIT_REQUEST: return ec_request_limit(c);
     case WAIT_LINGER: return LINGER_MS;
     default: return c->e->idle_timeout_ms;
     }
@@ -295,7 +311,8 @@ static uint64_t ec_wait_limit(const struct engine_conn *c)
  * and brings the timer forward if the deadline is now earlier. A later
  * deadline is left for the timer to find when it fires. Bytes that do not
  * complete a request are no progress: a request's deadline runs from its
- * first byte however slowly the rest trickles in. */
+ * first byte however slowly the rest trickles in, and only grows by what
+ * its body brought (ec_request_limit). */
 static void ec_arm(struct engine_conn *c)
 {
     struct ev_loop *loop = c->e->loop;
@@ -417,12 +434,13 @@ static void ec_ready(struct http_proto *p)
 
 void http_engine_init(struct http_engine *e, struct ev_loop *loop,
                       const struct http_engine_config *cfg, const struct http_app *app,
-                      void *app_worker, void (*closed)(void *ctx), void *closed_ctx)
+                      void *app_worker, void (*closed)(void *ctx, int fd), void *closed_ctx)
 {
     memset(e, 0, sizeof *e);
     e->loop = loop;
     e->idle_timeout_ms = cfg->idle_timeout_ms;
     e->request_timeout_ms = cfg->request_timeout_ms;
+    e->min_body_rate = cfg->min_body_rate;
     e->closed = closed;
     e->closed_ctx = closed_ctx;
     struct http_env *env = &e->env;
@@ -457,7 +475,7 @@ void http_engine_accept(struct http_engine *e, int fd)
         log_warn("cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
         mem_free(c);
-        e->closed(e->closed_ctx);
+        e->closed(e->closed_ctx, fd);
         return;
     }
     ev_timer_init(&c->timer, ec_on_timer, c);

@@ -4,9 +4,11 @@
  * http_server.c (a2b-server) each keep one engine per worker loop.
  *
  * The timers: a connection with no request begun is closed after
- * idle_timeout_ms; a request has request_timeout_ms from its first byte
- * to be complete (bytes trickling in do not extend it: only a completed
- * request or output the client took does), or it gets 408; a client that
+ * idle_timeout_ms; a request's head has request_timeout_ms from its first
+ * byte to be complete, and a body of L bytes request_timeout_ms + L /
+ * min_body_rate (bytes trickling in extend it only by what they bring at
+ * that rate; without a rate, only a completed request or output the client
+ * took does), or the request gets 408; a client that
  * does not take its answers, or an app that does not answer, has
  * idle_timeout_ms; the lingering close after the last answer
  * (core/linger.h) LINGER_MS.
@@ -30,6 +32,7 @@ struct http_engine_config {
     unsigned max_inflight;       /* asynchronous apps: requests waiting per connection */
     uint32_t idle_timeout_ms;
     uint32_t request_timeout_ms;
+    uint32_t min_body_rate;      /* bytes a second; 0: request_timeout_ms bounds bodies too */
     bool log_requests;           /* one debug line per response */
     bool gzip;                   /* compress answers for clients that accept it */
     bool start_times;            /* set req->start_ns (a clock read per request) */
@@ -40,17 +43,19 @@ struct http_engine_config {
 struct http_engine {
     struct ev_loop *loop;
     struct http_env env;
-    uint32_t idle_timeout_ms, request_timeout_ms;
+    uint32_t idle_timeout_ms, request_timeout_ms, min_body_rate;
     struct engine_conn *conns;   /* the ones needing the loop before it sleeps first */
-    void (*closed)(void *ctx);   /* a connection went away */
+    void (*closed)(void *ctx, int fd); /* a connection went away; fd was its socket */
     void *closed_ctx;
 };
 
 /* Sets e up for app on loop; app_worker becomes every request's worker,
- * closed(closed_ctx) is called once per connection that goes away. */
+ * closed(closed_ctx, fd) is called once per connection that goes away,
+ * just after its socket fd was closed (core/srv.h's
+ * srv_worker_conn_closed wants it). */
 void http_engine_init(struct http_engine *e, struct ev_loop *loop,
                       const struct http_engine_config *cfg, const struct http_app *app,
-                      void *app_worker, void (*closed)(void *ctx), void *closed_ctx);
+                      void *app_worker, void (*closed)(void *ctx, int fd), void *closed_ctx);
 /* Once every connection is closed: frees what the engine still holds
  * (requests whose app never answered them, the compressor). */
 void http_engine_fini(struct http_engine *e);

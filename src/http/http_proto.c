@@ -634,7 +634,7 @@ static void skip_body(struct http_proto *p, const struct http_req *req,
         http1_chunked_init(&p->chunked, p->env->max_body);
         p->phase = HTTP_SKIP_CHUNKED;
     } else if (r->body == HTTP1_BODY_LENGTH && r->content_length > 0) {
-        p->body_left = r->content_length;
+        p->body_left = p->skip_len = r->content_length;
         p->phase = HTTP_SKIP;
     } else {
         p->phase = HTTP_HEAD;
@@ -963,6 +963,17 @@ bool http_proto_busy(const struct http_proto *p, size_t pending)
     case HTTP_DONE:
     case HTTP_CLOSED: return false;
     default: return true;
+    }
+}
+
+uint64_t http_proto_body_received(const struct http_proto *p, size_t pending)
+{
+    switch (p->phase) {
+    case HTTP_BODY: return pending; /* the body waits in the input until complete */
+    case HTTP_CHUNKED: return p->body_len + pending;
+    case HTTP_SKIP: return p->skip_len - p->body_left;
+    case HTTP_SKIP_CHUNKED: return p->chunked.total + pending;
+    default: return 0;
     }
 }
 

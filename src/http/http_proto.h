@@ -151,6 +151,7 @@ struct http_proto {
     struct http_req *cur;    /* asynchronous: the request whose body is read */
     bool continue_due;       /* 100 Continue owed once earlier answers are out */
     uint64_t body_left;      /* HTTP_BODY / HTTP_SKIP: body bytes still due */
+    uint64_t skip_len;       /* HTTP_SKIP: the whole body being skipped */
     struct http1_chunked chunked;
     char *body;              /* HTTP_CHUNKED: decoded body, owned; NULL otherwise */
     size_t body_len, body_cap;
@@ -184,6 +185,11 @@ enum http_stop http_proto_feed(struct http_proto *p, const char *data, size_t le
 /* Whether a request has begun and is not complete, given that the caller
  * still holds `pending` unconsumed bytes: the request deadline applies. */
 bool http_proto_busy(const struct http_proto *p, size_t pending);
+
+/* Body bytes of the request in progress received so far, given the
+ * caller's `pending` unconsumed bytes (a chunked body counts what it
+ * decoded to); 0 while a head is awaited. */
+uint64_t http_proto_body_received(const struct http_proto *p, size_t pending);
 
 /* Whether asynchronous answers are still due. */
 static inline bool http_proto_waiting(const struct http_proto *p) { return p->head != NULL; }

@@ -34,10 +34,11 @@ void http_server_config_defaults(struct http_server_config *cfg)
     cfg->max_body = 1024 * 1024;
     cfg->idle_timeout_ms = 60000;
     cfg->request_timeout_ms = 10000;
+    cfg->min_body_rate = 4096;
     cfg->drain_timeout_ms = 5000;
 }
 
-static void worker_conn_closed(void *ctx) { srv_worker_conn_closed(ctx); }
+static void worker_conn_closed(void *ctx, int fd) { srv_worker_conn_closed(ctx, fd); }
 
 static int http_worker_init(struct srv_worker *base, void *ctx)
 {
@@ -58,6 +59,7 @@ static int http_worker_init(struct srv_worker *base, void *ctx)
         .max_inflight = cfg->max_inflight,
         .idle_timeout_ms = cfg->idle_timeout_ms,
         .request_timeout_ms = cfg->request_timeout_ms,
+        .min_body_rate = cfg->min_body_rate,
         .log_requests = cfg->log_requests,
         .gzip = true,
         .start_times = true,
@@ -140,6 +142,7 @@ int http_server_run(const struct http_server_config *cfg, const struct http_app 
         .nports = 1,
         .threads = cfg->threads ? cfg->threads : 1,
         .max_connections = cfg->max_connections,
+        .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = cfg->drain_timeout_ms,
     };
     struct http_server s = {.cfg = cfg, .app = app};

@@ -31,11 +31,13 @@ struct http_server_config {
     int port;                  /* default 8080; 0 = a free port */
     unsigned threads;          /* workers, default 1 */
     unsigned max_connections;  /* default 10000 */
+    unsigned max_per_address;  /* connections from one address, 0 (default) = no limit */
     unsigned max_inflight;     /* pipelined requests waiting per connection, default 16 */
     size_t max_header;         /* request head, default 8 KiB (431 over) */
     size_t max_body;           /* request body, default 1 MiB (413 over) */
     uint32_t idle_timeout_ms;    /* default 60 s */
     uint32_t request_timeout_ms; /* default 10 s */
+    uint32_t min_body_rate;      /* bytes a second a body gets past it, default 4096; 0: none */
     uint32_t drain_timeout_ms;   /* default 5 s */
     bool log_requests;         /* one debug line per request */
 };

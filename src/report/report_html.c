@@ -55,7 +55,7 @@ struct report_group {
     const struct result_row *spread[REPORT_MAX_POINTS][REPORT_MAX_SERIES]; /* stddev rows */
 };
 
-static void put_escaped(FILE *f, const char *s)
+void report_html_escape(FILE *f, const char *s)
 {
     for (; *s; s++) {
         switch (*s) {
@@ -231,7 +231,7 @@ static void put_figure_close(FILE *f, const struct axis *a)
 static void put_legend_item(FILE *f, const char *color, const char *name)
 {
     fprintf(f, "<li><span class=\"swatch\" style=\"background:%s\"></span>", color);
-    put_escaped(f, name);
+    report_html_escape(f, name);
     fputs("</li>", f);
 }
 
@@ -263,9 +263,9 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
             fprintf(f, "<rect class=\"bar\" fill=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">",
                     series_colors[s], x, axis_y(&a, val), bw * 0.92, axis_y(&a, 0) - axis_y(&a, val));
             fputs("<title>", f);
-            put_escaped(f, g->series[s]);
+            report_html_escape(f, g->series[s]);
             fputs(", ", f);
-            put_escaped(f, g->point[p]);
+            report_html_escape(f, g->point[p]);
             fputs(": ", f);
             put_number(f, val);
             if (sd) {
@@ -283,7 +283,7 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
         }
         fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT + p * gw + gw / 2,
                 CHART_H - CHART_BOTTOM + 18);
-        put_escaped(f, g->point[p]);
+        report_html_escape(f, g->point[p]);
         fputs("</text>\n", f);
     }
     put_figure_close(f, &a);
@@ -340,7 +340,7 @@ void report_html_timeline(FILE *f, const char *label, const struct result_point 
     struct axis counts = axis_for(top), ms = axis_for(top_ms);
     bool sat = saturation_s >= 0 && (unsigned)saturation_s < n;
     fputs("<div class=\"timeline\"><h3>", f);
-    put_escaped(f, label);
+    report_html_escape(f, label);
     fputs("</h3>\n<p class=\"def\">", f);
     if (sat)
         fprintf(f, "Saturation point (dashed line): %.0f active users at second %d.", pts[saturation_s].active,
@@ -413,9 +413,9 @@ static void put_table(FILE *f, const struct report_group *g)
             if (!v)
                 continue;
             fputs("<tr><td>", f);
-            put_escaped(f, g->point[p]);
+            report_html_escape(f, g->point[p]);
             fprintf(f, "</td><td><span class=\"swatch\" style=\"background:%s\"></span>", series_colors[s]);
-            put_escaped(f, g->series[s]);
+            report_html_escape(f, g->series[s]);
             fputs("</td>", f);
             for (size_t i = 0; i < sizeof report_metrics / sizeof report_metrics[0]; i++)
                 if (group_has(g, report_metrics[i].need))
@@ -428,18 +428,18 @@ static void put_table(FILE *f, const struct report_group *g)
 static void put_group(FILE *f, const struct report_group *g, const struct result_row *rows, unsigned n)
 {
     fputs("<section><h2>", f);
-    put_escaped(f, g->experiment);
+    report_html_escape(f, g->experiment);
     fputs("</h2>\n", f);
     const struct result_row *any = NULL;
     for (unsigned s = 0; s < g->nseries && !any; s++)
         any = g->value[0][s];
     if (any->throughput_def) {
         fputs("<p class=\"def\">Throughput: ", f);
-        put_escaped(f, any->throughput_def);
+        report_html_escape(f, any->throughput_def);
         fputs(".", f);
         if (any->op_def) {
             fputs(" One operation: ", f);
-            put_escaped(f, any->op_def);
+            report_html_escape(f, any->op_def);
             fputs(".", f);
         }
         fputs("</p>\n", f);
@@ -459,7 +459,7 @@ static void put_group(FILE *f, const struct report_group *g, const struct result
     fputs("</section>\n", f);
 }
 
-static const char report_style[] =
+const char report_html_style[] =
     "body{font:14px/1.4 system-ui,sans-serif;margin:2em auto;max-width:800px;color:#222}"
     "h1{font-size:1.5em}h2{font-size:1.2em;border-bottom:1px solid #ccc;margin-top:2em}"
     ".def{color:#555;margin:.3em 0}figure{margin:1em 0}figcaption{font-weight:600}"
@@ -479,18 +479,18 @@ int report_html_print(FILE *f, const struct result_context *ctx, const struct re
 {
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                "<title>shootout results %s</title>\n<style>%s</style></head><body>\n",
-            ctx->date, report_style);
+            ctx->date, report_html_style);
     fputs("<h1>shootout results</h1>\n<dl>", f);
     fputs("<dt>date</dt><dd>", f);
-    put_escaped(f, ctx->date);
+    report_html_escape(f, ctx->date);
     fputs("</dd><dt>host</dt><dd>", f);
-    put_escaped(f, ctx->host_name);
+    report_html_escape(f, ctx->host_name);
     fprintf(f, " (%ld CPUs)</dd><dt>version</dt><dd>", ctx->num_cpus);
-    put_escaped(f, ctx->version ? ctx->version : "?");
+    report_html_escape(f, ctx->version ? ctx->version : "?");
     fputs(" (", f);
-    put_escaped(f, ctx->build_type ? ctx->build_type : "?");
+    report_html_escape(f, ctx->build_type ? ctx->build_type : "?");
     fputs(" build)</dd><dt>command</dt><dd><code>", f);
-    put_escaped(f, ctx->command_line ? ctx->command_line : "");
+    report_html_escape(f, ctx->command_line ? ctx->command_line : "");
     fputs("</code></dd></dl>\n", f);
 
     const char *seen[REPORT_MAX_EXPERIMENTS];
@@ -513,15 +513,15 @@ int report_html_print(FILE *f, const struct result_context *ctx, const struct re
     return ferror(f) ? -1 : 0;
 }
 
-int report_html_write(const char *path, const struct result_context *ctx,
-                      const struct result_row *rows, unsigned n, char *err, size_t errlen)
+int report_html_write_page(const char *path, int (*print)(FILE *f, const void *arg),
+                           const void *arg, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         return -1;
     }
-    int failed = report_html_print(f, ctx, rows, n);
+    int failed = print(f, arg);
     if (fclose(f) != 0)
         failed = -1;
     if (failed) {
@@ -529,4 +529,23 @@ int report_html_write(const char *path, const struct result_context *ctx,
         return -1;
     }
     return 0;
+}
+
+struct results_page {
+    const struct result_context *ctx;
+    const struct result_row *rows;
+    unsigned n;
+};
+
+static int print_results(FILE *f, const void *arg)
+{
+    const struct results_page *pg = arg;
+    return report_html_print(f, pg->ctx, pg->rows, pg->n);
+}
+
+int report_html_write(const char *path, const struct result_context *ctx,
+                      const struct result_row *rows, unsigned n, char *err, size_t errlen)
+{
+    struct results_page pg = {ctx, rows, n};
+    return report_html_write_page(path, print_results, &pg, err, errlen);
 }

@@ -28,6 +28,17 @@ int report_html_print(FILE *f, const struct result_context *ctx, const struct re
 void report_html_timeline(FILE *f, const char *label, const struct result_point *pts, unsigned n,
                           int saturation_s);
 
+/* The page's style sheet, for other pages of the same look (compare's). */
+extern const char report_html_style[];
+
+/* Writes s to f with <, >, & and " escaped. */
+void report_html_escape(FILE *f, const char *s);
+
+/* Writes a page to path with print(f, arg) (0, or -1 if writing failed).
+ * Returns 0, or -1 with a message in err. */
+int report_html_write_page(const char *path, int (*print)(FILE *f, const void *arg),
+                           const void *arg, char *err, size_t errlen);
+
 /* Writes the page to path. Returns 0, or -1 with a message in err. */
 int report_html_write(const char *path, const struct result_context *ctx,
                       const struct result_row *rows, unsigned n, char *err, size_t errlen);

@@ -13,6 +13,7 @@ import gzip
 import importlib
 import os
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -384,6 +385,53 @@ def test_idle_connection_gets_goaway_and_is_closed(car_server_factory):
     assert time.monotonic() - start >= 0.9
     goaways = [f for f in frames if f.type == h2_raw.GOAWAY]
     assert goaways and goaways[0].error_code() == h2_raw.NO_ERROR
+
+
+def closed_while_trickling(sock, data, limit=10.0):
+    """Sends data a byte every 0.2 s until the server closes sock; fails
+    if it is still open after limit seconds or all of data went in."""
+    sock.settimeout(0.2)
+    deadline = time.monotonic() + limit
+    for i in range(len(data)):
+        assert time.monotonic() < deadline, "still open after %.0fs" % limit
+        try:
+            sock.sendall(data[i:i + 1])
+            while sock.recv(65536):
+                pass
+            return  # EOF
+        except socket.timeout:
+            continue
+        except OSError:  # reset
+            return
+    raise AssertionError("the whole of the trickled bytes went in")
+
+
+def test_preface_and_header_block_within_the_request_timeout(car_server_factory, pb):
+    """Keep alive and idle timeout aside, a connection must bring its
+    preface, and a call its whole header block, within --request-timeout:
+    silence, a preface a byte at a time and a header block trickled in
+    CONTINUATION frames are each cut while a real client is served."""
+    s = car_server_factory("--request-timeout", "1", "--idle-timeout", "60")
+    silent = socket.create_connection((HOST, s.grpc_port), timeout=5)
+    preface = socket.create_connection((HOST, s.grpc_port), timeout=5)
+    closed_while_trickling(preface, h2_raw.PREFACE)
+    frames = h2_raw.H2Conn(s.grpc_port)
+    block = h2_raw.encode_headers(grpc_headers())
+    frames.send_frame(h2_raw.HEADERS, 0, 1, block[:5])  # no END_HEADERS
+    trickle = b"".join(h2_raw.H2Conn.frame_bytes(h2_raw.CONTINUATION, 0, 1, block[i:i + 1])
+                       for i in range(5, len(block) - 1))
+    closed_while_trickling(frames.sock, trickle * 10)
+    with channel(s) as ch:
+        assert send_stub(ch, pb)(article_message(pb), timeout=5).status == "successful"
+    silent.settimeout(10)  # generous: the cut is due a second after the accept
+    try:
+        while silent.recv(65536):  # our SETTINGS, then GOAWAY
+            pass
+    except ConnectionResetError:
+        pass
+    silent.close()
+    preface.close()
+    frames.close()
 
 
 def test_goaway_on_sigterm_with_a_call_in_flight(car_server_factory, pb):

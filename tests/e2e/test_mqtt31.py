@@ -314,23 +314,26 @@ def test_persistent_session_without_session_present(broker):
 
 def session_protocols(data, client_id):
     """The protocol byte of the last SESSION record for client_id in the
-    broker's log files (docs/persistence.md: little-endian; a record is crc
-    u32, length u32, type u8, body; a SESSION body is client_id str, expiry
-    u32, expires_at u64, protocol u8, ...)."""
+    broker's log files (docs/persistence.md, format 2: little-endian; a
+    32-byte file header, then records of marker u32, header check u32,
+    check u32, length u32, type u8, body; a SESSION body is client_id str,
+    expiry u32, expires_at u64, protocol u8, ...)."""
     found = []
     names = sorted(f for f in os.listdir(data) if f.startswith("log.") and "." not in f[4:])
     for name in names:
         with open(os.path.join(data, name), "rb") as f:
             buf = f.read()
-        pos = 24
-        while pos + 9 <= len(buf):
-            length, rtype = struct.unpack_from("<IB", buf, pos + 4)
-            body = buf[pos + 9:pos + 9 + length]
+        assert struct.unpack_from("<I", buf, 8)[0] == 2, "not a format-2 log"
+        pos = 32
+        while pos + 17 <= len(buf):
+            assert buf[pos:pos + 4] == b"\xfe\x6c\x9a\x3d", f"no record marker at {pos}"
+            length, rtype = struct.unpack_from("<IB", buf, pos + 12)
+            body = buf[pos + 17:pos + 17 + length]
             if rtype == 1:
                 n = struct.unpack_from("<H", body)[0]
                 if body[2:2 + n] == client_id.encode():
                     found.append(body[2 + n + 12])
-            pos += 9 + length
+            pos += 17 + length
     return found
 
 

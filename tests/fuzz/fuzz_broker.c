@@ -90,6 +90,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.max_inflight = 3;
     cfg.max_queued = 5;
     cfg.max_output = 4096;
+    /* Bounds low enough for the inputs to reach them. */
+    cfg.max_retained_messages = 4;
+    cfg.max_retained_bytes = 1024;
+    cfg.max_partial_bytes = 65536;
     cfg.queue_qos0 = size & 1;
     cfg.max_subscriptions = 6;
     struct broker b;

@@ -15,7 +15,9 @@
  *     Content-Length matching its body (or no body, for HEAD), at most
  *     HTTP_PROTO_ROOM bytes; "Connection: close" only on the last;
  *   - the request counter matches the final responses, nothing consumed
- *     lies beyond the input, and a request left incomplete at the end gets
+ *     lies beyond the input, the body bytes counted for the request in
+ *     progress (the engine's --min-body-rate) never exceed the bytes
+ *     offered, and a request left incomplete at the end gets
  *     a 408 (appended to the answers) that fits the room rule.
  * Any broken invariant abort()s.
  */
@@ -143,6 +145,7 @@ static void run(const char *in, size_t size, const size_t *cuts, size_t ncuts, s
         len += to - from;
         from = to;
         feed(&p, pending, &len, t);
+        check(http_proto_body_received(&p, len) <= from);
     }
     /* Whatever the app still holds is answered. */
     while (nheld > 0)

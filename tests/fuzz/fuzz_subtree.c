@@ -174,12 +174,12 @@ static void op_retain_set(struct retain *r, const struct str *topic, uint8_t arg
         if (i == MAXMODEL)
             return;
         void *v = malloc(1);
-        retain_set(r, topic->b, topic->len, v);
+        retain_set(r, topic->b, topic->len, v, arg);
         kept[i].topic = *topic;
         kept[i].value = v;
         nkept += i == nkept;
     } else {
-        retain_set(r, topic->b, topic->len, NULL);
+        retain_set(r, topic->b, topic->len, NULL, 0);
         if (i < nkept)
             kept[i] = kept[--nkept];
     }
@@ -231,9 +231,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     while (nkept > 0) {
         nkept--;
-        retain_set(r, kept[nkept].topic.b, kept[nkept].topic.len, NULL);
+        retain_set(r, kept[nkept].topic.b, kept[nkept].topic.len, NULL, 0);
     }
-    CHECK(subtree_count(t) == 0 && retain_count(r) == 0);
+    CHECK(subtree_count(t) == 0 && retain_count(r) == 0 && retain_bytes(r) == 0);
     CHECK(__sanitizer_get_current_allocated_bytes() == empty_bytes);
     subtree_free(t);
     retain_free(r);

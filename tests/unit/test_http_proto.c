@@ -646,6 +646,35 @@ static void test_timeout(void **state)
     harness_free(h);
 }
 
+/* What the body of the request in progress has brought so far, which buys
+ * it time at the engine's --min-body-rate: nothing before the head is
+ * complete, then the body's bytes whether it is read, decoded or skipped. */
+static void test_body_received(void **state)
+{
+    struct harness *h = harness();
+    feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Length: 175\r\n");
+    assert_int_equal(http_proto_body_received(&h->p, h->in_len), 0);
+    feed(h, "Content-Type: application/json\r\n\r\n{\"car\"");
+    assert_int_equal(http_proto_body_received(&h->p, h->in_len), 6);
+    harness_free(h);
+
+    h = harness();
+    feed(h, "POST /v1/create HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n7\r\n{\"car\":\r\n3\r\n{\"m");
+    assert_int_equal(http_proto_body_received(&h->p, h->in_len), 10);
+    harness_free(h);
+
+    h = harness();
+    feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nabc");
+    assert_int_equal(http_proto_body_received(&h->p, h->in_len), 3);
+    feed(h, "de");
+    assert_int_equal(http_proto_body_received(&h->p, h->in_len), 0);
+    feed(h, "POST /nope HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            "4\r\nabcd\r\n2\r\nx");
+    assert_int_equal(http_proto_body_received(&h->p, h->in_len), 5);
+    harness_free(h);
+}
+
 /* With less than HTTP_PROTO_ROOM of room nothing is handled; the
  * caller drains the output and feeds again, and the answers are the same
  * as with room to spare. */
@@ -1076,6 +1105,7 @@ int main(void)
         cmocka_unit_test(test_protocol_errors_close),
         cmocka_unit_test(test_head_limit),
         cmocka_unit_test(test_timeout),
+        cmocka_unit_test(test_body_received),
         cmocka_unit_test(test_output_room),
         cmocka_unit_test(test_async_answers_in_request_order),
         cmocka_unit_test(test_async_inflight_bound),

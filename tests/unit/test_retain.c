@@ -109,51 +109,83 @@ static void test_set_replace_clear(void **state)
     struct retain *r = retain_new(on_release);
     reset_released();
 
-    retain_set(r, S("a/b"), value(1));
+    retain_set(r, S("a/b"), value(1), 1);
     assert_int_equal(retain_count(r), 1);
-    retain_set(r, S("a/b"), value(2));
+    retain_set(r, S("a/b"), value(2), 1);
     assert_int_equal(released[1], 1);
     assert_int_equal(released[2], 0);
     /* Setting the same value again hands over a second reference, and the
      * first is given back. */
-    retain_set(r, S("a/b"), value(2));
+    retain_set(r, S("a/b"), value(2), 1);
     assert_int_equal(released[2], 1);
     assert_int_equal(retain_count(r), 1);
     assert_int_equal(store_nodes(r), 3);
-    retain_set(r, S("a/b"), NULL);
+    retain_set(r, S("a/b"), NULL, 0);
     assert_int_equal(released[2], 2);
     assert_int_equal(retain_count(r), 0);
     assert_int_equal(store_nodes(r), 1);
 
-    retain_set(r, S("a/b/c"), NULL); /* clearing what is not there */
-    retain_set(r, S("x"), NULL);
+    retain_set(r, S("a/b/c"), NULL, 0); /* clearing what is not there */
+    retain_set(r, S("x"), NULL, 0);
     assert_int_equal(nreleased, 3);
 
-    retain_set(r, S("a"), value(3));
-    retain_set(r, S("a/b/c"), value(4));
+    retain_set(r, S("a"), value(3), 1);
+    retain_set(r, S("a/b/c"), value(4), 1);
     assert_int_equal(store_nodes(r), 4);
-    retain_set(r, S("a/b"), NULL); /* a node without a value */
+    retain_set(r, S("a/b"), NULL, 0); /* a node without a value */
     assert_int_equal(store_nodes(r), 4);
     assert_int_equal(nreleased, 3);
-    retain_set(r, S("a/b/c"), NULL);
+    retain_set(r, S("a/b/c"), NULL, 0);
     assert_int_equal(store_nodes(r), 2); /* b and c freed, a keeps its value */
-    retain_set(r, S("a/b/d"), value(5));
-    retain_set(r, S("a/b/e"), value(6));
-    retain_set(r, S("a"), NULL);
+    retain_set(r, S("a/b/d"), value(5), 1);
+    retain_set(r, S("a/b/e"), value(6), 1);
+    retain_set(r, S("a"), NULL, 0);
     assert_int_equal(store_nodes(r), 5); /* a stays for its children */
-    retain_set(r, S("a/b/d"), NULL);
+    retain_set(r, S("a/b/d"), NULL, 0);
     assert_int_equal(store_nodes(r), 4); /* b has another child */
-    retain_set(r, S("a/b/e"), NULL);
+    retain_set(r, S("a/b/e"), NULL, 0);
     assert_int_equal(store_nodes(r), 1);
     assert_int_equal(retain_count(r), 0);
     assert_int_equal(nreleased, 7);
 
-    retain_set(r, S("p/q"), value(7));
-    retain_set(r, S("p"), value(8));
+    retain_set(r, S("p/q"), value(7), 1);
+    retain_set(r, S("p"), value(8), 1);
     retain_free(r); /* releases what is left */
     assert_int_equal(nreleased, 9);
     for (size_t i = 1; i <= 8; i++)
         assert_int_equal(released[i], i == 2 ? 2 : 1);
+}
+
+/* retain_bytes follows sets, replacements and clears; retain_get finds
+ * exactly the topics that hold a value. */
+static void test_bytes_and_get(void **state)
+{
+    struct retain *r = retain_new(on_release);
+    size_t size = 0;
+    reset_released();
+
+    assert_false(retain_get(r, S("a"), &size));
+    retain_set(r, S("a/b"), value(1), 100);
+    retain_set(r, S("a"), value(2), 20);
+    assert_int_equal(retain_bytes(r), 120);
+    assert_true(retain_get(r, S("a/b"), &size));
+    assert_int_equal(size, 100);
+    assert_false(retain_get(r, S("a/b/c"), &size));
+    assert_false(retain_get(r, S("a/c"), &size));
+    retain_set(r, S("a/b"), value(3), 7); /* a smaller replacement */
+    assert_int_equal(retain_bytes(r), 27);
+    assert_true(retain_get(r, S("a/b"), &size));
+    assert_int_equal(size, 7);
+    retain_set(r, S("a/b"), NULL, 0);
+    assert_int_equal(retain_bytes(r), 20);
+    assert_false(retain_get(r, S("a/b"), &size));
+    retain_set(r, S("x"), NULL, 0); /* clearing nothing changes nothing */
+    assert_int_equal(retain_bytes(r), 20);
+    retain_set(r, S("a"), NULL, 0);
+    assert_int_equal(retain_bytes(r), 0);
+    assert_int_equal(retain_count(r), 0);
+    retain_free(r);
+    assert_int_equal(nreleased, 3);
 }
 
 static const char *const topics[] = {
@@ -179,7 +211,7 @@ static void test_match_table(void **state)
     reset_released();
 
     for (size_t i = 0; i < NTOPICS; i++)
-        retain_set(r, S(topics[i]), value(i));
+        retain_set(r, S(topics[i]), value(i), 1);
     assert_int_equal(retain_count(r), NTOPICS);
     for (size_t i = 0; i < NFILTERS; i++) {
         assert_true(mqtt_topic_filter_valid(S(filters[i])));
@@ -251,16 +283,17 @@ static void test_random_vs_brute_force(void **state)
                 i++;
             if (rnd(100) < 60) {
                 void *v = value(next_value++);
-                retain_set(r, S(s), v);
+                retain_set(r, S(s), v, 1);
                 if (i == n)
                     memcpy(model[n++].topic, s, sizeof s);
                 model[i].value = v;
             } else {
-                retain_set(r, S(s), NULL);
+                retain_set(r, S(s), NULL, 0);
                 if (i < n)
                     model[i] = model[--n];
             }
             assert_int_equal(retain_count(r), n);
+            assert_int_equal(retain_bytes(r), n);
             assert_int_equal(nreleased, next_value - n);
 
             random_string(s, 1);
@@ -283,7 +316,7 @@ static void test_random_vs_brute_force(void **state)
         }
         while (n > 0) {
             n--;
-            retain_set(r, S(model[n].topic), NULL);
+            retain_set(r, S(model[n].topic), NULL, 0);
         }
         assert_int_equal(store_nodes(r), 1);
         retain_free(r);
@@ -332,9 +365,9 @@ static void test_deep(void **state)
     struct deep_find d;
     reset_released();
 
-    retain_set(r, as, alen, value(1));
-    retain_set(r, slashes, slen, value(2));
-    retain_set(r, as, 1, value(3)); /* "a" */
+    retain_set(r, as, alen, value(1), 1);
+    retain_set(r, slashes, slen, value(2), 1);
+    retain_set(r, as, 1, value(3), 1); /* "a" */
 
     d = (struct deep_find){0};
     retain_match(r, S("#"), on_deep, &d);
@@ -355,7 +388,7 @@ static void test_deep(void **state)
     assert_int_equal(d.n, 1);
     assert_int_equal(d.len, slen);
 
-    retain_set(r, as, alen, NULL); /* prunes back to "a" */
+    retain_set(r, as, alen, NULL, 0); /* prunes back to "a" */
     assert_int_equal(retain_count(r), 2);
     d = (struct deep_find){0};
     retain_match(r, S("a/#"), on_deep, &d);
@@ -379,7 +412,7 @@ static void test_many(void **state)
 
     for (int i = 0; i < N; i++) {
         snprintf(t, sizeof t, "bench/%d/data", i);
-        retain_set(r, S(t), value((size_t)i));
+        retain_set(r, S(t), value((size_t)i), 1);
     }
     match_into(r, "bench/+/data", &f);
     assert_int_equal(f.n, N);
@@ -406,9 +439,9 @@ static void test_match_cost(void **state)
 
     for (int i = 0; i < 100; i++) {
         snprintf(t, sizeof t, "a/%d", i);
-        retain_set(r, S(t), value((size_t)i));
+        retain_set(r, S(t), value((size_t)i), 1);
     }
-    retain_set(r, S("b/x"), value(100));
+    retain_set(r, S("b/x"), value(100), 1);
     assert_int_equal(retain_match(r, S("a/5"), on_match, &f), 2);       /* a, 5 */
     assert_int_equal(retain_match(r, S("a/none"), on_match, &f), 2);    /* a, none */
     assert_int_equal(retain_match(r, S("a/+"), on_match, &f), 1 + 100); /* a, its children */
@@ -424,6 +457,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_set_replace_clear),
+        cmocka_unit_test(test_bytes_and_get),
         cmocka_unit_test(test_match_table),
         cmocka_unit_test(test_random_vs_brute_force),
         cmocka_unit_test(test_deep),

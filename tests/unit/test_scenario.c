@@ -380,6 +380,43 @@ static int feed_k(const struct scenario *s, char **vals, uint64_t *rng)
     return vals[k][0] - '0';
 }
 
+/* Column c's value in test_feed_csv_wide_record: lengths 0 to 4. */
+static const char *wide_value(unsigned c, char out[8])
+{
+    static const char letters[] = "vwxyz";
+    snprintf(out, 8, "%.*s", (int)(c % 5), &letters[c % 3]);
+    return out;
+}
+
+/* A record as wide as allowed, its fields of different lengths and some
+ * empty: each variable gets its own column's value. */
+static void test_feed_csv_wide_record(void **state)
+{
+    char csv[1024], text[1400];
+    size_t n = 0;
+    for (unsigned c = 0; c < SCN_CSV_MAX_COLUMNS; c++)
+        n += (size_t)snprintf(csv + n, sizeof csv - n, "%sc%u", c ? "," : "", c);
+    char v[8];
+    for (unsigned c = 0; c < SCN_CSV_MAX_COLUMNS; c++)
+        n += (size_t)snprintf(csv + n, sizeof csv - n, "%s%s", c ? "," : "\n", wide_value(c, v));
+    snprintf(csv + n, sizeof csv - n, "\n");
+    struct scenario s;
+    snprintf(text, sizeof text, "feed-csv %s\nrequest GET /${c0}/${c15}\n",
+             write_file("wide.csv", csv));
+    parse_ok(text, &s);
+    char *vals[SCN_MAX_VARS] = {0};
+    uint64_t rng = 3;
+    assert_int_equal(scn_feed(&s, vals, &rng), 0);
+    for (unsigned c = 0; c < SCN_CSV_MAX_COLUMNS; c++) {
+        char name[8];
+        snprintf(name, sizeof name, "c%u", c);
+        assert_string_equal(s.vars[s.feeders[0].var + c], name);
+        assert_string_equal(vals[s.feeders[0].var + c], wide_value(c, v));
+    }
+    free_vals(vals);
+    scn_free(&s);
+}
+
 static void test_feed_csv_orders(void **state)
 {
     struct scenario s;
@@ -564,6 +601,7 @@ int main(void)
         cmocka_unit_test(test_csv_parse),
         cmocka_unit_test(test_csv_refusals),
         cmocka_unit_test(test_feed_csv_orders),
+        cmocka_unit_test(test_feed_csv_wide_record),
         cmocka_unit_test(test_feed_queue_threads),
         cmocka_unit_test(test_feed_csv_refusals),
         cmocka_unit_test(test_feed_a2b_routes),

@@ -17,11 +17,13 @@
  * level of constant load once it is over, on the figures so far, and once
  * the level rule finds the server saturated, stops the profile at the next
  * boundary at least HO_CLIMB_MARGIN_S ahead, which no loop has reached.
- * The level's requests still unanswered count as answered now, the least
- * their latency can be, so that a verdict of saturation holds whenever
- * they end; one of no saturation waits until they have all ended, or as
- * long again as the level lasted. *next is the first level not yet
- * judged; m and figs are scratch (figs for INJ_MAX_SEGMENTS levels). */
+ * A level is judged once its requests have all been answered, or as long
+ * again as it lasted; those still unanswered then count as answered now,
+ * the least their latency can be. Judging sooner, on answers still on
+ * their way, stopped climbs where the report, which judges every answer
+ * and the levels before with theirs, found no saturation. *next is the
+ * first level not yet judged; m and figs are scratch (figs for
+ * INJ_MAX_SEGMENTS levels). */
 #define HO_CLIMB_MARGIN_S 0.05
 
 static void climb_check(const struct ho_cfg *cfg, struct ho_thread *ths, unsigned n, double now_s,
@@ -45,6 +47,8 @@ static void climb_check(const struct ho_cfg *cfg, struct ho_thread *ths, unsigne
             hist_record(&m->st.h, (uint64_t)((now_s - end) * 1e9));
         ho_level_figures(cfg, m, k, now_s, &figs[k]);
         if (ho_level_judged(&figs[k])) {
+            if (pending > 0 && now_s < end + g->s.dur_s)
+                return;
             struct ho_level_verdict v;
             if (ho_level_saturation(figs, k + 1, &v) >= 0) {
                 unsigned stop = ho_cfg_level_at(cfg, now_s + HO_CLIMB_MARGIN_S) + 1;
@@ -53,8 +57,6 @@ static void climb_check(const struct ho_cfg *cfg, struct ho_thread *ths, unsigne
                 *next = kept;
                 return;
             }
-            if (pending > 0 && now_s < end + g->s.dur_s)
-                return;
         }
         (*next)++;
     }

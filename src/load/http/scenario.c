@@ -196,7 +196,7 @@ struct pick_state {
     size_t len;
 };
 
-static void offer(struct pick_state *ps, const char *v, size_t len)
+static void pick_offer(struct pick_state *ps, const char *v, size_t len)
 {
     ps->seen++;
     /* Reservoir sampling of one: the k-th match replaces with chance 1/k. */
@@ -208,7 +208,7 @@ static void offer(struct pick_state *ps, const char *v, size_t len)
 
 /* Follows fields[0..n) from the value at r->p and offers what it reaches.
  * false if the text is not JSON. */
-static bool follow(struct jr *r, char *const *fields, unsigned n, struct pick_state *ps)
+static bool path_follow(struct jr *r, char *const *fields, unsigned n, struct pick_state *ps)
 {
     enum jr_type t = jr_peek(r);
     const char *v = (const char *)r->p;
@@ -219,9 +219,9 @@ static bool follow(struct jr *r, char *const *fields, unsigned n, struct pick_st
         if (!jr_skip(r))
             return false;
         if (t == JR_STRING)
-            offer(ps, r->text, r->text_len);
+            pick_offer(ps, r->text, r->text_len);
         else if (t == JR_NUMBER)
-            offer(ps, v, (size_t)((const char *)r->p - v));
+            pick_offer(ps, v, (size_t)((const char *)r->p - v));
         return true;
     }
     if (t != JR_OBJECT)
@@ -234,7 +234,7 @@ static bool follow(struct jr *r, char *const *fields, unsigned n, struct pick_st
         if (!jr_key(r, NULL, 0, &k) || !jr_colon(r))
             return false;
         bool match = r->text_len == flen && !memcmp(r->text, fields[0], flen);
-        if (!(match ? follow(r, fields + 1, n - 1, ps) : jr_skip(r)))
+        if (!(match ? path_follow(r, fields + 1, n - 1, ps) : jr_skip(r)))
             return false;
     }
     return more == 0;
@@ -249,12 +249,12 @@ int scn_path_eval(const struct scn_path *path, const char *json, size_t len, enu
 
     jr_init(&r, json, len, SCN_MAX_JSON_DEPTH);
     if (!path->each) {
-        ok = follow(&r, path->fields, path->nfields, &ps);
+        ok = path_follow(&r, path->fields, path->nfields, &ps);
     } else if (jr_peek(&r) == JR_ARRAY) {
         int more = 0;
         ok = jr_enter(&r);
         while (ok && (more = jr_next(&r)) > 0)
-            ok = follow(&r, path->fields, path->nfields, &ps);
+            ok = path_follow(&r, path->fields, path->nfields, &ps);
         ok = ok && more == 0;
     } else {
         ok = jr_skip(&r); /* not an array: valid JSON, no match */
@@ -711,8 +711,11 @@ int scn_feed(const struct scenario *s, char **vals, uint64_t *rng)
                 return -1;
             }
             r %= cf->csv.nrows;
-            for (unsigned c = 0; c < cf->csv.ncols; c++)
-                feed_set(vals, f->var + c, scn_csv_field(&cf->csv, (uint32_t)r + 1, c));
+            /* One walk along the record: looking each field up from the
+             * first would cost columns times the record's length. */
+            const char *field = scn_csv_field(&cf->csv, (uint32_t)r + 1, 0);
+            for (unsigned c = 0; c < cf->csv.ncols; c++, field += strlen(field) + 1)
+                feed_set(vals, f->var + c, field);
         }
     }
     return 0;

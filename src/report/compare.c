@@ -1,0 +1,439 @@
+/* compare.c - results files read back and judged old against new
+ * (compare.h). The reading is strict about the JSON (core/json_read.h) and
+ * about the few fields it uses, and skips everything else, so that a newer
+ * writer's extra fields never break an older compare. */
+#include "report/compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/json_read.h"
+#include "core/mem.h"
+#include "core/textfile.h"
+#include "report/stats.h"
+
+#define CMP_DEPTH 16
+#define KEY_CAP 32
+
+struct parser {
+    struct jr r;
+    char *err;
+    size_t errlen;
+    bool failed;
+};
+
+static bool fail(struct parser *ps, const char *fmt, const char *what)
+{
+    if (!ps->failed)
+        snprintf(ps->err, ps->errlen, fmt, (size_t)(ps->r.p - ps->r.start), what);
+    ps->failed = true;
+    return false;
+}
+
+/* What the reader found wrong, in a few words. */
+static const char *jr_what(enum jr_err e)
+{
+    switch (e) {
+    case JR_E_STRING:
+    case JR_E_CONTROL:
+    case JR_E_UTF8:
+    case JR_E_ESCAPE:
+    case JR_E_HEX:
+    case JR_E_SURROGATE:
+    case JR_E_NUL:
+        return "a malformed string";
+    case JR_E_KEY:
+    case JR_E_COLON:
+        return "a malformed object member";
+    case JR_E_COMMA:
+        return "no ',' or closing bracket where one belongs";
+    case JR_E_DEPTH:
+        return "nesting too deep";
+    case JR_E_TRAILING:
+        return "text after the document";
+    default:
+        return "no valid JSON value";
+    }
+}
+
+/* The reader's error, once, as the message. */
+static bool reader_failed(struct parser *ps)
+{
+    if (ps->failed)
+        return false;
+    ps->failed = true;
+    if (jr_truncated(&ps->r))
+        snprintf(ps->err, ps->errlen, "byte %zu: the JSON ends early (a cut-off file?)",
+                 ps->r.err_off);
+    else
+        snprintf(ps->err, ps->errlen, "byte %zu: malformed JSON: %s", ps->r.err_off,
+                 jr_what(ps->r.err));
+    return false;
+}
+
+/* The next member of the open object: 1 with its name in key (empty when
+ * longer than any name this reads) and r.p at its value, 0 at the end, -1
+ * on error. */
+static int next_key(struct parser *ps, char key[KEY_CAP])
+{
+    int k = jr_next(&ps->r);
+    if (k <= 0)
+        return k < 0 ? (reader_failed(ps), -1) : 0;
+    size_t len;
+    if (!jr_key(&ps->r, key, KEY_CAP - 1, &len) || !jr_colon(&ps->r))
+        return reader_failed(ps), -1;
+    key[len < KEY_CAP - 1 ? len : 0] = '\0';
+    return 1;
+}
+
+static bool read_string(struct parser *ps, char *dst, size_t cap, const char *what)
+{
+    if (jr_peek(&ps->r) != JR_STRING)
+        return fail(ps, "byte %zu: %s is not a string", what);
+    size_t len;
+    if (!jr_string(&ps->r, dst, cap - 1, &len))
+        return reader_failed(ps);
+    dst[len < cap - 1 ? len : cap - 1] = '\0';
+    return true;
+}
+
+/* A number, or null (NaN: the writer's non-finite figures, and figures a
+ * row does not have). */
+static bool read_number(struct parser *ps, double *out, const char *what)
+{
+    enum jr_type t = jr_peek(&ps->r);
+    if (t == JR_NULL) {
+        *out = NAN;
+        return jr_literal(&ps->r) || reader_failed(ps);
+    }
+    if (t != JR_NUMBER)
+        return fail(ps, "byte %zu: %s is not a number", what);
+    const unsigned char *at = ps->r.p;
+    uint64_t u;
+    bool plain;
+    if (!jr_number(&ps->r, &u, &plain))
+        return reader_failed(ps);
+    char buf[64];
+    size_t len = (size_t)(ps->r.p - at);
+    if (len >= sizeof buf)
+        return fail(ps, "byte %zu: %s has too many digits", what);
+    memcpy(buf, at, len);
+    buf[len] = '\0';
+    *out = strtod(buf, NULL);
+    return true;
+}
+
+/* A field of an object that parse_fields stores: a number or a string. */
+struct field {
+    const char *key;
+    double *num;
+    char *str;
+    size_t cap;
+};
+
+#define NUM(key, p) {key, p, NULL, 0}
+#define STR(key, buf) {key, NULL, buf, sizeof buf}
+
+/* Reads the object (or null) at r.p, storing the fields of fs[0..n) it
+ * has and skipping the rest. what names it in messages. */
+static bool parse_fields(struct parser *ps, const char *what, const struct field *fs,
+                         unsigned n)
+{
+    enum jr_type t = jr_peek(&ps->r);
+    if (t == JR_NULL)
+        return jr_literal(&ps->r) || reader_failed(ps);
+    if (t != JR_OBJECT)
+        return fail(ps, "byte %zu: %s is not an object", what);
+    if (!jr_enter(&ps->r))
+        return reader_failed(ps);
+    char key[KEY_CAP];
+    int k;
+    while ((k = next_key(ps, key)) == 1) {
+        const struct field *f = NULL;
+        for (unsigned i = 0; i < n && !f; i++)
+            if (!strcmp(fs[i].key, key))
+                f = &fs[i];
+        bool ok = !f              ? jr_skip(&ps->r) || reader_failed(ps)
+                  : f->num        ? read_number(ps, f->num, f->key)
+                                  : read_string(ps, f->str, f->cap, f->key);
+        if (!ok)
+            return false;
+    }
+    return k == 0;
+}
+
+static struct cmp_point *point_of(struct cmp_file *f, const char *name)
+{
+    for (unsigned i = 0; i < f->n; i++)
+        if (!strcmp(f->pts[i].name, name))
+            return &f->pts[i];
+    if (f->n == f->cap) {
+        f->cap = f->cap ? 2 * f->cap : 16;
+        f->pts = mem_realloc(f->pts, f->cap * sizeof *f->pts);
+    }
+    struct cmp_point *p = &f->pts[f->n++];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    return p;
+}
+
+static void sample_add(struct cmp_samples *s, double v)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 8;
+        s->v = mem_realloc(s->v, s->cap * sizeof *s->v);
+    }
+    s->v[s->n++] = v;
+}
+
+/* One element of "benchmarks": an iteration's figures go to its point's
+ * samples; a failed one is only counted. */
+static bool parse_row(struct parser *ps, struct cmp_file *f)
+{
+    char name[sizeof f->pts->name] = "", run_type[16] = "", unit[16] = "", message[2] = "";
+    double fig[CMP_NFIGURES];
+    for (unsigned i = 0; i < CMP_NFIGURES; i++)
+        fig[i] = NAN;
+    const struct field throughput[] = {NUM("value", &fig[CMP_THROUGHPUT]), STR("unit", unit)};
+    const struct field latency[] = {NUM("p50", &fig[CMP_P50]), NUM("p90", &fig[CMP_P90]),
+                                    NUM("p99", &fig[CMP_P99]), NUM("p99_9", &fig[CMP_P99_9])};
+    const struct field server[] = {NUM("cpu_us_per_op", &fig[CMP_SERVER_CPU])};
+    const struct field errors[] = {STR("message", message)};
+
+    if (jr_peek(&ps->r) != JR_OBJECT)
+        return fail(ps, "byte %zu: %s is not an object", "a benchmark");
+    const unsigned char *at = ps->r.p;
+    if (!jr_enter(&ps->r))
+        return reader_failed(ps);
+    char key[KEY_CAP];
+    int k;
+    while ((k = next_key(ps, key)) == 1) {
+        bool ok = !strcmp(key, "name")       ? read_string(ps, name, sizeof name, "name")
+                  : !strcmp(key, "run_type") ? read_string(ps, run_type, sizeof run_type,
+                                                           "run_type")
+                  : !strcmp(key, "throughput") ? parse_fields(ps, "throughput", throughput, 2)
+                  : !strcmp(key, "latency")    ? parse_fields(ps, "latency", latency, 4)
+                  : !strcmp(key, "server")     ? parse_fields(ps, "server", server, 1)
+                  : !strcmp(key, "errors")     ? parse_fields(ps, "errors", errors, 1)
+                                               : jr_skip(&ps->r) || reader_failed(ps);
+        if (!ok)
+            return false;
+    }
+    if (k < 0)
+        return false;
+    if (!name[0] || !run_type[0]) {
+        ps->r.p = at;
+        return fail(ps, "byte %zu: %s", "a benchmark without a name or a run_type");
+    }
+    if (strcmp(run_type, "iteration"))
+        return true;
+    struct cmp_point *p = point_of(f, name);
+    if (message[0]) {
+        p->failed++;
+        return true;
+    }
+    if (!p->unit[0])
+        snprintf(p->unit, sizeof p->unit, "%s", unit[0] ? unit : "/s");
+    for (unsigned i = 0; i < CMP_NFIGURES; i++)
+        if (isfinite(fig[i]))
+            sample_add(&p->fig[i], fig[i]);
+    return true;
+}
+
+static bool parse_benchmarks(struct parser *ps, struct cmp_file *f)
+{
+    if (jr_peek(&ps->r) != JR_ARRAY)
+        return fail(ps, "byte %zu: %s is not an array", "benchmarks");
+    if (!jr_enter(&ps->r))
+        return reader_failed(ps);
+    int k;
+    while ((k = jr_next(&ps->r)) == 1)
+        if (!parse_row(ps, f))
+            return false;
+    return k == 0 || reader_failed(ps);
+}
+
+int cmp_parse(struct cmp_file *f, const char *text, size_t len, char *err, size_t errlen)
+{
+    memset(f, 0, sizeof *f);
+    struct parser ps = {.err = err, .errlen = errlen};
+    jr_init(&ps.r, text, len, CMP_DEPTH);
+    ps.r.refuse_nul = true;
+    double schema = NAN;
+    bool benchmarks = false;
+    const struct field tool[] = {STR("version", f->version)};
+    const struct field context[] = {STR("date", f->date), STR("host_name", f->host)};
+
+    if (jr_peek(&ps.r) != JR_OBJECT) {
+        const unsigned char *at = ps.r.p;
+        if (jr_skip(&ps.r)) {
+            ps.r.p = at;
+            fail(&ps, "byte %zu: %s", "not a shootout results file (no JSON object)");
+        } else {
+            reader_failed(&ps);
+        }
+        return -1;
+    }
+    bool ok = jr_enter(&ps.r) || reader_failed(&ps);
+    char key[KEY_CAP];
+    int k = 0;
+    while (ok && (k = next_key(&ps, key)) == 1) {
+        if (!strcmp(key, "schema_version"))
+            ok = read_number(&ps, &schema, "schema_version");
+        else if (!strcmp(key, "benchmarks"))
+            ok = benchmarks = parse_benchmarks(&ps, f);
+        else if (!strcmp(key, "tool"))
+            ok = parse_fields(&ps, "tool", tool, 1);
+        else if (!strcmp(key, "context"))
+            ok = parse_fields(&ps, "context", context, 2);
+        else
+            ok = jr_skip(&ps.r) || reader_failed(&ps);
+    }
+    ok = ok && k == 0 && (jr_end(&ps.r) || reader_failed(&ps));
+    if (ok && (schema != 1 || !benchmarks)) {
+        if (isnan(schema) || !benchmarks)
+            fail(&ps, "byte %zu: %s", "not a shootout results file (no schema_version or "
+                                      "no benchmarks)");
+        else
+            fail(&ps, "byte %zu: %s", "schema_version is not 1, the one this shootout reads");
+        ok = false;
+    }
+    if (!ok) {
+        cmp_file_free(f);
+        return -1;
+    }
+    return 0;
+}
+
+int cmp_load(struct cmp_file *f, const char *path, char *err, size_t errlen)
+{
+    char *text, msg[256];
+    size_t len;
+    memset(f, 0, sizeof *f);
+    if (textfile_read(path, &text, &len, msg, sizeof msg) < 0) {
+        snprintf(err, errlen, "%s", msg);
+        return -1;
+    }
+    int rc = cmp_parse(f, text, len, msg, sizeof msg);
+    mem_free(text);
+    if (rc < 0)
+        snprintf(err, errlen, "%s: %s", path, msg);
+    return rc;
+}
+
+void cmp_file_free(struct cmp_file *f)
+{
+    for (unsigned i = 0; i < f->n; i++)
+        for (unsigned k = 0; k < CMP_NFIGURES; k++)
+            mem_free(f->pts[i].fig[k].v);
+    mem_free(f->pts);
+    memset(f, 0, sizeof *f);
+}
+
+/* ---- judging ------------------------------------------------------------------ */
+
+static const char *const figure_names[CMP_NFIGURES] = {
+    "throughput", "p50", "p90", "p99", "p99.9", "server CPU",
+};
+
+const char *cmp_figure_name(enum cmp_figure fig) { return figure_names[fig]; }
+
+const char *cmp_figure_unit(const struct cmp_delta *d)
+{
+    return d->fig == CMP_THROUGHPUT ? d->old->unit : d->fig == CMP_SERVER_CPU ? "us/op" : "us";
+}
+
+static double median_of(const struct cmp_samples *s)
+{
+    double *v = mem_alloc(s->n * sizeof *v);
+    memcpy(v, s->v, s->n * sizeof *v);
+    double m = stats_median(v, s->n);
+    mem_free(v);
+    return m;
+}
+
+static void judge(struct cmp_delta *d, const struct cmp_samples *o, const struct cmp_samples *n,
+                  const struct cmp_options *opt)
+{
+    d->n_old = o->n;
+    d->n_new = n->n;
+    d->old_median = median_of(o);
+    d->new_median = median_of(n);
+    d->ratio = d->old_median != 0 ? d->new_median / d->old_median : NAN;
+    d->delta_pct = (d->ratio - 1) * 100;
+    struct stats_mwu t = stats_mann_whitney(n->v, n->n, o->v, o->n);
+    d->u = t.u;
+    d->p = t.p;
+    bool higher_better = d->fig == CMP_THROUGHPUT;
+    if (stats_min_p(o->n, n->n) > opt->alpha)
+        d->verdict = CMP_FEW;
+    else if (!(t.p < opt->alpha) || !(fabs(d->delta_pct) >= opt->noise_pct))
+        d->verdict = CMP_SAME; /* also when old is 0: no ratio to judge */
+    else
+        d->verdict = (d->new_median > d->old_median) == higher_better ? CMP_BETTER : CMP_WORSE;
+    d->regression =
+        d->verdict == CMP_WORSE && opt->fail_pct >= 0 && fabs(d->delta_pct) > opt->fail_pct;
+}
+
+static const struct cmp_point *find_point(const struct cmp_file *f, const char *name)
+{
+    for (unsigned i = 0; i < f->n; i++)
+        if (!strcmp(f->pts[i].name, name))
+            return &f->pts[i];
+    return NULL;
+}
+
+/* The points of a missing from b, into a new array. */
+static const struct cmp_point **only_in(const struct cmp_file *a, const struct cmp_file *b,
+                                        unsigned *n)
+{
+    const struct cmp_point **list = mem_alloc((a->n + 1) * sizeof *list);
+    *n = 0;
+    for (unsigned i = 0; i < a->n; i++)
+        if (!find_point(b, a->pts[i].name))
+            list[(*n)++] = &a->pts[i];
+    return list;
+}
+
+void cmp_compare(struct cmp_result *r, const struct cmp_file *old, const struct cmp_file *new,
+                 const struct cmp_options *opt)
+{
+    memset(r, 0, sizeof *r);
+    r->old = old;
+    r->new = new;
+    r->opt = *opt;
+    r->unjudged = mem_alloc((2 * old->n + 1) * sizeof *r->unjudged);
+    for (unsigned i = 0; i < old->n; i++) {
+        const struct cmp_point *o = &old->pts[i], *n = find_point(new, o->name);
+        unsigned before = r->n;
+        for (unsigned k = 0; n && k < CMP_NFIGURES; k++) {
+            if (!o->fig[k].n || !n->fig[k].n)
+                continue; /* a figure the point has on one side only: nothing to judge */
+            if (r->n == r->cap) {
+                r->cap = r->cap ? 2 * r->cap : 32;
+                r->d = mem_realloc(r->d, r->cap * sizeof *r->d);
+            }
+            struct cmp_delta *d = &r->d[r->n++];
+            *d = (struct cmp_delta){.old = o, .new = n, .fig = k};
+            judge(d, &o->fig[k], &n->fig[k], opt);
+            r->regressions += d->regression;
+            r->few |= d->verdict == CMP_FEW;
+        }
+        if (n && r->n == before) {
+            r->unjudged[2 * r->n_unjudged] = o;
+            r->unjudged[2 * r->n_unjudged++ + 1] = n;
+        }
+    }
+    r->only_old = only_in(old, new, &r->n_only_old);
+    r->only_new = only_in(new, old, &r->n_only_new);
+}
+
+void cmp_result_free(struct cmp_result *r)
+{
+    mem_free(r->d);
+    mem_free(r->only_old);
+    mem_free(r->only_new);
+    mem_free(r->unjudged);
+    memset(r, 0, sizeof *r);
+}
