@@ -518,8 +518,15 @@ class Held:
                 keep.append((sock, t0, label))
         self.conns = keep
 
-    def count(self, label):
-        return sum(1 for c in self.conns if c[2] == label)
+    def fill(self, ports, labels, n):
+        """Opens connections until each label's server holds n of them."""
+        for label in labels:
+            while sum(1 for c in self.conns if c[2] == label) < n:
+                try:
+                    self.add(socket.create_connection((HOST, ports[label]), timeout=5), label)
+                except OSError as e:
+                    self.stats.event(self.pattern, "%s: connect failed (%s)" % (label, e))
+                    break
 
     def close(self):
         for sock, _, _ in self.conns:
@@ -539,13 +546,7 @@ def hostile_connections(stats, stop, ports):
     while not stop.wait(1.0):
         for held in (trickle, silent, partial):
             held.reap()
-        for label in ("car-server rest", "a2b-server"):
-            while trickle.count(label) < 4:
-                try:
-                    trickle.add(socket.create_connection((HOST, ports[label]), timeout=5), label)
-                except OSError as e:
-                    stats.event("trickle", "%s: connect failed (%s)" % (label, e))
-                    break
+        trickle.fill(ports, ("car-server rest", "a2b-server"), 4)
         for sock, _, _ in trickle.conns:
             i = sent.get(sock, 0)
             try:
@@ -555,13 +556,7 @@ def hostile_connections(stats, stop, ports):
                 sent[sock] = i + 1
             except OSError:
                 pass  # reaped on the next round
-        for label in ("broker", "car-server rest", "car-server grpc", "a2b-server"):
-            while silent.count(label) < 5:
-                try:
-                    silent.add(socket.create_connection((HOST, ports[label]), timeout=5), label)
-                except OSError as e:
-                    stats.event("silent", "%s: connect failed (%s)" % (label, e))
-                    break
+        silent.fill(ports, ("broker", "car-server rest", "car-server grpc", "a2b-server"), 5)
         if time.monotonic() - last_partial >= 10 and len(partial.conns) < 5:
             last_partial = time.monotonic()
             try:
