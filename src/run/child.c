@@ -180,6 +180,16 @@ bool child_alive(struct child *c)
     return false;
 }
 
+bool child_alive_after_failure(struct child *c)
+{
+    for (int i = 0; i < 100; i++) {
+        if (!child_alive(c))
+            return false;
+        sleep_ms(10);
+    }
+    return true;
+}
+
 int child_wait_exit(struct child *c, uint64_t timeout_ns)
 {
     if (!c->pid)

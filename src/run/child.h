@@ -51,6 +51,11 @@ int child_spawn(struct child *c, char *const argv[], int keep_fd, char *err, siz
  * died and marks it lost. Returns whether it runs. */
 bool child_alive(struct child *c);
 
+/* After a failed experiment: whether c still runs once it has had up to
+ * 1 s to finish dying (a server exiting on its own, seen by the client
+ * as a refused or reset connection just before). */
+bool child_alive_after_failure(struct child *c);
+
 /* Waits up to timeout_ns for c to exit by itself (a command that runs to
  * its end). Returns the wait status, or -1 if it still runs (or was not
  * running). */

@@ -629,12 +629,12 @@ static void race_cells(struct tt *tt, const struct http_open_level *l)
 static void print_race(FILE *f, const struct run_a2b *j)
 {
     static struct http_open_level lv[NTARGETS][INJ_MAX_SEGMENTS + 1];
-    /* Ours on PostgreSQL, then every chosen contender, raced or not. */
+    /* Ours on PostgreSQL, then every contender that could run here. */
     int who[NTARGETS], nwho = 0;
     unsigned n[NTARGETS] = {0}, rows = 0;
     for (int i = T_PG; i < NTARGETS; i++) {
         const struct a2b_target *t = &j->t[i];
-        if (i != T_PG && !t->def)
+        if (i != T_PG && !t->version)
             continue;
         if (t->raced)
             n[nwho] = http_open_last_levels(&t->race, lv[nwho], INJ_MAX_SEGMENTS + 1);
@@ -695,8 +695,10 @@ static void print_race(FILE *f, const struct run_a2b *j)
     }
     tt_print(f, &tt);
     tt_free(&tt);
-    for (int w = 0; w < nwho; w++) {
-        const struct a2b_target *t = &j->t[who[w]];
+    for (int i = T_PG; i < NTARGETS; i++) {
+        const struct a2b_target *t = &j->t[i];
+        if (i != T_PG && !t->def)
+            continue;
         if (!t->raced) {
             fprintf(f, "  %s: not raced%s%s\n", t->label, t->note[0] ? ": " : "", t->note);
             continue;

@@ -153,7 +153,7 @@ static bool measure(struct rpc_job *j, struct rpc_row *r, struct run_cell *cell,
     cell->n = o->rows->n - cell->first;
     run_rows_version(o->rows, cell->first, r->version);
     if (cell->rc != BENCH_EXIT_OK)
-        run_cell_fail(o->rows, cell, !child_alive(proc)); /* a failure may be the server dying */
+        run_cell_fail(o->rows, cell, !child_alive_after_failure(proc)); /* it may be dying */
     return cell->rc == BENCH_EXIT_OK;
 }
 
@@ -326,7 +326,10 @@ static void print_slower(FILE *f, const struct rpc_job *j)
             char la[200], lb[200], label[420];
             short_label(ra, la, sizeof la);
             short_label(rb, lb, sizeof lb);
-            snprintf(label, sizeof label, "%s vs %s", la, lb);
+            if (a < 2) /* ours, the same server */
+                snprintf(label, sizeof label, "shootout: REST vs gRPC");
+            else
+                snprintf(label, sizeof label, "%s vs %s", la, lb);
             slower_row(&tt, j, ra, rb, label);
         }
     tt_print(f, &tt);
