@@ -354,21 +354,6 @@ int child_wait_line(struct child *c, const char *needle, char *line, size_t len,
     }
 }
 
-bool child_find_program(const char *name, const char *fallback, char *path, size_t len)
-{
-    for (const char *p = getenv("PATH"); p && *p;) {
-        size_t n = strcspn(p, ":");
-        if (n > 0) {
-            snprintf(path, len, "%.*s/%s", (int)n, p, name);
-            if (access(path, X_OK) == 0)
-                return true;
-        }
-        p += n + (p[n] == ':');
-    }
-    snprintf(path, len, "%s", fallback);
-    return access(path, X_OK) == 0;
-}
-
 int child_free_port(char *err, size_t len)
 {
     int fd = net_listen(CHILD_HOST, 0, 1, 0, err, len);

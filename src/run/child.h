@@ -5,7 +5,10 @@
  *
  * No child outlives the job: each gets PR_SET_PDEATHSIG before its exec,
  * and child_trap_signals() makes SIGINT, SIGTERM and SIGHUP stop every
- * running child before the job dies of the signal.
+ * running child before the job dies of the signal. A child in a group of
+ * its own (a contender's start script) is signalled as a group, but the
+ * parent-death signal reaches only its leader, which the contract
+ * (docs/run.md, "Contenders") makes forward it.
  */
 #ifndef SHOOTOUT_CHILD_H
 #define SHOOTOUT_CHILD_H
@@ -115,11 +118,6 @@ void child_log_tail(const struct child *c, char *out, size_t len);
 
 /* "exit 0", "killed by Terminated", ... */
 void child_describe_status(int status, char *out, size_t len);
-
-/* The program name on PATH, else fallback (a directory often missing from
- * a user's PATH, as /usr/sbin): its path in path, and whether it is
- * executable. */
-bool child_find_program(const char *name, const char *fallback, char *path, size_t len);
 
 /* A free CHILD_HOST port: bind port 0, read it, close. Another process may
  * take it before the child binds it; callers retry then. -1 with err. */

@@ -207,6 +207,10 @@ void contender_roster_json(struct json *j, const void *arg)
         json_kstr(j, "name", d->name);
         json_kstr(j, "kind", contender_kind_name(d->kind));
         json_kstr(j, "stack", d->stack);
+        json_key(j, "jvm");
+        json_bool(j, d->flags & CONTENDER_JVM);
+        json_key(j, "heavy");
+        json_bool(j, d->flags & CONTENDER_HEAVY);
         json_key(j, "available");
         json_bool(j, r->probe[i].available);
         json_kstr(j, r->probe[i].available ? "version" : "unavailable", r->probe[i].line);

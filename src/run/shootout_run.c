@@ -269,6 +269,14 @@ static int run_worse(int a, int b)
     return a ? a : b;
 }
 
+/* How long a part took, for the time budget (docs/run.md). */
+static void part_took(FILE *out, const char *part, uint64_t t0)
+{
+    fprintf(out, "\nshootout run: the %s part took %.0f s\n", part,
+            (double)(clock_now_ns() - t0) / 1e9);
+    fflush(out);
+}
+
 int shootout_run_main(int argc, char **argv, const char *version)
 {
     struct run r = {
@@ -325,7 +333,9 @@ int shootout_run_main(int argc, char **argv, const char *version)
             .ctx = &r.ctx,
             .rows = &r.rows,
         };
+        uint64_t t = clock_now_ns();
         rc = run_mqtt(&mo);
+        part_took(out, "MQTT", t);
     }
     if (r.parts & PART_RPC) {
         struct run_rpc_opts ro = {
@@ -339,7 +349,9 @@ int shootout_run_main(int argc, char **argv, const char *version)
             .ctx = &r.ctx,
             .rows = &r.rows,
         };
+        uint64_t t = clock_now_ns();
         rc = run_worse(rc, run_rpc(&ro));
+        part_took(out, "RPC", t);
     }
     struct run_a2b *a2b = NULL;
     if (r.parts & PART_A2B) {
@@ -358,7 +370,9 @@ int shootout_run_main(int argc, char **argv, const char *version)
             .ctx = &r.ctx,
             .rows = &r.rows,
         };
+        uint64_t t = clock_now_ns();
         rc = run_worse(rc, run_a2b(&ao, &a2b));
+        part_took(out, "a2b", t);
     }
 
     char err[256];
@@ -391,9 +405,10 @@ static const char peers_head[] =
     "usage: shootout peers\n"
     "\n"
     "Lists the contenders `shootout run` races ours against, in the order of its\n"
-    "tables: each one's kind (mqtt, grpc, rest, a2b), stack, whether it can run\n"
-    "here, and its version, or why it cannot and how to install it (what its\n"
-    "peers/<name>/start --version says).\n"
+    "tables: each one's kind (mqtt, grpc, rest, a2b), stack, whether it is heavy\n"
+    "(JDK- or Erlang-based: scripts/install-deps.sh --minimal leaves it out),\n"
+    "whether it can run here, and its version, or why it cannot and how to\n"
+    "install it (what its peers/<name>/start --version says).\n"
     "\n";
 
 static const char peers_tail[] =
@@ -435,15 +450,16 @@ int shootout_peers_main(int argc, char **argv)
     contender_roster_probe(&r);
     printf("the contenders of shootout run, from %s:\n", r.peers_dir);
     struct tt tt;
-    tt_init(&tt, "lllll");
-    static const char *const titles[] = {"name", "kind", "stack", "installed",
+    tt_init(&tt, "llllll");
+    static const char *const titles[] = {"name", "kind", "stack", "heavy", "installed",
                                          "version, or how to install it"};
-    tt_cells(&tt, 5, titles);
+    tt_cells(&tt, 6, titles);
     for (unsigned i = 0; i < contender_count; i++) {
         const struct contender_def *d = &contender_defs[i];
         tt_cell(&tt, "%s", d->name);
         tt_cell(&tt, "%s", contender_kind_name(d->kind));
         tt_cell(&tt, "%s", d->stack);
+        tt_cell(&tt, "%s", d->flags & CONTENDER_HEAVY ? "yes" : "no");
         tt_cell(&tt, "%s", r.probe[i].available ? "yes" : "no");
         tt_tail(&tt, "%s", r.probe[i].line);
     }

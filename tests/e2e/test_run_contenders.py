@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 from conftest import HERE, SANITIZER_MARKERS, SHOOTOUT_BIN, require_shootout
+from test_run import table
 
 pytestmark = pytest.mark.shootout_only
 
@@ -44,13 +45,6 @@ def shootout(*args, peers, timeout=50):
     for marker in SANITIZER_MARKERS:
         assert marker not in p.stderr, "sanitizer report:\n" + p.stderr
     return p
-
-
-def table(text, title):
-    lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(title))
-    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
-    return lines[start:end]
 
 
 def rows(lines):
@@ -119,7 +113,8 @@ def test_the_run_goes_on_past_contenders_that_fail(tmp_path):
     doc = json.loads(out.read_text())
     contenders = {c["name"]: c for c in doc["context"]["contenders"]}
     assert list(contenders) == ALL_NAMES
-    assert contenders["mosquitto"]["available"] is True
+    assert contenders["mosquitto"]["available"] is True and contenders["mosquitto"]["jvm"] is False
+    assert contenders["activemq"]["jvm"] is True and contenders["rabbitmq"]["heavy"] is True
     assert contenders["mosquitto"]["version"] == "fake broker 1.0 (our broker)"
     assert contenders["rabbitmq"]["available"] is False
     assert "not installed" in contenders["grpc-java"]["unavailable"]
@@ -166,6 +161,15 @@ def test_peers_selects_and_orders_contenders(tmp_path):
     assert p.returncode == 0, p.stderr
     assert list(rows(table(p.stdout, "loadtest (throughput")))[:3] == ["shootout", "mosquitto",
                                                                          "aedes"]
+    # The ratio names the best other in each cell: the bigger throughput,
+    # the smaller CPU time.
+    for title, best in (("loadtest (throughput", max), ("loadtest: broker CPU", min)):
+        r = rows(table(p.stdout, title))
+        means = {n: [float(c.split()[0]) for c in re.split(r" {2,}", r[n])]
+                 for n in ("mosquitto", "aedes")}
+        named = [c.split()[1] for c in re.split(r" {2,}", r["shootout/best other"])]
+        for k, name in enumerate(named):
+            assert means[name][k] == best(means["mosquitto"][k], means["aedes"][k]), (title, r)
     assert "rabbitmq" not in p.stdout and "activemq" not in p.stdout
     doc = json.loads((tmp_path / "r.json").read_text())
     assert {b["target"] for b in doc["benchmarks"]} == {"shootout", "mosquitto", "aedes"}
@@ -211,16 +215,17 @@ def test_peers_command(tmp_path):
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[0] == "the contenders of shootout run, from %s:" % peers
-    assert lines[1].split() == ["name", "kind", "stack", "installed", "version,", "or", "how",
-                                "to", "install", "it"]
+    assert lines[1].split() == ["name", "kind", "stack", "heavy", "installed", "version,", "or",
+                                "how", "to", "install", "it"]
     table_rows = [re.split(r" {2,}", line) for line in lines[2:]]
     assert [r[0] for r in table_rows] == ALL_NAMES
     by_name = {r[0]: r for r in table_rows}
-    assert by_name["mosquitto"][1:] == ["mqtt", "C, Mosquitto", "yes",
+    assert by_name["mosquitto"][1:] == ["mqtt", "C, Mosquitto", "no", "yes",
                                         "fake broker 1.0 (our broker)"]
-    assert by_name["rabbitmq"][3:] == ["no", "not installed: apt-get install fake-broker"]
+    assert by_name["rabbitmq"][3:] == ["yes", "no", "not installed: apt-get install fake-broker"]
     assert by_name["grpc-java"][1] == "grpc" and by_name["spring-rest"][1] == "rest"
-    assert by_name["a2b-node"][3:] == ["no", "not installed: no a2b-node/start (not in this tree)"]
+    assert by_name["a2b-node"][3:] == ["no", "no",
+                                       "not installed: no a2b-node/start (not in this tree)"]
 
     p = shootout("peers", "--help", peers=peers)
     assert p.returncode == 0 and p.stdout.startswith("usage: shootout peers")
