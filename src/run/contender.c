@@ -2,6 +2,7 @@
  * registry, their start scripts' --version, and their servers. */
 #include "run/contender.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -269,6 +270,43 @@ static bool speaks(enum contender_kind k, int port)
     return false;
 }
 
+/* The member of process group pgid with the largest RSS (pgid itself if
+ * none is larger): the server behind a wrapper that stays. */
+static int largest_in_group(int pgid)
+{
+    DIR *d = opendir("/proc");
+    int best = pgid;
+    long best_rss = -1;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], buf[1024];
+        if (e->d_name[0] < '1' || e->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        /* After the command's closing parenthesis: state, ppid, pgrp, ...,
+         * rss is the 22nd field after it. */
+        const char *p = strrchr(buf, ')');
+        int pgrp;
+        long rss = 0;
+        if (!p || sscanf(p + 2, "%*c %*d %d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                                "%*d %*d %*d %*u %*u %ld", &pgrp, &rss) != 2 || pgrp != pgid)
+            continue;
+        if (rss > best_rss) {
+            best_rss = rss;
+            best = atoi(e->d_name);
+        }
+    }
+    if (d)
+        closedir(d);
+    return best;
+}
+
 struct launch {
     struct contender_proc *p;
     const char *script;
@@ -306,6 +344,7 @@ static int launch(struct child *c, int port, void *arg, char *err, size_t len)
     }
     p->boot_s = (double)(clock_now_ns() - t0) / 1e9;
     p->port = port;
+    p->server_pid = largest_in_group(c->pid);
     return 0;
 }
 

@@ -83,6 +83,10 @@ struct contender_proc {
     char dir[64]; /* the private temporary directory, "" if none */
     int port;
     double boot_s; /* spawn to ready */
+    /* The process measured (CPU, RSS): the largest of the group at
+     * readiness, the server itself even when a wrapper script stays
+     * (RabbitMQ's beam.smp, a JVM). */
+    int server_pid;
 };
 
 void contender_proc_init(struct contender_proc *p, const struct contender_def *d);

@@ -391,7 +391,7 @@ static int drive(struct run_a2b *j, int i, struct http_open_test *test,
     snprintf(b.host, sizeof b.host, "%s", CHILD_HOST);
     b.port = t->port;
     snprintf(b.target, sizeof b.target, "%s%s", t->label, suffix);
-    b.server_pid = t->cp.proc.pid;
+    b.server_pid = t->def ? t->cp.server_pid : t->cp.proc.pid;
     b.brief = true;
     test->scn = &j->scn;
     test->prof = prof;

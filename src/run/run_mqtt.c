@@ -102,9 +102,9 @@ static uint64_t point_messages(const struct mqtt_job *j, int e, const struct poi
 }
 
 /* Runs grid point p of experiment e against broker b, which runs as proc
- * on port. Returns the cell's exit code. */
-static int measure(struct mqtt_job *j, struct broker *b, struct child *proc, int port, int e,
-                   unsigned p)
+ * (its server process pid) on port. Returns the cell's exit code. */
+static int measure(struct mqtt_job *j, struct broker *b, struct child *proc, int pid, int port,
+                   int e, unsigned p)
 {
     struct run_cell *cell = &b->cells[e][p];
     const struct point *pt = &experiments[e].points[p];
@@ -122,7 +122,7 @@ static int measure(struct mqtt_job *j, struct broker *b, struct child *proc, int
     snprintf(o.host, sizeof o.host, "%s", CHILD_HOST);
     o.port = port;
     snprintf(o.target, sizeof o.target, "%s", b->name);
-    o.server_pid = proc->pid;
+    o.server_pid = pid;
     o.runs = j->o->runs;
     o.threads = j->o->threads;
     if (j->o->timeout_s)
@@ -144,13 +144,14 @@ static int measure(struct mqtt_job *j, struct broker *b, struct child *proc, int
 }
 
 /* The whole grid against b. Returns whether every cell succeeded. */
-static bool measure_all(struct mqtt_job *j, struct broker *b, struct child *proc, int port)
+static bool measure_all(struct mqtt_job *j, struct broker *b, struct child *proc, int pid,
+                        int port)
 {
     bool ok = true;
     b->ran = true;
     for (int e = 0; e < NEXPERIMENTS; e++)
         for (unsigned p = 0; p < experiments[e].npoints; p++)
-            ok &= measure(j, b, proc, port, e, p) == BENCH_EXIT_OK;
+            ok &= measure(j, b, proc, pid, port, e, p) == BENCH_EXIT_OK;
     return ok;
 }
 
@@ -184,7 +185,7 @@ static int race_ours(struct mqtt_job *j, FILE *out)
     fprintf(out, "shootout run: our broker %s, pid %d, on %s:%d\n", o->exe, (int)c.pid,
             CHILD_HOST, l.port);
     fflush(out);
-    return child_end_ours(&c, measure_all(j, b, &c, l.port), out);
+    return child_end_ours(&c, measure_all(j, b, &c, c.pid, l.port), out);
 }
 
 /* Contender i: skipped (a line, a note) if it cannot run or start, else
@@ -199,7 +200,7 @@ static void race_contender(struct mqtt_job *j, unsigned i, FILE *out)
         snprintf(b->note, sizeof b->note, "not measured: %s", why);
         return;
     }
-    measure_all(j, b, &cp.proc, cp.port);
+    measure_all(j, b, &cp.proc, cp.server_pid, cp.port);
     contender_stop(&cp, out);
 }
 

@@ -119,9 +119,11 @@ static int start_ours(struct child *c, const char *exe, int ports[2], char *err,
 /* ---- the cells ----------------------------------------------------------- */
 
 /* calls calls (after warmup untimed ones), conc in flight, runs times,
- * against row r's server proc on port. Returns false if the cell failed. */
+ * against row r's server proc (its server process pid) on port. Returns
+ * false if the cell failed. */
 static bool measure(struct rpc_job *j, struct rpc_row *r, struct run_cell *cell,
-                    struct child *proc, int port, uint64_t calls, uint64_t warmup, unsigned conc)
+                    struct child *proc, int pid, int port, uint64_t calls, uint64_t warmup,
+                    unsigned conc)
 {
     const struct run_rpc_opts *o = j->o;
     cell->measured = true;
@@ -136,7 +138,7 @@ static bool measure(struct rpc_job *j, struct rpc_row *r, struct run_cell *cell,
     snprintf(b.host, sizeof b.host, "%s", CHILD_HOST);
     b.port = port;
     snprintf(b.target, sizeof b.target, "%s", r->series);
-    b.server_pid = proc->pid;
+    b.server_pid = pid;
     b.runs = o->runs;
     if (o->timeout_s)
         b.timeout_s = o->timeout_s;
@@ -158,19 +160,21 @@ static bool measure(struct rpc_job *j, struct rpc_row *r, struct run_cell *cell,
 }
 
 /* The sweep, then the throughput cells, against rows rs[0..n) of one
- * server proc, row k on ports[k]. Returns whether every cell succeeded. */
+ * server proc (its server process pid), row k on ports[k]. Returns
+ * whether every cell succeeded. */
 static bool measure_rows(struct rpc_job *j, struct rpc_row **rs, unsigned n, struct child *proc,
-                         const int *ports)
+                         int pid, const int *ports)
 {
     bool ok = true;
     for (unsigned k = 0; k < n; k++)
         rs[k]->ran = true;
     for (unsigned p = 0; p < NPOINTS; p++)
         for (unsigned k = 0; k < n; k++)
-            ok &= measure(j, rs[k], &rs[k]->sweep[p], proc, ports[k], j->sweep_calls[p], 0, 1);
+            ok &= measure(j, rs[k], &rs[k]->sweep[p], proc, pid, ports[k], j->sweep_calls[p], 0,
+                          1);
     for (unsigned c = 1; c < NCONC; c++)
         for (unsigned k = 0; k < n; k++)
-            ok &= measure(j, rs[k], &rs[k]->tp[c], proc, ports[k], j->sweep_calls[NPOINTS - 1],
+            ok &= measure(j, rs[k], &rs[k]->tp[c], proc, pid, ports[k], j->sweep_calls[NPOINTS - 1],
                           j->tp_warmup, tp_conc[c]);
     return ok;
 }
@@ -195,7 +199,7 @@ static int race_ours(struct rpc_job *j, FILE *out)
     fprintf(out, "shootout run: our car-server %s, pid %d, REST on %s:%d, gRPC on %s:%d\n", o->exe,
             (int)c.pid, CHILD_HOST, ports[0], CHILD_HOST, ports[1]);
     fflush(out);
-    return child_end_ours(&c, measure_rows(j, rs, 2, &c, ports), out);
+    return child_end_ours(&c, measure_rows(j, rs, 2, &c, c.pid, ports), out);
 }
 
 /* Contender i: skipped (a line, notes) if it cannot run or start, else
@@ -220,7 +224,7 @@ static void race_contender(struct rpc_job *j, unsigned i, FILE *out)
         return;
     }
     for (unsigned k = 0; k < n; k++)
-        measure_rows(j, &rs[k], 1, &cp.proc, &cp.port);
+        measure_rows(j, &rs[k], 1, &cp.proc, cp.server_pid, &cp.port);
     contender_stop(&cp, out);
 }
 

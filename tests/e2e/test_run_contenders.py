@@ -7,6 +7,7 @@ the cells say why they failed, the exit code is ours alone, the JSON rows
 and context carry the versions. Also `shootout peers` and --peers. No
 timing assertions."""
 
+import glob
 import json
 import os
 import re
@@ -15,7 +16,7 @@ import subprocess
 import pytest
 
 from conftest import HERE, SANITIZER_MARKERS, SHOOTOUT_BIN, require_shootout
-from test_run import table
+from test_run import running, table
 
 pytestmark = pytest.mark.shootout_only
 
@@ -58,26 +59,47 @@ def rows(lines):
     return out
 
 
-def no_leftovers(tmp_path):
-    """No process whose command line names a contender's temporary
-    directory, and no such directory left."""
-    left = []
+def contender_dirs():
+    """contender.c's private directories of the MQTT contenders."""
+    return {d for name in MQTT_NAMES for d in glob.glob("/tmp/shootout-%s-??????" % name)}
+
+
+def leftovers(before, text):
+    """Contender directories made since before (contender_dirs()), servers
+    whose pids text names that still run, and processes of the fakes."""
+    left = sorted(contender_dirs() - before)
+    for pid in map(int, re.findall(r", pid (\d+)", text)):
+        if running(pid):
+            left.append(pid)
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open("/proc/%s/cmdline" % pid, "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+                if FAKES.encode() in f.read():
+                    left.append(int(pid))
         except OSError:
             continue
-        if re.search(r"/tmp/shootout-(mosquitto|rabbitmq|activemq|aedes|grpc-cpp)-\w{6}", cmd) \
-                and str(os.getpid()) != pid:
-            left.append(cmd)
     return left
+
+
+def cmdlines():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                yield f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+
+
+def port_of(text, name):
+    return int(re.search(r"^shootout run: %s \(.*\), pid \d+, on 127\.0\.0\.1:(\d+)" % name, text,
+                         re.M).group(1))
 
 
 def test_the_run_goes_on_past_contenders_that_fail(tmp_path):
     peers = peers_dir(tmp_path, mosquitto="works", rabbitmq="missing", activemq="nostart",
                       aedes="drops")
     out = tmp_path / "r.json"
+    before = contender_dirs()
     p = shootout("run", "--only", "mqtt", *TINY, "--json", out, peers=peers)
     assert p.returncode == 0, "exit %d\n%s\n%s" % (p.returncode, p.stdout, p.stderr)
     text = p.stdout
@@ -128,11 +150,12 @@ def test_the_run_goes_on_past_contenders_that_fail(tmp_path):
     assert all(b["target_version"] == "fake broker 1.0 (our broker)" for b in by_target["mosquitto"])
     assert all(b["messages"]["lost"] > 0 and b["errors"]["message"] for b in by_target["aedes"])
     assert len(by_target["aedes"]) == 7  # every cell tried
-    assert not no_leftovers(tmp_path)
+    assert not leftovers(before, text)
 
 
 def test_a_contender_that_dies_mid_run_is_marked_and_ours_still_counts(tmp_path):
     peers = peers_dir(tmp_path, mosquitto="dies")
+    before = contender_dirs()
     p = shootout("run", "--only", "mqtt", "--peers", "mosquitto", *TINY, "--json", "-",
                  peers=peers)
     assert p.returncode == 0, p.stderr
@@ -150,11 +173,12 @@ def test_a_contender_that_dies_mid_run_is_marked_and_ours_still_counts(tmp_path)
     assert re.fullmatch(r"\d+\.\d\dx mosquitto", ratio[0]) and ratio[1:] == ["-"] * 3
     doc = json.loads(p.stdout)
     assert [c["name"] for c in doc["context"]["contenders"]] == ["mosquitto"]
-    assert not no_leftovers(tmp_path)
+    assert not leftovers(before, text)
 
 
 def test_peers_selects_and_orders_contenders(tmp_path):
-    peers = peers_dir(tmp_path, mosquitto="works", aedes="works")
+    peers = peers_dir(tmp_path, mosquitto="works", aedes="wrapper")
+    before = contender_dirs()
     # Listed out of order: the tables keep the registry's.
     p = shootout("run", "--only", "mqtt", "--peers", "aedes,mosquitto", *TINY, "--json",
                  tmp_path / "r.json", peers=peers)
@@ -173,6 +197,14 @@ def test_peers_selects_and_orders_contenders(tmp_path):
     assert "rabbitmq" not in p.stdout and "activemq" not in p.stdout
     doc = json.loads((tmp_path / "r.json").read_text())
     assert {b["target"] for b in doc["benchmarks"]} == {"shootout", "mosquitto", "aedes"}
+    # Measured: the wrapper's broker, the largest process of its group, not the wrapper.
+    wrapper = int(re.search(r"^shootout run: aedes \(.*\), pid (\d+)", p.stdout, re.M).group(1))
+    pids = {b["server"]["pid"] for b in doc["benchmarks"] if b["target"] == "aedes"}
+    assert len(pids) == 1 and wrapper not in pids
+    assert all(b["server"]["cpu_s"] > 0 for b in doc["benchmarks"] if b["target"] == "aedes")
+    # The wrapper's broker went with its process group.
+    assert not [cmd for cmd in cmdlines() if "--port %d" % port_of(p.stdout, "aedes") in cmd]
+    assert not leftovers(before, p.stdout)
 
     for none in (("--peers", "none"), ("--no-peer",)):
         p = shootout("run", "--only", "mqtt", *none, *TINY, "--json", tmp_path / "n.json",
