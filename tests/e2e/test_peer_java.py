@@ -17,6 +17,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -75,6 +76,26 @@ def java_pids_mentioning(text):
         if text in cmdline or text in cwd:
             found.append(int(pid))
     return found
+
+
+def files_outside(pid, directory, log):
+    """Files the running process has open or mapped, other than the
+    JDK's, the system's and the build's (read-only) and the log the test
+    gave it, outside directory: what it writes elsewhere, such as a JVM's
+    /tmp/hsperfdata_USER/PID."""
+    paths = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and fields[5].startswith("/"):
+                paths.add(fields[5].strip().removesuffix(" (deleted)"))
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            paths.add(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            continue
+    allowed = ("/usr/", "/etc/", "/dev/", "/proc/", directory + "/", os.path.join(REPO, "build", "peers") + "/")
+    return sorted(p for p in paths if p.startswith("/") and not p.startswith(allowed) and p != log)
 
 
 class Peer:
@@ -196,6 +217,19 @@ def test_version(peer_name):
     assert r.stdout.count("\n") == 1
 
 
+@pytest.mark.parametrize("name", sorted(PEERS))
+def test_version_not_built(name, tmp_path):
+    """The scripts in a tree without build/peers/: exit 3, the fix on stdout."""
+    for rel in (os.path.join("peers", name, "start"), os.path.join("peers", "lib", "jvm-peer.sh")):
+        os.makedirs(tmp_path / os.path.dirname(rel), exist_ok=True)
+        shutil.copy2(os.path.join(REPO, rel), tmp_path / rel)
+    r = subprocess.run([str(tmp_path / "peers" / name / "start"), "--version"], capture_output=True, text=True,
+                       timeout=10)
+    assert (r.returncode, r.stdout) in ((3, "not built: make peers\n"),
+                                        (3, "not installed: scripts/install-deps.sh (apt-get install "
+                                            "default-jdk-headless)\n"))
+
+
 def test_bad_arguments(peer_name, tmp_path):
     r = subprocess.run([start_script(peer_name), "--port", "1"], capture_output=True, text=True, timeout=10)
     assert r.returncode == 2 and "usage" in r.stderr
@@ -216,17 +250,17 @@ def test_exchange_then_sigterm_leaves_nothing(peer, pb, car_server, tmp_path):
         assert json.loads(theirs[1][2]) == {"error": "missing field", "field": "car.make"}
         assert theirs[2] == ours[2] == (404, "application/json", b'{"error":"not found"}')
 
+    assert files_outside(jvm_pid, str(peer.dir), str(peer.stderr_path)) == []
     assert peer.stop() in (0, 143), peer.stderr()[-3000:]
     deadline = time.monotonic() + STOP_TIMEOUT
     while java_pids_mentioning(str(peer.dir)) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert java_pids_mentioning(str(peer.dir)) == [], "a process of the peer outlived SIGTERM"
-    # What a JVM writes outside its directory unless told not to: the
-    # hsperfdata file, the attach socket, a crash log in the working dir.
-    outside = [p for p in ("/tmp/hsperfdata_%s/%d" % (os.environ.get("USER", "root"), jvm_pid),
-                           "/tmp/.java_pid%d" % jvm_pid, os.path.join(REPO, "hs_err_pid%d.log" % jvm_pid))
-               if os.path.exists(p)]
-    assert outside == []
+    # What a JVM leaves once it exits, unless told not to: an attach socket,
+    # a crash log in the working directory (its hsperfdata file, gone with
+    # it, is checked while it runs).
+    assert [p for p in ("/tmp/.java_pid%d" % jvm_pid, os.path.join(REPO, "hs_err_pid%d.log" % jvm_pid))
+            if os.path.exists(p)] == []
 
 
 def test_rpc_seq(peer):
