@@ -13,7 +13,6 @@ CI=true.
 """
 
 import http.client
-import importlib.util
 import json
 import os
 import re
@@ -149,21 +148,6 @@ def peer(peer_name, tmp_path):
         yield p
     finally:
         p.kill()
-
-
-@pytest.fixture(scope="module")
-def pb(tmp_path_factory):
-    """The generated modules: pb["car"].Message, pb["health"].HealthCheckRequest..."""
-    out = tmp_path_factory.mktemp("stubs")
-    src = os.path.join(REPO, "src", "car")
-    mods = {}
-    for name in ("car", "health"):
-        subprocess.run(["protoc", "-I" + src, "--python_out=" + str(out), os.path.join(src, name + ".proto")],
-                       check=True, timeout=60)
-        spec = importlib.util.spec_from_file_location(name + "_pb2", str(out / (name + "_pb2.py")))
-        mods[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mods[name])
-    return mods
 
 
 def grpc_exchange(port, pb):
