@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # jvm-peer.sh - what the Java contenders' start scripts share (sourced, not
 # run): the contender contract's --version checks and the JVM's command line
 # (CONTENDERS.md). A start script sets PEER (its directory under
@@ -64,10 +65,10 @@ jvm_peer_main() {
       *) usage ;;
     esac
   done
-  [ -n "$port" ] && [ -d "$dir" ] || usage
+  if [ -z "$port" ] || [ ! -d "$dir" ]; then usage; fi
   jvm_peer_check
   dir=$(cd "$dir" && pwd)
-  cd "$dir"
+  cd "$dir" || exit 1
   # The heap is fixed so that the JVM does not resize it during a race;
   # nothing is written outside DIR: no hsperfdata in /tmp, no attach
   # socket, crash logs and java.io.tmpdir (Netty, Jetty) in DIR.
