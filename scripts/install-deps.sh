@@ -2,7 +2,19 @@
 # Installs the Debian packages shootout needs to build, test and benchmark.
 # Idempotent: packages already present are left alone, and apt is not
 # touched at all when nothing is missing.
+#
+#   scripts/install-deps.sh            everything, the heavy contenders too
+#   scripts/install-deps.sh --minimal  without heavy_packages (JDK- and
+#                                      Erlang-based contenders, ~500 MB)
 set -euo pipefail
+
+minimal=0
+case "${1:-}" in
+  "") ;;
+  --minimal) minimal=1 ;;
+  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "install-deps: unknown option '$1' (try --minimal or --help)" >&2; exit 2 ;;
+esac
 
 packages=(
   # build
@@ -31,6 +43,17 @@ packages=(
   # the Node.js a2b peer (make node-peer): Debian's Node 18 or newer
   nodejs
 )
+# The heavy contenders `shootout run` races when they are installed (JVM and
+# Erlang brokers and servers): left out by --minimal. Each runs as a private
+# instance started by peers/<name>/start, never as the system service.
+heavy_packages=(
+  # RabbitMQ's MQTT plugin (Erlang), peers/rabbitmq
+  rabbitmq-server
+  # ActiveMQ 5's MQTT transport (Java), peers/activemq; the MQTT codec it
+  # needs is packaged apart
+  activemq libmqtt-client-java default-jdk-headless
+)
+[ "$minimal" -eq 1 ] || packages+=("${heavy_packages[@]}")
 # npm comes with NodeSource's nodejs, which conflicts with Debian's npm package:
 # ask for Debian's only where no npm is installed.
 command -v npm >/dev/null 2>&1 || packages+=(npm)
@@ -50,8 +73,19 @@ SUDO=""
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# The Debian mosquitto package starts a system broker on 1883; shootout
-# starts its own peers on free ports, so keep the system one out of the way.
-if [ -d /run/systemd/system ] && systemctl is-active --quiet mosquitto 2>/dev/null; then
-  $SUDO systemctl stop mosquitto || true
-fi
+# The Debian mosquitto, rabbitmq-server and activemq packages start system
+# brokers (on 1883, 5672/25672 + epmd 4369, 61616); shootout starts private
+# instances on free ports, so keep the system ones out of the way: stopped,
+# and not started at boot.
+for svc in mosquitto rabbitmq-server activemq; do
+  if [ -d /run/systemd/system ]; then
+    if systemctl is-enabled --quiet "$svc" 2>/dev/null || systemctl is-active --quiet "$svc" 2>/dev/null; then
+      $SUDO systemctl disable --now "$svc" || true
+    fi
+  elif [ -x "/etc/init.d/$svc" ]; then
+    $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+    if command -v update-rc.d >/dev/null; then
+      $SUDO update-rc.d "$svc" disable >/dev/null 2>&1 || true
+    fi
+  fi
+done
