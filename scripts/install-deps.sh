@@ -83,7 +83,12 @@ for svc in mosquitto rabbitmq-server activemq; do
       $SUDO systemctl disable --now "$svc" || true
     fi
   elif [ -x "/etc/init.d/$svc" ]; then
-    $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+    # Only when the daemon runs (under its own account: mosquitto, rabbitmq,
+    # activemq): rabbitmq-server's stop runs rabbitmqctl, which would leave
+    # a system epmd behind when there was nothing to stop.
+    if pgrep -u "${svc%-server}" >/dev/null 2>&1; then
+      $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true
+    fi
     if command -v update-rc.d >/dev/null; then
       $SUDO update-rc.d "$svc" disable >/dev/null 2>&1 || true
     fi
