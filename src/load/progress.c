@@ -35,25 +35,36 @@ static void progress_si(char *out, size_t cap, double v)
         snprintf(out, cap, "%.0f", v);
 }
 
-size_t progress_format(char *out, size_t cap, const char *label, const char *unit, uint64_t done,
-                       uint64_t total, double elapsed_s)
+/* "ETA 4.2s", or "ETA ?" before there is a rate to go by. */
+static void progress_eta(char *out, size_t cap, double left_s, bool known)
+{
+    if (known)
+        snprintf(out, cap, "%.1fs", left_s > 0 ? left_s : 0);
+    else
+        snprintf(out, cap, "?");
+}
+
+size_t progress_format(char *out, size_t cap, const struct progress *p, double elapsed_s)
 {
     int n;
-    double rate = elapsed_s > 0 ? (double)done / elapsed_s : 0;
-    char r[32];
+    double rate = elapsed_s > 0 ? (double)p->done / elapsed_s : 0;
+    char r[32], eta[32];
     progress_si(r, sizeof r, rate);
-    if (total == 0) {
-        n = snprintf(out, cap, "%s: connecting, elapsed %.1fs", label, elapsed_s);
+    if (p->total_s > 0) {
+        double share = elapsed_s < p->total_s ? elapsed_s / p->total_s : 1;
+        progress_eta(eta, sizeof eta, p->total_s - elapsed_s, true);
+        n = snprintf(out, cap, "%s: %llu %s, %s %s/s, elapsed %.1fs of %.1fs %3.0f%%, ETA %s",
+                     p->label, (unsigned long long)p->done, p->unit, r, p->unit, elapsed_s,
+                     p->total_s, 100 * share, eta);
+    } else if (p->total == 0) {
+        n = snprintf(out, cap, "%s: setting up, elapsed %.1fs", p->label, elapsed_s);
     } else {
-        double left = done < total && rate > 0 ? (double)(total - done) / rate : 0;
-        char eta[32];
-        if (done >= total || rate > 0)
-            snprintf(eta, sizeof eta, "%.1fs", left);
-        else
-            snprintf(eta, sizeof eta, "?");
-        n = snprintf(out, cap, "%s: %llu/%llu %s %3.0f%%, %s %s/s, elapsed %.1fs, ETA %s", label,
-                     (unsigned long long)done, (unsigned long long)total, unit,
-                     100.0 * (double)done / (double)total, r, unit, elapsed_s, eta);
+        bool over = p->done >= p->total;
+        progress_eta(eta, sizeof eta, over ? 0 : (double)(p->total - p->done) / rate,
+                     over || rate > 0);
+        n = snprintf(out, cap, "%s: %llu/%llu %s %3.0f%%, %s %s/s, elapsed %.1fs, ETA %s",
+                     p->label, (unsigned long long)p->done, (unsigned long long)p->total, p->unit,
+                     100.0 * (double)p->done / (double)p->total, r, p->unit, elapsed_s, eta);
     }
     return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
@@ -61,8 +72,7 @@ size_t progress_format(char *out, size_t cap, const char *label, const char *uni
 static void progress_draw(struct progress *p, uint64_t now)
 {
     char line[256];
-    size_t n = progress_format(line, sizeof line, p->label, p->unit, p->done, p->total,
-                               (double)(now - p->t0_ns) / 1e9);
+    size_t n = progress_format(line, sizeof line, p, (double)(now - p->t0_ns) / 1e9);
     /* Back to the start of the line, the new text, then clear what a longer
      * line before left. */
     fprintf(p->f, "\r%.*s\033[K", (int)n, line);
@@ -71,22 +81,29 @@ static void progress_draw(struct progress *p, uint64_t now)
     p->last_ns = now;
 }
 
-void progress_note(struct progress *p, uint64_t done, uint64_t total)
+static void progress_maybe_draw(struct progress *p, bool final)
 {
-    if (!p)
-        return;
-    p->done = done;
-    p->total = total;
+    uint64_t now = clock_now_ns();
+    if (!final && now - p->last_ns >= PROGRESS_PERIOD_NS)
+        progress_draw(p, now);
 }
 
-void progress_update(struct progress *p, uint64_t done, uint64_t total)
+void progress_update(struct progress *p, uint64_t done, uint64_t total, bool final)
 {
     if (!p || !p->on)
         return;
-    progress_note(p, done, total);
-    uint64_t now = clock_now_ns();
-    if (now - p->last_ns >= PROGRESS_PERIOD_NS)
-        progress_draw(p, now);
+    p->done = done;
+    p->total = total;
+    progress_maybe_draw(p, final);
+}
+
+void progress_update_timed(struct progress *p, uint64_t done, double total_s, bool final)
+{
+    if (!p || !p->on)
+        return;
+    p->done = done;
+    p->total_s = total_s;
+    progress_maybe_draw(p, final);
 }
 
 void progress_end(struct progress *p)

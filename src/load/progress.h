@@ -28,6 +28,7 @@ struct progress {
     const char *unit;
     uint64_t t0_ns, last_ns;
     uint64_t done, total;
+    double total_s; /* > 0: the run is planned by time, not by count */
 };
 
 /* Whether mode draws on f (a terminal for auto). */
@@ -36,17 +37,18 @@ bool progress_wanted(enum progress_mode mode, FILE *f);
 /* A run starts: label ("mqtt-load run 1/3") and the unit of its work
  * ("msgs"); on says whether to draw at all. */
 void progress_begin(struct progress *p, FILE *f, bool on, const char *label, const char *unit);
-/* done of total units so far (total 0: not known yet, as while
- * connecting); redraws if the last draw is 100 ms old. */
-void progress_update(struct progress *p, uint64_t done, uint64_t total);
-/* As progress_update, without drawing: figures for progress_end. */
-void progress_note(struct progress *p, uint64_t done, uint64_t total);
+/* done of total units so far (total 0: not begun, as while connecting);
+ * redraws if the last draw is 100 ms old. final: the run's last figures,
+ * kept for progress_end rather than drawn. */
+void progress_update(struct progress *p, uint64_t done, uint64_t total, bool final);
+/* The same for a run planned to last total_s seconds: done units so far,
+ * and the share of the time gone. */
+void progress_update_timed(struct progress *p, uint64_t done, double total_s, bool final);
 /* The run ended: draws the last figures and ends the line. */
 void progress_end(struct progress *p);
 
-/* The line for done of total after elapsed_s, into out (for the unit
+/* The line for p's figures after elapsed_s, into out (for the unit
  * tests). Returns its length. */
-size_t progress_format(char *out, size_t cap, const char *label, const char *unit, uint64_t done,
-                       uint64_t total, double elapsed_s);
+size_t progress_format(char *out, size_t cap, const struct progress *p, double elapsed_s);
 
 #endif

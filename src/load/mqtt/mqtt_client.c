@@ -808,10 +808,7 @@ static void mc_progress_line(struct mc_run *run, bool final)
         for (unsigned i = 0; i < run->cfg.threads; i++)
             done += atomic_load_explicit(&run->threads[i].received_seen, memory_order_relaxed);
     }
-    if (final)
-        progress_note(run->cfg.progress, done, setup ? 0 : total);
-    else
-        progress_update(run->cfg.progress, done, setup ? 0 : total);
+    progress_update(run->cfg.progress, done, setup ? 0 : total, final);
 }
 
 enum mc_status mc_run_exec(struct mc_run *run, unsigned timeout_s, void (*tick)(void *),
