@@ -25,7 +25,7 @@ struct trace {
     FILE *f;
     bool own; /* not stdout */
     pthread_mutex_t lock;
-    char *buf;
+    char *buf; /* f's buffer, when own */
     uint64_t t0_ns;
     unsigned sample, body_max;
     _Atomic unsigned next_conn;
@@ -45,8 +45,11 @@ struct trace *trace_open(const char *path, unsigned sample, unsigned body_max,
     struct trace *t = mem_calloc(1, sizeof *t);
     t->f = f;
     t->own = !out;
-    t->buf = mem_alloc(TRACE_BUF);
-    setvbuf(f, t->buf, _IOFBF, TRACE_BUF);
+    /* stdout keeps its own buffering: it may have been written to. */
+    if (t->own) {
+        t->buf = mem_alloc(TRACE_BUF);
+        setvbuf(f, t->buf, _IOFBF, TRACE_BUF);
+    }
     pthread_mutex_init(&t->lock, NULL);
     t->sample = sample ? sample : 1;
     t->body_max = body_max;
@@ -74,8 +77,6 @@ int trace_close(struct trace *t, char *err, size_t errlen)
         t->failed = true;
         t->err = errno;
     }
-    if (!t->own)
-        setvbuf(t->f, NULL, _IOLBF, 0); /* the buffer goes away */
     if (t->failed) {
         snprintf(err, errlen, "--trace: writing the trace failed: %s", strerror(t->err));
         rc = -1;
