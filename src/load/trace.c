@@ -278,10 +278,10 @@ static size_t trace_add_bytes(char *out, size_t cap, size_t o, const char *key,
 static size_t trace_fmt_publish(char *out, size_t cap, size_t o, bool v5,
                                 const struct mqtt_header *h, const uint8_t *body)
 {
-    struct mqtt_publish p;
+    struct mqtt_publish p = {0};
     int err;
     if (v5) {
-        struct mqtt5_publish p5;
+        struct mqtt5_publish p5 = {0};
         err = mqtt5_decode_publish(body, h->body_len, h->flags, &p5);
         p = (struct mqtt_publish){p5.topic, p5.payload, p5.packet_id, p5.qos, p5.retain, p5.dup};
     } else {
@@ -338,11 +338,11 @@ static size_t trace_fmt_connect(char *out, size_t cap, size_t o, bool v5,
 static size_t trace_fmt_connack(char *out, size_t cap, size_t o, bool v5,
                                 const struct mqtt_header *h, const uint8_t *body)
 {
-    bool sp;
-    uint8_t rc;
+    bool sp = false;
+    uint8_t rc = 0;
     int err;
     if (v5) {
-        struct mqtt5_connack a;
+        struct mqtt5_connack a = {0};
         err = mqtt5_decode_connack(body, h->body_len, &a);
         sp = a.session_present, rc = a.reason;
     } else {
@@ -359,7 +359,7 @@ static size_t trace_fmt_subscribe(char *out, size_t cap, size_t o, bool v5,
     struct mqtt_filters f;
     int err;
     if (v5) {
-        struct mqtt5_subscribe s;
+        struct mqtt5_subscribe s = {0};
         err = mqtt5_decode_subscribe(body, h->body_len, &s);
         f = s.filters;
     } else {
@@ -385,7 +385,7 @@ static size_t trace_fmt_suback(char *out, size_t cap, size_t o, bool v5,
     struct mqtt_suback s;
     int err;
     if (v5) {
-        struct mqtt5_suback s5;
+        struct mqtt5_suback s5 = {0};
         err = mqtt5_decode_suback(MQTT_SUBACK, body, h->body_len, &s5);
         s = (struct mqtt_suback){s5.packet_id, s5.codes, s5.count};
     } else {

@@ -362,7 +362,7 @@ static int mc_on_connack(struct mc_conn *c, const uint8_t *body, uint32_t len)
     uint8_t rc;
     int err;
     if (mc_v5(c)) {
-        struct mqtt5_connack a;
+        struct mqtt5_connack a = {0};
         err = mqtt5_decode_connack(body, len, &a);
         session_present = a.session_present;
         rc = a.reason;
