@@ -50,12 +50,14 @@ size_t progress_format(char *out, size_t cap, const struct progress *p, double e
     double rate = elapsed_s > 0 ? (double)p->done / elapsed_s : 0;
     char r[32], eta[32];
     progress_si(r, sizeof r, rate);
-    if (p->total_s > 0) {
-        double share = elapsed_s < p->total_s ? elapsed_s / p->total_s : 1;
+    if (p->timed && elapsed_s < p->total_s) {
         progress_eta(eta, sizeof eta, p->total_s - elapsed_s, true);
         n = snprintf(out, cap, "%s: %llu %s, %s %s/s, elapsed %.1fs of %.1fs %3.0f%%, ETA %s",
                      p->label, (unsigned long long)p->done, p->unit, r, p->unit, elapsed_s,
-                     p->total_s, 100 * share, eta);
+                     p->total_s, 100 * elapsed_s / p->total_s, eta);
+    } else if (p->timed) {
+        n = snprintf(out, cap, "%s: %llu %s, %s %s/s, elapsed %.1fs, planned %.1fs", p->label,
+                     (unsigned long long)p->done, p->unit, r, p->unit, elapsed_s, p->total_s);
     } else if (p->total == 0) {
         n = snprintf(out, cap, "%s: setting up, elapsed %.1fs", p->label, elapsed_s);
     } else {
@@ -94,6 +96,7 @@ void progress_update(struct progress *p, uint64_t done, uint64_t total, bool fin
         return;
     p->done = done;
     p->total = total;
+    p->timed = false;
     progress_maybe_draw(p, final);
 }
 
@@ -102,6 +105,7 @@ void progress_update_timed(struct progress *p, uint64_t done, double total_s, bo
     if (!p || !p->on)
         return;
     p->done = done;
+    p->timed = true;
     p->total_s = total_s;
     progress_maybe_draw(p, final);
 }

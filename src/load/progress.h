@@ -28,7 +28,8 @@ struct progress {
     const char *unit;
     uint64_t t0_ns, last_ns;
     uint64_t done, total;
-    double total_s; /* > 0: the run is planned by time, not by count */
+    bool timed;     /* planned by time (total_s), not by count */
+    double total_s;
 };
 
 /* Whether mode draws on f (a terminal for auto). */
@@ -37,12 +38,14 @@ bool progress_wanted(enum progress_mode mode, FILE *f);
 /* A run starts: label ("mqtt-load run 1/3") and the unit of its work
  * ("msgs"); on says whether to draw at all. */
 void progress_begin(struct progress *p, FILE *f, bool on, const char *label, const char *unit);
-/* done of total units so far (total 0: not begun, as while connecting);
+/* done of total units so far (total 0: not begun, as while connecting;
+ * a run planned by time ends with done of done);
  * redraws if the last draw is 100 ms old. final: the run's last figures,
  * kept for progress_end rather than drawn. */
 void progress_update(struct progress *p, uint64_t done, uint64_t total, bool final);
 /* The same for a run planned to last total_s seconds: done units so far,
- * and the share of the time gone. */
+ * and the share of the time gone (past total_s, as users finish, the line
+ * says when the plan ended). */
 void progress_update_timed(struct progress *p, uint64_t done, double total_s, bool final);
 /* The run ended: draws the last figures and ends the line. */
 void progress_end(struct progress *p);

@@ -312,6 +312,22 @@ def test_progress_plain_without_a_terminal(broker, car_server):
     assert re.search(rb"\rrpc-seq/\S+ run 1/1: 50/50 call 100%.*\x1b\[K\n", err), err
 
 
+def test_progress_of_http_open_on_a_terminal(a2b_server_factory, tmp_path):
+    # Planned by time: requests answered against the profile's duration,
+    # ending with the requests answered of all.
+    srv = a2b_server_factory()
+    scn = tmp_path / "s.scn"
+    scn.write_text("request GET /api/v1/countries countries\n")
+    rc, text = under_pty("http-open", "--target", "http://%s:%d" % (HOST, srv.port), "--scenario", scn,
+                         "--inject", "constant-users-per-sec 40 1s")
+    assert rc == 0, text
+    draws = [d for d in DRAW.findall(text) if d.startswith("http-open/")]
+    assert len(draws) >= 3, text  # arrivals spread over 1 s, lines 100 ms apart
+    assert re.search(r" run 1/1: (\d+)/\1 req 100%, .* req/s, elapsed \d+\.\ds, ETA 0\.0s$", draws[-1]), draws
+    for d in draws[:-1]:
+        assert re.search(r": \d+ req, \S+ (k )?req/s, elapsed \d+\.\ds( of 1\.0s +\d+%, ETA|, planned 1\.0s)", d), d
+
+
 def test_progress_never_on_a_terminal(car_server):
     rc, text = under_pty("rpc-seq", "--target", "%s:%d" % (HOST, car_server.rest_port), "--requests",
                          "50", "--progress", "never")

@@ -247,12 +247,13 @@ static void test_progress_line(void **state)
     progress_format(out, sizeof out, &p, 0.004);
     assert_string_equal(out, "mqtt-load/b/10c run 1/3: 10000/10000 msg 100%, 2.5 M msg/s, "
                              "elapsed 0.0s, ETA 0.0s");
-    progress_begin(&p, stderr, false, "http-open/x/s run 1/1", "req");
-    p.done = 300;
-    p.total_s = 4;
+    progress_begin(&p, stderr, true, "http-open/x/s run 1/1", "req");
+    progress_update_timed(&p, 300, 4, true);
     progress_format(out, sizeof out, &p, 1.0);
     assert_string_equal(out, "http-open/x/s run 1/1: 300 req, 300 req/s, elapsed 1.0s of 4.0s  "
                              "25%, ETA 3.0s");
+    progress_format(out, sizeof out, &p, 5.0);
+    assert_string_equal(out, "http-open/x/s run 1/1: 300 req, 60 req/s, elapsed 5.0s, planned 4.0s");
 }
 
 /* Off, nothing is drawn and the figures are not kept; on, the first

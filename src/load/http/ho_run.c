@@ -127,7 +127,7 @@ int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index, struct res
     mem_free(scratch);
     mem_free(figs);
     struct ho_report *rep = ho_report_new(&cfg, ths, started, duration_s, a->sat_window);
-    progress_update_timed(o->progress, rep->all.h.count, duration_s, true);
+    progress_update(o->progress, rep->all.h.count, rep->all.h.count, true);
     for (unsigned i = 0; i < started; i++)
         ho_thread_free(&ths[i]);
     mem_free(ths);
