@@ -114,8 +114,10 @@ static void put_metric_value(FILE *f, const struct report_metric *m, const struc
     const char *unit = metric_unit(m, r, buf, sizeof buf);
     put_si(f, r->metric[m->index] * m->scale, unit);
     if (sd) {
+        /* "1.7M msg/s ± 239k", "603 ns ± 54 ns": the unit once, but where
+         * it carries the prefix. */
         fputs(" ± ", f);
-        put_si(f, sd->metric[m->index] * m->scale, unit);
+        put_si(f, sd->metric[m->index] * m->scale, m->unit ? unit : "");
     }
 }
 
@@ -332,11 +334,10 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
         }
     char buf[48], caption[128];
     const char *unit = metric_unit(m, shape, buf, sizeof buf);
-    /* Ticks of a derived unit (msg/s) carry the prefix only: the caption
-     * says the unit. */
     struct axis a = axis_for(top, m->scale, m->unit ? m->unit : "");
     double gw = PLOT_W / g->npoints, bw = gw * 0.8 / g->nseries;
-    snprintf(caption, sizeof caption, "%s (%s)", m->title, unit);
+    /* Ticks in seconds say their unit; a derived unit goes in the caption. */
+    snprintf(caption, sizeof caption, m->unit ? "%s" : "%s (%s)", m->title, unit);
     put_figure_open(f, caption, NULL, &a);
     for (unsigned p = 0; p < g->npoints; p++) {
         double gx = CHART_LEFT + p * gw + gw * 0.1;
@@ -720,7 +721,7 @@ const char report_html_style[] =
 
 int report_html_print(FILE *f, const struct result_context *ctx, const struct result_row *rows, unsigned n)
 {
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n" REPORT_HTML_CSP "\n"
                "<title>shootout results %s</title>\n<style>%s</style></head><body>\n",
             ctx->date, report_html_style);
     fputs("<h1>shootout results</h1>\n<dl>", f);

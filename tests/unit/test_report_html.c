@@ -70,7 +70,7 @@ static void test_aggregates_become_bars_with_whiskers(void **state)
     assert_int_equal(count(html, "<svg"), 1); /* throughput only: no latency, no CPU sampled */
     assert_int_equal(count(html, "class=\"bar\""), 4);
     assert_int_equal(count(html, "class=\"err\""), 3); /* a zero stddev draws no whisker */
-    assert_non_null(strstr(html, "shootout, 100c: 2k msg/s ± 100 msg/s"));
+    assert_non_null(strstr(html, "shootout, 100c: 2k msg/s ± 100</title>"));
     /* Points are labelled by the last part of the row name, as the tables. */
     assert_non_null(strstr(html, ">500c<"));
     /* Text from rows and context is escaped. */

@@ -78,6 +78,7 @@ struct mc_thread {
     struct mc_conn *dirty;
     uint64_t packets, published, received;
     _Atomic uint64_t progress; /* packets, published for the watchdog */
+    _Atomic uint64_t received_seen; /* received, published for mc_run_received */
     uint8_t rbuf[MC_READ_CHUNK];
 };
 
@@ -653,6 +654,7 @@ static bool mc_prepare(struct ev_loop *loop, void *data)
         c = next;
     }
     atomic_store_explicit(&t->progress, t->packets, memory_order_relaxed);
+    atomic_store_explicit(&t->received_seen, t->received, memory_order_relaxed);
     return busy;
 }
 
@@ -761,6 +763,14 @@ static uint64_t mc_progress(struct mc_run *run)
     uint64_t sum = 0;
     for (unsigned i = 0; i < run->cfg.threads; i++)
         sum += atomic_load_explicit(&run->threads[i].progress, memory_order_relaxed);
+    return sum;
+}
+
+uint64_t mc_run_received(struct mc_run *run)
+{
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < run->cfg.threads; i++)
+        sum += atomic_load_explicit(&run->threads[i].received_seen, memory_order_relaxed);
     return sum;
 }
 
