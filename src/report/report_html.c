@@ -222,12 +222,16 @@ static bool row_has(const struct result_row *r, enum metric_need need)
     }
 }
 
+/* Whether g has a chart and a column of figures that need need; the
+ * throughput's has them as soon as a run failed, to show where. */
 static bool group_has(const struct report_group *g, enum metric_need need)
 {
     for (unsigned p = 0; p < g->npoints; p++)
-        for (unsigned s = 0; s < g->nseries; s++)
-            if (g->value[p][s] && row_has(g->value[p][s], need))
+        for (unsigned s = 0; s < g->nseries; s++) {
+            const struct result_row *v = g->value[p][s];
+            if (v && (row_has(v, need) || (need == NEED_ALWAYS && v->error[0])))
                 return true;
+        }
     return false;
 }
 
@@ -327,9 +331,9 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
     for (unsigned p = 0; p < g->npoints; p++)
         for (unsigned s = 0; s < g->nseries; s++) {
             const struct result_row *v = g->value[p][s], *sd = g->spread[p][s];
+            shape = shape ? shape : v;
             if (!v || !row_has(v, m->need))
                 continue;
-            shape = v;
             top = fmax(top, v->metric[m->index] + (sd ? sd->metric[m->index] : 0));
         }
     char buf[48], caption[128];
@@ -409,8 +413,9 @@ static void put_spectra(FILE *f, const struct report_group *g)
             double x = spectrum_x(ticks[t]);
             fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x, x,
                     CHART_TOP, axis_y(&a, 0));
-            fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">p%g</text>\n", x,
-                    CHART_H - CHART_BOTTOM + 18, ticks[t]);
+            /* The last one ends at the plot's edge, not past it. */
+            fprintf(f, "<text class=\"point%s\" x=\"%.1f\" y=\"%.1f\">p%g</text>\n",
+                    t + 1 == sizeof ticks / sizeof ticks[0] ? " end" : "", x, CHART_H - CHART_BOTTOM + 18, ticks[t]);
         }
         for (unsigned s = 0; s < g->nseries; s++) {
             const struct result_row *v = g->value[p][s];
@@ -580,9 +585,9 @@ static unsigned rate_runs_extent(const struct report_group *g, unsigned p, const
 
 /* For every point of g: the field at off of every run's series over time,
  * one line per run in its series' colour, on an axis of unit (scale:
- * from the field to it). */
+ * from the field to it); op_def, unless NULL, says what one op is. */
 static void put_rate_chart(FILE *f, const struct report_group *g, const struct result_row *rows, unsigned n,
-                           const char *what, size_t off, double scale, const char *unit)
+                           const char *what, const char *op_def, size_t off, double scale, const char *unit)
 {
     for (unsigned p = 0; p < g->npoints; p++) {
         double top;
@@ -592,6 +597,12 @@ static void put_rate_chart(FILE *f, const struct report_group *g, const struct r
         struct axis a = axis_for(top, scale, unit);
         char caption[200];
         snprintf(caption, sizeof caption, "%s, %s, second by second (one line per run)", what, g->point[p]);
+        if (op_def) {
+            /* What the CPU per op counts: for mqtt-ping more than the throughput does. */
+            fputs("<p class=\"def\">Counted each second: ", f);
+            report_html_escape(f, op_def);
+            fputs(".</p>\n", f);
+        }
         put_figure_open(f, caption, g, &a);
         put_time_ticks(f, nx);
         for (unsigned i = 0; i < n; i++) {
@@ -618,9 +629,9 @@ static void put_rate_charts(FILE *f, const struct report_group *g, const struct 
         for (unsigned s = 0; s < g->nseries && !any; s++)
             any = g->value[p][s];
     char what[64];
-    snprintf(what, sizeof what, "Throughput (%s/s)", result_unit(any));
-    put_rate_chart(f, g, rows, n, what, offsetof(struct result_point, responses), 1, "");
-    put_rate_chart(f, g, rows, n, "Latency p99", offsetof(struct result_point, p99_ms), 1e-3, "s");
+    snprintf(what, sizeof what, "Rate (%s/s)", result_unit(any));
+    put_rate_chart(f, g, rows, n, what, any->op_def, offsetof(struct result_point, responses), 1, "");
+    put_rate_chart(f, g, rows, n, "Latency p99", NULL, offsetof(struct result_point, p99_ms), 1e-3, "s");
 }
 
 static void put_cell(FILE *f, const struct report_metric *m, const struct result_row *v,
@@ -707,7 +718,7 @@ const char report_html_style[] =
     ".def{color:#555;margin:.3em 0}figure{margin:1em 0}figcaption{font-weight:600}"
     "svg{max-width:100%;height:auto}.grid{stroke:#e4e4e4}.axis{stroke:#444}"
     ".err{stroke:#222;fill:none}.tick{font-size:11px;text-anchor:end;fill:#555}"
-    ".point{font-size:11px;text-anchor:middle;fill:#333}"
+    ".point{font-size:11px;text-anchor:middle;fill:#333}.point.end{text-anchor:end}"
     ".legend{list-style:none;padding:0;display:flex;flex-wrap:wrap;gap:1.2em}"
     ".swatch{display:inline-block;width:.9em;height:.9em;margin-right:.35em;vertical-align:-1px}"
     "table{border-collapse:collapse;font-size:12px;margin-top:1em}"

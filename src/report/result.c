@@ -189,6 +189,8 @@ static void json_series(struct json *j, const struct result_row *r)
     json_key(j, "series");
     json_object_begin(j);
     json_kstr(j, "unit", per_s);
+    json_kstr(j, "definition", "every op (see client.op) per second, and the latency of the ops "
+                               "that ended in that second where measured");
     json_key(j, "points");
     json_array_begin(j);
     for (unsigned i = 0; i < r->series.n; i++) {

@@ -40,7 +40,8 @@ struct result_param {
 struct result_point {
     double active;    /* Gatling's active users in that second; 0 for a closed run */
     double responses; /* responses per second, OK and KO (the generator's own KOs
-                       * too); a closed run's ops (result_unit) per second */
+                       * too); a closed run's ops (op_def: those of the CPU
+                       * per op, not always the throughput's) per second */
     double p95_ms;    /* p95 of the OK responses that ended in that second */
     double sent;      /* requests sent in that second: the demand */
     double ok;        /* OK responses that ended in that second */

@@ -264,7 +264,7 @@ static void test_closed_runs_draw_their_series(void **state)
     rows[0].series = (struct result_series){a, 3, -1};
     rows[1].series = (struct result_series){b, 2, -1};
     char *html = render(rows, 2);
-    assert_non_null(strstr(html, "Throughput (msg/s), 100c, second by second"));
+    assert_non_null(strstr(html, "Rate (msg/s), 100c, second by second"));
     assert_non_null(strstr(html, "Latency p99, 100c, second by second"));
     /* Throughput up to 2k: 72..744 over 3 seconds, 236 (0) to 16 (2k). */
     assert_non_null(strstr(html, "points=\"72.0,126.0 408.0,16.0 744.0,71.0\"><title>shootout, run 1"));
