@@ -34,6 +34,23 @@ _Static_assert(offsetof(struct result_row, lat_spectrum) + sizeof(double) * RESU
 const double result_spectrum_p[RESULT_SPECTRUM_N] = {50,   75,    90,    95,     97.5,   99,
                                                       99.5, 99.75, 99.9,  99.95,  99.975, 99.99};
 
+/* The CPU's name, so that results from two machines can be told apart. */
+static void read_cpu_model(char *buf, size_t cap)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) || !colon)
+            continue;
+        colon += 1 + (colon[1] == ' ');
+        snprintf(buf, cap, "%.*s", (int)strcspn(colon, "\n"), colon);
+        break;
+    }
+    if (f)
+        fclose(f);
+}
+
 void result_context_init(struct result_context *ctx, int argc, char **argv, const char *version)
 {
     memset(ctx, 0, sizeof *ctx);
@@ -44,6 +61,7 @@ void result_context_init(struct result_context *ctx, int argc, char **argv, cons
     if (gethostname(ctx->host_name, sizeof ctx->host_name - 1) < 0)
         strcpy(ctx->host_name, "unknown");
     ctx->num_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    read_cpu_model(ctx->cpu_model, sizeof ctx->cpu_model);
     size_t len = 1;
     for (int i = 0; i < argc; i++)
         len += strlen(argv[i]) + 1;
@@ -334,6 +352,7 @@ int result_write_json(const char *path, const struct result_context *ctx,
     json_kstr(&j, "date", ctx->date);
     json_kstr(&j, "host_name", ctx->host_name);
     json_kv(&j, "num_cpus", (double)ctx->num_cpus);
+    json_kstr(&j, "cpu_model", ctx->cpu_model);
     json_kstr(&j, "command_line", ctx->command_line);
     json_kstr(&j, "build_type", ctx->build_type);
     json_object_end(&j);

@@ -120,6 +120,7 @@ struct result_context {
     char date[32]; /* ISO 8601, UTC */
     char host_name[256];
     long num_cpus;
+    char cpu_model[128]; /* /proc/cpuinfo's first "model name"; "" if none */
     char *command_line; /* owned */
     const char *version;
     const char *build_type;
