@@ -1,6 +1,6 @@
 /* report_html.c - the self-contained HTML report: rows grouped by
- * experiment, grid point and target, drawn as inline SVG bar charts, and
- * the per-second series of http-open runs as line charts. */
+ * experiment, grid point and target, drawn as inline SVG bar charts and
+ * latency spectra, and the runs' per-second series as line charts. */
 #include "report/report_html.h"
 
 #include <errno.h>

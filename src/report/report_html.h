@@ -9,9 +9,10 @@
  * No script, no external file: the page can be mailed or archived as it
  * is.
  *
- * Built from the same rows as the JSON file (result.h): the "mean" and
- * "stddev" aggregate rows where an experiment has them, else its iteration
- * rows.
+ * Built from the same rows as the JSON file (result.h): per grid point and
+ * target, the "mean" and "stddev" aggregate rows where there are, else the
+ * last iteration row (a failed one: its run stopped there); the series
+ * from the iteration rows.
  */
 #ifndef SHOOTOUT_REPORT_HTML_H
 #define SHOOTOUT_REPORT_HTML_H
