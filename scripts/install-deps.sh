@@ -28,7 +28,7 @@ packages=(
   strace mount openssl
   # the library car_json is measured against (make json-bench)
   libcjson-dev
-  # the Node.js a2b peer (make node-peer): Debian's Node 18 or newer
+  # the Node.js peers (make node-peer): Debian's Node 18 or newer
   nodejs
 )
 # npm comes with NodeSource's nodejs, which conflicts with Debian's npm package:

@@ -1,0 +1,253 @@
+"""End-to-end tests of the Node.js contenders of `shootout run`:
+peers/aedes (MQTT), peers/node-grpc (the Car service over gRPC) and
+peers/node-fastify (the Car service over REST), against the contract every
+contender keeps (issue 13): `start --version` is one quick line; `start
+--port P --dir D` serves its protocol on 127.0.0.1:P (one correct exchange
+with paho-mqtt, grpcio or curl); SIGTERM stops it within 10 s, with exit 0,
+leaving no process behind (nothing in the script's process group, nothing
+whose cwd or command line names D) and nothing in D's parent but D and the
+test's own stderr file.
+
+need()s node and the peers' npm packages (`make node-peer`, `start
+--version` exit 3): skipped without them, failed under CI=true, except when
+the registry cannot be reached from this machine (node-peer.unavailable).
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import grpc
+import paho.mqtt.client as mqtt
+import pytest
+
+from conftest import HOST, REPO, STOP_TIMEOUT, free_port, need, node_peer_unavailable
+from mqtt_paho import PahoClient
+
+PEERS = ["aedes", "node-grpc", "node-fastify"]
+PRODUCT = {"aedes": "aedes", "node-grpc": "@grpc/grpc-js", "node-fastify": "fastify"}
+BOOT_TIMEOUT = 30.0
+
+# The article's record (docs/car_server.md) as protobuf, and the reply
+# Result{status: "successful"} and HealthCheckResponse{SERVING}.
+CAR_PB = bytes.fromhex("0a290a06746f796f74611207636f726f6c6c611a0934445220536564616e220467726179"
+                       "28dc0f30c0a90712150a044a6f686e1205536d6974681a06736f6d654964")
+RESULT_PB = b"\x0a\x0asuccessful"
+SERVING_PB = b"\x08\x01"
+CAR_JSON = (b'{"car":{"make":"toyota","model":"corolla","trim":"4DR Sedan","color":"gray","year":2012,'
+            b'"mileage":120000},"driver":{"firstname":"John","lastname":"Smith","driverId":"someId"}}')
+
+
+def start_script(name):
+    return os.path.join(REPO, "peers", name, "start")
+
+
+def version(name):
+    p = subprocess.run([start_script(name), "--version"], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=10)
+    return p.returncode, p.stdout
+
+
+def need_peer(name):
+    rc, out = version(name)
+    assert rc in (0, 3), "%s --version exit %d: %r" % (name, rc, out)
+    why = node_peer_unavailable()
+    if rc == 3 and why is not None:
+        pytest.skip("the Node peers are not installed: %s" % why)
+    need(rc == 0, "%s: %s" % (name, out.strip()))
+
+
+def processes_naming(d):
+    """pid -> command line of every process whose cwd or command line names d."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            cwd = os.readlink("/proc/%s/cwd" % entry)
+        except OSError:
+            continue
+        if d in cmdline or cwd == d or cwd.startswith(d + "/"):
+            found[int(entry)] = cmdline
+    return found
+
+
+def process_group(pgid):
+    """The live pids of process group pgid."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+class Contender:
+    """One `peers/<name>/start --port P --dir D` in a session of its own, so
+    that its process group can be checked (and cleaned up) afterwards."""
+
+    def __init__(self, name, workdir):
+        self.name = name
+        self.workdir = workdir
+        self.dir = os.path.join(workdir, "dir")
+        os.mkdir(self.dir)
+        self.port = free_port()
+        self.stderr_path = os.path.join(workdir, "start.stderr")
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen([start_script(name), "--port", str(self.port), "--dir", self.dir],
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                                         start_new_session=True)
+
+    def stderr_text(self):
+        with open(self.stderr_path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
+
+    def wait_ready(self):
+        deadline = time.monotonic() + BOOT_TIMEOUT
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, "%s exited %d while starting:\n%s" % (
+                self.name, self.proc.returncode, self.stderr_text())
+            try:
+                socket.create_connection((HOST, self.port), timeout=1).close()
+                return self
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError("%s not listening on %d within %.0fs:\n%s" % (
+            self.name, self.port, BOOT_TIMEOUT, self.stderr_text()))
+
+    def kill_leftovers(self):
+        for pid in set(process_group(self.proc.pid)) | set(processes_naming(self.dir)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if self.proc.poll() is None:
+            self.proc.wait(5)
+
+
+@pytest.fixture(params=PEERS)
+def contender(request, tmp_path):
+    need_peer(request.param)
+    c = Contender(request.param, str(tmp_path))
+    try:
+        yield c.wait_ready()
+    finally:
+        c.kill_leftovers()
+
+
+def mqtt_exchange(port, protocol, qos, tag):
+    """One subscribe, publish, receive round on a fresh pair of clients."""
+    topic = "shootout/%s/%d" % (tag, qos)
+    sub = PahoClient(HOST, port, "sub-%s-%d" % (tag, qos), protocol=protocol)
+    pub = PahoClient(HOST, port, "pub-%s-%d" % (tag, qos), protocol=protocol)
+    try:
+        sub.connect(timeout=10)
+        assert sub.subscribe(topic, qos, timeout=10) == [qos]
+        pub.connect(timeout=10)
+        pub.publish(topic, b"sixteen byte msg", qos, timeout=10)
+        m = sub.get(timeout=10)
+        assert (m.topic, m.payload, m.qos) == (topic, b"sixteen byte msg", qos)
+    finally:
+        pub.disconnect()
+        sub.disconnect()
+
+
+def grpc_exchange(port):
+    """The article's call and the health checks, as the C++ peer answers them."""
+    ident = lambda b: b  # noqa: E731 - the messages are written by hand above
+    with grpc.insecure_channel("%s:%d" % (HOST, port)) as ch:
+        send = ch.unary_unary("/com.stevenpg.rvg.MessageService/send", request_serializer=ident,
+                              response_deserializer=ident)
+        check = ch.unary_unary("/grpc.health.v1.Health/Check", request_serializer=ident,
+                               response_deserializer=ident)
+        assert send(CAR_PB, timeout=10) == RESULT_PB
+        assert check(b"", timeout=10) == SERVING_PB
+        assert check(b"\x0a\x1fcom.stevenpg.rvg.MessageService", timeout=10) == SERVING_PB
+        with pytest.raises(grpc.RpcError) as e:
+            check(b"\x0a\x04nope", timeout=10)
+        assert e.value.code() == grpc.StatusCode.NOT_FOUND
+        with pytest.raises(grpc.RpcError) as e:
+            ch.unary_unary("/com.stevenpg.rvg.MessageService/nope")(b"", timeout=10)
+        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def curl(port, *args):
+    """(status, content-type, body) of one curl request to the peer."""
+    p = subprocess.run(["curl", "-sS", "-o", "-", "-w", "\n%{http_code} %{content_type}", *args,
+                        "http://%s:%d/v1/create" % (HOST, port)], capture_output=True, timeout=20)
+    assert p.returncode == 0, p.stderr
+    body, _, tail = p.stdout.rpartition(b"\n")
+    status, _, ctype = tail.decode().partition(" ")
+    return int(status), ctype, body
+
+
+def rest_exchange(port):
+    """The article's document and the errors car-server answers from the head."""
+    js = ["-H", "Content-Type: application/json"]
+    assert curl(port, *js, "--data-binary", CAR_JSON) == (201, "application/json", b'{"status":"created"}')
+    assert curl(port, *js, "--data-binary", b'{"car":{"make":1}}') == (
+        400, "application/json", b'{"error":"wrong type","field":"car.make"}')
+    assert curl(port, "-H", "Content-Type: text/plain", "--data-binary", CAR_JSON) == (
+        415, "application/json", b'{"error":"content type must be application/json"}')
+    assert curl(port, "-X", "GET") == (405, "application/json", b'{"error":"method not allowed"}')
+
+
+def exchange(c):
+    if c.name == "aedes":
+        for protocol in (mqtt.MQTTv311, mqtt.MQTTv31):
+            for qos in (0, 1):
+                mqtt_exchange(c.port, protocol, qos, "v%d" % protocol)
+    elif c.name == "node-grpc":
+        grpc_exchange(c.port)
+    else:
+        rest_exchange(c.port)
+
+
+@pytest.mark.parametrize("name", PEERS)
+def test_version_is_quick_and_one_line(name):
+    t0 = time.monotonic()
+    rc, out = version(name)
+    assert time.monotonic() - t0 < 2.0
+    assert out.endswith("\n") and out.count("\n") == 1, out
+    if rc == 3:
+        assert out.startswith("not installed: "), out
+        need_peer(name)
+    assert rc == 0
+    product, v, node = out.strip().split(" ", 2)
+    assert product == PRODUCT[name] and v[:1].isdigit() and node.startswith("(Node.js v"), out
+
+
+@pytest.mark.parametrize("name", PEERS)
+@pytest.mark.parametrize("args", [[], ["--port", "0", "--dir", "/"], ["--port", "1883"],
+                                  ["--dir", "/", "--port", "x"], ["--nope"]])
+def test_bad_arguments(name, args):
+    p = subprocess.run([start_script(name), *args], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=10)
+    assert p.returncode == 2 and "start: " in p.stderr, (p.returncode, p.stderr)
+
+
+def test_serves_and_stops_clean(contender, tmp_path):
+    c = contender
+    exchange(c)
+    t0 = time.monotonic()
+    c.proc.send_signal(signal.SIGTERM)
+    try:
+        rc = c.proc.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("%s did not exit within %.0fs of SIGTERM" % (c.name, STOP_TIMEOUT))
+    assert rc == 0, "%s exit %d:\n%s" % (c.name, rc, c.stderr_text())
+    assert time.monotonic() - t0 < STOP_TIMEOUT
+    assert process_group(c.proc.pid) == [] and processes_naming(c.dir) == {}
+    assert sorted(os.listdir(str(tmp_path))) == ["dir", "start.stderr"]
+    with pytest.raises(OSError):
+        socket.create_connection((HOST, c.port), timeout=1).close()
