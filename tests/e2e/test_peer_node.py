@@ -6,14 +6,18 @@ contender keeps (issue 13): `start --version` is one quick line; `start
 with paho-mqtt, grpcio or curl); SIGTERM stops it within 10 s, with exit 0,
 leaving no process behind (nothing in the script's process group, nothing
 whose cwd or command line names D) and nothing in D's parent but D and the
-test's own stderr file.
+test's own stderr file. node-fastify also answers 26 requests as
+`shootout car-server` REST does (status, Content-Type, Allow, body; the
+"offset" of car-server's 400 bodies left out, peers/node-fastify/README.md).
 
 need()s node and the peers' npm packages (`make node-peer`, `start
 --version` exit 3): skipped without them, failed under CI=true, except when
 the registry cannot be reached from this machine (node-peer.unavailable).
 """
 
+import http.client
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -251,3 +255,50 @@ def test_serves_and_stops_clean(contender, tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ["dir", "start.stderr"]
     with pytest.raises(OSError):
         socket.create_connection((HOST, c.port), timeout=1).close()
+
+
+def test_fastify_answers_as_car_server(car_server, tmp_path):
+    """The same status, Allow and body as `shootout car-server` REST for the
+    article's document and every routing error; for refused documents the
+    same error and field (car-server's "offset" left out: README.md)."""
+    need_peer("node-fastify")
+    os.mkdir(str(tmp_path / "peer"))
+    peer = Contender("node-fastify", str(tmp_path / "peer"))
+    try:
+        peer.wait_ready()
+        js = {"Content-Type": "application/json"}
+        pretty = b'{\n "driver": {"driverId": "x", "lastname": "b", "firstname": "a", "extra": [1, {}]},\n' \
+                 b' "car": {"year": 0, "mileage": 4294967295, "make": "m\\u00e9", "model": "", "trim": "t",' \
+                 b' "color": "c"}}'
+        cases = [("POST", "/v1/create", js, CAR_JSON), ("POST", "/v1/create?x=1", js, CAR_JSON),
+                 ("POST", "/v1/create", {"Content-Type": "Application/JSON; charset=utf-8"}, pretty),
+                 ("POST", "/v1/create", {"Content-Type": "text/plain"}, CAR_JSON),
+                 ("POST", "/v1/create", {}, CAR_JSON), ("POST", "/v1/create", js, b"x" * 1048577),
+                 ("GET", "/v1/create", {}, None), ("PUT", "/v1/create", js, CAR_JSON),
+                 ("DELETE", "/v1/create", {}, None), ("GET", "/healthz", {}, None),
+                 ("HEAD", "/healthz", {}, None), ("POST", "/healthz", js, b"{}"),
+                 ("GET", "/nope", {}, None), ("POST", "/v1/create/x", js, CAR_JSON),
+                 ("POST", "/v1/create", js, b'{"car":{"make":1}}'), ("POST", "/v1/create", js, b"{}"),
+                 ("POST", "/v1/create", js, b'"x"'), ("POST", "/v1/create", js, b"[]"),
+                 ("POST", "/v1/create", js, b"x"), ("POST", "/v1/create", js, b'{"car":'),
+                 ("POST", "/v1/create", js, b""),
+                 ("POST", "/v1/create", js, CAR_JSON.replace(b"2012", b"2012.5")),
+                 ("POST", "/v1/create", js, CAR_JSON.replace(b"120000", b"-1")),
+                 ("POST", "/v1/create", js, CAR_JSON.replace(b'"gray"', b"null")),
+                 ("POST", "/v1/create", js, CAR_JSON.replace(b',"driverId":"someId"', b"")),
+                 ("POST", "/v1/create", js, CAR_JSON.replace(b"Smith", b"\xff"))]
+
+        def ask(port, method, path, headers, body):
+            c = http.client.HTTPConnection(HOST, port, timeout=20)
+            c.request(method, path, body=body, headers=headers)
+            r = c.getresponse()
+            got = (r.status, r.getheader("Content-Type"), r.getheader("Allow"),
+                   re.sub(rb',"offset":\d+', b"", r.read()))
+            c.close()
+            return got
+
+        for method, path, headers, body in cases:
+            assert ask(peer.port, method, path, headers, body) == \
+                ask(car_server.rest_port, method, path, headers, body), (method, path, headers, body[:60] if body else body)
+    finally:
+        peer.kill_leftovers()
