@@ -6,7 +6,7 @@
 #   make check           `make test` with gcc and with ASan + UBSan, plus the
 #                        unit tests built with clang and the fuzz corpora
 #                        replayed (builds the peers first)
-#   make peers           the gRPC C++ peer in build/peers/
+#   make peers           the gRPC C++, grpc-java and Spring REST peers in build/peers/
 #   make node-peer       the Node.js peers' npm packages (every peers/*/package.json)
 #   make json-bench      the car_json vs cJSON measurement (build/perf/json_bench)
 #   make fuzz            libFuzzer targets (clang) in build/fuzz/
@@ -200,7 +200,7 @@ PEER_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(PEER_GEN) $(shell pk
 PEER_LIBS = $(shell pkg-config --libs grpc++ protobuf)
 
 .PHONY: peers
-peers: $(PEER_B)/car-grpc-cpp-server
+peers: $(PEER_B)/car-grpc-cpp-server java-peers
 
 # $(1) = the proto's name in src/car; one protoc run writes all four files.
 define peer_protoc_rule
@@ -220,6 +220,44 @@ $(PEER_B)/obj/%.o: peers/grpc-cpp/%.cc | $(PEER_GEN_CC)
 
 $(PEER_B)/car-grpc-cpp-server: $(PEER_OBJ)
 	$(CXX) -o $@ $^ $(PEER_LIBS)
+
+# ---- The Java peers (peers/grpc-java, peers/spring-rest): javac against
+# Debian's jars in /usr/share/java, classes under build/peers/<name>/classes;
+# each writes build/peers/<name>/classpath, which its start script runs with.
+# Without a JDK (install-deps.sh --minimal) they are skipped with a line.
+JAVA_LIB := /usr/share/java
+jar_path = $(subst $(eval) ,:,$(patsubst %,$(JAVA_LIB)/%.jar,$(1)))
+GRPC_JAVA_JARS := grpc-api grpc-context grpc-core grpc-netty grpc-protobuf grpc-protobuf-lite grpc-stub \
+	protobuf guava perfmark-api gson netty-buffer netty-codec netty-codec-http netty-codec-http2 \
+	netty-common netty-handler netty-resolver netty-transport
+# javax.annotation.Generated, which the generated stubs carry, and the annotations
+# guava's classes name (compile time only)
+GRPC_JAVA_BUILD_JARS := geronimo-annotation-1.3-spec error_prone_annotations
+SPRING_REST_JARS := spring3-core spring3-beans spring3-context spring3-aop spring3-expression spring3-web \
+	spring3-web.servlet jackson-core jackson-databind jackson-annotations servlet-api commons-logging \
+	jetty9-server jetty9-servlet jetty9-http jetty9-io jetty9-util jetty9-security
+# -path: Debian's commons-logging.jar names optional jars in its Class-Path.
+JAVAC_FLAGS := -Xlint:all,-path -Werror
+JAVA_PEERS := $(PEER_B)/grpc-java/classpath $(PEER_B)/spring-rest/classpath
+
+.PHONY: java-peers
+java-peers:
+	@if command -v javac >/dev/null; then $(MAKE) --no-print-directory $(JAVA_PEERS); \
+	else echo "make peers: no javac, grpc-java and spring-rest not built (scripts/install-deps.sh without --minimal)"; fi
+
+# The stubs are generated from src/car/*.proto at build time, never committed.
+$(PEER_B)/grpc-java/classpath: peers/grpc-java/CarGrpcServer.java src/car/car.proto src/car/health.proto
+	rm -rf $(@D) && mkdir -p $(@D)/gen
+	protoc -Isrc/car --java_out=$(@D)/gen --grpc-java_out=$(@D)/gen \
+		--plugin=protoc-gen-grpc-java=$$(command -v grpc_java_plugin) car.proto health.proto
+	javac $(JAVAC_FLAGS) -d $(@D)/classes -cp $(call jar_path,$(GRPC_JAVA_JARS) $(GRPC_JAVA_BUILD_JARS)) \
+		$$(find $(@D)/gen -name '*.java') $<
+	echo "$(CURDIR)/$(@D)/classes:$(call jar_path,$(GRPC_JAVA_JARS))" >$@
+
+$(PEER_B)/spring-rest/classpath: peers/spring-rest/CarRestServer.java
+	rm -rf $(@D) && mkdir -p $(@D)
+	javac $(JAVAC_FLAGS) -d $(@D)/classes -cp $(call jar_path,$(SPRING_REST_JARS)) $<
+	echo "$(CURDIR)/$(@D)/classes:$(call jar_path,$(SPRING_REST_JARS))" >$@
 
 # ---- The Node.js peers (peers/a2b-node, aedes, node-grpc, node-fastify):
 # their npm dependencies, each pinned by its package-lock.json.

@@ -12,6 +12,7 @@ could only hide a broken build or set-up.
 """
 
 import getpass
+import importlib.util
 import os
 import re
 import shutil
@@ -641,3 +642,19 @@ def tls_certs(tmp_path_factory):
                 client_cert=p("client.pem"), client_key=p("client.key"),
                 wrong_ca=p("wrongca.pem"), wrong_client_cert=p("wrongclient.pem"),
                 wrong_client_key=p("wrongclient.key"))
+
+
+@pytest.fixture(scope="module")
+def pb(tmp_path_factory):
+    """The protoc-generated Python modules of src/car/*.proto, for grpcio
+    tests of the gRPC peers: pb["car"].Message, pb["health"].HealthCheckRequest..."""
+    out = tmp_path_factory.mktemp("stubs")
+    src = os.path.join(REPO, "src", "car")
+    mods = {}
+    for name in ("car", "health"):
+        subprocess.run(["protoc", "-I" + src, "--python_out=" + str(out), os.path.join(src, name + ".proto")],
+                       check=True, timeout=60)
+        spec = importlib.util.spec_from_file_location(name + "_pb2", str(out / (name + "_pb2.py")))
+        mods[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mods[name])
+    return mods

@@ -8,7 +8,6 @@ build/peers/car-grpc-cpp-server (or $SHOOTOUT_PEER_GRPC_CPP): skipped
 without it, failed under CI=true.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -36,21 +35,6 @@ LISTENING = re.compile(r"^car-grpc-cpp-server listening on (\S+)$", re.M)
 @pytest.fixture(scope="module", autouse=True)
 def peer_built():
     need(os.access(PEER_BIN, os.X_OK), "%s not built (make peers)" % PEER_BIN)
-
-
-@pytest.fixture(scope="module")
-def pb(tmp_path_factory):
-    """The generated modules: pb["car"].Message, pb["health"].HealthCheckRequest..."""
-    out = tmp_path_factory.mktemp("stubs")
-    src = os.path.join(REPO, "src", "car")
-    mods = {}
-    for name in ("car", "health"):
-        subprocess.run(["protoc", "-I" + src, "--python_out=" + str(out), os.path.join(src, name + ".proto")],
-                       check=True, timeout=60)
-        spec = importlib.util.spec_from_file_location(name + "_pb2", str(out / (name + "_pb2.py")))
-        mods[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mods[name])
-    return mods
 
 
 class Peer(CarServer):
