@@ -18,17 +18,16 @@ the registry cannot be reached from this machine (node-peer.unavailable).
 import http.client
 import os
 import re
-import signal
 import socket
 import subprocess
-import time
 
 import grpc
 import paho.mqtt.client as mqtt
 import pytest
 
-from conftest import HOST, REPO, STOP_TIMEOUT, free_port, need, node_peer_unavailable
-from mqtt_paho import PahoClient
+from conftest import HOST, need, node_peer_unavailable
+from contender import (Contender, mqtt_exchange, process_group, processes_naming, start_script, version,
+                       version_line)
 
 PEERS = ["aedes", "node-grpc", "node-fastify"]
 PRODUCT = {"aedes": "aedes", "node-grpc": "@grpc/grpc-js", "node-fastify": "fastify"}
@@ -44,16 +43,6 @@ CAR_JSON = (b'{"car":{"make":"toyota","model":"corolla","trim":"4DR Sedan","colo
             b'"mileage":120000},"driver":{"firstname":"John","lastname":"Smith","driverId":"someId"}}')
 
 
-def start_script(name):
-    return os.path.join(REPO, "peers", name, "start")
-
-
-def version(name):
-    p = subprocess.run([start_script(name), "--version"], stdin=subprocess.DEVNULL,
-                       capture_output=True, text=True, timeout=10)
-    return p.returncode, p.stdout
-
-
 def need_peer(name):
     rc, out = version(name)
     assert rc in (0, 3), "%s --version exit %d: %r" % (name, rc, out)
@@ -63,107 +52,14 @@ def need_peer(name):
     need(rc == 0, "%s: %s" % (name, out.strip()))
 
 
-def processes_naming(d):
-    """pid -> command line of every process whose cwd or command line names d."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            cwd = os.readlink("/proc/%s/cwd" % entry)
-        except OSError:
-            continue
-        if d in cmdline or cwd == d or cwd.startswith(d + "/"):
-            found[int(entry)] = cmdline
-    return found
-
-
-def process_group(pgid):
-    """The live pids of process group pgid."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            pids.append(int(entry))
-    return pids
-
-
-class Contender:
-    """One `peers/<name>/start --port P --dir D` in a session of its own, so
-    that its process group can be checked (and cleaned up) afterwards."""
-
-    def __init__(self, name, workdir):
-        self.name = name
-        self.workdir = workdir
-        self.dir = os.path.join(workdir, "dir")
-        os.mkdir(self.dir)
-        self.port = free_port()
-        self.stderr_path = os.path.join(workdir, "start.stderr")
-        with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen([start_script(name), "--port", str(self.port), "--dir", self.dir],
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                         start_new_session=True)
-
-    def stderr_text(self):
-        with open(self.stderr_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def wait_ready(self):
-        deadline = time.monotonic() + BOOT_TIMEOUT
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, "%s exited %d while starting:\n%s" % (
-                self.name, self.proc.returncode, self.stderr_text())
-            try:
-                socket.create_connection((HOST, self.port), timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.1)
-        raise AssertionError("%s not listening on %d within %.0fs:\n%s" % (
-            self.name, self.port, BOOT_TIMEOUT, self.stderr_text()))
-
-    def kill_leftovers(self):
-        for pid in set(process_group(self.proc.pid)) | set(processes_naming(self.dir)):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        if self.proc.poll() is None:
-            self.proc.wait(5)
-
-
 @pytest.fixture(params=PEERS)
 def contender(request, tmp_path):
     need_peer(request.param)
     c = Contender(request.param, str(tmp_path))
     try:
-        yield c.wait_ready()
+        yield c.wait_ready(BOOT_TIMEOUT)
     finally:
         c.kill_leftovers()
-
-
-def mqtt_exchange(port, protocol, qos, tag):
-    """One subscribe, publish, receive round on a fresh pair of clients."""
-    topic = "shootout/%s/%d" % (tag, qos)
-    sub = PahoClient(HOST, port, "sub-%s-%d" % (tag, qos), protocol=protocol)
-    pub = PahoClient(HOST, port, "pub-%s-%d" % (tag, qos), protocol=protocol)
-    try:
-        sub.connect(timeout=10)
-        assert sub.subscribe(topic, qos, timeout=10) == [qos]
-        pub.connect(timeout=10)
-        pub.publish(topic, b"sixteen byte msg", qos, timeout=10)
-        m = sub.get(timeout=10)
-        assert (m.topic, m.payload, m.qos) == (topic, b"sixteen byte msg", qos)
-    finally:
-        pub.disconnect()
-        sub.disconnect()
 
 
 def grpc_exchange(port):
@@ -219,16 +115,9 @@ def exchange(c):
 
 @pytest.mark.parametrize("name", PEERS)
 def test_version_is_quick_and_one_line(name):
-    t0 = time.monotonic()
-    rc, out = version(name)
-    assert time.monotonic() - t0 < 2.0
-    assert out.endswith("\n") and out.count("\n") == 1, out
-    if rc == 3:
-        assert out.startswith("not installed: "), out
-        need_peer(name)
-    assert rc == 0
-    product, v, node = out.strip().split(" ", 2)
-    assert product == PRODUCT[name] and v[:1].isdigit() and node.startswith("(Node.js v"), out
+    line = version_line(name, "not installed: ", need_peer)
+    product, v, node = line.split(" ", 2)
+    assert product == PRODUCT[name] and v[:1].isdigit() and node.startswith("(Node.js v"), line
 
 
 @pytest.mark.parametrize("name", PEERS)
@@ -243,14 +132,8 @@ def test_bad_arguments(name, args):
 def test_serves_and_stops_clean(contender, tmp_path):
     c = contender
     exchange(c)
-    t0 = time.monotonic()
-    c.proc.send_signal(signal.SIGTERM)
-    try:
-        rc = c.proc.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        raise AssertionError("%s did not exit within %.0fs of SIGTERM" % (c.name, STOP_TIMEOUT))
+    rc = c.stop()
     assert rc == 0, "%s exit %d:\n%s" % (c.name, rc, c.stderr_text())
-    assert time.monotonic() - t0 < STOP_TIMEOUT
     assert process_group(c.proc.pid) == [] and processes_naming(c.dir) == {}
     assert sorted(os.listdir(str(tmp_path))) == ["dir", "start.stderr"]
     with pytest.raises(OSError):
@@ -265,7 +148,7 @@ def test_fastify_answers_as_car_server(car_server, tmp_path):
     os.mkdir(str(tmp_path / "peer"))
     peer = Contender("node-fastify", str(tmp_path / "peer"))
     try:
-        peer.wait_ready()
+        peer.wait_ready(BOOT_TIMEOUT)
         js = {"Content-Type": "application/json"}
         pretty = b'{\n "driver": {"driverId": "x", "lastname": "b", "firstname": "a", "extra": [1, {}]},\n' \
                  b' "car": {"year": 0, "mileage": 4294967295, "make": "m\\u00e9", "model": "", "trim": "t",' \

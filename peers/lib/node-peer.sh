@@ -1,8 +1,8 @@
 # shellcheck shell=bash
-# scripts/node-contender.sh - what the Node.js contenders' peers/<name>/start
-# scripts share (the contract: peers/*/README.md, "Contenders" in docs/run.md):
-# --version from the installed package, and --port/--dir/--threads to exec
-# node on the contender's program in DIR. Sourced, not run.
+# node-peer.sh - what the Node.js contenders' start scripts share (sourced,
+# not run): the contender contract's --version checks (CONTENDERS.md, issue
+# 13), from the installed package, and --port/--dir/--threads to exec node
+# on the contender's program in DIR.
 #
 #   node_contender DIR PACKAGE PRODUCT PROGRAM "$@"
 #
@@ -41,11 +41,21 @@ node_contender() {
        exit 2 ;;
     esac
   done
-  [[ "$port" =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] ||
-    { echo "$(basename "$here")/start: --port 1..65535 required" >&2; exit 2; }
-  [ -n "$dir" ] && [ -d "$dir" ] || { echo "$(basename "$here")/start: --dir must be an existing directory" >&2; exit 2; }
-  [ -n "$node" ] && [ -f "$pkg_json" ] || { echo "$(basename "$here")/start: not installed: make node-peer" >&2; exit 3; }
+  local name
+  name=$(basename "$here")
+  if ! [[ "$port" =~ ^[0-9]+$ ]] || [ "$port" -lt 1 ] || [ "$port" -gt 65535 ]; then
+    echo "$name/start: --port 1..65535 required" >&2
+    exit 2
+  fi
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+    echo "$name/start: --dir must be an existing directory" >&2
+    exit 2
+  fi
+  if [ -z "$node" ] || [ ! -f "$pkg_json" ]; then
+    echo "$name/start: not installed: make node-peer" >&2
+    exit 3
+  fi
   # Anything node or the program writes relative to its cwd lands in DIR.
-  cd "$dir"
+  cd "$dir" || exit 2
   exec "$node" "$here/$program" --bind 127.0.0.1 --port "$port"
 }
