@@ -91,6 +91,11 @@ struct mc_config {
     uint64_t work;                /* mc_complete() calls that end the run */
     uint8_t version;              /* protocol level: 3 (MQTT 3.1), 4 (3.1.1) or 5 (5.0) */
     uint32_t session_expiry;      /* MQTT 5 Session Expiry Interval (s) of kept sessions */
+    struct trace *trace;          /* --trace: every packet in and out; NULL: none */
+    struct progress *progress;    /* the run's progress line; NULL: none */
+    /* What the progress line counts to: PUBLISH packets received (0: the
+     * units of work instead). */
+    uint64_t progress_total;
 };
 
 enum mc_status {
@@ -136,6 +141,9 @@ void mc_set_session(struct mc_run *run, unsigned i, enum mc_session s);
  * about every 100 ms while the run goes on (for sampling). */
 enum mc_status mc_run_exec(struct mc_run *run, unsigned timeout_s, void (*tick)(void *),
                            void *tick_arg);
+/* PUBLISH packets received so far, as of each thread's last loop
+ * iteration: for a tick to sample while the run goes on. */
+uint64_t mc_run_received(struct mc_run *run);
 /* Valid after mc_run_exec. */
 void mc_run_stats(const struct mc_run *run, struct mc_stats *st);
 void mc_run_free(struct mc_run *run);
