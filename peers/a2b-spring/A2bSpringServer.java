@@ -145,7 +145,8 @@ public final class A2bSpringServer {
         }
 
         // A list whose parent may be missing: column 1 says whether it exists.
-        private ResponseEntity<byte[]> listWithParent(A2bSql sql, String notFound, A2bJson.Reader row, Object... values) {
+        private ResponseEntity<byte[]> listWithParent(A2bSql sql, String notFound, A2bJson.Reader row,
+                                                      Object... values) {
             return jdbc.query(sql.text, args(sql, values), (ResultSet r) -> {
                 r.next();
                 if (!r.getBoolean(1))
@@ -177,7 +178,8 @@ public final class A2bSpringServer {
         }
 
         @GetMapping("/countries/{countryId}/cities/{cityId}/locations")
-        public ResponseEntity<byte[]> locations(@PathVariable("countryId") String countryId, @PathVariable("cityId") String cityId) {
+        public ResponseEntity<byte[]> locations(@PathVariable("countryId") String countryId,
+                                                @PathVariable("cityId") String cityId) {
             ids(countryId, cityId);
             return listWithParent(A2bSql.LOCATIONS, "City not found in the country", A2bJson::location,
                                   id(countryId), id(cityId));
@@ -192,7 +194,8 @@ public final class A2bSpringServer {
             if (o == A2bBody.MALFORMED || d == A2bBody.MALFORMED || t == A2bBody.MALFORMED)
                 return fail(400, "Malformed query string");
             if (o == null || d == null)
-                return fail(400, "Required parameter '" + (o == null ? "originId" : "destinationId") + "' is not present");
+                return fail(400, "Required parameter '" + (o == null ? "originId" : "destinationId")
+                                     + "' is not present");
             if (!A2bBody.isId(o) || !A2bBody.isId(d))
                 return fail(400, "originId and destinationId must be numbers");
             if (t == null || !A2bBody.isDay(t))
@@ -226,13 +229,15 @@ public final class A2bSpringServer {
         }
 
         @GetMapping("/users/{userId}/transfers/{transferId}")
-        public ResponseEntity<byte[]> booking(@PathVariable("userId") String userId, @PathVariable("transferId") String transferId) {
+        public ResponseEntity<byte[]> booking(@PathVariable("userId") String userId,
+                                              @PathVariable("transferId") String transferId) {
             ids(userId, transferId);
             return one(A2bSql.BOOKING, "User's transfer not found", A2bJson::booking, id(userId), id(transferId));
         }
 
         @PostMapping("/users/{userId}/transfers/{transferId}")
-        public ResponseEntity<byte[]> book(@PathVariable("userId") String userId, @PathVariable("transferId") String transferId,
+        public ResponseEntity<byte[]> book(@PathVariable("userId") String userId,
+                                           @PathVariable("transferId") String transferId,
                                            @RequestHeader(name = HttpHeaders.CONTENT_TYPE, required = false) String ct,
                                            @RequestBody(required = false) byte[] body) {
             ids(userId, transferId);
@@ -253,7 +258,8 @@ public final class A2bSpringServer {
         }
 
         @PutMapping("/users/{userId}/transfers/{transferId}")
-        public ResponseEntity<byte[]> updateBooking(@PathVariable("userId") String userId, @PathVariable("transferId") String transferId,
+        public ResponseEntity<byte[]> updateBooking(@PathVariable("userId") String userId,
+                                                    @PathVariable("transferId") String transferId,
                                                     @RequestHeader(name = HttpHeaders.CONTENT_TYPE, required = false) String ct,
                                                     @RequestBody(required = false) byte[] body) {
             ids(userId, transferId);
