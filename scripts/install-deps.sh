@@ -40,6 +40,8 @@ packages=(
   strace mount openssl
   # the library car_json is measured against (make json-bench)
   libcjson-dev
+  # the HTML report's test renders it headless (tests/e2e/test_report_html.py)
+  chromium
   # the Node.js a2b peer (make node-peer): Debian's Node 18 or newer
   nodejs
 )

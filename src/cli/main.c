@@ -341,7 +341,8 @@ static const char compare_head[] =
     "--alpha and at least --noise, as benchstat judges; else \"~\". Lower\n"
     "throughput and higher latency or CPU are worse. With 3 and 3 runs or fewer\n"
     "no difference can be significant at 0.05: give `run`/`bench` --runs 4 or\n"
-    "more. Points in only one file are listed.\n"
+    "more. Points in only one file are listed. A warning goes to stderr when the\n"
+    "files come from different machines (host name, CPU count or CPU model).\n"
     "\n";
 
 static const char compare_tail[] =
@@ -408,6 +409,12 @@ static int cmd_compare(int argc, char **argv)
         cmp_file_free(&old);
         return EXIT_USAGE;
     }
+    char differ[512];
+    if (cmp_machines_differ(&old, &new, differ, sizeof differ))
+        fprintf(stderr,
+                "shootout compare: warning: the files come from different machines (%s): a "
+                "difference may be the machine's, not the code's\n",
+                differ);
     struct cmp_result r;
     cmp_compare(&r, &old, &new, &a.opt);
     r.old_path = argv[optind];

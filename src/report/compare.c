@@ -263,7 +263,9 @@ int cmp_parse(struct cmp_file *f, const char *text, size_t len, char *err, size_
     double schema = NAN;
     bool benchmarks = false;
     const struct field tool[] = {STR("version", f->version)};
-    const struct field context[] = {STR("date", f->date), STR("host_name", f->host)};
+    f->num_cpus = NAN;
+    const struct field context[] = {STR("date", f->date), STR("host_name", f->host),
+                                    NUM("num_cpus", &f->num_cpus), STR("cpu_model", f->cpu_model)};
 
     if (jr_peek(&ps.r) != JR_OBJECT) {
         const unsigned char *at = ps.r.p;
@@ -286,7 +288,7 @@ int cmp_parse(struct cmp_file *f, const char *text, size_t len, char *err, size_
         else if (!strcmp(key, "tool"))
             ok = parse_fields(&ps, "tool", tool, 1);
         else if (!strcmp(key, "context"))
-            ok = parse_fields(&ps, "context", context, 2);
+            ok = parse_fields(&ps, "context", context, sizeof context / sizeof context[0]);
         else
             ok = jr_skip(&ps.r) || reader_failed(&ps);
     }
@@ -394,6 +396,28 @@ static const struct cmp_point **only_in(const struct cmp_file *a, const struct c
         if (!find_point(b, a->pts[i].name))
             list[(*n)++] = &a->pts[i];
     return list;
+}
+
+/* Appends "what: a vs b" to msg when both are known and differ. */
+static void differ_str(char *msg, size_t len, const char *what, const char *a, const char *b)
+{
+    size_t at = strlen(msg);
+    if (a[0] && b[0] && strcmp(a, b) && at < len)
+        snprintf(msg + at, len - at, "%s%s %s vs %s", at ? "; " : "", what, a, b);
+}
+
+bool cmp_machines_differ(const struct cmp_file *a, const struct cmp_file *b, char *msg, size_t len)
+{
+    msg[0] = '\0';
+    differ_str(msg, len, "host", a->host, b->host);
+    if (!isnan(a->num_cpus) && !isnan(b->num_cpus) && a->num_cpus != b->num_cpus) {
+        char na[24], nb[24];
+        snprintf(na, sizeof na, "%.0f", a->num_cpus);
+        snprintf(nb, sizeof nb, "%.0f", b->num_cpus);
+        differ_str(msg, len, "CPUs", na, nb);
+    }
+    differ_str(msg, len, "CPU", a->cpu_model, b->cpu_model);
+    return msg[0] != '\0';
 }
 
 void cmp_compare(struct cmp_result *r, const struct cmp_file *old, const struct cmp_file *new,

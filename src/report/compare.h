@@ -43,6 +43,8 @@ struct cmp_point {
 /* One results file as compare reads it. */
 struct cmp_file {
     char date[32], host[64], version[32]; /* from its context; "" when absent */
+    char cpu_model[128];                  /* likewise */
+    double num_cpus;                      /* NaN when absent */
     struct cmp_point *pts;                /* owned, in the file's order */
     unsigned n, cap;
 };
@@ -95,6 +97,11 @@ struct cmp_result {
     unsigned regressions; /* deltas with regression set */
     bool few;             /* some figure had too few repetitions to judge */
 };
+
+/* Whether a and b come from different machines, by what their contexts
+ * both say (host name, CPU count, CPU model): if so, writes what differs
+ * into msg and returns true. */
+bool cmp_machines_differ(const struct cmp_file *a, const struct cmp_file *b, char *msg, size_t len);
 
 /* Compares every point of old with the point of new of the same name.
  * old and new must outlive r. */

@@ -321,7 +321,7 @@ static void put_html_names(FILE *f, const char *label, const struct cmp_point *c
 
 static int put_html(FILE *f, const struct cmp_result *r)
 {
-    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n" REPORT_HTML_CSP "\n"
                "<title>shootout compare</title>\n<style>%s%s</style></head><body>\n"
                "<h1>shootout compare</h1>\n<dl>",
             report_html_style, compare_style);

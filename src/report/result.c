@@ -11,7 +11,7 @@
 #include "core/json.h"
 #include "core/mem.h"
 
-_Static_assert(offsetof(struct result_row, throughput_drain) + sizeof(double) ==
+_Static_assert(offsetof(struct result_row, lat_spectrum) + sizeof(double) * RESULT_SPECTRUM_N ==
                    offsetof(struct result_row, metric) + sizeof(double) * RESULT_NMETRICS,
                "RESULT_NMETRICS must count every metric field");
 
@@ -31,6 +31,26 @@ _Static_assert(offsetof(struct result_row, throughput_drain) + sizeof(double) ==
 #endif
 #endif
 
+const double result_spectrum_p[RESULT_SPECTRUM_N] = {50,   75,    90,    95,     97.5,   99,
+                                                      99.5, 99.75, 99.9,  99.95,  99.975, 99.99};
+
+/* The CPU's name, so that results from two machines can be told apart. */
+static void read_cpu_model(char *buf, size_t cap)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) || !colon)
+            continue;
+        colon += 1 + (colon[1] == ' ');
+        snprintf(buf, cap, "%.*s", (int)strcspn(colon, "\n"), colon);
+        break;
+    }
+    if (f)
+        fclose(f);
+}
+
 void result_context_init(struct result_context *ctx, int argc, char **argv, const char *version)
 {
     memset(ctx, 0, sizeof *ctx);
@@ -41,6 +61,7 @@ void result_context_init(struct result_context *ctx, int argc, char **argv, cons
     if (gethostname(ctx->host_name, sizeof ctx->host_name - 1) < 0)
         strcpy(ctx->host_name, "unknown");
     ctx->num_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    read_cpu_model(ctx->cpu_model, sizeof ctx->cpu_model);
     size_t len = 1;
     for (int i = 0; i < argc; i++)
         len += strlen(argv[i]) + 1;
@@ -83,6 +104,19 @@ void result_set_latency(struct result_row *row, const struct hist *ns)
     row->lat_p90 = (double)hist_percentile(ns, 90) / 1e3;
     row->lat_p99 = (double)hist_percentile(ns, 99) / 1e3;
     row->lat_p99_9 = (double)hist_percentile(ns, 99.9) / 1e3;
+    for (unsigned i = 0; i < RESULT_SPECTRUM_N; i++)
+        row->lat_spectrum[i] = (double)hist_percentile(ns, result_spectrum_p[i]) / 1e3;
+}
+
+void result_set_series(struct result_row *row, const struct result_point *pts, unsigned n,
+                       int saturation_s)
+{
+    mem_free(row->series.points);
+    row->series = (struct result_series){NULL, n, saturation_s};
+    if (n) {
+        row->series.points = mem_alloc(n * sizeof *pts);
+        memcpy(row->series.points, pts, n * sizeof *pts);
+    }
 }
 
 void result_set_append(struct result_set *set, const struct result_row *rows, unsigned n)
@@ -97,6 +131,8 @@ void result_set_append(struct result_set *set, const struct result_row *rows, un
 
 void result_set_free(struct result_set *set)
 {
+    for (unsigned i = 0; i < set->n; i++)
+        mem_free(set->rows[i].series.points);
     mem_free(set->rows);
     *set = (struct result_set){0};
 }
@@ -117,6 +153,7 @@ void result_aggregate(const struct result_row *iters, unsigned n, struct result_
         out[k].aggregate_name = names[k];
         out[k].repetition_index = 0;
         out[k].error[0] = '\0';
+        out[k].series = (struct result_series){.saturation_s = -1};
     }
     double *v = mem_alloc(n * sizeof *v);
     for (unsigned m = 0; m < RESULT_NMETRICS; m++) {
@@ -158,6 +195,34 @@ static void json_phase(struct json *j, const char *key, double duration_s, doubl
     json_object_begin(j);
     json_kv(j, "duration_s", duration_s);
     json_throughput(j, "throughput", v, def, unit);
+    json_object_end(j);
+}
+
+/* The run's figures second by second; the open-model runs write their
+ * fuller series in their own object as well. */
+static void json_series(struct json *j, const struct result_row *r)
+{
+    char per_s[32];
+    snprintf(per_s, sizeof per_s, "%s/s", result_unit(r));
+    json_key(j, "series");
+    json_object_begin(j);
+    json_kstr(j, "unit", per_s);
+    json_kstr(j, "definition", "every op (see client.op) per second, and the latency of the ops "
+                               "that ended in that second where measured");
+    json_key(j, "points");
+    json_array_begin(j);
+    for (unsigned i = 0; i < r->series.n; i++) {
+        const struct result_point *pt = &r->series.points[i];
+        json_object_begin(j);
+        json_kv(j, "t", i);
+        json_kv(j, "throughput", pt->responses);
+        if (pt->p50_ms > 0 || pt->p99_ms > 0) {
+            json_kv(j, "p50_ms", pt->p50_ms);
+            json_kv(j, "p99_ms", pt->p99_ms);
+        }
+        json_object_end(j);
+    }
+    json_array_end(j);
     json_object_end(j);
 }
 
@@ -212,6 +277,15 @@ static void json_row(struct json *j, const struct result_row *r)
         json_kv(j, "p90", r->lat_p90);
         json_kv(j, "p99", r->lat_p99);
         json_kv(j, "p99_9", r->lat_p99_9);
+        json_key(j, "spectrum");
+        json_array_begin(j);
+        for (unsigned i = 0; i < RESULT_SPECTRUM_N; i++) {
+            json_object_begin(j);
+            json_kv(j, "p", result_spectrum_p[i]);
+            json_kv(j, "us", r->lat_spectrum[i]);
+            json_object_end(j);
+        }
+        json_array_end(j);
         json_object_end(j);
     } else {
         json_null(j);
@@ -248,6 +322,8 @@ static void json_row(struct json *j, const struct result_row *r)
     if (r->error[0])
         json_kstr(j, "message", r->error);
     json_object_end(j);
+    if (r->series.n)
+        json_series(j, r);
     if (r->extra_json && !r->aggregate_name)
         r->extra_json(j, r->extra_arg);
     json_object_end(j);
@@ -276,6 +352,7 @@ int result_write_json(const char *path, const struct result_context *ctx,
     json_kstr(&j, "date", ctx->date);
     json_kstr(&j, "host_name", ctx->host_name);
     json_kv(&j, "num_cpus", (double)ctx->num_cpus);
+    json_kstr(&j, "cpu_model", ctx->cpu_model);
     json_kstr(&j, "command_line", ctx->command_line);
     json_kstr(&j, "build_type", ctx->build_type);
     json_object_end(&j);

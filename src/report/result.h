@@ -19,7 +19,13 @@
 struct json;
 
 #define RESULT_MAX_CONFIG 12
-#define RESULT_NMETRICS 30
+/* The latency percentiles every row with latency keeps, for the report's
+ * spectrum: 1/(1-p) = 2, 4, 10, 20, 40, 100 ... 10000, evenly spread on a
+ * logarithmic axis (result_spectrum_p). */
+#define RESULT_SPECTRUM_N 12
+#define RESULT_NMETRICS (30 + RESULT_SPECTRUM_N)
+
+extern const double result_spectrum_p[RESULT_SPECTRUM_N];
 
 /* One configuration value of an experiment, e.g. {"conns", 1000}. */
 struct result_param {
@@ -27,20 +33,27 @@ struct result_param {
     double value;
 };
 
-/* One second of a run's time series (the open-model runs'), as the
- * saturation point and the report's timelines read it. */
+/* One second of a run's time series: the open-model runs' (as the
+ * saturation point and the report's timelines read it), and the closed
+ * runs' throughput (mqtt-load, mqtt-ping, rpc-seq). A latency of 0: not
+ * measured that second. */
 struct result_point {
-    double active;    /* Gatling's active users in that second */
-    double responses; /* responses per second, OK and KO (the generator's own KOs too) */
+    double active;    /* Gatling's active users in that second; 0 for a closed run */
+    double responses; /* responses per second, OK and KO (the generator's own KOs
+                       * too); a closed run's ops (op_def: those of the CPU
+                       * per op, not always the throughput's) per second */
     double p95_ms;    /* p95 of the OK responses that ended in that second */
     double sent;      /* requests sent in that second: the demand */
     double ok;        /* OK responses that ended in that second */
     double ko_server; /* KO responses that ended in it, but the generator's own failures */
+    double p50_ms, p99_ms; /* of the ops that ended in that second */
 };
 
 /* A run's series, second by second; n = 0: the run has none. */
 struct result_series {
-    const struct result_point *points; /* owned by the experiment, outlives the row */
+    /* mem_alloc'd; the row owns it once appended to a result_set, which
+     * frees it (aggregate rows carry no series). */
+    struct result_point *points;
     unsigned n;
     int saturation_s; /* the saturation second, -1: none */
 };
@@ -91,6 +104,7 @@ struct result_row {
             double err_status, err_closed; /* RPC: error answers, connections lost */
             double publish_s, throughput_publish; /* see publish_def */
             double drain_s, throughput_drain;     /* see drain_def */
+            double lat_spectrum[RESULT_SPECTRUM_N]; /* us, at result_spectrum_p */
         };
         double metric[RESULT_NMETRICS];
     };
@@ -106,6 +120,7 @@ struct result_context {
     char date[32]; /* ISO 8601, UTC */
     char host_name[256];
     long num_cpus;
+    char cpu_model[128]; /* /proc/cpuinfo's first "model name"; "" if none */
     char *command_line; /* owned */
     const char *version;
     const char *build_type;
@@ -117,7 +132,7 @@ struct result_set {
     unsigned n, cap;
 };
 
-/* Appends copies of rows[0..n) to set. */
+/* Appends copies of rows[0..n) to set, which takes over their series. */
 void result_set_append(struct result_set *set, const struct result_row *rows, unsigned n);
 void result_set_free(struct result_set *set);
 
@@ -134,6 +149,11 @@ void result_param(struct result_row *row, const char *key, double value);
 /* Fills the latency fields (microseconds) from a histogram of nanoseconds
  * and sets has_latency. */
 void result_set_latency(struct result_row *row, const struct hist *ns);
+
+/* Gives row a copy of the n-second series pts (saturation_s: -1, none),
+ * replacing any it had. */
+void result_set_series(struct result_row *row, const struct result_point *pts, unsigned n,
+                       int saturation_s);
 
 /* Fills out[0..2] with the mean, median and stddev (sample, n - 1) rows of
  * the n >= 1 iteration rows, which must share one configuration. */

@@ -96,8 +96,10 @@ def test_builtin_journey_loads_every_endpoint(a2b_server_factory, tmp_path):
     assert ho["errors"]["server_total"] == 0 and ho["errors"]["generator_total"] == 0
     # The report draws the run's per-second series: one point per second.
     page = html.read_text()
-    assert page.count('class="timeline"') == 1 and page.count("<polyline") == 3
-    active = page.split("<polyline")[1].split('points="')[1].split('"')[0].split()
+    assert page.count('class="timeline"') == 1
+    timeline = page.split('class="timeline"')[1]
+    assert timeline.count("<polyline") == 3
+    active = timeline.split("<polyline")[1].split('points="')[1].split('"')[0].split()
     assert len(active) == len(ho["series"]) > 1
 
 

@@ -70,6 +70,20 @@ def test_table():
         assert l[start - 1] == " " and l[start:start + 3].strip()[:1].isdigit(), l
 
 
+def test_files_from_different_machines_are_warned_about(tmp_path):
+    # The fixtures come from one machine: no warning.
+    assert "warning" not in ok(compare(OLD, NEW)).stderr
+    doc = json.load(open(NEW))
+    doc["context"].update(host_name="other", num_cpus=16, cpu_model="Some CPU")
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(doc))
+    p = ok(compare(OLD, other))
+    assert ("shootout compare: warning: the files come from different machines (host fixture vs other; "
+            "CPUs 2 vs 16)") in p.stderr
+    # The comparison itself is the same, but for the file's name and host.
+    assert p.stdout.split("\n", 2)[2] == ok(compare(OLD, NEW)).stdout.split("\n", 2)[2]
+
+
 def test_markdown():
     out = ok(compare("--format", "markdown", OLD, NEW)).stdout
     assert "| point | figure | old | new | ratio | delta | p | runs | note |" in out

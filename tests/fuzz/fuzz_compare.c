@@ -42,6 +42,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (unsigned s = 0; s < f.pts[i].fig[k].n; s++)
                 check(isfinite(f.pts[i].fig[k].v[s]));
     }
+    /* A file comes from the machine it comes from, whatever its context says. */
+    char differ[512];
+    check(!cmp_machines_differ(&f, &f, differ, sizeof differ) && differ[0] == '\0');
+    check(memchr(f.cpu_model, '\0', sizeof f.cpu_model));
     struct cmp_options opt = {.alpha = 0.05, .noise_pct = 1, .fail_pct = 0};
     struct cmp_result r;
     cmp_compare(&r, &f, &f, &opt);

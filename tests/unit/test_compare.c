@@ -235,9 +235,34 @@ static void test_only_in_one(void **state)
     cmp_file_free(&new);
 }
 
+/* The machines two files come from, by what both contexts say. */
+static void test_machines_differ(void **state)
+{
+    struct cmp_file a, b;
+    char err[256] = "", msg[256];
+    const char *ctx_a = HEAD "\"context\":{\"host_name\":\"h1\",\"num_cpus\":2,\"cpu_model\":\"Xeon\"},"
+                             "\"benchmarks\":[]}";
+    const char *ctx_b = HEAD "\"context\":{\"host_name\":\"h2\",\"num_cpus\":8,\"cpu_model\":\"EPYC\"},"
+                             "\"benchmarks\":[]}";
+    const char *ctx_none = HEAD "\"benchmarks\":[]}";
+    assert_int_equal(parse(&a, ctx_a, err), 0);
+    assert_int_equal(parse(&b, ctx_b, err), 0);
+    assert_true(cmp_machines_differ(&a, &b, msg, sizeof msg));
+    assert_string_equal(msg, "host h1 vs h2; CPUs 2 vs 8; CPU Xeon vs EPYC");
+    assert_false(cmp_machines_differ(&a, &a, msg, sizeof msg));
+    assert_string_equal(msg, "");
+    cmp_file_free(&b);
+    /* A context that says nothing differs from nothing. */
+    assert_int_equal(parse(&b, ctx_none, err), 0);
+    assert_false(cmp_machines_differ(&a, &b, msg, sizeof msg));
+    cmp_file_free(&a);
+    cmp_file_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_machines_differ),
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_verdicts),

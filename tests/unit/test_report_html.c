@@ -2,6 +2,7 @@
  * tables, escaping, which charts appear for which figures, and the line
  * charts of a per-second series with its saturation mark. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,7 +70,7 @@ static void test_aggregates_become_bars_with_whiskers(void **state)
     assert_int_equal(count(html, "<svg"), 1); /* throughput only: no latency, no CPU sampled */
     assert_int_equal(count(html, "class=\"bar\""), 4);
     assert_int_equal(count(html, "class=\"err\""), 3); /* a zero stddev draws no whisker */
-    assert_non_null(strstr(html, "shootout, 100c: 2000 ± 100 per second"));
+    assert_non_null(strstr(html, "shootout, 100c: 2k msg/s ± 100</title>"));
     /* Points are labelled by the last part of the row name, as the tables. */
     assert_non_null(strstr(html, ">500c<"));
     /* Text from rows and context is escaped. */
@@ -135,13 +136,144 @@ static void test_series_and_points_come_from_row_names(void **state)
     char *html = render(rows, 3);
     assert_int_equal(count(html, "class=\"bar\""), 3); /* one point, three series */
     assert_int_equal(count(html, ">1000n1c<"), 1 + 3); /* the axis label and a table row each */
-    assert_non_null(strstr(html, "shootout/rest, 1000n1c: 10.0 per second"));
-    assert_non_null(strstr(html, "grpc-c++/grpc, 1000n1c: 30.0 per second"));
+    assert_non_null(strstr(html, "shootout/rest, 1000n1c: 10 msg/s"));
+    assert_non_null(strstr(html, "grpc-c++/grpc, 1000n1c: 30 msg/s"));
     /* A name without series and point falls back to the target. */
     snprintf(rows[0].name, sizeof rows[0].name, "plain");
     free(html);
     html = render(rows, 1);
-    assert_non_null(strstr(html, "shootout, plain: 10.0"));
+    assert_non_null(strstr(html, "shootout, plain: 10 msg/s"));
+    free(html);
+}
+
+/* Axis ticks and cells carry SI prefixes and units, not "2000000". */
+static void test_axes_and_cells_are_si_prefixed(void **state)
+{
+    struct result_row rows[] = {
+        make_row("mqtt-ping", "shootout", NULL, 100, 2.4e6),
+        make_row("mqtt-ping", "mosquitto", NULL, 100, 1.1e6),
+    };
+    rows[0].has_latency = rows[1].has_latency = true;
+    rows[0].lat_p50 = 250;
+    rows[0].lat_p99 = 1500;
+    rows[1].lat_p50 = 900;
+    rows[1].lat_p99 = 4000;
+    char *html = render(rows, 2);
+    assert_non_null(strstr(html, ">2.5M</text>")); /* the throughput axis up to 2.5M */
+    assert_null(strstr(html, ">2500000<"));
+    assert_non_null(strstr(html, ">200 µs</text>"));  /* the p50 axis */
+    assert_non_null(strstr(html, ">4 ms</text>"));    /* the p99 axis */
+    assert_non_null(strstr(html, "<td>2.4M msg/s</td>"));
+    assert_non_null(strstr(html, "<td>1.5 ms</td>"));
+    assert_non_null(strstr(html, "Throughput (msg/s)"));
+    free(html);
+}
+
+/* Every latency row draws its spectrum: one line per series from p50 to
+ * p99.99 on the 1/(1-p) axis. */
+static void test_latency_spectrum_per_point(void **state)
+{
+    struct result_row rows[] = {
+        make_row("rpc-seq", "shootout", NULL, 1, 10),
+        make_row("rpc-seq", "grpc-go", NULL, 1, 10),
+        make_row("rpc-seq", "shootout", NULL, 8, 10),
+    };
+    for (unsigned r = 0; r < 3; r++) {
+        rows[r].has_latency = true;
+        for (unsigned i = 0; i < RESULT_SPECTRUM_N; i++)
+            rows[r].lat_spectrum[i] = 100 * (i + 1) * (r + 1);
+    }
+    rows[2].lat_spectrum[RESULT_SPECTRUM_N - 1] = 0; /* no spectrum kept: no chart */
+    char *html = render(rows, 3);
+    assert_int_equal(count(html, "Latency by percentile"), 1);
+    assert_non_null(strstr(html, "Latency by percentile, 1c"));
+    /* Ticks at p50, p90, p99, p99.9, p99.99: 50 at the left, 99.99 at the right. */
+    assert_non_null(strstr(html, "x=\"72.0\" y=\"254.0\">p50</text>"));
+    assert_non_null(strstr(html, "x=\"744.0\" y=\"254.0\">p99.99</text>"));
+    assert_non_null(strstr(html, ">p99.9</text>"));
+    /* p90: log10(10) = 1 of log10(2) .. 4 */
+    assert_non_null(strstr(html, "x=\"199.0\" y=\"254.0\">p90</text>"));
+    assert_int_equal(count(html, "<polyline"), 2);
+    /* grpc-go's line ends at 12 * 200 us = 2.4 ms, the axis' top 2.5 ms. */
+    assert_non_null(strstr(html, "grpc-go: p50 200 µs, p99.99 2.4 ms"));
+    assert_non_null(strstr(html, ">2.5 ms</text>"));
+    free(html);
+}
+
+/* A failed run shows as such: a mark where its bar would be, and its
+ * error across its table row, never a zero bar. */
+static void test_failed_runs_are_drawn_as_errors(void **state)
+{
+    struct result_row rows[] = {
+        make_row("mqtt-load", "shootout", NULL, 100, 1000),
+        make_row("mqtt-load", "shootout", "mean", 100, 1000),
+        make_row("mqtt-load", "shootout", "stddev", 100, 10),
+        make_row("mqtt-load", "bro<ken>", NULL, 100, 0),
+    };
+    snprintf(rows[3].error, sizeof rows[3].error, "no progress for 10 s & <gone>");
+    char *html = render(rows, 4);
+    assert_int_equal(count(html, "class=\"bar\""), 1);
+    assert_int_equal(count(html, "<g class=\"failed\">"), 1);
+    assert_non_null(strstr(html, "bro&lt;ken&gt;, 100c: failed: no progress for 10 s &amp; &lt;gone&gt;"));
+    assert_non_null(strstr(html, "<td class=\"failed\" colspan=\"1\">failed: no progress"));
+    free(html);
+}
+
+/* Sixteen series get sixteen colours; lines past the tenth are dashed. */
+static void test_many_series_stay_apart(void **state)
+{
+    struct result_row rows[16];
+    for (unsigned i = 0; i < 16; i++) {
+        char target[16];
+        snprintf(target, sizeof target, "c%u", i);
+        rows[i] = make_row("rpc-seq", target, NULL, 1, 100 + i);
+        rows[i].has_latency = true;
+        for (unsigned k = 0; k < RESULT_SPECTRUM_N; k++)
+            rows[i].lat_spectrum[k] = 10 + k;
+    }
+    char *html = render(rows, 16);
+    assert_int_equal(count(html, "class=\"bar\""), 16 * 3); /* throughput, p50, p99 */
+    char *spectrum = strstr(html, "Latency by percentile");
+    assert_non_null(spectrum);
+    assert_int_equal(count(spectrum, "<polyline"), 16);
+    assert_int_equal(count(spectrum, "stroke-dasharray"), 6);
+    const char *colors[16];
+    unsigned ncolors = 0;
+    for (char *p = spectrum; (p = strstr(p, "stroke=\"#")); p += 8) {
+        bool seen = false;
+        for (unsigned k = 0; k < ncolors; k++)
+            seen = seen || !strncmp(colors[k], p, 15);
+        if (!seen && ncolors < 16)
+            colors[ncolors++] = p;
+    }
+    assert_int_equal(ncolors, 16);
+    assert_non_null(strstr(html, ">c15</li>")); /* in the legend */
+    free(html);
+}
+
+/* A closed run's per-second throughput: one line per run, coloured by its
+ * series, on a time axis as long as the longest run. */
+static void test_closed_runs_draw_their_series(void **state)
+{
+    struct result_point a[3] = {{.responses = 1000}, {.responses = 2000}, {.responses = 1500}};
+    struct result_point b[2] = {{.responses = 500, .p99_ms = 2}, {.responses = 800, .p99_ms = 4}};
+    struct result_row rows[] = {
+        make_row("mqtt-load", "shootout", NULL, 100, 1500),
+        make_row("mqtt-load", "mosquitto", NULL, 100, 650),
+    };
+    rows[0].series = (struct result_series){a, 3, -1};
+    rows[1].series = (struct result_series){b, 2, -1};
+    char *html = render(rows, 2);
+    assert_non_null(strstr(html, "Rate (msg/s), 100c, second by second"));
+    assert_non_null(strstr(html, "Latency p99, 100c, second by second"));
+    /* Throughput up to 2k: 72..744 over 3 seconds, 236 (0) to 16 (2k). */
+    assert_non_null(strstr(html, "points=\"72.0,126.0 408.0,16.0 744.0,71.0\"><title>shootout, run 1"));
+    assert_non_null(strstr(html, "points=\"72.0,181.0 408.0,148.0\"><title>mosquitto, run 1"));
+    /* The p99 chart has mosquitto's line only, on an axis in ms. */
+    char *p99 = strstr(html, "Latency p99, 100c");
+    assert_int_equal(count(p99, "<polyline"), 2); /* one whose values are all zero is still drawn */
+    assert_non_null(strstr(p99, ">4 ms</text>"));
+    assert_null(strstr(html, "class=\"timeline\"")); /* no active users: not an open-model run */
     free(html);
 }
 
@@ -188,7 +320,9 @@ static void test_timeline_draws_the_series_and_the_saturation(void **state)
     assert_non_null(strstr(html, "points=\"72.0,181.0 408.0,126.0 744.0,16.0\"><title>p95"));
     /* Seconds along the bottom, whole ones only. */
     assert_non_null(strstr(html, "x=\"408.0\" y=\"254.0\">1 s</text>"));
-    assert_int_equal(count(html, " s</text>"), 2 * 3);
+    assert_int_equal(count(html, "y=\"254.0\">"), 2 * 3);
+    /* The p95 axis in SI-prefixed seconds. */
+    assert_non_null(strstr(html, ">4 ms</text>"));
     /* The saturation second, across both charts, and in words. */
     assert_int_equal(count(html, "<line class=\"sat\" x1=\"408.0\" x2=\"408.0\" y1=\"16.0\" y2=\"236.0\"/>"), 2);
     assert_non_null(strstr(html, "Saturation point (dashed line): 10 active users at second 1."));
@@ -214,6 +348,11 @@ int main(void)
         cmocka_unit_test(test_iterations_alone_are_drawn_and_latency_charts_appear),
         cmocka_unit_test(test_experiments_get_their_own_sections),
         cmocka_unit_test(test_series_and_points_come_from_row_names),
+        cmocka_unit_test(test_axes_and_cells_are_si_prefixed),
+        cmocka_unit_test(test_latency_spectrum_per_point),
+        cmocka_unit_test(test_failed_runs_are_drawn_as_errors),
+        cmocka_unit_test(test_many_series_stay_apart),
+        cmocka_unit_test(test_closed_runs_draw_their_series),
         cmocka_unit_test(test_no_rows),
         cmocka_unit_test(test_write_to_unwritable_path_reports),
         cmocka_unit_test(test_timeline_draws_the_series_and_the_saturation),

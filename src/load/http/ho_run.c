@@ -164,7 +164,7 @@ int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index, struct res
     row->err_closed = (double)rep->errs[HO_ERR_CLOSED];
     row->extra_json = ho_report_json;
     row->extra_arg = rep;
-    row->series = (struct result_series){rep->points, rep->nsecs, rep->saturation_s};
+    result_set_series(row, rep->points, rep->nsecs, rep->saturation_s);
     /* A caller with its own tables (brief) keeps stdout for them. */
     FILE *tf = o->brief || (o->json_path && !strcmp(o->json_path, "-")) ? stderr : stdout;
     ho_report_print(tf, rep);

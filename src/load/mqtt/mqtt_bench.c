@@ -6,7 +6,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/mem.h"
+#include "load/persec.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 
@@ -58,25 +60,27 @@ const struct opt mqtt_bench_client_options[] = {
 
 /* ---- running ------------------------------------------------------------- */
 
-static void mqtt_bench_probe_tick(void *probe) { probe_sample(probe); }
+/* What the run's watchdog ticks sample: the server (probe, NULL: none)
+ * and, for a single-phase run, the messages received per second. */
+struct mqtt_bench_tick {
+    struct probe *probe;
+    struct persec *sec;
+    struct mc_run *run;
+};
 
-int mqtt_bench_exec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
-                    struct result_row *row, struct mc_stats *st)
+static void mqtt_bench_tick(void *arg)
 {
-    struct probe probe;
-    probe_start(&probe, o->server_pid);
-    int rc = mqtt_bench_phase(o, run, conns, &probe, row, st);
-    probe_finish(&probe, (double)st->received, row);
-    if (st->t_ready_ns)
-        row->setup_s = (double)(st->t_ready_ns - st->t_start_ns) / 1e9;
-    return rc;
+    struct mqtt_bench_tick *t = arg;
+    if (t->probe)
+        probe_sample(t->probe);
+    if (t->sec)
+        persec_tick(t->sec, clock_now_ns(), mc_run_received(t->run));
 }
 
-int mqtt_bench_phase(const struct bench_opts *o, struct mc_run *run, unsigned conns,
-                     struct probe *probe, struct result_row *row, struct mc_stats *st)
+static int mqtt_bench_run(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                          struct mqtt_bench_tick *tick, struct result_row *row, struct mc_stats *st)
 {
-    enum mc_status status =
-        mc_run_exec(run, o->timeout_s, probe ? mqtt_bench_probe_tick : NULL, probe);
+    enum mc_status status = mc_run_exec(run, o->timeout_s, mqtt_bench_tick, tick);
     mc_run_stats(run, st);
     row->sent += (double)st->published;
     row->received += (double)st->received;
@@ -98,6 +102,29 @@ int mqtt_bench_phase(const struct bench_opts *o, struct mc_run *run, unsigned co
              "no progress for %u s while connecting and subscribing: %u of %u connections ready",
              o->timeout_s, st->ready, conns);
     return BENCH_EXIT_RUNTIME;
+}
+
+int mqtt_bench_exec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                    struct result_row *row, struct mc_stats *st)
+{
+    struct probe probe;
+    struct persec sec;
+    struct mqtt_bench_tick tick = {&probe, &sec, run};
+    probe_start(&probe, o->server_pid);
+    persec_start(&sec, clock_now_ns(), 0, false);
+    int rc = mqtt_bench_run(o, run, conns, &tick, row, st);
+    persec_finish(&sec, clock_now_ns(), st->received, row);
+    probe_finish(&probe, (double)st->received, row);
+    if (st->t_ready_ns)
+        row->setup_s = (double)(st->t_ready_ns - st->t_start_ns) / 1e9;
+    return rc;
+}
+
+int mqtt_bench_phase(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                     struct probe *probe, struct result_row *row, struct mc_stats *st)
+{
+    struct mqtt_bench_tick tick = {probe, NULL, run};
+    return mqtt_bench_run(o, run, conns, &tick, row, st);
 }
 
 /* ---- rows and settings ----------------------------------------------------- */

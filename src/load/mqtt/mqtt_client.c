@@ -81,7 +81,7 @@ struct mc_thread {
     struct mc_conn *dirty;
     uint64_t packets, published, received;
     _Atomic uint64_t progress; /* packets, published for the watchdog */
-    _Atomic uint64_t received_seen; /* received, published for the progress line */
+    _Atomic uint64_t received_seen; /* received, published for mc_run_received */
     uint8_t rbuf[MC_READ_CHUNK];
 };
 
@@ -792,6 +792,14 @@ static uint64_t mc_progress(struct mc_run *run)
     return sum;
 }
 
+uint64_t mc_run_received(struct mc_run *run)
+{
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < run->cfg.threads; i++)
+        sum += atomic_load_explicit(&run->threads[i].received_seen, memory_order_relaxed);
+    return sum;
+}
+
 /* Messages received of those expected, or units of work, once the
  * measured phase has begun (before it, the line says it is connecting);
  * final: the threads are joined, so the figures are kept for the last
@@ -804,9 +812,7 @@ static void mc_progress_line(struct mc_run *run, bool final)
     uint64_t done = run->cfg.work - atomic_load(&run->work_left), total = run->cfg.work;
     if (run->cfg.progress_total) {
         total = run->cfg.progress_total;
-        done = 0;
-        for (unsigned i = 0; i < run->cfg.threads; i++)
-            done += atomic_load_explicit(&run->threads[i].received_seen, memory_order_relaxed);
+        done = mc_run_received(run);
     }
     progress_update(run->cfg.progress, done, setup ? 0 : total, final);
 }

@@ -141,6 +141,9 @@ void mc_set_session(struct mc_run *run, unsigned i, enum mc_session s);
  * about every 100 ms while the run goes on (for sampling). */
 enum mc_status mc_run_exec(struct mc_run *run, unsigned timeout_s, void (*tick)(void *),
                            void *tick_arg);
+/* PUBLISH packets received so far, as of each thread's last loop
+ * iteration: for a tick to sample while the run goes on. */
+uint64_t mc_run_received(struct mc_run *run);
 /* Valid after mc_run_exec. */
 void mc_run_stats(const struct mc_run *run, struct mc_stats *st);
 void mc_run_free(struct mc_run *run);

@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/mem.h"
 #include "core/tls.h"
+#include "load/persec.h"
 #include "load/probe.h"
 #include "report/hist.h"
 
@@ -67,6 +68,7 @@ struct seq_run {
     uint64_t total;          /* calls of the phase */
     uint64_t issued, answered; /* in the phase */
     struct hist *lat;        /* timed calls, nanoseconds */
+    struct persec sec;       /* the timed phase, second by second */
     uint64_t t_start_ns, t_ready_ns, t_timed_ns, t_end_ns;
     struct probe probe;
     bool probing;
@@ -119,6 +121,7 @@ static void seq_next_phase(struct seq_run *r)
         probe_start(&r->probe, r->o->server_pid);
         r->probing = true;
         r->t_timed_ns = clock_now_ns();
+        persec_start(&r->sec, r->t_timed_ns, 0, true);
     } else if (r->phase == SEQ_DONE) {
         ev_stop(r->loop);
         return;
@@ -173,8 +176,10 @@ static void seq_done(void *ctx, struct rpc_conn *c, void *call_ctx, enum rpc_out
                  slot->conn, code ? ": " : "", code ? strerror(code) : "");
         return;
     }
-    if (r->phase == SEQ_TIMED)
+    if (r->phase == SEQ_TIMED) {
         hist_record(r->lat, now - slot->sent_ns);
+        hist_record(&r->sec.lat, now - slot->sent_ns);
+    }
     if (++r->answered == r->total) {
         if (r->phase == SEQ_TIMED)
             r->t_end_ns = now;
@@ -201,6 +206,8 @@ static void seq_tick(struct ev_loop *loop, struct ev_timer *t)
     if (r->probing)
         probe_sample(&r->probe);
     seq_progress(r, false);
+    if (r->phase == SEQ_TIMED)
+        persec_tick(&r->sec, clock_now_ns(), r->answered);
     uint64_t now = ev_now(loop);
     if (r->events != r->progress) {
         r->progress = r->events;
@@ -249,6 +256,8 @@ static void seq_fill_row(struct seq_run *r, struct result_row *row)
     }
     if (r->lat->count)
         result_set_latency(row, r->lat);
+    if (r->phase >= SEQ_TIMED)
+        persec_finish(&r->sec, r->phase == SEQ_DONE ? r->t_end_ns : clock_now_ns(), r->answered, row);
     if (!r->failed)
         return;
     double *counter[] = {
