@@ -9,7 +9,7 @@
 #                        unit tests built with clang, the fuzz corpora
 #                        replayed and tsan-e2e (builds the peers first)
 #   make peers           the gRPC C++, grpc-java, Spring REST and a2b Spring peers in build/peers/
-#   make node-peer       the Node.js a2b peer's npm packages (peers/a2b-node)
+#   make node-peer       the Node.js peers' npm packages (every peers/*/package.json)
 #   make json-bench      the car_json vs cJSON measurement (build/perf/json_bench)
 #   make fuzz            libFuzzer targets (clang) in build/fuzz/
 #   make fuzz-regress    replays each fuzz target's corpus once (a crash fails)
@@ -289,9 +289,10 @@ $(PEER_B)/a2b-spring/classpath: $(wildcard peers/a2b-spring/*.java) peers/lib/Sp
 	javac $(JAVAC_FLAGS) -d $(@D)/classes -cp $(call jar_path,$(A2B_SPRING_JARS)) $^
 	echo "$(CURDIR)/$(@D)/classes:$(call jar_path,$(A2B_SPRING_JARS))" >$@
 
-# ---- The Node.js a2b peer (peers/a2b-node): its npm dependencies, pinned by
-# package-lock.json. scripts/node-peer.sh says what happens when npm is
-# missing, npm ci fails or the registry cannot be reached.
+# ---- The Node.js peers (peers/a2b-node, aedes, node-grpc, node-fastify):
+# their npm dependencies, each pinned by its package-lock.json.
+# scripts/node-peer.sh says what happens when npm is missing, npm ci fails
+# or the registry cannot be reached.
 .PHONY: node-peer
 node-peer:
 	@./scripts/node-peer.sh
