@@ -301,8 +301,10 @@ def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, 
     Node peer ran the level too."""
     have_peer = have_node_peer()
     out = tmp_path / "r.json"
+    # The Node peer alone, so that the table has the shape checked here;
+    # test_run_contenders.py races several contenders.
     p = run("--only", "a2b", "--scale", "0.01", "--a2b-time-scale", "2", "--pg", pg_cluster.uri(),
-            "--a2b-capacity", "increment-users-per-sec 10 3 100s ramp 20s from 20",
+            "--peers", "a2b-node", "--a2b-capacity", "increment-users-per-sec 10 3 100s ramp 20s from 20",
             "--json", out, "--html", "none", cwd=tmp_path, timeout=240)
     assert p.returncode == 0, p.stderr
     race = table(p.stdout, RACE_TITLE)
