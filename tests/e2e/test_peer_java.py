@@ -138,7 +138,8 @@ def test_version(peer_name):
     assert re.match(PEERS[peer_name]["version"], line), line
 
 
-@pytest.mark.parametrize("name", sorted(PEERS))
+# a2b-spring (test_peer_a2b_spring.py) shares the scripts' logic.
+@pytest.mark.parametrize("name", sorted(PEERS) + ["a2b-spring"])
 def test_version_not_built(name, tmp_path):
     """The scripts in a tree without build/peers/: exit 3, the fix on stdout."""
     for rel in (os.path.join("peers", name, "start"), os.path.join("peers", "lib", "jvm-peer.sh")):
