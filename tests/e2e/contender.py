@@ -1,8 +1,9 @@
 """What the tests of `shootout run`'s contenders (peers/<name>/start, the
 contract of issue 13) share: calling `start --version`, running `start
 --port P --dir D` in a session of its own, finding what it leaves behind
-(its process group, anything whose cwd or command line names D), and one
-MQTT round with paho-mqtt."""
+(its process group, anything whose cwd or command line names D, files its
+processes have open outside D while it runs), and one MQTT round with
+paho-mqtt."""
 
 import os
 import signal
@@ -61,39 +62,90 @@ def process_group(pgid):
     return pids
 
 
+def files_outside(pid, directory, log):
+    """Files process pid has open or mapped outside directory, other than
+    the system's, the repository's scripts and builds (read-only) and the
+    log the test gave it: what it writes elsewhere, such as a JVM's
+    /tmp/hsperfdata_USER/PID (mapped while the JVM runs, deleted at its
+    exit, so only to be seen while it runs)."""
+    paths = set()
+    with open("/proc/%d/maps" % pid) as f:
+        for line in f:
+            fields = line.split(None, 5)
+            if len(fields) == 6 and fields[5].startswith("/"):
+                paths.add(fields[5].strip().removesuffix(" (deleted)"))
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            paths.add(os.readlink("/proc/%d/fd/%s" % (pid, fd)).removesuffix(" (deleted)"))
+        except OSError:
+            continue
+    # /memfd:NAME is anonymous memory (the Erlang VM's), no file.
+    allowed = ("/usr/", "/etc/", "/dev/", "/proc/", "/memfd:", directory + "/",
+               os.path.join(REPO, "build", "peers") + "/", os.path.join(REPO, "peers") + "/")
+    return sorted(p for p in paths if p.startswith("/") and not p.startswith(allowed) and p != log)
+
+
 class Contender:
     """One `peers/<name>/start --port P --dir D` (D is workdir/dir, its
-    stderr workdir/start.stderr) in a session of its own, so that its
-    process group can be checked (and cleaned up) afterwards."""
+    stdout and stderr workdir/start.stderr) in a session of its own, so that
+    its process group can be checked (and cleaned up) afterwards."""
 
-    def __init__(self, name, workdir):
+    def __init__(self, name, workdir, extra=(), listening=None):
+        """extra: more options for start (--threads, an a2b contender's
+        --db and --pool); listening: what start prints on stderr before
+        HOST:PORT once it serves, waited for instead of a TCP connection."""
         self.name = name
+        self.listening = listening
         self.dir = os.path.join(workdir, "dir")
         os.mkdir(self.dir)
         self.port = free_port()
         self.stderr_path = os.path.join(workdir, "start.stderr")
         with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen([start_script(name), "--port", str(self.port), "--dir", self.dir],
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            self.proc = subprocess.Popen([start_script(name), "--port", str(self.port), "--dir", self.dir,
+                                          *extra], stdin=subprocess.DEVNULL, stdout=err, stderr=err,
                                          start_new_session=True)
 
     def stderr_text(self):
         with open(self.stderr_path, "rb") as f:
             return f.read().decode("utf-8", "replace")
 
+    def serving(self):
+        if self.listening is not None:
+            return "%s%s:%d" % (self.listening, HOST, self.port) in self.stderr_text()
+        try:
+            socket.create_connection((HOST, self.port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
     def wait_ready(self, timeout=BOOT_TIMEOUT):
-        """Waits until PORT takes a TCP connection; returns self."""
+        """Waits until PORT takes a TCP connection (or start said it
+        listens); returns self."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, "%s exited %d while booting:\n%s" % (
-                self.name, self.proc.returncode, self.stderr_text())
-            try:
-                socket.create_connection((HOST, self.port), timeout=1).close()
+                self.name, self.proc.returncode, self.stderr_text()[-3000:])
+            if self.serving():
                 return self
-            except OSError:
-                time.sleep(0.1)
+            time.sleep(0.1)
         raise AssertionError("%s not listening on %d within %.0fs:\n%s" % (
-            self.name, self.port, timeout, self.stderr_text()))
+            self.name, self.port, timeout, self.stderr_text()[-3000:]))
+
+    def pids(self):
+        """Its live processes: its process group and whatever names D."""
+        return set(process_group(self.proc.pid)) | set(processes_naming(self.dir))
+
+    def files_outside(self):
+        """pid -> files_outside() of each of its processes that has any."""
+        found = {}
+        for pid in self.pids():
+            try:
+                paths = files_outside(pid, self.dir, self.stderr_path)
+            except OSError:  # it exited meanwhile
+                continue
+            if paths:
+                found[pid] = paths
+        return found
 
     def stop(self):
         """SIGTERM to the script; returns its exit code once it exited
@@ -104,8 +156,21 @@ class Contender:
         except subprocess.TimeoutExpired:
             raise AssertionError("%s did not exit within %.0fs of SIGTERM" % (self.name, STOP_TIMEOUT))
 
+    def assert_gone(self, timeout=5.0):
+        """After stop(): within timeout (a daemon child can outlive the
+        script by its own shutdown time) nothing is left in its process
+        group or names D, and PORT refuses connections."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.pids():
+            time.sleep(0.1)
+        assert process_group(self.proc.pid) == [], "left in %s's process group" % self.name
+        assert processes_naming(self.dir) == {}, "%s left processes naming %s" % (self.name, self.dir)
+        with socket.socket() as s:
+            s.settimeout(1)
+            assert s.connect_ex((HOST, self.port)) != 0, "%s's port still open" % self.name
+
     def kill_leftovers(self):
-        for pid in set(process_group(self.proc.pid)) | set(processes_naming(self.dir)):
+        for pid in self.pids():
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:

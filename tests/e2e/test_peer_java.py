@@ -17,20 +17,16 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
-import time
 
 import grpc
 import pytest
 
-from conftest import HOST, REPO, SHOOTOUT_BIN, free_port, need
+from conftest import HOST, REPO, SHOOTOUT_BIN, STOP_TIMEOUT, need
+from contender import Contender, start_script, version, version_line
 
 SEND = "/com.stevenpg.rvg.MessageService/send"
 CHECK = "/grpc.health.v1.Health/Check"
-# The contract's allowances: a JVM boots within 60 s and stops within 10 s.
-BOOT_TIMEOUT = 60.0
-STOP_TIMEOUT = 10.0
 CALLS = 300
 ARTICLE_DOC = json.dumps({
     "car": {"make": "toyota", "model": "corolla", "trim": "4DR Sedan", "color": "gray",
@@ -46,101 +42,41 @@ PEERS = {
 }
 
 
-def start_script(name):
-    return os.path.join(REPO, "peers", name, "start")
-
-
-def version(name):
-    return subprocess.run([start_script(name), "--version"], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=10)
+def need_peer(name):
+    rc, out = version(name)
+    need(rc == 0, "%s: %s" % (name, out.strip()))
 
 
 @pytest.fixture(params=sorted(PEERS))
 def peer_name(request):
-    r = version(request.param)
-    need(r.returncode == 0, "%s: %s" % (request.param, r.stdout.strip() or r.stderr.strip()))
+    need_peer(request.param)
     return request.param
 
 
-def java_pids_mentioning(text):
-    """Pids of processes whose command line or working directory mentions text."""
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open("/proc/%s/cmdline" % pid, "rb") as f:
-                cmdline = f.read().decode(errors="replace")
-            cwd = os.readlink("/proc/%s/cwd" % pid)
-        except OSError:
-            continue
-        if text in cmdline or text in cwd:
-            found.append(int(pid))
-    return found
-
-
-def files_outside(pid, directory, log):
-    """Files the running process has open or mapped, other than the
-    JDK's, the system's and the build's (read-only) and the log the test
-    gave it, outside directory: what it writes elsewhere, such as a JVM's
-    /tmp/hsperfdata_USER/PID."""
-    paths = set()
-    with open("/proc/%d/maps" % pid) as f:
-        for line in f:
-            fields = line.split(None, 5)
-            if len(fields) == 6 and fields[5].startswith("/"):
-                paths.add(fields[5].strip().removesuffix(" (deleted)"))
-    for fd in os.listdir("/proc/%d/fd" % pid):
-        try:
-            paths.add(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
-        except OSError:
-            continue
-    allowed = ("/usr/", "/etc/", "/dev/", "/proc/", directory + "/", os.path.join(REPO, "build", "peers") + "/")
-    return sorted(p for p in paths if p.startswith("/") and not p.startswith(allowed) and p != log)
-
-
-class Peer:
-    """A contender run by its start script in its own process group."""
+class Peer(Contender):
+    """A Java contender (--threads 1), ready once its start script says on
+    stderr where it listens."""
 
     def __init__(self, name, tmp_path, extra=(), listening=None):
         """extra: more options for start (an a2b contender's --db, --pool);
         listening: the line announcing the port, when name is not in PEERS."""
-        self.name = name
-        self.listening = listening or PEERS[name]["listening"]
-        self.dir = tmp_path / "dir"
-        self.dir.mkdir()
-        self.port = free_port()
-        self.stderr_path = tmp_path / "stderr"
-        self._err = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen([start_script(name), "--port", str(self.port), "--dir", str(self.dir),
-                                      "--threads", "1"] + list(extra), stdin=subprocess.DEVNULL,
-                                     stdout=self._err, stderr=self._err, start_new_session=True)
+        super().__init__(name, tmp_path, ["--threads", "1", *extra], listening or PEERS[name]["listening"])
 
-    def stderr(self):
-        return self.stderr_path.read_text(errors="replace")
+    # The name test_peer_a2b_spring.py (branch a2b-spring) calls.
+    kill = Contender.kill_leftovers
 
-    def wait_ready(self):
-        line = "%s%s:%d" % (self.listening, HOST, self.port)
-        deadline = time.monotonic() + BOOT_TIMEOUT
-        while time.monotonic() < deadline:
-            if line in self.stderr():
-                return
-            assert self.proc.poll() is None, "%s exited with %r:\n%s" % (self.name, self.proc.returncode,
-                                                                         self.stderr()[-3000:])
-            time.sleep(0.1)
-        raise AssertionError("%s not listening within %.0f s:\n%s" % (self.name, BOOT_TIMEOUT, self.stderr()[-3000:]))
 
-    def stop(self):
-        """SIGTERM, as `shootout run` stops it; returns the exit code."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(STOP_TIMEOUT)
-        finally:
-            self._err.close()
-
-    def kill(self):
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-        self._err.close()
+def assert_stops_leaving_nothing(peer):
+    """No file open outside DIR while it runs (its hsperfdata file); SIGTERM
+    stops it (the JVM exits 143 on it) and nothing of it is left behind."""
+    jvm_pid = peer.proc.pid  # the start script exec()s the JVM
+    assert peer.files_outside() == {}
+    assert peer.stop() in (0, 143), peer.stderr_text()[-3000:]
+    peer.assert_gone(STOP_TIMEOUT)
+    # What a JVM leaves once it exits, unless told not to: an attach socket,
+    # a crash log in the working directory.
+    assert [p for p in ("/tmp/.java_pid%d" % jvm_pid, os.path.join(REPO, "hs_err_pid%d.log" % jvm_pid))
+            if os.path.exists(p)] == []
 
 
 @pytest.fixture
@@ -150,7 +86,7 @@ def peer(peer_name, tmp_path):
         p.wait_ready()
         yield p
     finally:
-        p.kill()
+        p.kill_leftovers()
 
 
 def grpc_exchange(port, pb):
@@ -198,10 +134,8 @@ def json_items(doc):
 
 
 def test_version(peer_name):
-    r = version(peer_name)
-    assert r.returncode == 0
-    assert re.match(PEERS[peer_name]["version"], r.stdout.strip()), r.stdout
-    assert r.stdout.count("\n") == 1
+    line = version_line(peer_name, "not ", need_peer)
+    assert re.match(PEERS[peer_name]["version"], line), line
 
 
 # a2b-spring (test_peer_a2b_spring.py) shares the scripts' logic.
@@ -238,23 +172,6 @@ def test_exchange_then_sigterm_leaves_nothing(peer, pb, car_server, tmp_path):
         assert theirs[2] == ours[2] == (404, "application/json", b'{"error":"not found"}')
 
     assert_stops_leaving_nothing(peer)
-
-
-def assert_stops_leaving_nothing(peer):
-    """No file written outside DIR while it runs; SIGTERM stops it (the JVM
-    exits 143 on it) and nothing of it is left behind."""
-    jvm_pid = peer.proc.pid  # the start script exec()s the JVM
-    assert files_outside(jvm_pid, str(peer.dir), str(peer.stderr_path)) == []
-    assert peer.stop() in (0, 143), peer.stderr()[-3000:]
-    deadline = time.monotonic() + STOP_TIMEOUT
-    while java_pids_mentioning(str(peer.dir)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert java_pids_mentioning(str(peer.dir)) == [], "a process of the peer outlived SIGTERM"
-    # What a JVM leaves once it exits, unless told not to: an attach socket,
-    # a crash log in the working directory (its hsperfdata file, gone with
-    # it, is checked while it runs).
-    assert [p for p in ("/tmp/.java_pid%d" % jvm_pid, os.path.join(REPO, "hs_err_pid%d.log" % jvm_pid))
-            if os.path.exists(p)] == []
 
 
 def test_rpc_seq(peer):
