@@ -19,6 +19,7 @@
 #include "core/net.h"
 #include "core/outq.h"
 #include "http/http1.h"
+#include "load/trace.h"
 
 #define HC_MAX_HEAD 16384
 #define HC_MAX_HEADERS 64
@@ -63,6 +64,14 @@ struct http_conn {
     size_t body_kept, body_cap;
     z_stream zs;
     char host[72]; /* Host field value */
+    /* --trace: the connection's id, its requests and answers so far (the
+     * nth answer answers the nth request), whether the response being read
+     * is traced, and the start of its body. */
+    unsigned trace_id;
+    uint64_t trace_sent, trace_answered;
+    bool trace_resp;
+    char *trace_body;
+    size_t trace_body_len;
 };
 
 /* Reads go here first; only a partial response is copied to the
@@ -87,6 +96,7 @@ static void hc_close_fd(struct http_conn *c)
 static void hc_free(struct http_conn *c)
 {
     hc_close_fd(c);
+    mem_free(c->trace_body);
     if (c->zinit)
         inflateEnd(&c->zs);
     mem_free(c->body);
@@ -176,6 +186,49 @@ static void hc_on_flush_timer(struct ev_loop *loop, struct ev_timer *t)
     hc_leave(c);
 }
 
+/* ---- --trace ------------------------------------------------------------- */
+
+static void hc_trace_request(struct http_conn *c, const void *head, size_t head_len,
+                             const void *body, size_t body_len)
+{
+    if (!trace_pick(c->opts.trace, c->trace_sent++))
+        return;
+    trace_http_head(c->opts.trace, c->trace_id, '>', head, head_len);
+    if (body_len)
+        trace_body(c->opts.trace, c->trace_id, '>', body, body_len, body_len);
+}
+
+/* A response head (interim or final) of head_len bytes; the final one
+ * decides whether its body is kept for the trace. */
+static void hc_trace_head(struct http_conn *c, const uint8_t *head, size_t head_len, bool final)
+{
+    bool picked = trace_pick(c->opts.trace, c->trace_answered);
+    if (final) {
+        c->trace_resp = picked;
+        c->trace_body_len = 0;
+    }
+    if (picked)
+        trace_http_head(c->opts.trace, c->trace_id, '<', (const char *)head, head_len);
+}
+
+/* Keeps the start of a traced response's decoded body. */
+static void hc_trace_keep(struct http_conn *c, const void *data, size_t n)
+{
+    size_t room = trace_body_max(c->opts.trace) - c->trace_body_len;
+    if (n > room)
+        n = room;
+    memcpy(c->trace_body + c->trace_body_len, data, n);
+    c->trace_body_len += n;
+}
+
+static void hc_trace_response_done(struct http_conn *c)
+{
+    if (c->trace_resp && c->body_len)
+        trace_body(c->opts.trace, c->trace_id, '<', c->trace_body, c->trace_body_len, c->body_len);
+    c->trace_resp = false;
+    c->trace_answered++;
+}
+
 int http_conn_request(struct http_conn *c, const void *head, size_t head_len, const void *body,
                       size_t body_len, void *req_ctx)
 {
@@ -185,6 +238,8 @@ int http_conn_request(struct http_conn *c, const void *head, size_t head_len, co
     memcpy(p, head, head_len);
     if (body_len)
         memcpy(p + head_len, body, body_len);
+    if (c->opts.trace)
+        hc_trace_request(c, head, head_len, body, body_len);
     c->reqs[(c->head + c->count) % c->opts.max_in_flight] = req_ctx;
     c->count++;
     if (c->count == 1) {
@@ -204,6 +259,8 @@ int http_conn_request(struct http_conn *c, const void *head, size_t head_len, co
 
 static void hc_keep(struct http_conn *c, const void *data, size_t n)
 {
+    if (c->trace_resp)
+        hc_trace_keep(c, data, n);
     c->body_len += n;
     size_t room = c->opts.body_keep - c->body_kept;
     if (n > room)
@@ -269,6 +326,8 @@ static bool hc_response_done(struct http_conn *c)
         }
     }
     c->read = READ_HEAD;
+    if (c->opts.trace)
+        hc_trace_response_done(c);
     void *req_ctx = hc_pop(c);
     /* Closed before the report, so that a request() from inside it fails
      * instead of writing to a connection the server ends. */
@@ -384,6 +443,8 @@ static long hc_parse(struct http_conn *c, const uint8_t *data, size_t len)
                 hc_abort(c, HTTP_E_PROTOCOL, rc);
                 return -1;
             }
+            if (c->opts.trace)
+                hc_trace_head(c, data + off, (size_t)rc, resp.status >= 200);
             off += (size_t)rc;
             if (resp.status >= 200 &&
                 !hc_response_head(c, &resp, hc_coding_of(hdrs, resp.num_headers)))
@@ -526,6 +587,10 @@ struct http_conn *http_conn_connect(struct ev_loop *loop, const struct http_conn
     }
     if (c->opts.connect_timeout_ms)
         ev_timer_start(loop, &c->timeout, c->opts.connect_timeout_ms, 0);
+    if (c->opts.trace) {
+        c->trace_id = trace_conn_id(c->opts.trace);
+        c->trace_body = mem_alloc(trace_body_max(c->opts.trace) + 1);
+    }
     return c;
 }
 

@@ -63,6 +63,9 @@ struct http_conn_opts {
     /* From a request's write to its complete answer, restarted at every
      * answer while others are in flight; 0: none. */
     unsigned timeout_ms;
+    /* --trace of a load generator (load/trace.h): requests and responses,
+     * sampled by exchange; NULL: none. */
+    struct trace *trace;
 };
 
 /* Starts a non-blocking connect; NULL with *err (errno) if it cannot even

@@ -20,6 +20,8 @@
 
 /* Descriptors beyond the connections: stdio, epoll and eventfds, JSON. */
 #define BENCH_SPARE_FDS 64
+/* A --trace-* option not given. */
+#define BENCH_UNSET UINT_MAX
 
 /* ---- options ------------------------------------------------------------- */
 
@@ -31,6 +33,9 @@ void bench_opts_init(struct bench_opts *o, const char *experiment)
     o->runs = 1;
     o->timeout_s = 10;
     o->target_arg = "127.0.0.1";
+    o->progress_mode = PROGRESS_AUTO;
+    o->trace_sample = BENCH_UNSET;
+    o->trace_body = BENCH_UNSET;
 }
 
 int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
@@ -55,6 +60,13 @@ static int bench_set_label(const struct opt *opt, void *base, const char *name, 
     return 0;
 }
 
+static const struct opt_choice bench_progress_modes[] = {
+    {"auto", NULL, PROGRESS_AUTO},
+    {"always", NULL, PROGRESS_ALWAYS},
+    {"never", NULL, PROGRESS_NEVER},
+    {NULL, NULL, 0},
+};
+
 const struct opt bench_options[] = {
     {"runs", 0, OPT_UINT, "R",
      "repetitions; with R > 1 the mean, median and stddev are reported too", "1", OPT_FIELD(struct bench_opts, runs), .min = 1, .max = 1000},
@@ -69,6 +81,20 @@ const struct opt bench_options[] = {
      OPT_FIELD(struct bench_opts, server_pid), .min = 1, .max = INT_MAX},
     {"label", 0, OPT_CALL, "NAME", "what to call the target in results",
      "its --server-pid process's name, else HOST:PORT", .set = bench_set_label},
+    {"progress", 0, OPT_ENUM, "auto|always|never",
+     "a progress line per run on stderr (done/total, rate, elapsed, ETA), redrawn in place; "
+     "auto: only when stderr is a terminal",
+     "auto", OPT_FIELD(struct bench_opts, progress_mode), .choices = bench_progress_modes},
+    {"trace", 0, OPT_STRING, "FILE",
+     "write what goes over the wire to FILE ('-': stdout), a line per packet, request, "
+     "response, header or body (format: docs/bench.md)",
+     NULL, OPT_FIELD(struct bench_opts, trace_path)},
+    {"trace-sample", 0, OPT_UINT, "N",
+     "trace one exchange in N (whole exchanges: a call and its answer, an MQTT packet id's "
+     "flow)",
+     "1", OPT_FIELD(struct bench_opts, trace_sample), .min = 1, .max = TRACE_SAMPLE_MAX},
+    {"trace-body", 0, OPT_UINT, "BYTES", "bytes of each HTTP body the trace shows", "80",
+     OPT_FIELD(struct bench_opts, trace_body), .min = 0, .max = TRACE_BODY_MAX},
     {.kind = OPT_END},
 };
 
@@ -148,6 +174,39 @@ static int bench_resolve(struct bench_opts *o)
     return 0;
 }
 
+/* Checks the --trace options and opens the file. */
+static int bench_open_trace(struct bench_opts *o, int argc, char **argv)
+{
+    if (!o->trace_path) {
+        if (o->trace_sample != BENCH_UNSET)
+            return bench_usage_error(o, "--trace-sample needs --trace FILE");
+        if (o->trace_body != BENCH_UNSET)
+            return bench_usage_error(o, "--trace-body needs --trace FILE");
+        return 0;
+    }
+    if (!o->trace_path[0])
+        return bench_usage_error(o, "--trace wants a file name");
+    if (!strcmp(o->trace_path, "-") && o->json_path && !strcmp(o->json_path, "-"))
+        return bench_usage_error(o, "--trace - and --json - cannot share stdout");
+    /* The command line heads the trace, so that a trace says what made it. */
+    char cmd[512];
+    size_t n = 0;
+    cmd[0] = '\0';
+    for (int i = 0; i < argc && n + 1 < sizeof cmd; i++) {
+        int w = snprintf(cmd + n, sizeof cmd - n, "%s%s", i ? " " : "", argv[i]);
+        n = w < 0 ? n : n + (size_t)w < sizeof cmd ? n + (size_t)w : sizeof cmd - 1;
+    }
+    char err[256];
+    o->trace = trace_open(o->trace_path, o->trace_sample == BENCH_UNSET ? 1 : o->trace_sample,
+                          o->trace_body == BENCH_UNSET ? TRACE_BODY_DEFAULT : o->trace_body, cmd,
+                          err, sizeof err);
+    if (!o->trace) {
+        fprintf(stderr, "shootout bench %s: %s\n", o->experiment, err);
+        return BENCH_EXIT_RUNTIME;
+    }
+    return 0;
+}
+
 int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned conns)
 {
     if (optind < argc)
@@ -177,7 +236,7 @@ int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned c
                 o->experiment, conns, (unsigned long)conns + BENCH_SPARE_FDS, fds);
         return BENCH_EXIT_RUNTIME;
     }
-    return 0;
+    return bench_open_trace(o, argc, argv);
 }
 
 /* ---- running ------------------------------------------------------------- */
@@ -208,12 +267,23 @@ int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
     unsigned n = 0;
     int rc = BENCH_EXIT_OK;
     struct tt table = {0};
+    /* Each run sees the options with its progress line. */
+    struct progress bar;
+    struct bench_opts ro = *o;
+    ro.progress = &bar;
+    bool live = progress_wanted(o->progress_mode, stderr);
     for (unsigned rep = 0; rep < o->runs; rep++) {
         struct result_row *row = &rows[n++];
         *row = *tmpl;
         row->repetitions = o->runs;
         row->repetition_index = rep;
-        rc = run(o, arg, rep, row);
+        char label[sizeof row->name + 32];
+        snprintf(label, sizeof label, "%s run %u/%u", row->name, rep + 1, o->runs);
+        progress_begin(&bar, stderr, live, label, result_unit(row));
+        if (o->trace)
+            trace_note(o->trace, "%s", label);
+        rc = run(&ro, arg, rep, row);
+        progress_end(&bar);
         if (o->brief) {
             bench_progress(row, rc);
         } else {
@@ -248,10 +318,16 @@ int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
     return rc;
 }
 
-int bench_finish(const struct bench_opts *o, const struct result_context *ctx,
+int bench_finish(struct bench_opts *o, const struct result_context *ctx,
                  struct result_set *rows, int rc)
 {
     char err[256];
+    if (trace_close(o->trace, err, sizeof err) < 0) {
+        fprintf(stderr, "shootout bench %s: %s\n", o->experiment, err);
+        if (rc == BENCH_EXIT_OK)
+            rc = BENCH_EXIT_RUNTIME;
+    }
+    o->trace = NULL;
     if (o->json_path && result_write_json(o->json_path, ctx, rows->rows, rows->n, err,
                                           sizeof err) < 0) {
         fprintf(stderr, "shootout bench %s: %s\n", o->experiment, err);

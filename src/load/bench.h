@@ -16,6 +16,8 @@
 #include <stdint.h>
 
 #include "core/opt.h"
+#include "load/progress.h"
+#include "load/trace.h"
 #include "report/result.h"
 
 #define BENCH_EXIT_OK 0
@@ -37,10 +39,18 @@ struct bench_opts {
     /* One progress line per run on stderr instead of the table, for a
      * caller that prints its own (shootout run). */
     bool brief;
+    unsigned progress_mode; /* enum progress_mode: --progress */
+    /* The run's progress line, set by bench_repeat on the copy of the
+     * options each run gets; NULL outside a run. */
+    struct progress *progress;
+    const char *trace_path;             /* --trace, or NULL */
+    unsigned trace_sample, trace_body; /* --trace-sample, --trace-body */
+    struct trace *trace;                /* open while the experiment runs; NULL: no trace */
 };
 
 /* The options every experiment takes, on a struct bench_opts (core/opt.h):
- * --runs, --json, --html, --server-pid, --label. Each experiment adds its
+ * --runs, --json, --html, --server-pid, --label, --progress, --trace,
+ * --trace-sample, --trace-body. Each experiment adds its
  * own, --target, --timeout and --threads among them, since what they mean
  * differs. */
 extern const struct opt bench_options[];
@@ -56,7 +66,8 @@ int bench_parse(struct bench_opts *o, const struct opt_cmd *cmd, int argc, char 
 int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* After option parsing: rejects stray arguments, resolves the target,
- * names it, and makes room for conns sockets. Returns 0 or an exit code. */
+ * names it, makes room for conns sockets and opens the --trace file.
+ * Returns 0 or an exit code. */
 int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned conns);
 
 /* One measured repetition rep: fills row's metrics and returns 0, or an
@@ -73,9 +84,9 @@ int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
                  struct result_set *out);
 
 /* The end of a `shootout bench` experiment: writes rows as JSON to
- * o->json_path, if any, and frees them. Returns rc, or BENCH_EXIT_RUNTIME
+ * o->json_path, if any, and frees them; closes the trace. Returns rc, or BENCH_EXIT_RUNTIME
  * if rc was 0 and the JSON could not be written. */
-int bench_finish(const struct bench_opts *o, const struct result_context *ctx,
+int bench_finish(struct bench_opts *o, const struct result_context *ctx,
                  struct result_set *rows, int rc);
 
 #endif

@@ -297,6 +297,7 @@ static bool conn_start(struct ho_user *u)
         .body_keep = th->cfg->keep_bodies ? HO_BODY_KEEP : 0,
         .connect_timeout_ms = th->cfg->connect_timeout_ms,
         .timeout_ms = th->cfg->request_timeout_ms,
+        .trace = th->cfg->trace,
     };
     struct http_events ev = {.connected = conn_on_connected, .done = conn_on_done, .ctx = k};
     int err = 0;
@@ -531,6 +532,7 @@ static void th_on_tick(struct ev_loop *loop, struct ev_timer *t)
     const struct ho_cfg *cfg = th->cfg;
     uint64_t now = clock_now_ns();
     double el = (double)(now - th->t0_ns) / 1e9;
+    atomic_store_explicit(&th->answered_seen, th->all.h.count, memory_order_relaxed);
     if (el >= cfg->max_duration_s) {
         while (th->users) /* Gatling's maxDuration: the rest are cut off */
             user_end(th->users);

@@ -81,6 +81,7 @@ struct ho_cfg {
      * profile then starts there). Set by the main thread while the loops
      * read it; it only ever shrinks, to a boundary still ahead of them. */
     _Atomic unsigned *kept;
+    struct trace *trace; /* --trace, NULL: none */
 };
 
 struct ho_user;
@@ -117,6 +118,7 @@ struct ho_thread {
     /* Guards levels, which the main thread reads during the run
      * (--until-saturated); everything else is the thread's alone. */
     pthread_mutex_t lock;
+    _Atomic uint64_t answered_seen; /* all.h.count at the last tick, for the progress line */
     struct scn_buf head, body;
 };
 

@@ -62,6 +62,19 @@ static void climb_check(const struct ho_cfg *cfg, struct ho_thread *ths, unsigne
     }
 }
 
+/* The progress line: requests answered, against the planned duration
+ * (scaled, as the threads run it). */
+static void ho_progress(const struct bench_opts *o, const struct ho_cfg *cfg,
+                        struct ho_thread *ths, unsigned n)
+{
+    uint64_t answered = 0;
+    for (unsigned i = 0; i < n; i++)
+        answered += atomic_load_explicit(&ths[i].answered_seen, memory_order_relaxed);
+    double end_s = ho_cfg_end_s(cfg);
+    progress_update_timed(o->progress, answered,
+                          end_s < cfg->max_duration_s ? end_s : cfg->max_duration_s, false);
+}
+
 int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index, struct result_row *row)
 {
     struct ho_run_args *a = arg;
@@ -108,11 +121,13 @@ int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index, struct res
                 ths[i].joined = true;
             done += ths[i].joined;
         }
+        ho_progress(o, &cfg, ths, started);
     }
     double duration_s = (double)(clock_now_ns() - t0) / 1e9;
     mem_free(scratch);
     mem_free(figs);
     struct ho_report *rep = ho_report_new(&cfg, ths, started, duration_s, a->sat_window);
+    progress_update(o->progress, rep->all.h.count, rep->all.h.count, true);
     for (unsigned i = 0; i < started; i++)
         ho_thread_free(&ths[i]);
     mem_free(ths);

@@ -259,6 +259,7 @@ int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
             .seed = t->seed,
             .share_connections = t->share_connections,
             .until_saturated = t->until_saturated && !inj_profile_closed(t->prof),
+            .trace = o->trace,
         },
         .sat_window = t->sat_window,
     };

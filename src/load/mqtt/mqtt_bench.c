@@ -167,6 +167,8 @@ struct mc_config mqtt_bench_mc_config(const struct bench_opts *o, const struct m
         .max_packet = m->payload_size + 64 * 1024,
         .work = work,
         .version = m->version,
+        .trace = o->trace,
+        .progress = o->progress,
     };
 }
 

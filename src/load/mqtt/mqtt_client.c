@@ -25,6 +25,8 @@
 #include "core/mem.h"
 #include "core/net.h"
 #include "core/outq.h"
+#include "load/progress.h"
+#include "load/trace.h"
 #include "mqtt/mqtt5.h"
 
 #define MC_READ_CHUNK (64 * 1024)
@@ -64,6 +66,7 @@ struct mc_conn {
     struct inbuf in;   /* partial packet left from earlier reads */
     struct outq out;
     struct mc_conn *dirty_next;
+    uint64_t trace_q0; /* QoS 0 PUBLISH packets, for --trace-sample */
 };
 
 struct mc_thread {
@@ -192,6 +195,15 @@ void mc_produce(struct mc_conn *c)
 
 static bool mc_v5(const struct mc_conn *c) { return c->t->run->cfg.version == MQTT5_PROTOCOL_LEVEL; }
 
+/* --trace: a packet queued ('>') or received ('<'); without a trace, one
+ * test of a pointer. */
+static void mc_trace(struct mc_conn *c, char dir, const uint8_t *pkt, size_t len)
+{
+    const struct mc_config *cfg = &c->t->run->cfg;
+    if (cfg->trace)
+        trace_mqtt(cfg->trace, c->index, dir, cfg->version, pkt, len, &c->trace_q0);
+}
+
 uint8_t *mc_publish(struct mc_conn *c, struct mqtt_bytes topic, const void *payload, size_t len,
                     uint8_t qos)
 {
@@ -215,6 +227,7 @@ uint8_t *mc_publish(struct mc_conn *c, struct mqtt_bytes topic, const void *payl
         n = mqtt_encode_publish(out, &p);
     }
     c->t->published++;
+    mc_trace(c, '>', out, n);
     mc_mark_dirty(c);
     /* The payload ends the packet. */
     return out + n - len;
@@ -224,7 +237,9 @@ uint8_t *mc_publish(struct mc_conn *c, struct mqtt_bytes topic, const void *payl
  * is the MQTT 3.1.1 packet (3.4.2.1), so one encoder serves both. */
 static void mc_queue_ack(struct mc_conn *c, enum mqtt_type type, uint16_t id)
 {
-    mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), type, id);
+    uint8_t *out = outq_reserve(&c->out, MQTT_ACK_LEN);
+    mqtt_encode_ack(out, type, id);
+    mc_trace(c, '>', out, MQTT_ACK_LEN);
     mc_mark_dirty(c);
 }
 
@@ -235,6 +250,8 @@ static void mc_send_connect(struct mc_conn *c)
     int n = snprintf(id, sizeof id, "%s-%u", cfg->client_id_prefix, c->index);
     struct mqtt_bytes client_id = {(const uint8_t *)id, (size_t)n};
     bool clean = c->session == MC_SESSION_CLEAN;
+    uint8_t *out;
+    size_t len;
     if (mc_v5(c)) {
         struct mqtt5_connect m = {
             .protocol_level = MQTT5_PROTOCOL_LEVEL,
@@ -246,7 +263,8 @@ static void mc_send_connect(struct mc_conn *c)
             m.props.present = MQTT_PROP_BIT(MQTT_PROP_SESSION_EXPIRY);
             m.props.session_expiry = cfg->session_expiry;
         }
-        mqtt5_encode_connect(outq_reserve(&c->out, mqtt5_connect_size(&m)), &m);
+        out = outq_reserve(&c->out, mqtt5_connect_size(&m));
+        len = mqtt5_encode_connect(out, &m);
     } else {
         struct mqtt_connect m = {
             .protocol_level = cfg->version,
@@ -254,8 +272,10 @@ static void mc_send_connect(struct mc_conn *c)
             .keepalive = MC_KEEPALIVE_S,
             .client_id = client_id,
         };
-        mqtt_encode_connect(outq_reserve(&c->out, mqtt_connect_size(&m)), &m);
+        out = outq_reserve(&c->out, mqtt_connect_size(&m));
+        len = mqtt_encode_connect(out, &m);
     }
+    mc_trace(c, '>', out, len);
     mc_mark_dirty(c);
 }
 
@@ -264,14 +284,17 @@ static void mc_send_connect(struct mc_conn *c)
 static void mc_send_subscribe(struct mc_conn *c)
 {
     struct mqtt_bytes f = {(const uint8_t *)c->filter, strlen(c->filter)};
+    uint8_t *out;
+    size_t len;
     if (mc_v5(c)) {
         struct mqtt_props none = {0};
-        mqtt5_encode_subscribe(outq_reserve(&c->out, mqtt5_subscribe_size(&none, &f, 1)), 1, &none,
-                               &f, &c->sub_qos, 1);
+        out = outq_reserve(&c->out, mqtt5_subscribe_size(&none, &f, 1));
+        len = mqtt5_encode_subscribe(out, 1, &none, &f, &c->sub_qos, 1);
     } else {
-        mqtt_encode_subscribe(outq_reserve(&c->out, mqtt_subscribe_size(&f, 1)), 1, &f,
-                              &c->sub_qos, 1);
+        out = outq_reserve(&c->out, mqtt_subscribe_size(&f, 1));
+        len = mqtt_encode_subscribe(out, 1, &f, &c->sub_qos, 1);
     }
+    mc_trace(c, '>', out, len);
     mc_mark_dirty(c);
 }
 
@@ -339,7 +362,7 @@ static int mc_on_connack(struct mc_conn *c, const uint8_t *body, uint32_t len)
     uint8_t rc;
     int err;
     if (mc_v5(c)) {
-        struct mqtt5_connack a;
+        struct mqtt5_connack a = {0};
         err = mqtt5_decode_connack(body, len, &a);
         session_present = a.session_present;
         rc = a.reason;
@@ -546,6 +569,7 @@ static long mc_parse(struct mc_conn *c, const uint8_t *data, size_t len)
             return -1;
         }
         c->t->packets++;
+        mc_trace(c, '<', data + off, (size_t)n);
         if (mc_dispatch(c, &h, data + off + h.header_len) < 0 || c->state == MC_CLOSED)
             return -1;
         off += (size_t)n;
@@ -687,7 +711,9 @@ static void *mc_thread_main(void *arg)
     for (unsigned i = t->index; i < run->cfg.conns; i += run->cfg.threads) {
         struct mc_conn *c = &run->conns[i];
         if (c->state == MC_READY && !c->blocked) {
-            mqtt_encode_empty(outq_reserve(&c->out, MQTT_EMPTY_LEN), MQTT_DISCONNECT);
+            uint8_t *out = outq_reserve(&c->out, MQTT_EMPTY_LEN);
+            mqtt_encode_empty(out, MQTT_DISCONNECT);
+            mc_trace(c, '>', out, MQTT_EMPTY_LEN);
             outq_flush(&c->out, c->io.fd);
         }
         mc_close(c);
@@ -774,6 +800,23 @@ uint64_t mc_run_received(struct mc_run *run)
     return sum;
 }
 
+/* Messages received of those expected, or units of work, once the
+ * measured phase has begun (before it, the line says it is connecting);
+ * final: the threads are joined, so the figures are kept for the last
+ * line rather than drawn. */
+static void mc_progress_line(struct mc_run *run, bool final)
+{
+    if (!run->cfg.progress)
+        return;
+    bool setup = atomic_load(&run->phase) == PHASE_SETUP;
+    uint64_t done = run->cfg.work - atomic_load(&run->work_left), total = run->cfg.work;
+    if (run->cfg.progress_total) {
+        total = run->cfg.progress_total;
+        done = mc_run_received(run);
+    }
+    progress_update(run->cfg.progress, done, setup ? 0 : total, final);
+}
+
 enum mc_status mc_run_exec(struct mc_run *run, unsigned timeout_s, void (*tick)(void *),
                            void *tick_arg)
 {
@@ -805,6 +848,7 @@ enum mc_status mc_run_exec(struct mc_run *run, unsigned timeout_s, void (*tick)(
         }
         if (tick)
             tick(tick_arg);
+        mc_progress_line(run, false);
         uint64_t now = clock_now_ns(), progress = mc_progress(run);
         if (progress != last) {
             last = progress;
@@ -820,6 +864,7 @@ enum mc_status mc_run_exec(struct mc_run *run, unsigned timeout_s, void (*tick)(
         mc_signal(run->threads[i].wake.fd);
     for (unsigned i = 0; i < started; i++)
         pthread_join(run->threads[i].tid, NULL);
+    mc_progress_line(run, true);
     return status;
 }
 

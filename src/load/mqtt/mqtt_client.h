@@ -91,6 +91,11 @@ struct mc_config {
     uint64_t work;                /* mc_complete() calls that end the run */
     uint8_t version;              /* protocol level: 3 (MQTT 3.1), 4 (3.1.1) or 5 (5.0) */
     uint32_t session_expiry;      /* MQTT 5 Session Expiry Interval (s) of kept sessions */
+    struct trace *trace;          /* --trace: every packet in and out; NULL: none */
+    struct progress *progress;    /* the run's progress line; NULL: none */
+    /* What the progress line counts to: PUBLISH packets received (0: the
+     * units of work instead). */
+    uint64_t progress_total;
 };
 
 enum mc_status {

@@ -210,6 +210,7 @@ static int load_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     struct mc_config cfg =
         mqtt_bench_mc_config(o, &l->opts->mqtt, "ld", rep, conns, l->subs, prefix);
     cfg.session_expiry = LOAD_SESSION_EXPIRY_S;
+    cfg.progress_total = (uint64_t)l->subs * l->opts->mqtt.messages;
     struct mc_run *run = mc_run_new(&cfg, &load_ops, l);
     for (unsigned i = 0; i < l->subs; i++) {
         mc_set_filter(run, i, l->topic_names[i], l->qos);

@@ -190,6 +190,7 @@ static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     char prefix[32];
     struct mc_config cfg =
         mqtt_bench_mc_config(o, &g->opts->mqtt, "pg", rep, conns, g->pairs + g->wsubs, prefix);
+    cfg.progress_total = 2 * g->messages * (g->pairs + g->wsubs);
     struct mc_run *run = mc_run_new(&cfg, &ping_ops, g);
     for (unsigned i = 0; i < g->pairs; i++) {
         mc_set_filter(run, i, g->names[i][PING_REQUEST], g->qos);

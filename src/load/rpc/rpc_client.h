@@ -54,6 +54,9 @@ struct rpc_conn_opts {
     struct tls_ctx *tls;
     const char *server_name; /* TLS: SNI and the name the certificate must
                                 match when the context verifies; NULL: host */
+    /* --trace (load/trace.h): REST requests and responses, gRPC calls
+     * with their path, status and message sizes; NULL: none. */
+    struct trace *trace;
 };
 
 struct rpc_protocol {

@@ -39,6 +39,7 @@
 #include "http/grpc_frame.h"
 #include "http/h2_io.h"
 #include "load/rpc/rpc_client.h"
+#include "load/trace.h"
 
 #define RPC_GRPC_READ_BUDGET (256 * 1024)
 /* Largest reply accepted: grpc's default receive limit. */
@@ -62,6 +63,8 @@ struct rpc_grpc_call {
     bool reply_ok;   /* a Result{status: "successful"} arrived */
     bool malformed;  /* bad framing, or a reply that does not decode */
     unsigned nmsgs;
+    size_t reply_len; /* bytes of the reply messages, as sent */
+    bool traced;      /* --trace picked this call */
     struct grpc_reader rd;
 };
 
@@ -84,7 +87,12 @@ struct rpc_conn {
     int32_t goaway_last_id;
     bool gzip;
     struct grpc_gzip gz;
+    struct trace *trace; /* NULL: none */
+    unsigned trace_id;
+    uint64_t trace_calls;
 };
+
+static const char rpc_grpc_path[] = "/com.stevenpg.rvg.MessageService/send";
 
 #define RPC_NV(n, v)                                                                               \
     (nghttp2_nv)                                                                                   \
@@ -139,6 +147,14 @@ static int rpc_grpc_http_status(int http)
 static void rpc_grpc_report(struct rpc_conn *c, struct rpc_grpc_call *k, enum rpc_outcome outcome,
                             int code)
 {
+    if (k->traced) {
+        static const char *const how[] = {
+            [RPC_OK] = "ok", [RPC_E_STATUS] = "error status", [RPC_E_PROTOCOL] = "malformed",
+            [RPC_E_CLOSED] = "closed"};
+        trace_line(c->trace, c->trace_id, '<', "grpc",
+                   "stream=%d %s http=%d grpc-status=%d msgs=%u len=%zu: %s", k->id, rpc_grpc_path,
+                   k->http_status, k->grpc_status, k->nmsgs, k->reply_len, how[outcome]);
+    }
     void *ctx = k->ctx;
     k->ctx = NULL;
     k->id = 0;
@@ -197,6 +213,7 @@ static void rpc_grpc_destroy(struct rpc_conn *c)
 
 static void rpc_grpc_reply_message(struct rpc_grpc_call *k, const struct grpc_msg *m)
 {
+    k->reply_len += m->len;
     if (++k->nmsgs > 1)
         return; /* a cardinality violation: rpc_grpc_finish sees nmsgs */
     const uint8_t *data = m->data;
@@ -423,6 +440,9 @@ static struct rpc_conn *rpc_grpc_connect(struct ev_loop *loop, const struct rpc_
     c->ev = *events;
     c->gzip = opts->gzip;
     c->tls = opts->tls;
+    c->trace = opts->trace;
+    if (c->trace)
+        c->trace_id = trace_conn_id(c->trace);
     c->server_name = opts->server_name ? opts->server_name : opts->host;
     c->x.io.fd = fd;
     c->x.io.cb = rpc_grpc_on_io;
@@ -447,7 +467,7 @@ static struct rpc_conn *rpc_grpc_connect(struct ev_loop *loop, const struct rpc_
     size_t n = 0;
     c->hdrs[n++] = RPC_NV(":method", "POST");
     c->hdrs[n++] = RPC_NV(":scheme", c->tls ? "https" : "http");
-    c->hdrs[n++] = RPC_NV(":path", "/com.stevenpg.rvg.MessageService/send");
+    c->hdrs[n++] = RPC_NV(":path", rpc_grpc_path);
     c->hdrs[n++] = RPC_NV(":authority", c->authority);
     c->hdrs[n++] = RPC_NV("te", "trailers");
     c->hdrs[n++] = RPC_NV("content-type", "application/grpc");
@@ -473,6 +493,7 @@ static int rpc_grpc_call(struct rpc_conn *c, const Com__Stevenpg__Rvg__Message *
     k->grpc_status = -1;
     k->reply_gzip = k->reply_ok = k->malformed = false;
     k->nmsgs = 0;
+    k->reply_len = 0;
     grpc_reader_init(&k->rd, RPC_GRPC_MAX_REPLY);
     nghttp2_data_provider prd = {.source.ptr = k, .read_callback = rpc_grpc_read_request};
     int32_t id = nghttp2_submit_request(c->x.h2, NULL, c->hdrs, c->nhdrs, &prd, k);
@@ -481,6 +502,10 @@ static int rpc_grpc_call(struct rpc_conn *c, const Com__Stevenpg__Rvg__Message *
     c->free_calls = k->next_free;
     k->id = id;
     k->ctx = call_ctx;
+    k->traced = c->trace && trace_pick(c->trace, c->trace_calls++);
+    if (k->traced)
+        trace_line(c->trace, c->trace_id, '>', "grpc", "stream=%d POST %s len=%zu%s", id,
+                   rpc_grpc_path, k->body.len - GRPC_PREFIX_LEN, c->gzip ? " gzip" : "");
     if (c->depth == 0) {
         /* A write error is left for the read side to report, not from in
          * here: the socket stays readable with its error. */

@@ -110,6 +110,7 @@ static struct rpc_conn *rest_connect(struct ev_loop *loop, const struct rpc_conn
         .max_in_flight = opts->max_in_flight,
         .body_keep = REST_BODY_KEEP,
         .max_body = REST_MAX_BODY,
+        .trace = opts->trace,
     };
     struct http_events he = {.connected = rest_on_connected, .done = rest_on_done, .ctx = c};
     c->http = http_conn_connect(loop, &ho, &he, err);

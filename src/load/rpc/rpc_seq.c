@@ -189,6 +189,15 @@ static void seq_done(void *ctx, struct rpc_conn *c, void *call_ctx, enum rpc_out
     }
 }
 
+/* The progress line counts the timed calls answered; before them it says
+ * the run is setting up. final: keep the figures for the last line. */
+static void seq_progress(struct seq_run *r, bool final)
+{
+    bool timed = r->phase >= SEQ_TIMED;
+    uint64_t done = timed ? r->answered : 0, total = timed ? r->s->requests : 0;
+    progress_update(r->o->progress, done, total, final);
+}
+
 /* Every SEQ_TICK_MS: sample the server, and give up on a run that has
  * made no progress for the timeout. */
 static void seq_tick(struct ev_loop *loop, struct ev_timer *t)
@@ -198,6 +207,7 @@ static void seq_tick(struct ev_loop *loop, struct ev_timer *t)
         probe_sample(&r->probe);
     if (r->phase == SEQ_TIMED)
         persec_tick(&r->sec, clock_now_ns(), r->answered);
+    seq_progress(r, false);
     uint64_t now = ev_now(loop);
     if (r->events != r->progress) {
         r->progress = r->events;
@@ -283,6 +293,7 @@ static int seq_run(const struct bench_opts *o, void *arg, unsigned rep, struct r
         .port = o->port,
         .max_in_flight = (s->concurrency + r->nconns - 1) / r->nconns,
         .gzip = s->gzip,
+        .trace = o->trace,
     };
     char tls_err[200];
     if (s->tls && !(co.tls = tls_client_ctx_new(
@@ -306,6 +317,7 @@ static int seq_run(const struct bench_opts *o, void *arg, unsigned rep, struct r
     if (!r->failed)
         ev_run(r->loop);
     ev_timer_stop(r->loop, &r->tick);
+    seq_progress(r, true);
 
     seq_fill_row(r, row);
     for (unsigned i = 0; i < r->nconns; i++)
