@@ -127,7 +127,6 @@ static bool read_latency(struct mreader *m, struct result_row *row)
         return jr_literal(&m->ps.r) || rr_reader_failed(&m->ps);
     if (t != JR_OBJECT)
         return rr_fail(&m->ps, "byte %zu: %s is not an object", "latency");
-    const unsigned char *at = m->ps.r.p;
     if (!jr_enter(&m->ps.r))
         return rr_reader_failed(&m->ps);
     row->has_latency = true;
@@ -144,11 +143,6 @@ static bool read_latency(struct mreader *m, struct result_row *row)
         row->lat_hist = mem_alloc(sizeof *row->lat_hist);
         if (!hist_read_json(&m->ps, row->lat_hist))
             return false;
-    }
-    if (k == 0 && !row->lat_hist) {
-        m->ps.r.p = at;
-        return rr_fail(&m->ps, "byte %zu: %s", "a latency without its histogram (a shard "
-                                               "written by a shootout older than merge?)");
     }
     return k == 0;
 }
@@ -278,6 +272,11 @@ static bool read_row(struct mreader *m)
         m->ps.r.p = at;
         ok = rr_fail(&m->ps, "byte %zu: %s", "an iteration without its name, experiment, "
                                              "throughput or repetition");
+    }
+    if (ok && !strcmp(run_type, "iteration") && row.has_latency && !row.lat_hist) {
+        m->ps.r.p = at;
+        ok = rr_fail(&m->ps, "byte %zu: %s", "an iteration's latency without its histogram (a "
+                                             "shard written by a shootout older than merge?)");
     }
     if (!ok || strcmp(run_type, "iteration")) {
         mem_free(row.lat_hist);
