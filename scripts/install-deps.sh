@@ -42,7 +42,7 @@ packages=(
   libcjson-dev
   # the HTML report's test renders it headless (tests/e2e/test_report_html.py)
   chromium
-  # the Node.js a2b peer (make node-peer): Debian's Node 18 or newer
+  # the Node.js peers (make node-peer): Debian's Node 18 or newer
   nodejs
 )
 # The heavy contenders `shootout run` races when they are installed (JVM and

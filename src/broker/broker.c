@@ -26,6 +26,7 @@
 #include "broker/transport.h"
 #include "core/linger.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/net.h"
 #include "core/srv.h"
 
@@ -61,8 +62,10 @@ void broker_config_defaults(struct broker_config *cfg)
 
 static void broker_on_sweep(struct ev_loop *loop, struct ev_timer *t)
 {
-    conn_sweep(t->data);
-    persist_tick(t->data);
+    struct broker_loop *l = t->data;
+    conn_sweep(l);
+    if (l == l->b->home)
+        persist_tick(l->b);
 }
 
 static void broker_on_sys(struct ev_loop *loop, struct ev_timer *t) { sys_tree_publish(t->data); }
@@ -71,11 +74,13 @@ static void broker_on_stall(struct ev_loop *loop, struct ev_timer *t) { conn_che
 
 static void broker_release_retained(void *value) { msg_unref(value); }
 
-void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_loop *loop)
+void broker_init(struct broker *b, const struct broker_config *cfg, unsigned nloops)
 {
     memset(b, 0, sizeof *b);
     b->cfg = cfg;
-    b->loop = loop;
+    b->nloops = nloops;
+    b->loops = mem_calloc(nloops, sizeof *b->loops);
+    b->home = &b->loops[0];
     b->router = router_new();
     b->sub_slice = BROKER_SUB_SLICE;
     b->retained = retain_new(broker_release_retained);
@@ -86,38 +91,100 @@ void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_lo
     b->out_low = b->out_high / 4;
     b->queue_high = cfg->max_queued / 2 ? cfg->max_queued / 2 : 1;
     b->queue_low = b->queue_high / 4;
-    ev_timer_init(&b->sweep, broker_on_sweep, b);
-    ev_timer_start(loop, &b->sweep, BROKER_SWEEP_MS, BROKER_SWEEP_MS);
-    ev_timer_init(&b->stall, broker_on_stall, b);
-    b->started_ms = ev_now(loop);
-    ev_timer_init(&b->sys, broker_on_sys, b);
+}
+
+void broker_loop_init(struct broker_loop *l, struct broker *b, unsigned index, struct ev_loop *ev)
+{
+    const struct broker_config *cfg = b->cfg;
+    l->b = b;
+    l->cfg = cfg;
+    l->ev = ev;
+    l->index = index;
+    ev_timer_init(&l->sweep, broker_on_sweep, l);
+    ev_timer_start(ev, &l->sweep, BROKER_SWEEP_MS, BROKER_SWEEP_MS);
+    ev_timer_init(&l->stall, broker_on_stall, l);
+    if (index != 0)
+        return;
+    b->started_ms = ev_now(ev);
+    ev_timer_init(&b->sys, broker_on_sys, l);
     if (cfg->sys_interval_s) {
         uint64_t every = (uint64_t)cfg->sys_interval_s * 1000;
         /* At once, so $SYS/broker/version is there for the first client. */
-        sys_tree_publish(b);
-        ev_timer_start(loop, &b->sys, every, every);
+        sys_tree_publish(l);
+        ev_timer_start(ev, &b->sys, every, every);
     }
 }
 
-void broker_drain(struct broker *b)
+void broker_drain(struct broker_loop *l)
 {
-    metrics_stop(b);
-    ev_timer_stop(b->loop, &b->sweep);
-    ev_timer_stop(b->loop, &b->sys);
-    ev_timer_stop(b->loop, &b->stall);
+    struct broker *b = l->b;
+    if (l == b->home) {
+        metrics_stop(b);
+        ev_timer_stop(l->ev, &b->sys);
+    }
+    ev_timer_stop(l->ev, &l->sweep);
+    ev_timer_stop(l->ev, &l->stall);
     b->defer_wills = b->persist != NULL;
     struct conn *c;
-    while ((c = b->conns))
-        conn_kick(b, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down", !b->defer_wills);
+    while ((c = l->conns))
+        conn_kick(l, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down", !b->defer_wills);
 }
 
-void broker_close_all(struct broker *b)
+void broker_close_all(struct broker_loop *l)
 {
-    broker_drain(b); /* a loop that failed did not drain */
-    conn_prepare(b);
-    for (struct conn *c = b->closed; c; c = c->next)
-        conn_close(b, c, "", true);
-    conn_prepare(b);
+    broker_drain(l); /* a loop that failed did not drain */
+    conn_prepare(l);
+    for (struct conn *c = l->closed; c; c = c->next)
+        conn_close(l, c, "", true);
+    conn_prepare(l);
+}
+
+uint32_t broker_nconns(const struct broker *b)
+{
+    uint32_t n = 0;
+    for (unsigned i = 0; i < b->nloops; i++)
+        n += b->loops[i].nconns;
+    return n;
+}
+
+uint32_t broker_nclients(const struct broker *b)
+{
+    uint32_t n = 0;
+    for (unsigned i = 0; i < b->nloops; i++)
+        n += b->loops[i].nclients;
+    return n;
+}
+
+void broker_stats_sum(const struct broker *b, struct broker_stats *st)
+{
+    *st = b->loops[0].stats;
+    for (unsigned i = 1; i < b->nloops; i++) {
+        const struct broker_stats *x = &b->loops[i].stats;
+        st->msgs_in += x->msgs_in;
+        st->msgs_out += x->msgs_out;
+        st->bytes_in += x->bytes_in;
+        st->bytes_out += x->bytes_out;
+        st->dropped_queue_full += x->dropped_queue_full;
+        st->dropped_output_full += x->dropped_output_full;
+        st->dropped_offline_qos0 += x->dropped_offline_qos0;
+        st->dropped_expired += x->dropped_expired;
+        st->dropped_too_large += x->dropped_too_large;
+        st->refused_connections += x->refused_connections;
+        st->protocol_errors += x->protocol_errors;
+        st->publisher_waits += x->publisher_waits;
+        st->slow_consumers += x->slow_consumers;
+        st->subscriptions_refused += x->subscriptions_refused;
+    }
+}
+
+uint64_t broker_refused_connections(const struct broker *b)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < b->nloops; i++) {
+        const struct broker_loop *l = &b->loops[i];
+        n += l->stats.refused_connections + (l->srv ? l->srv->refused_connections : 0);
+    }
+    return n;
 }
 
 void broker_fini(struct broker *b)
@@ -137,27 +204,32 @@ void broker_fini(struct broker *b)
     }
     i = 0;
     while ((slot = hmap_next(&b->sessions, &i)))
-        session_destroy(b, slot->val);
+        session_destroy(b->home, slot->val);
     hmap_free(&b->sessions);
     auth_free(b);
     router_free(b->router);
     retain_free(b->retained);
-    const struct broker_stats *st = &b->stats;
+    struct broker_stats st;
+    broker_stats_sum(b, &st);
     log_info("stopped: %llu messages in, %llu out; dropped %llu (queue full), %llu (output full), "
              "%llu (QoS 0 to offline sessions), %llu (expired), %llu (over the client's maximum "
              "packet size); %llu publisher waits, %llu slow consumers; "
              "%llu protocol errors, %llu connections refused",
-             (unsigned long long)st->msgs_in, (unsigned long long)st->msgs_out,
-             (unsigned long long)st->dropped_queue_full, (unsigned long long)st->dropped_output_full,
-             (unsigned long long)st->dropped_offline_qos0, (unsigned long long)st->dropped_expired,
-             (unsigned long long)st->dropped_too_large, (unsigned long long)st->publisher_waits,
-             (unsigned long long)st->slow_consumers, (unsigned long long)st->protocol_errors,
+             (unsigned long long)st.msgs_in, (unsigned long long)st.msgs_out,
+             (unsigned long long)st.dropped_queue_full, (unsigned long long)st.dropped_output_full,
+             (unsigned long long)st.dropped_offline_qos0, (unsigned long long)st.dropped_expired,
+             (unsigned long long)st.dropped_too_large, (unsigned long long)st.publisher_waits,
+             (unsigned long long)st.slow_consumers, (unsigned long long)st.protocol_errors,
              (unsigned long long)broker_refused_connections(b));
+    for (unsigned n = 0; n < b->nloops; n++)
+        route_scratch_free(&b->loops[n].route);
+    mem_free(b->loops);
 }
 
-/* ---- core/srv.c's hooks: one worker, the broker's loop ---------------- */
+/* ---- core/srv.c's hooks: a worker is a broker loop ------------------- */
 
-/* broker_run's state: the settings and the one worker's broker. */
+/* broker_run's state: the settings and the broker, whose loops the
+ * workers are. */
 struct broker_proc {
     const struct broker_config *cfg;
     struct broker b;
@@ -167,15 +239,18 @@ static int broker_worker_init(struct srv_worker *w, void *ctx)
 {
     struct broker_proc *p = ctx;
     struct broker *b = &p->b;
+    struct broker_loop *l = &b->loops[w->index];
     char err[512] = "";
-    broker_init(b, p->cfg, w->loop);
-    b->srv = w;
-    w->data = b;
+    broker_loop_init(l, b, w->index, w->loop);
+    l->srv = w;
+    w->data = l;
+    if (w->index != 0)
+        return 0;
     if ((p->cfg->persistence.on && persist_load(b) < 0) || auth_init(b) < 0 ||
         metrics_start(b) < 0 || transport_setup(b, err, sizeof err) < 0) {
         if (err[0])
             log_error("%s", err);
-        broker_close_all(b);
+        broker_close_all(l);
         broker_fini(b);
         return -1;
     }
@@ -184,25 +259,31 @@ static int broker_worker_init(struct srv_worker *w, void *ctx)
 
 static void broker_accept(struct srv_worker *w, unsigned listener, int fd)
 {
-    struct broker *b = w->data;
-    struct conn *c = conn_accept(b, fd);
+    struct broker_loop *l = w->data;
+    struct conn *c = conn_accept(l, fd);
     if (!c)
         srv_worker_conn_closed(w, fd);
-    else if (transport_attach(b, c, listener) < 0)
-        conn_close(b, c, "cannot set up TLS", true);
+    else if (transport_attach(l, c, listener) < 0)
+        conn_close(l, c, "cannot set up TLS", true);
 }
 
 static bool broker_prepare(struct srv_worker *w)
 {
-    bool busy = conn_prepare(w->data);
-    return metrics_prepare(w->data) || busy;
+    struct broker_loop *l = w->data;
+    bool busy = conn_prepare(l);
+    return (l == l->b->home && metrics_prepare(l->b)) || busy;
 }
 
 static void broker_srv_drain(struct srv_worker *w) { broker_drain(w->data); }
 
 static void broker_srv_close_all(struct srv_worker *w) { broker_close_all(w->data); }
 
-static void broker_worker_fini(struct srv_worker *w, void *ctx) { broker_fini(w->data); }
+static void broker_worker_fini(struct srv_worker *w, void *ctx)
+{
+    struct broker_loop *l = w->data;
+    if (l == l->b->home)
+        broker_fini(l->b);
+}
 
 static void broker_listening(void *ctx, const int *ports)
 {
@@ -251,5 +332,6 @@ int broker_run(const struct broker_config *cfg)
         sc.binds[i] = l->bind[0] ? l->bind : NULL;
     }
     struct broker_proc p = {.cfg = cfg};
+    broker_init(&p.b, cfg, sc.threads);
     return srv_run(&sc, &hooks, &p);
 }

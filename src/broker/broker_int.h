@@ -1,9 +1,13 @@
-/* broker_int.h - struct broker: the state the broker's modules share,
- * grouped by the module that owns each part (the types are in conn.h,
- * session.h, router.h and the others; the router's are its own), and the
- * counters every module adds to.
+/* broker_int.h - the broker's state, in two parts: struct broker_loop,
+ * what one event loop owns (its connections, the per-iteration read and
+ * flush lists that batch their work, its timers, its counters, its routing
+ * scratch), and struct broker, what every loop shares (subscriptions,
+ * retained messages, sessions, wills, ACL and passwords, limits,
+ * persistence, $SYS, metrics), grouped by the module that owns each part
+ * (the types are in conn.h, session.h, router.h and the others). The code
+ * of a connection takes its loop explicitly; the broker is l->b.
  *
- * Ownership: the broker owns every connection and session.
+ * Ownership: a loop owns its connections; the broker owns every session.
  */
 #ifndef SHOOTOUT_BROKER_INT_H
 #define SHOOTOUT_BROKER_INT_H
@@ -15,6 +19,7 @@
 #include "broker/auth.h"
 #include "broker/broker.h"
 #include "broker/metrics.h"
+#include "broker/router.h"
 #include "core/ev.h"
 #include "core/hmap.h"
 #include "core/srv.h"
@@ -38,25 +43,45 @@ struct broker_stats {
     uint64_t last_drop_log_ms, last_sub_refused_log_ms;
 };
 
-struct broker {
-    /* What every module reads. */
-    const struct broker_config *cfg;
-    struct ev_loop *loop;
-    uint64_t started_ms;
+/* What one event loop owns: its connections and the per-iteration lists
+ * that batch their reads and flushes, its timers, its counters and its
+ * routing scratch. Only code running on that loop touches it; everything
+ * in struct broker is shared by every loop. */
+struct broker_loop {
+    struct broker *b;       /* the broker-wide state */
+    const struct broker_config *cfg; /* b->cfg, one load nearer on the hot path */
+    struct ev_loop *ev;
+    unsigned index;         /* 0: the home loop, which also runs the
+                             * broker-wide timers (sys, session expiry,
+                             * persistence upkeep) */
+    struct srv_worker *srv; /* core/srv.c's worker; NULL in test harnesses */
     struct broker_stats stats;
-    struct ev_timer sweep;  /* timeouts, session expiry, persistence upkeep */
-    struct ev_timer sys;    /* publishes the $SYS tree (sys_tree.h) */
+    struct ev_timer sweep;  /* timeouts; on the home loop also session
+                             * expiry and persistence upkeep */
     struct ev_timer stall;  /* conn_check_stalls, while a publisher that
                              * spent its grace waits (session.h) */
-    struct srv_worker *srv; /* core/srv.c's worker the broker runs on; NULL in test harnesses */
 
     /* Connections (conn.h): */
-    struct conn *conns;     /* every connection not yet ended */
+    struct conn *conns;     /* every connection of this loop not yet ended */
     uint32_t nconns;        /* open connections */
     uint32_t nclients;      /* connections past CONNECT, with a session */
     struct conn *dirty;     /* connections with output to flush */
     struct conn *read_list; /* connections with unread input */
     struct conn *closed;    /* lingering, or closed and to be freed */
+
+    struct route_scratch route; /* router.h: the message being routed */
+};
+
+struct broker {
+    /* What every module reads. */
+    const struct broker_config *cfg;
+    struct broker_loop *home; /* loops[0] */
+    struct broker_loop *loops;
+    unsigned nloops;
+    uint64_t started_ms;
+    struct ev_timer sys;    /* on the home loop: publishes the $SYS tree (sys_tree.h) */
+
+    /* Connections (conn.h): */
     size_t partial_bytes;   /* input buffers of partial packets, all connections */
     struct transport_listeners *transports; /* transport.h */
 
@@ -74,7 +99,7 @@ struct broker {
     bool defer_wills;
 
     /* Messages (router.h, retain.h): */
-    struct router *router;  /* the subscriptions, and the routing scratch */
+    struct router *router;  /* the subscriptions */
     /* Filters per slice of a large SUBSCRIBE (handle.h): BROKER_SUB_SLICE;
      * test harnesses make it small, so that short inputs reach slicing. */
     uint32_t sub_slice;
@@ -94,23 +119,29 @@ static inline uint16_t broker_receive_max(const struct broker *b)
     return (uint16_t)b->cfg->max_inflight;
 }
 
-/* broker.c: the broker on a loop, as core/srv.c's worker runs it and as
- * test harnesses (tests/fuzz) drive it on a loop of their own, handing it
- * connections through conn_accept and calling conn_prepare before each
- * wait. broker_init sets it up (no listener, no persistence, no files);
- * broker_drain starts the shutdown: no more timers, every client sent
- * DISCONNECT 0x8B, lingering; broker_close_all closes what is left and
- * frees what is closed; broker_fini takes the rest down, after the loop. */
-void broker_init(struct broker *b, const struct broker_config *cfg, struct ev_loop *loop);
-void broker_drain(struct broker *b);
-void broker_close_all(struct broker *b);
+/* broker.c: the broker on its loops, as core/srv.c's workers run it and
+ * as test harnesses (tests/fuzz) drive it on a loop of their own, handing
+ * it connections through conn_accept and calling conn_prepare before each
+ * wait. broker_init sets up the broker-wide state (no listener, no
+ * persistence, no files) with nloops loops, whose broker_loop_init each
+ * loop calls on its own ev loop, the home loop (index 0) first;
+ * broker_drain starts one loop's shutdown: no more timers, every client
+ * sent DISCONNECT 0x8B, lingering; broker_close_all closes what is left
+ * and frees what is closed; broker_fini takes the rest down, after every
+ * loop stopped. */
+void broker_init(struct broker *b, const struct broker_config *cfg, unsigned nloops);
+void broker_loop_init(struct broker_loop *l, struct broker *b, unsigned index, struct ev_loop *ev);
+void broker_drain(struct broker_loop *l);
+void broker_close_all(struct broker_loop *l);
 void broker_fini(struct broker *b);
 
+/* Open connections and connected clients, every loop's together. */
+uint32_t broker_nconns(const struct broker *b);
+uint32_t broker_nclients(const struct broker *b);
+/* Every loop's counters added up into st. */
+void broker_stats_sum(const struct broker *b, struct broker_stats *st);
 /* Connections refused: at CONNECT over max_connections, and by srv for
  * want of file descriptors. */
-static inline uint64_t broker_refused_connections(const struct broker *b)
-{
-    return b->stats.refused_connections + (b->srv ? b->srv->refused_connections : 0);
-}
+uint64_t broker_refused_connections(const struct broker *b);
 
 #endif

@@ -9,26 +9,27 @@
 #include "broker/broker_int.h"
 #include "mqtt/mqtt5.h"
 
-void conn_mark_dirty(struct broker *b, struct conn *c)
+void conn_mark_dirty(struct broker_loop *l, struct conn *c)
 {
     if (c->dirty || c->state == CONN_CLOSED)
         return;
     c->dirty = true;
-    c->dirty_next = b->dirty;
-    b->dirty = c;
+    c->dirty_next = l->dirty;
+    l->dirty = c;
 }
 
-void conn_read_later(struct broker *b, struct conn *c)
+void conn_read_later(struct broker_loop *l, struct conn *c)
 {
     if (c->read_pending)
         return;
     c->read_pending = true;
-    c->read_next = b->read_list;
-    b->read_list = c;
+    c->read_next = l->read_list;
+    l->read_list = c;
 }
 
-bool conn_count_input(struct broker *b, struct conn *c)
+bool conn_count_input(struct broker_loop *l, struct conn *c)
 {
+    struct broker *b = l->b;
     b->partial_bytes += c->in.cap;
     b->partial_bytes -= c->in_counted;
     c->in_counted = c->in.cap;

@@ -20,6 +20,7 @@
 #include "core/outq.h"
 
 struct broker;
+struct broker_loop;
 struct msg;
 struct session;
 struct sub_job;
@@ -44,10 +45,10 @@ enum conn_state {
 };
 
 struct conn {
-    struct ev_io io;          /* io.data = the broker */
+    struct ev_io io;          /* io.data = its loop (struct broker_loop) */
     uint8_t state;            /* enum conn_state */
     bool over_limit;          /* accepted beyond max_connections */
-    bool dirty;               /* on the broker's flush list */
+    bool dirty;               /* on its loop's flush list */
     bool read_pending;        /* stopped reading early; on the read list */
     bool write_blocked;       /* socket full; wait for EV_WRITE */
     bool v5;                  /* the client speaks MQTT 5.0 */
@@ -72,9 +73,9 @@ struct conn {
     uint64_t in_since_ms;     /* when the first byte of the partial packet in `in` came */
     uint32_t in_counted;      /* in.cap as counted in broker.partial_bytes */
     struct outq out;
-    struct conn *prev, *next; /* broker.conns */
-    struct conn *dirty_next;  /* broker.dirty */
-    struct conn *read_next;   /* broker.read_list */
+    struct conn *prev, *next; /* broker_loop.conns */
+    struct conn *dirty_next;  /* broker_loop.dirty */
+    struct conn *read_next;   /* broker_loop.read_list */
     /* Back-pressure: while blocked_on a congested subscriber's session,
      * this connection's input is not read (session.h). */
     struct session *blocked_on;
@@ -90,15 +91,15 @@ struct conn {
 };
 
 /* Queues the connection for a flush at the end of this loop iteration. */
-void conn_mark_dirty(struct broker *b, struct conn *c);
+void conn_mark_dirty(struct broker_loop *l, struct conn *c);
 /* Queues the connection to be read again at the end of this loop
  * iteration: its read budget was spent, or a publisher it waited for
  * released it. */
-void conn_read_later(struct broker *b, struct conn *c);
+void conn_read_later(struct broker_loop *l, struct conn *c);
 /* Brings the broker's count of input memory held for partial packets up
  * to date with c's input buffer; true if that total is now over
  * max_partial_packet_bytes. */
-bool conn_count_input(struct broker *b, struct conn *c);
+bool conn_count_input(struct broker_loop *l, struct conn *c);
 /* Appends an MQTT 5 packet made of a reason code and properties (DISCONNECT,
  * the acks) with a Reason String when the client takes one and it fits its
  * Maximum Packet Size. type is the packet type, packet_id 0 for DISCONNECT. */

@@ -2,8 +2,8 @@
  * output (conn_end.h).
  *
  * A connection the broker ends (conn_kick, a refused CONNECT) lingers
- * before its socket is closed: it is off the broker's list and its session
- * is detached at once, but it stays on b->closed, in CONN_LINGER, with its
+ * before its socket is closed: it is off its loop's list and its session
+ * is detached at once, but it stays on l->closed, in CONN_LINGER, with its
  * output and transport, until that output is out, the write side shut and
  * the client gone, or LINGER_MS passed.
  */
@@ -21,12 +21,12 @@
 #include "core/mem.h"
 #include "mqtt/mqtt_codec.h"
 
-static void conn_unlink(struct broker *b, struct conn *c)
+static void conn_unlink(struct broker_loop *l, struct conn *c)
 {
     if (c->prev)
         c->prev->next = c->next;
     else
-        b->conns = c->next;
+        l->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
@@ -41,17 +41,18 @@ static void conn_free_aliases(struct topic_alias *a, unsigned n)
     mem_free(a);
 }
 
-/* The MQTT side of ending a connection: off the broker's list, onto
- * b->closed, its session detached and its will published unless graceful. */
-static void conn_end(struct broker *b, struct conn *c, const char *reason, bool graceful)
+/* The MQTT side of ending a connection: off its loop's list, onto
+ * l->closed, its session detached and its will published unless graceful. */
+static void conn_end(struct broker_loop *l, struct conn *c, const char *reason, bool graceful)
 {
+    struct broker *b = l->b;
     metrics_log_disconnect(b, c, reason);
-    b->nconns--;
-    conn_unlink(b, c);
-    c->next = b->closed;
-    b->closed = c;
+    l->nconns--;
+    conn_unlink(l, c);
+    c->next = l->closed;
+    l->closed = c;
     inbuf_free(&c->in);
-    conn_count_input(b, c);
+    conn_count_input(l, c);
     sub_job_free(c->job);
     c->job = NULL;
     session_forget_publisher(c);
@@ -68,8 +69,8 @@ static void conn_end(struct broker *b, struct conn *c, const char *reason, bool 
         will = NULL;
     }
     if (s) {
-        b->nclients--;
-        session_detach(b, s, will, c->will_delay_s);
+        l->nclients--;
+        session_detach(l, s, will, c->will_delay_s);
     } else if (will) {
         msg_unref(will);
     }
@@ -86,7 +87,7 @@ void conn_release(struct conn *c)
     c->state = CONN_CLOSED;
 }
 
-void conn_close(struct broker *b, struct conn *c, const char *reason, bool graceful)
+void conn_close(struct broker_loop *l, struct conn *c, const char *reason, bool graceful)
 {
     if (c->state == CONN_CLOSED)
         return;
@@ -95,19 +96,19 @@ void conn_close(struct broker *b, struct conn *c, const char *reason, bool grace
         return;
     }
     c->state = CONN_CLOSED; /* nothing is read or sent from here on */
-    conn_end(b, c, reason, graceful);
+    conn_end(l, c, reason, graceful);
     conn_release(c);
 }
 
 /* Ends the connection but keeps the socket lingering (see the top). */
-static void conn_linger(struct broker *b, struct conn *c, const char *reason, bool graceful)
+static void conn_linger(struct broker_loop *l, struct conn *c, const char *reason, bool graceful)
 {
     if (c->state >= CONN_LINGER)
         return;
     c->state = CONN_LINGER;
-    c->last_rx_ms = ev_now(b->loop) + LINGER_MS;
-    conn_end(b, c, reason, graceful);
-    conn_mark_dirty(b, c);
+    c->last_rx_ms = ev_now(l->ev) + LINGER_MS;
+    conn_end(l, c, reason, graceful);
+    conn_mark_dirty(l, c);
 }
 
 /* CONN_LINGER: drops what the client sends; it is done once it closed and
@@ -121,17 +122,22 @@ void conn_linger_read(struct conn *c)
         conn_release(c);
 }
 
-void conn_kick(struct broker *b, struct conn *c, uint8_t reason, const char *why, bool graceful)
+void conn_kick(struct broker_loop *l, struct conn *c, uint8_t reason, const char *why,
+               bool graceful)
 {
+    struct broker *b = l->b;
     if (c->state >= CONN_LINGER)
         return;
     if (c->v5 && c->state == CONN_ACTIVE)
         conn_write_reason(c, MQTT_DISCONNECT, 0, reason, why);
     b->obs.kick_reason = reason;
-    conn_linger(b, c, why, graceful);
+    conn_linger(l, c, why, graceful);
 }
 
-void conn_close_after_flush(struct broker *b, struct conn *c) { conn_linger(b, c, "refused", true); }
+void conn_close_after_flush(struct broker_loop *l, struct conn *c)
+{
+    conn_linger(l, c, "refused", true);
+}
 
 void conn_linger_flushed(struct conn *c, int r)
 {

@@ -38,47 +38,47 @@ static const char *conn_name(const struct conn *c)
 }
 
 /* Writes what the socket takes now; outq_flush's result. */
-static int conn_write_out(struct broker *b, struct conn *c)
+static int conn_write_out(struct broker_loop *l, struct conn *c)
 {
     size_t before = outq_pending(&c->out);
-    int r = c->tp ? transport_flush(b, c) : outq_flush(&c->out, c->io.fd);
+    int r = c->tp ? transport_flush(l, c) : outq_flush(&c->out, c->io.fd);
     size_t sent = before - outq_pending(&c->out);
-    b->stats.bytes_out += sent;
+    l->stats.bytes_out += sent;
     if (sent && c->session)
-        c->session->progress_ms = ev_now(b->loop); /* its client takes output */
+        c->session->progress_ms = ev_now(l->ev); /* its client takes output */
     return r;
 }
 
 /* Returns 0, or an error as the handlers do (handle.h). */
-static int conn_dispatch(struct broker *b, struct conn *c, const struct mqtt_header *h,
+static int conn_dispatch(struct broker_loop *l, struct conn *c, const struct mqtt_header *h,
                          const uint8_t *body)
 {
     if (c->state == CONN_NEW)
-        return h->type == MQTT_CONNECT ? handle_connect(b, c, body, h->body_len) : MQTT_E_TYPE;
+        return h->type == MQTT_CONNECT ? handle_connect(l, c, body, h->body_len) : MQTT_E_TYPE;
     switch (h->type) {
     case MQTT_PUBLISH:
-        return handle_publish(b, c, h->flags, body, h->body_len);
+        return handle_publish(l, c, h->flags, body, h->body_len);
     case MQTT_PUBACK:
     case MQTT_PUBREC:
     case MQTT_PUBREL:
     case MQTT_PUBCOMP:
-        return handle_puback(b, c, h->type, body, h->body_len);
+        return handle_puback(l, c, h->type, body, h->body_len);
     case MQTT_SUBSCRIBE:
-        return handle_subscribe(b, c, body, h->body_len);
+        return handle_subscribe(l, c, body, h->body_len);
     case MQTT_UNSUBSCRIBE:
-        return handle_unsubscribe(b, c, body, h->body_len);
+        return handle_unsubscribe(l, c, body, h->body_len);
     case MQTT_PINGREQ:
         if (h->body_len != 0)
             return MQTT_E_MALFORMED;
         mqtt_encode_empty(outq_reserve(&c->out, MQTT_EMPTY_LEN), MQTT_PINGRESP);
-        conn_mark_dirty(b, c);
+        conn_mark_dirty(l, c);
         return 0;
     case MQTT_DISCONNECT:
         if (c->v5)
-            return handle_disconnect(b, c, body, h->body_len);
+            return handle_disconnect(l, c, body, h->body_len);
         if (h->body_len != 0)
             return MQTT_E_MALFORMED;
-        conn_close(b, c, "DISCONNECT", true);
+        conn_close(l, c, "DISCONNECT", true);
         return 0;
     case MQTT5_AUTH:
         /* Only after a CONNECT with an Authentication Method, which is
@@ -91,38 +91,39 @@ static int conn_dispatch(struct broker *b, struct conn *c, const struct mqtt_hea
 
 /* Closes a connection whose packet broke the protocol: err is the framing
  * or handler error (negative) or an MQTT 5 reason code (positive). */
-static void conn_protocol_error(struct broker *b, struct conn *c, int err)
+static void conn_protocol_error(struct broker_loop *l, struct conn *c, int err)
 {
     uint8_t reason = err < 0 ? mqtt5_err_reason(err) : (uint8_t)err;
     const char *why = err < 0 ? mqtt5_strerror(err) : mqtt5_reason_str(reason);
-    b->stats.protocol_errors++;
+    l->stats.protocol_errors++;
     log_info("client %s (fd %d): protocol error (%s), closing", conn_name(c), c->io.fd, why);
-    conn_kick(b, c, reason, why, false);
+    conn_kick(l, c, reason, why, false);
 }
 
 /* Closes c, whose input buffer took the partial packets' total over
  * max_partial_packet_bytes. */
-static void conn_over_partial(struct broker *b, struct conn *c)
+static void conn_over_partial(struct broker_loop *l, struct conn *c)
 {
+    struct broker *b = l->b;
     metrics_bound_hit(b, BOUND_PARTIAL_MEMORY, conn_name(c));
-    conn_kick(b, c, MQTT5_RC_QUOTA_EXCEEDED, "partial packets at their memory bound", false);
+    conn_kick(l, c, MQTT5_RC_QUOTA_EXCEEDED, "partial packets at their memory bound", false);
 }
 
 /* Handles every complete packet in data[0..len). Returns the bytes
  * consumed, or -1 if the connection was closed. */
-static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, size_t len)
+static long conn_parse(struct broker_loop *l, struct conn *c, const uint8_t *data, size_t len)
 {
     size_t off = 0;
     while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on && !c->job) {
         struct mqtt_header h;
-        int n = c->v5    ? mqtt5_frame(data + off, len - off, b->cfg->max_packet_size, &h)
-                : c->v31 ? mqtt31_frame(data + off, len - off, b->cfg->max_packet_size, &h)
-                         : mqtt_frame(data + off, len - off, b->cfg->max_packet_size, &h);
+        int n = c->v5    ? mqtt5_frame(data + off, len - off, l->cfg->max_packet_size, &h)
+                : c->v31 ? mqtt31_frame(data + off, len - off, l->cfg->max_packet_size, &h)
+                         : mqtt_frame(data + off, len - off, l->cfg->max_packet_size, &h);
         if (n == 0)
             break;
-        int err = n < 0 ? n : conn_dispatch(b, c, &h, data + off + h.header_len);
+        int err = n < 0 ? n : conn_dispatch(l, c, &h, data + off + h.header_len);
         if (err != 0) {
-            conn_protocol_error(b, c, err);
+            conn_protocol_error(l, c, err);
             return -1;
         }
         off += (size_t)n;
@@ -133,51 +134,51 @@ static long conn_parse(struct broker *b, struct conn *c, const uint8_t *data, si
 /* Reads and handles input until the socket is drained: until EAGAIN, or
  * until a short read unless the peer may have closed (hup), as the end of
  * the stream then follows the data with no further edge. */
-static void conn_read(struct broker *b, struct conn *c, bool hup)
+static void conn_read(struct broker_loop *l, struct conn *c, bool hup)
 {
     size_t budget = CONN_READ_BUDGET;
     while (c->state <= CONN_ACTIVE && !c->blocked_on && !c->job) {
         size_t cap;
         uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
-        if (conn_count_input(b, c)) {
-            conn_over_partial(b, c);
+        if (conn_count_input(l, c)) {
+            conn_over_partial(l, c);
             return;
         }
-        ssize_t n = c->tp ? transport_read(b, c, buf, cap) : read(c->io.fd, buf, cap);
+        ssize_t n = c->tp ? transport_read(l, c, buf, cap) : read(c->io.fd, buf, cap);
         if (n == 0) {
-            conn_close(b, c, "closed by client", false);
+            conn_close(l, c, "closed by client", false);
             return;
         }
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                conn_close(b, c, c->tp ? transport_error(c) : strerror(errno), false);
+                conn_close(l, c, c->tp ? transport_error(c) : strerror(errno), false);
             return;
         }
-        b->stats.bytes_in += (uint64_t)n;
+        l->stats.bytes_in += (uint64_t)n;
         if (c->state == CONN_ACTIVE)
-            c->last_rx_ms = ev_now(b->loop);
+            c->last_rx_ms = ev_now(l->ev);
         bool fresh = c->in.len == 0;
         size_t len;
         const uint8_t *data = inbuf_filled(&c->in, conn_rbuf, (size_t)n, &len);
-        long used = conn_parse(b, c, data, len);
+        long used = conn_parse(l, c, data, len);
         if (used < 0)
             return;
         inbuf_consumed(&c->in, data, len, (size_t)used);
-        if (conn_count_input(b, c)) {
-            conn_over_partial(b, c);
+        if (conn_count_input(l, c)) {
+            conn_over_partial(l, c);
             return;
         }
         /* A tail after a complete packet is a packet begun in this read. */
         if (c->in.len && (fresh || used > 0))
-            c->in_since_ms = ev_now(b->loop);
+            c->in_since_ms = ev_now(l->ev);
         if (c->blocked_on || c->job)
             return; /* released or done, it is read again where this stopped */
         if ((size_t)n < cap && !hup && !c->tp)
             return; /* a transport is read until EAGAIN (transport.h) */
         if ((size_t)n >= budget) {
-            conn_read_later(b, c);
+            conn_read_later(l, c);
             return;
         }
         budget -= (size_t)n;
@@ -185,31 +186,31 @@ static void conn_read(struct broker *b, struct conn *c, bool hup)
 }
 
 /* Handles the complete packets a wait left unparsed, then reads on. */
-static void conn_read_resumed(struct broker *b, struct conn *c)
+static void conn_read_resumed(struct broker_loop *l, struct conn *c)
 {
     if (c->state == CONN_LINGER) {
         conn_linger_read(c);
         return;
     }
-    if (c->job && !sub_job_resume(b, c))
+    if (c->job && !sub_job_resume(l, c))
         return;
     if (c->in.len) {
-        long used = conn_parse(b, c, c->in.data, c->in.len);
+        long used = conn_parse(l, c, c->in.data, c->in.len);
         if (used < 0)
             return;
         if (used > 0)
             inbuf_consumed(&c->in, c->in.data, c->in.len, (size_t)used);
-        conn_count_input(b, c); /* it only shrank */
+        conn_count_input(l, c); /* it only shrank */
         /* The wait was ours: the partial packet's time starts again. */
-        c->in_since_ms = ev_now(b->loop);
+        c->in_since_ms = ev_now(l->ev);
     }
     /* Whether the peer closed meanwhile is not known here: read to EAGAIN. */
-    conn_read(b, c, true);
+    conn_read(l, c, true);
 }
 
 static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
-    struct broker *b = io->data;
+    struct broker_loop *l = io->data;
     struct conn *c = (struct conn *)io;
     if (c->state == CONN_CLOSED)
         return;
@@ -217,63 +218,65 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
      * writability: a transport takes either edge for both. */
     if ((events & EV_WRITE || c->tp) && c->write_blocked) {
         c->write_blocked = false;
-        conn_mark_dirty(b, c);
+        conn_mark_dirty(l, c);
     }
     if (c->state == CONN_LINGER)
         conn_linger_read(c);
     else if (events & EV_READ || c->tp)
-        conn_read(b, c, events & EV_HUP);
+        conn_read(l, c, events & EV_HUP);
 }
 
-struct conn *conn_accept(struct broker *b, int fd)
+struct conn *conn_accept(struct broker_loop *l, int fd)
 {
+    struct broker *b = l->b;
     struct conn *c = mem_calloc(1, sizeof *c);
     c->io.fd = fd;
     c->io.cb = conn_on_io;
-    c->io.data = b;
-    if (ev_io_start(b->loop, &c->io, EV_READ | EV_WRITE | EV_EDGE) < 0) {
+    c->io.data = l;
+    if (ev_io_start(l->ev, &c->io, EV_READ | EV_WRITE | EV_EDGE) < 0) {
         log_warn("cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
         mem_free(c);
         return NULL;
     }
     c->state = CONN_NEW;
-    c->over_limit = b->nconns >= b->cfg->max_connections;
-    c->last_rx_ms = ev_now(b->loop);
-    b->nconns++;
+    c->over_limit = broker_nconns(b) >= l->cfg->max_connections;
+    c->last_rx_ms = ev_now(l->ev);
+    l->nconns++;
     b->obs.accepted++;
-    c->next = b->conns;
-    if (b->conns)
-        b->conns->prev = c;
-    b->conns = c;
+    c->next = l->conns;
+    if (l->conns)
+        l->conns->prev = c;
+    l->conns = c;
     return c;
 }
 
-static void conn_flush(struct broker *b, struct conn *c)
+static void conn_flush(struct broker_loop *l, struct conn *c)
 {
-    int r = conn_write_out(b, c);
+    int r = conn_write_out(l, c);
     if (c->state == CONN_LINGER) {
         conn_linger_flushed(c, r);
         return;
     }
     if (r < 0)
-        conn_close(b, c, strerror(errno), false);
+        conn_close(l, c, strerror(errno), false);
     else if (r == 1)
         c->write_blocked = true;
     if (c->session && session_holds_up(c->session))
-        session_release_publishers(b, c->session, false);
+        session_release_publishers(l, c->session, false);
 }
 
-bool conn_prepare(struct broker *b)
+bool conn_prepare(struct broker_loop *l)
 {
-    struct conn *list = b->read_list;
-    b->read_list = NULL;
+    struct broker *b = l->b;
+    struct conn *list = l->read_list;
+    l->read_list = NULL;
     while (list) {
         struct conn *c = list;
         list = c->read_next;
         c->read_pending = false;
         if (c->state != CONN_CLOSED)
-            conn_read_resumed(b, c);
+            conn_read_resumed(l, c);
     }
     /* Group commit: what this iteration's packets changed is durable
      * before any acknowledgement of them leaves; else retry at the next
@@ -281,15 +284,15 @@ bool conn_prepare(struct broker *b)
      * disk stays full for a while. */
     if (!persist_commit(b))
         return false;
-    while (b->dirty) {
-        struct conn *c = b->dirty;
-        b->dirty = c->dirty_next;
+    while (l->dirty) {
+        struct conn *c = l->dirty;
+        l->dirty = c->dirty_next;
         c->dirty = false;
         if (c->state != CONN_CLOSED && !c->write_blocked && !c->shut)
-            conn_flush(b, c);
+            conn_flush(l, c);
     }
     /* Free closed connections no list still points to. */
-    struct conn **pp = &b->closed;
+    struct conn **pp = &l->closed;
     while (*pp) {
         struct conn *c = *pp;
         if (c->read_pending || c->dirty || c->state == CONN_LINGER) {
@@ -300,10 +303,10 @@ bool conn_prepare(struct broker *b)
         int fd = c->io.fd;
         close(fd);
         mem_free(c);
-        if (b->srv)
-            srv_worker_conn_closed(b->srv, fd); /* the last one ends a drain */
+        if (l->srv)
+            srv_worker_conn_closed(l->srv, fd); /* the last one ends a drain */
     }
-    return b->read_list != NULL;
+    return l->read_list != NULL;
 }
 
 /* True if the partial packet in c->in took longer than --packet-timeout
@@ -321,50 +324,52 @@ static bool conn_packet_late(const struct broker *b, const struct conn *c, uint6
                                              (age - b->cfg->packet_timeout_ms);
 }
 
-void conn_check_stalls(struct broker *b)
+void conn_check_stalls(struct broker_loop *l)
 {
-    uint64_t now = ev_now(b->loop);
+    uint64_t now = ev_now(l->ev);
     uint64_t next = UINT64_MAX; /* the earliest a waiting one may stall */
-    for (struct conn *c = b->conns; c; c = c->next) {
+    for (struct conn *c = l->conns; c; c = c->next) {
         struct session *s = c->blocked_on;
         if (!s || !session_grace_spent(c, now))
             continue;
         uint64_t since = s->progress_ms > c->blocked_since_ms ? s->progress_ms : c->blocked_since_ms;
         if (now - since >= BROKER_STALL_MS)
-            session_flag_slow(b, s);
+            session_flag_slow(l, s);
         else if (since + BROKER_STALL_MS < next)
             next = since + BROKER_STALL_MS;
     }
     if (next != UINT64_MAX)
-        ev_timer_start(b->loop, &b->stall, next - now, 0);
+        ev_timer_start(l->ev, &l->stall, next - now, 0);
 }
 
-void conn_sweep(struct broker *b)
+void conn_sweep(struct broker_loop *l)
 {
-    uint64_t now = ev_now(b->loop);
+    struct broker *b = l->b;
+    uint64_t now = ev_now(l->ev);
     struct conn *next;
-    for (struct conn *c = b->conns; c; c = next) {
+    for (struct conn *c = l->conns; c; c = next) {
         next = c->next;
         struct session *s = c->session;
         /* Every subscriber congested too long, in this one sweep. */
         if (s && s->congested_ms && now - s->congested_ms >= BROKER_WAIT_LIMIT_MS)
-            session_flag_slow(b, s);
+            session_flag_slow(l, s);
         if (c->state == CONN_NEW) {
-            if (now - c->last_rx_ms >= b->cfg->connect_timeout_ms)
-                conn_close(b, c, "no CONNECT in time", true);
+            if (now - c->last_rx_ms >= l->cfg->connect_timeout_ms)
+                conn_close(l, c, "no CONNECT in time", true);
         } else if (c->state == CONN_ACTIVE && conn_packet_late(b, c, now)) {
             /* No reason code says "too slow"; 0x80 is for none applying. */
             metrics_bound_hit(b, BOUND_PACKET_TIMEOUT, conn_name(c));
-            conn_kick(b, c, MQTT5_RC_UNSPECIFIED_ERROR, "packet not received in time", false);
+            conn_kick(l, c, MQTT5_RC_UNSPECIFIED_ERROR, "packet not received in time", false);
         } else if (c->state == CONN_ACTIVE && c->keepalive && !c->blocked_on) {
             /* The spec allows one and a half keepalive periods of silence;
              * a waiting publisher's silence is ours: we stopped reading it. */
             if (now - c->last_rx_ms > (uint64_t)c->keepalive * 1500u)
-                conn_kick(b, c, MQTT5_RC_KEEP_ALIVE_TIMEOUT, "keep alive timeout", false);
+                conn_kick(l, c, MQTT5_RC_KEEP_ALIVE_TIMEOUT, "keep alive timeout", false);
         }
     }
-    for (struct conn *c = b->closed; c; c = c->next)
+    for (struct conn *c = l->closed; c; c = c->next)
         if (c->state == CONN_LINGER && now >= c->last_rx_ms)
             conn_release(c);
-    session_sweep(b);
+    if (l == b->home)
+        session_sweep(l); /* the sessions are the broker's: one loop sweeps them */
 }

@@ -1,4 +1,4 @@
-/* conn_loop.h - connections on the broker's event loop: a new socket
+/* conn_loop.h - connections on one of the broker's event loops: a new socket
  * becomes a connection; its input is read (through its transport, if any)
  * until drained or its budget is spent, framed, and each packet dispatched
  * to its handler (handle.h); the end of each loop iteration reads what was
@@ -19,20 +19,22 @@
 #include <stdbool.h>
 
 struct broker;
+struct broker_loop;
 struct conn;
 
 /* A new connection on fd, watched by the loop; NULL (fd closed) if the
  * loop cannot watch it. */
-struct conn *conn_accept(struct broker *b, int fd);
+struct conn *conn_accept(struct broker_loop *l, int fd);
 /* Loop-iteration work: pending reads, the commit, flushes, frees. True if
  * reads remain. */
-bool conn_prepare(struct broker *b);
+bool conn_prepare(struct broker_loop *l);
 /* Periodic: CONNECT and keep alive timeouts, publishers that waited too
- * long, the end of lingering; then the sessions' timers. */
-void conn_sweep(struct broker *b);
-/* b->stall's: flags the subscribers that publishers which spent their grace
+ * long, the end of lingering of l's connections; then, on the home loop,
+ * the sessions' timers. */
+void conn_sweep(struct broker_loop *l);
+/* l->stall's: flags the subscribers that publishers which spent their grace
  * wait for, once they made no progress for BROKER_STALL_MS (session.h);
  * again in BROKER_STALL_MS while such a publisher still waits. */
-void conn_check_stalls(struct broker *b);
+void conn_check_stalls(struct broker_loop *l);
 
 #endif

@@ -12,18 +12,19 @@
 #include <stdint.h>
 
 struct broker;
+struct broker_loop;
 struct conn;
 struct sub_job;
 
 #define BROKER_SUB_SLICE 1024
 
-int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
+int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len);
 /* MQTT 5 DISCONNECT from the client (after which the connection is closed). */
-int handle_disconnect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
-int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_t *body,
+int handle_disconnect(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len);
+int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const uint8_t *body,
                    uint32_t len);
 /* PUBACK, PUBREC, PUBREL and PUBCOMP (type). */
-int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t *body,
+int handle_puback(struct broker_loop *l, struct conn *c, uint8_t type, const uint8_t *body,
                   uint32_t len);
 /* A SUBSCRIBE or UNSUBSCRIBE with more than b->sub_slice filters
  * (BROKER_SUB_SLICE) is handled in slices, that many filters a loop
@@ -34,9 +35,9 @@ int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t 
  * later iteration calls sub_job_resume, which does the next slice and
  * returns true once the packet is done (c->job NULL again). The connection
  * reads no further packet meanwhile. */
-int handle_subscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
-int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len);
-bool sub_job_resume(struct broker *b, struct conn *c);
+int handle_subscribe(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len);
+int handle_unsubscribe(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len);
+bool sub_job_resume(struct broker_loop *l, struct conn *c);
 /* For a connection that ends with a job under way; NULL is a no-op. */
 void sub_job_free(struct sub_job *j);
 

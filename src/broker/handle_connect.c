@@ -27,7 +27,7 @@
 
 /* Refuses the CONNECT with a CONNACK in the client's protocol (the return
  * code rc3 in MQTT 3.1 and 3.1.1, reason in MQTT 5), then closes. */
-static int refuse(struct broker *b, struct conn *c, uint8_t rc3, uint8_t reason)
+static int refuse(struct broker_loop *l, struct conn *c, uint8_t rc3, uint8_t reason)
 {
     if (!c->v5) {
         mqtt_encode_connack(outq_reserve(&c->out, MQTT_CONNACK_LEN), false, rc3);
@@ -35,7 +35,7 @@ static int refuse(struct broker *b, struct conn *c, uint8_t rc3, uint8_t reason)
         struct mqtt5_connack ack = {.reason = reason};
         mqtt5_encode_connack(outq_reserve(&c->out, mqtt5_connack_size(&ack)), &ack);
     }
-    conn_close_after_flush(b, c);
+    conn_close_after_flush(l, c);
     return 0;
 }
 
@@ -142,38 +142,40 @@ static bool connack5_build(const struct broker *b, const struct conn *c, uint32_
     return true;
 }
 
-static void connack(struct broker *b, struct conn *c, bool session_present, const char *assigned_id,
-                    bool server_keepalive)
+static void connack(struct broker_loop *l, struct conn *c, bool session_present,
+                    const char *assigned_id, bool server_keepalive)
 {
+    struct broker *b = l->b;
     if (!c->v5) {
         /* MQTT 3.1 has no Session Present flag: its first byte is unused
          * (Mosquitto sends 0 there too). */
         mqtt_encode_connack(outq_reserve(&c->out, MQTT_CONNACK_LEN), session_present && !c->v31,
                             MQTT_CONNACK_ACCEPTED);
-        conn_mark_dirty(b, c);
+        conn_mark_dirty(l, c);
         return;
     }
     struct mqtt5_connack ack;
     connack5_build(b, c, c->max_packet_out, assigned_id, server_keepalive, &ack);
     ack.session_present = session_present;
     mqtt5_encode_connack(outq_reserve(&c->out, mqtt5_connack_size(&ack)), &ack);
-    conn_mark_dirty(b, c);
+    conn_mark_dirty(l, c);
 }
 
 /* Lets the client in: takes over or discards an older session, attaches
  * one, keeps its will and answers CONNACK. */
-static void connect_accept(struct broker *b, struct conn *c, const struct mqtt5_connect *ci,
+static void connect_accept(struct broker_loop *l, struct conn *c, const struct mqtt5_connect *ci,
                            const uint8_t *id, size_t id_len, const char *assigned_id)
 {
+    struct broker *b = l->b;
     struct session *s = hmap_get(&b->sessions, id, id_len);
     if (s && s->conn) {
         log_info("client %s: session taken over by a new connection", s->client_id);
-        conn_kick(b, s->conn, MQTT5_RC_SESSION_TAKEN_OVER, "session taken over", false);
+        conn_kick(l, s->conn, MQTT5_RC_SESSION_TAKEN_OVER, "session taken over", false);
         /* A session ending with its connection is gone now. */
         s = hmap_get(&b->sessions, id, id_len);
     }
     if (s && ci->clean_start) {
-        session_destroy(b, s);
+        session_destroy(l, s);
         s = NULL;
     }
     bool session_present = s != NULL;
@@ -184,10 +186,10 @@ static void connect_accept(struct broker *b, struct conn *c, const struct mqtt5_
     else
         s->expiry_s = ci->clean_start ? 0 : SESSION_NEVER;
     session_attach(b, s, c);
-    b->nclients++;
+    l->nclients++;
     c->keepalive = connect_keepalive(b, ci->keepalive);
     c->state = CONN_ACTIVE;
-    c->last_rx_ms = ev_now(b->loop);
+    c->last_rx_ms = ev_now(l->ev);
     connect_limits(b, c, &ci->props);
     if (ci->has_will) {
         c->will = msg_new(ci->will_topic.ptr, ci->will_topic.len, ci->will_payload.ptr,
@@ -197,36 +199,37 @@ static void connect_accept(struct broker *b, struct conn *c, const struct mqtt5_
     }
     persist_session(b, s);
     metrics_log_connect(b, c, ci, session_present);
-    connack(b, c, session_present, assigned_id, c->keepalive != ci->keepalive);
+    connack(l, c, session_present, assigned_id, c->keepalive != ci->keepalive);
     if (session_present)
-        session_resume(b, s);
+        session_resume(l, s);
 }
 
-int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len)
+int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len)
 {
+    struct broker *b = l->b;
     struct mqtt5_connect ci;
     int rc = connect_decode(c, body, len, &ci);
     if (rc == MQTT_E_VERSION) {
         log_info("fd %d: refused protocol level %u", c->io.fd, ci.protocol_level);
-        return refuse(b, c, MQTT_CONNACK_BAD_VERSION, 0);
+        return refuse(l, c, MQTT_CONNACK_BAD_VERSION, 0);
     }
     if (rc < 0) {
         if (!c->v5)
             return rc;
         /* MQTT 5 can say what was wrong [MQTT-3.1.4-1]. */
-        b->stats.protocol_errors++;
+        l->stats.protocol_errors++;
         log_info("fd %d: invalid CONNECT (%s)", c->io.fd, mqtt5_strerror(rc));
-        return refuse(b, c, 0, mqtt5_err_reason(rc));
+        return refuse(l, c, 0, mqtt5_err_reason(rc));
     }
     if (c->over_limit) {
-        b->stats.refused_connections++;
+        l->stats.refused_connections++;
         log_warn("connection limit (%u) reached: refusing a client", b->cfg->max_connections);
-        return refuse(b, c, MQTT_CONNACK_UNAVAILABLE, MQTT5_RC_SERVER_UNAVAILABLE);
+        return refuse(l, c, MQTT_CONNACK_UNAVAILABLE, MQTT5_RC_SERVER_UNAVAILABLE);
     }
     if (has_prop(&ci.props, MQTT_PROP_AUTH_METHOD)) {
         /* No enhanced authentication method is configured (4.12). */
         log_info("fd %d: refused authentication method", c->io.fd);
-        return refuse(b, c, 0, MQTT5_RC_BAD_AUTHENTICATION_METHOD);
+        return refuse(l, c, 0, MQTT5_RC_BAD_AUTHENTICATION_METHOD);
     }
 
     /* A client without an id gets one. In MQTT 3.1.1 only for a clean
@@ -240,7 +243,7 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
     size_t id_len = ci.client_id.len;
     if (id_len == 0) {
         if (c->v31 || (!c->v5 && !ci.clean_start))
-            return refuse(b, c, MQTT_CONNACK_ID_REJECTED, 0);
+            return refuse(l, c, MQTT_CONNACK_ID_REJECTED, 0);
         do {
             id_len = (size_t)snprintf(assigned, sizeof assigned, "auto-%08x", ++b->next_auto_id);
         } while (hmap_get(&b->sessions, assigned, id_len));
@@ -259,14 +262,14 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
          * Mosquitto does, with "identifier rejected". */
         log_info("fd %d: refused keep alive %u (max_keepalive %u)", c->io.fd, ci.keepalive,
                  b->cfg->max_keepalive);
-        return refuse(b, c, MQTT_CONNACK_ID_REJECTED, 0);
+        return refuse(l, c, MQTT_CONNACK_ID_REJECTED, 0);
     }
     struct acl_client *acl;
     const char *why;
     uint8_t denied = auth_connect(b, &ci, cert_user != NULL, id, id_len, &acl, &why);
     if (denied) {
         metrics_log_connect_refused(b, c, &ci, id, id_len, why);
-        return refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, denied);
+        return refuse(l, c, MQTT_CONNACK_NOT_AUTHORIZED, denied);
     }
     const char *assigned_id = id == (const uint8_t *)assigned && c->v5 ? assigned : NULL;
     struct mqtt5_connack ack;
@@ -278,15 +281,15 @@ int handle_connect(struct broker *b, struct conn *c, const uint8_t *body, uint32
         acl_client_free(acl);
         log_info("fd %d: Maximum Packet Size %u is smaller than the CONNACK, closing", c->io.fd,
                  ci.props.max_packet_size);
-        conn_close(b, c, "maximum packet size below the CONNACK", true);
+        conn_close(l, c, "maximum packet size below the CONNACK", true);
         return 0;
     }
-    connect_accept(b, c, &ci, id, id_len, assigned_id);
+    connect_accept(l, c, &ci, id, id_len, assigned_id);
     auth_session_bind(b, c->session, acl, &ci);
     return 0;
 }
 
-int handle_disconnect(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len)
+int handle_disconnect(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len)
 {
     struct mqtt5_reason_props r;
     int rc = mqtt5_decode_reason_props(MQTT_DISCONNECT, body, len, &r);
@@ -301,6 +304,6 @@ int handle_disconnect(struct broker *b, struct conn *c, const uint8_t *body, uin
         s->expiry_s = r.props.session_expiry;
     }
     /* Reason 0x04 asks for the will all the same [MQTT-3.14.4-3]. */
-    conn_close(b, c, "DISCONNECT", r.reason != MQTT5_RC_DISCONNECT_WITH_WILL);
+    conn_close(l, c, "DISCONNECT", r.reason != MQTT5_RC_DISCONNECT_WITH_WILL);
     return 0;
 }

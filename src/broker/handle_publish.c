@@ -68,9 +68,10 @@ static int publish_decode(struct conn *c, uint8_t flags, const uint8_t *body, ui
     return 0;
 }
 
-int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_t *body,
+int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const uint8_t *body,
                    uint32_t len)
 {
+    struct broker *b = l->b;
     struct router_in p;
     uint16_t packet_id;
     struct mqtt5_publish p5;
@@ -92,13 +93,13 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
         if (denied && c->v5 && p.qos == 2)
             session_qos2_release(origin, packet_id); /* no PUBREL follows 0x87 */
     } else {
-        b->stats.msgs_in++;
+        l->stats.msgs_in++;
         if (p.retain && !router_retain_fits(b, p.topic.ptr, p.topic.len, p.payload.len,
                                             origin->client_id))
             p.retain = false, over = true;
         if (over && c->v5 && p.qos == 2)
             session_qos2_release(origin, packet_id); /* no PUBREL follows 0x97 */
-        matched = router_route(b, &p, ev_now(b->loop), origin, c);
+        matched = router_route(l, &p, ev_now(l->ev), origin, c);
     }
     if (p.qos > 0) {
         uint8_t type = p.qos == 1 ? MQTT_PUBACK : MQTT_PUBREC;
@@ -111,13 +112,15 @@ int handle_publish(struct broker *b, struct conn *c, uint8_t flags, const uint8_
                               : matched || seen ? MQTT5_RC_SUCCESS
                                                     : MQTT5_RC_NO_MATCHING_SUBSCRIBERS,
                               over ? "retained messages are at their bound; not retained" : NULL);
-        conn_mark_dirty(b, c);
+        conn_mark_dirty(l, c);
     }
     return 0;
 }
 
-int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t *body, uint32_t len)
+int handle_puback(struct broker_loop *l, struct conn *c, uint8_t type, const uint8_t *body,
+                  uint32_t len)
 {
+    struct broker *b = l->b;
     uint16_t id;
     uint8_t reason = MQTT5_RC_SUCCESS;
     int rc;
@@ -132,7 +135,7 @@ int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t 
     if (rc < 0)
         return rc;
     if (type != MQTT_PUBREL) {
-        session_acked(b, c->session, type, id, reason);
+        session_acked(l, c->session, type, id, reason);
         return 0;
     }
     bool known = session_qos2_release(c->session, id);
@@ -143,6 +146,6 @@ int handle_puback(struct broker *b, struct conn *c, uint8_t type, const uint8_t 
     else
         conn_write_reason(c, MQTT_PUBCOMP, id, known ? MQTT5_RC_SUCCESS : MQTT5_RC_PACKET_ID_NOT_FOUND,
                           known ? NULL : "no QoS 2 message with this packet identifier");
-    conn_mark_dirty(b, c);
+    conn_mark_dirty(l, c);
     return 0;
 }

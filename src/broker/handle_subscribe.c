@@ -40,7 +40,7 @@ struct sub_job {
 };
 
 struct retained_ctx {
-    struct broker *b;
+    struct broker_loop *l;
     struct session *s;
     subtree_opts opts;
     struct sub_job *job;
@@ -50,7 +50,7 @@ static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, 
 {
     struct retained_ctx *r = ctx;
     struct msg *m = value;
-    if (r->s->auth.filtered && !auth_may_deliver(r->b, r->s, topic, topic_len))
+    if (r->s->auth.filtered && !auth_may_deliver(r->l->b, r->s, topic, topic_len))
         return;
     uint8_t granted = sub_opts_qos(r->opts);
     struct delivery d = {
@@ -58,7 +58,7 @@ static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, 
         .qos = m->qos < granted ? m->qos : granted,
         .retain = true,
     };
-    session_deliver(r->b, r->s, m, &d, NULL);
+    session_deliver(r->l, r->s, m, &d, NULL);
     r->job->budget--;
 }
 
@@ -74,24 +74,26 @@ static uint8_t sub_refused(const struct session *s, uint8_t reason5, uint8_t opt
 
 /* A subscription refused at max_subscriptions: counted, and logged at most
  * once a second, as one client can ask for thousands at a time. */
-static void sub_over_quota(struct broker *b, const struct session *s)
+static void sub_over_quota(struct broker_loop *l, const struct session *s)
 {
-    b->stats.subscriptions_refused++;
-    uint64_t now = ev_now(b->loop);
-    if (now - b->stats.last_sub_refused_log_ms < 1000)
+    struct broker *b = l->b;
+    l->stats.subscriptions_refused++;
+    uint64_t now = ev_now(l->ev);
+    if (now - l->stats.last_sub_refused_log_ms < 1000)
         return;
-    b->stats.last_sub_refused_log_ms = now;
+    l->stats.last_sub_refused_log_ms = now;
     log_warn("client %s: subscription refused (max-subscriptions %u reached); refused so far: %llu",
              s->client_id, b->cfg->max_subscriptions,
-             (unsigned long long)b->stats.subscriptions_refused);
+             (unsigned long long)l->stats.subscriptions_refused);
 }
 
 /* Grants one subscription: returns its SUBACK code and whether retained
  * messages are to follow. options is the MQTT 5 Subscription Options byte
  * (just the QoS from MQTT 3.1 and 3.1.1). */
-static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes filter,
+static uint8_t sub_grant(struct broker_loop *l, struct session *s, struct mqtt_bytes filter,
                          uint8_t options, uint32_t sub_id, bool *send_retained)
 {
+    struct broker *b = l->b;
     size_t inner;
     int shared = mqtt_topic_shared(filter.ptr, filter.len, &inner);
     *send_retained = false;
@@ -101,7 +103,7 @@ static uint8_t sub_grant(struct broker *b, struct session *s, struct mqtt_bytes 
         return sub_refused(s, MQTT5_RC_NOT_AUTHORIZED, options);
     uint32_t max = b->cfg->max_subscriptions;
     if (max && s->nsubs >= max && !session_has_sub(s, filter.ptr, filter.len)) {
-        sub_over_quota(b, s);
+        sub_over_quota(l, s);
         return sub_refused(s, MQTT5_RC_QUOTA_EXCEEDED, options);
     }
     bool is_new = router_subscribe(b, s, filter.ptr, filter.len, sub_opts(options, sub_id));
@@ -144,7 +146,7 @@ static int subscribe_decode(struct conn *c, const uint8_t *body, uint32_t len,
 }
 
 /* Writes the SUBACK or UNSUBACK of the whole packet. */
-static void sub_job_ack(struct broker *b, struct conn *c, const struct sub_job *j)
+static void sub_job_ack(struct broker_loop *l, struct conn *c, const struct sub_job *j)
 {
     if (c->v5) {
         struct mqtt5_suback ack = {.packet_id = j->f.packet_id, .codes = j->codes, .count = j->n};
@@ -156,13 +158,14 @@ static void sub_job_ack(struct broker *b, struct conn *c, const struct sub_job *
     } else {
         mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_UNSUBACK, j->f.packet_id);
     }
-    conn_mark_dirty(b, c);
+    conn_mark_dirty(l, c);
 }
 
 /* One filter of the current phase. */
-static void sub_job_step(struct broker *b, struct session *s, struct sub_job *j,
+static void sub_job_step(struct broker_loop *l, struct session *s, struct sub_job *j,
                          struct mqtt_bytes filter, uint8_t options)
 {
+    struct broker *b = l->b;
     if (j->type == MQTT_UNSUBSCRIBE) {
         bool had = session_remove_sub(s, filter.ptr, filter.len);
         if (had) {
@@ -171,9 +174,9 @@ static void sub_job_step(struct broker *b, struct session *s, struct sub_job *j,
         }
         j->codes[j->n] = had ? MQTT5_RC_SUCCESS : MQTT5_RC_NO_SUBSCRIPTION_EXISTED;
     } else if (!j->acked) {
-        j->codes[j->n] = sub_grant(b, s, filter, options, j->sub_id, &j->retained[j->n]);
+        j->codes[j->n] = sub_grant(l, s, filter, options, j->sub_id, &j->retained[j->n]);
     } else if (j->retained[j->n]) {
-        struct retained_ctx r = {b, s, sub_opts(options, j->sub_id), j};
+        struct retained_ctx r = {l, s, sub_opts(options, j->sub_id), j};
         j->budget -= (long)retain_match(b->retained, filter.ptr, filter.len, deliver_retained, &r);
     }
     j->n++;
@@ -181,23 +184,23 @@ static void sub_job_step(struct broker *b, struct session *s, struct sub_job *j,
 }
 
 /* Works through the job until it is done (true) or its slice is spent. */
-static bool sub_job_run(struct broker *b, struct conn *c, struct sub_job *j, long budget)
+static bool sub_job_run(struct broker_loop *l, struct conn *c, struct sub_job *j, long budget)
 {
     struct mqtt_bytes filter;
     uint8_t options;
     j->budget = budget;
     for (;;) {
         while (j->budget > 0 && mqtt_filter_next(&j->it, &filter, &options))
-            sub_job_step(b, c->session, j, filter, options);
+            sub_job_step(l, c->session, j, filter, options);
         if (j->n < j->f.count)
             return false;
         if (j->acked || j->type == MQTT_UNSUBSCRIBE) {
             if (j->type == MQTT_UNSUBSCRIBE)
-                sub_job_ack(b, c, j);
+                sub_job_ack(l, c, j);
             return true;
         }
         /* Every filter granted: the SUBACK, then the retained messages. */
-        sub_job_ack(b, c, j);
+        sub_job_ack(l, c, j);
         j->acked = true;
         j->n = 0;
         mqtt_filter_iter_init(&j->it, &j->f);
@@ -222,15 +225,16 @@ void sub_job_free(struct sub_job *j)
 /* Starts the job for a decoded packet whose filters point into body: done
  * at once when it is small, else its first slice now and the rest on later
  * iterations (sub_job_resume). */
-static void sub_job_start(struct broker *b, struct conn *c, struct sub_job *j, const uint8_t *body,
-                          uint32_t len)
+static void sub_job_start(struct broker_loop *l, struct conn *c, struct sub_job *j,
+                          const uint8_t *body, uint32_t len)
 {
+    struct broker *b = l->b;
     j->codes = mem_alloc(j->f.count);
     if (j->type == MQTT_SUBSCRIBE)
         j->retained = mem_alloc(j->f.count * sizeof *j->retained);
     if (j->f.count <= b->sub_slice) {
         mqtt_filter_iter_init(&j->it, &j->f);
-        sub_job_run(b, c, j, LONG_MAX);
+        sub_job_run(l, c, j, LONG_MAX);
         sub_job_clear(j);
         return;
     }
@@ -240,18 +244,19 @@ static void sub_job_start(struct broker *b, struct conn *c, struct sub_job *j, c
     kept->body = memcpy(mem_alloc(len), body, len);
     kept->f.list = kept->body + (j->f.list - body);
     mqtt_filter_iter_init(&kept->it, &kept->f);
-    if (sub_job_run(b, c, kept, b->sub_slice)) {
+    if (sub_job_run(l, c, kept, b->sub_slice)) {
         sub_job_free(kept);
         return;
     }
     c->job = kept;
-    conn_read_later(b, c);
+    conn_read_later(l, c);
 }
 
-bool sub_job_resume(struct broker *b, struct conn *c)
+bool sub_job_resume(struct broker_loop *l, struct conn *c)
 {
-    if (!sub_job_run(b, c, c->job, b->sub_slice)) {
-        conn_read_later(b, c);
+    struct broker *b = l->b;
+    if (!sub_job_run(l, c, c->job, b->sub_slice)) {
+        conn_read_later(l, c);
         return false;
     }
     sub_job_free(c->job);
@@ -259,17 +264,17 @@ bool sub_job_resume(struct broker *b, struct conn *c)
     return true;
 }
 
-int handle_subscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len)
+int handle_subscribe(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len)
 {
     struct sub_job j = {.type = MQTT_SUBSCRIBE};
     int rc = subscribe_decode(c, body, len, &j.f, &j.sub_id);
     if (rc < 0)
         return rc;
-    sub_job_start(b, c, &j, body, len);
+    sub_job_start(l, c, &j, body, len);
     return 0;
 }
 
-int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, uint32_t len)
+int handle_unsubscribe(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len)
 {
     struct sub_job j = {.type = MQTT_UNSUBSCRIBE};
     struct mqtt5_subscribe unsub;
@@ -279,6 +284,6 @@ int handle_unsubscribe(struct broker *b, struct conn *c, const uint8_t *body, ui
         return rc;
     if (c->v5)
         j.f = unsub.filters;
-    sub_job_start(b, c, &j, body, len);
+    sub_job_start(l, c, &j, body, len);
     return 0;
 }

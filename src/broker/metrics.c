@@ -87,7 +87,7 @@ _Static_assert(sizeof metrics_bounds / sizeof metrics_bounds[0] == BOUND_N + 1, 
 
 void metrics_bound_hit(struct broker *b, enum metrics_bound bound, const char *who)
 {
-    uint64_t now = ev_now(b->loop);
+    uint64_t now = ev_now(b->home->ev);
     uint64_t n = ++b->obs.bound_hits[bound];
     if (n > 1 && now - b->obs.bound_logged_ms[bound] < 1000)
         return;
@@ -98,17 +98,19 @@ void metrics_bound_hit(struct broker *b, enum metrics_bound bound, const char *w
 
 char *metrics_render(struct broker *b, size_t *len)
 {
-    const struct broker_stats *st = &b->stats;
+    struct broker_stats sum;
+    broker_stats_sum(b, &sum);
+    const struct broker_stats *st = &sum;
     const struct broker_auth *a = &b->auth;
     struct prom p;
     prom_init(&p);
 
     metric(&p, "shootout_broker_uptime_seconds", PROM_GAUGE, "Seconds since the broker started.",
-           (double)(ev_now(b->loop) - b->started_ms) / 1000.0);
+           (double)(ev_now(b->home->ev) - b->started_ms) / 1000.0);
     metric(&p, "shootout_broker_clients_connected", PROM_GAUGE,
-           "Clients past CONNECT, connected now.", b->nclients);
+           "Clients past CONNECT, connected now.", broker_nclients(b));
     metric(&p, "shootout_broker_connections", PROM_GAUGE,
-           "Open TCP connections, with or without CONNECT.", b->nconns);
+           "Open TCP connections, with or without CONNECT.", broker_nconns(b));
     metric(&p, "shootout_broker_sessions", PROM_GAUGE,
            "Sessions, connected or persistent and offline.", hmap_count(&b->sessions));
     metric(&p, "shootout_broker_connections_total", PROM_COUNTER, "TCP connections accepted.",
@@ -231,7 +233,7 @@ int metrics_start(struct broker *b)
     srv->listener.fd = fd;
     srv->listener.cb = metrics_on_accept;
     srv->listener.data = srv;
-    if (ev_io_start(b->loop, &srv->listener, EV_READ) < 0) {
+    if (ev_io_start(b->home->ev, &srv->listener, EV_READ) < 0) {
         log_error("metrics endpoint: cannot watch its socket: %s", strerror(errno));
         close(fd);
         mem_free(srv);
@@ -243,7 +245,7 @@ int metrics_start(struct broker *b)
         .idle_timeout_ms = METRICS_TIMEOUT_MS,
         .request_timeout_ms = METRICS_TIMEOUT_MS,
     };
-    http_engine_init(&srv->http, b->loop, &ec, &metrics_app, srv, metrics_conn_closed, srv);
+    http_engine_init(&srv->http, b->home->ev, &ec, &metrics_app, srv, metrics_conn_closed, srv);
     b->obs.server = srv;
     bool v6 = strchr(b->cfg->bind, ':') != NULL;
     log_info("metrics on http://%s%s%s:%d/metrics", v6 ? "[" : "", b->cfg->bind, v6 ? "]" : "",
@@ -264,7 +266,7 @@ void metrics_stop(struct broker *b)
         return;
     http_engine_close_all(&srv->http);
     http_engine_fini(&srv->http);
-    ev_io_stop(b->loop, &srv->listener);
+    ev_io_stop(b->home->ev, &srv->listener);
     close(srv->listener.fd);
     mem_free(srv);
     b->obs.server = NULL;

@@ -47,13 +47,13 @@ static uint64_t wall_ms(void)
 /* A loop time in the future as wall-clock time (and back: persist_to_loop). */
 static uint64_t to_wall(const struct broker *b, uint64_t loop_ms)
 {
-    uint64_t now = ev_now(b->loop);
+    uint64_t now = ev_now(b->home->ev);
     return wall_ms() + (loop_ms > now ? loop_ms - now : 0);
 }
 uint64_t persist_to_loop(const struct broker *b, uint64_t at_ms)
 {
     uint64_t wall = wall_ms();
-    uint64_t t = ev_now(b->loop) + (at_ms > wall ? at_ms - wall : 0);
+    uint64_t t = ev_now(b->home->ev) + (at_ms > wall ? at_ms - wall : 0);
     return t ? t : 1; /* 0 means "never" */
 }
 

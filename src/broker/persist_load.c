@@ -69,22 +69,22 @@ static void rebuild_session(struct broker *b, const struct plog_session *r)
     s->persisted = true;
     /* Offline now; a session that was connected when the broker stopped
      * starts its expiry clock, and its will's delay, at this start. */
-    session_detach(b, s, NULL, 0);
+    session_detach(b->home, s, NULL, 0);
     if (r->expires_at_ms && s->expiry_s != SESSION_NEVER)
         s->expires_ms = persist_to_loop(b, r->expires_at_ms);
     if (r->has_will && hmap_get(&b->sessions, r->client_id.p, r->client_id.len)) {
         struct msg *will = rebuild_msg_new(r->will_topic, r->will_payload, r->will_qos,
                                            r->will_retain, r->will_props, 0);
         uint64_t due = r->will_at_ms ? persist_to_loop(b, r->will_at_ms)
-                                     : ev_now(b->loop) + (uint64_t)r->will_delay * 1000;
+                                     : ev_now(b->home->ev) + (uint64_t)r->will_delay * 1000;
         session_owe_will(b, s, will, due);
     }
 }
 
 static void rebuild_msg(struct rebuild *x, const struct plog_msg *r)
 {
-    struct msg *m = rebuild_msg_new(r->topic, r->payload, r->qos, r->retain, r->props,
-                                    ev_now(x->b->loop));
+    struct msg *m =
+        rebuild_msg_new(r->topic, r->payload, r->qos, r->retain, r->props, ev_now(x->b->home->ev));
     m->plog_id = r->id;
     m->expires_ms = r->expiry_ms ? persist_to_loop(x->b, r->expiry_ms) : 0;
     hmap_put(&x->msgs, &m->plog_id, sizeof m->plog_id, m);
@@ -109,7 +109,7 @@ static void rebuild_entry(struct rebuild *x, const struct plog_entry *r)
         return;
     /* Subscription identifiers and RETAIN flags of copies are not kept. */
     struct delivery d = {.qos = r->qos, .entry = r->id};
-    session_restore(x->b, s, m, &d, r->state, r->packet_id);
+    session_restore(x->b->home, s, m, &d, r->state, r->packet_id);
 }
 
 static void rebuild_apply(void *ctx, const struct plog_rec *r)
@@ -172,7 +172,7 @@ int persist_load(struct broker *b)
     }
     /* What fell due while the broker was down (wills, ends of sessions)
      * happens before the first client comes in. */
-    session_sweep(b);
+    session_sweep(b->home);
     log_info("persistence: %s: %u sessions, %u subscriptions, %u retained, %u messages, "
              "%u queued or in flight, from %u files (%llu bytes)",
              cfg->persistence.location, rep.sessions, rep.subs, rep.retained, rep.msgs,

@@ -48,15 +48,6 @@ struct route_id {
 struct router {
     struct subtree *subs; /* filter -> struct session */
     struct share shared;  /* the shared subscriptions' groups */
-    /* Scratch of the message being routed: route_collect fills it,
-     * route_deliver reads it. */
-    uint32_t match_gen;
-    struct route_match *matches;
-    uint32_t nmatches, matches_cap;
-    struct route_id *ids; /* identifiers beyond each match's first */
-    uint32_t nids, ids_cap;
-    uint32_t *copy_ids;   /* one copy's identifiers, as delivery.sub_ids */
-    uint32_t copy_ids_cap;
 };
 
 struct router *router_new(void)
@@ -71,10 +62,14 @@ void router_free(struct router *r)
 {
     share_free(&r->shared);
     subtree_free(r->subs);
+    mem_free(r);
+}
+
+void route_scratch_free(struct route_scratch *r)
+{
     mem_free(r->matches);
     mem_free(r->ids);
     mem_free(r->copy_ids);
-    mem_free(r);
 }
 
 bool router_subscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
@@ -100,7 +95,8 @@ void router_unsubscribe(struct broker *b, struct session *s, const uint8_t *filt
 
 /* ---- matching ------------------------------------------------------------ */
 
-static inline void route_push(struct router *r, struct session *s, subtree_opts opts, bool shared)
+static inline void route_push(struct route_scratch *r, struct session *s, subtree_opts opts,
+                              bool shared)
 {
     if (r->nmatches == r->matches_cap) {
         r->matches_cap = r->matches_cap ? r->matches_cap * 2 : 64;
@@ -111,7 +107,7 @@ static inline void route_push(struct router *r, struct session *s, subtree_opts 
 
 /* A second (third, ...) subscription of the session already routed to in
  * m matched: one copy still, as the strongest of them asks. */
-static void route_merge(struct router *r, struct route_match *m, subtree_opts opts)
+static void route_merge(struct route_scratch *r, struct route_match *m, subtree_opts opts)
 {
     uint32_t id = sub_opts_id(opts);
     subtree_opts keep = m->opts;
@@ -133,14 +129,14 @@ static void route_merge(struct router *r, struct route_match *m, subtree_opts op
 
 /* One walk of the tree for route_collect. */
 struct route_walk {
-    struct router *r;
+    struct route_scratch *r;
     const struct session *origin;
 };
 
 static void route_match(void *ctx, void *subscriber, subtree_opts opts)
 {
     struct route_walk *w = ctx;
-    struct router *r = w->r;
+    struct route_scratch *r = w->r;
     struct session *s = subscriber;
     if ((opts & MQTT5_SUB_NO_LOCAL) && s == w->origin)
         return; /* [MQTT-3.8.3-3] */
@@ -160,10 +156,11 @@ static void route_shared(void *ctx, struct session *s, subtree_opts opts)
 
 /* Collects the sessions a message on topic goes to in the scratch;
  * returns how many. */
-static inline uint32_t route_collect(struct broker *b, const uint8_t *topic, size_t len,
+static inline uint32_t route_collect(struct broker_loop *l, const uint8_t *topic, size_t len,
                                      const struct session *origin)
 {
-    struct router *r = b->router;
+    struct broker *b = l->b;
+    struct route_scratch *r = &l->route;
     r->nmatches = 0;
     r->nids = 0;
     if (++r->match_gen == 0) {
@@ -175,9 +172,10 @@ static inline uint32_t route_collect(struct broker *b, const uint8_t *topic, siz
         r->match_gen = 1;
     }
     struct route_walk w = {r, origin};
-    subtree_match(r->subs, topic, len, route_match, &w);
-    if (share_any(&r->shared))
-        b->auth.denied_deliver += share_route(&r->shared, topic, len, route_shared, r);
+    struct router *rt = b->router;
+    subtree_match(rt->subs, topic, len, route_match, &w);
+    if (share_any(&rt->shared))
+        b->auth.denied_deliver += share_route(&rt->shared, topic, len, route_shared, r);
     return r->nmatches;
 }
 
@@ -186,8 +184,8 @@ static inline uint32_t route_collect(struct broker *b, const uint8_t *topic, siz
 /* The identifiers of a match with more than one, as delivery.sub_ids
  * wants them (in router.copy_ids, valid until the next match). Rare: kept
  * out of route_deliver's loop. */
-__attribute__((cold, noinline)) static uint32_t *route_ids(struct router *r,
-                                                          const struct route_match *m)
+__attribute__((cold, noinline)) static uint32_t *route_ids(struct route_scratch *r,
+                                                           const struct route_match *m)
 {
     uint32_t n = 1;
     for (uint32_t i = m->more_ids; i; i = r->ids[i - 1].next)
@@ -207,9 +205,10 @@ __attribute__((cold, noinline)) static uint32_t *route_ids(struct router *r,
 
 /* Delivers m to the sessions the last route_collect found, each as its
  * subscriptions ask and the ACL lets it read. */
-static inline void route_deliver(struct broker *b, struct msg *m, struct conn *publisher)
+static inline void route_deliver(struct broker_loop *l, struct msg *m, struct conn *publisher)
 {
-    struct router *r = b->router;
+    struct broker *b = l->b;
+    struct route_scratch *r = &l->route;
     for (uint32_t i = 0; i < r->nmatches; i++) {
         const struct route_match *rm = &r->matches[i];
         /* A group's member was picked among those that may read it. */
@@ -229,7 +228,7 @@ static inline void route_deliver(struct broker *b, struct msg *m, struct conn *p
             d.sub_ids = route_ids(r, rm);
             d.sub_id = 0;
         }
-        session_deliver(b, rm->s, m, &d, publisher);
+        session_deliver(l, rm->s, m, &d, publisher);
     }
 }
 
@@ -263,39 +262,40 @@ static void route_retain(struct broker *b, struct msg *m)
                    (size_t)m->topic_len + m->payload_len);
 }
 
-uint32_t router_route(struct broker *b, const struct router_in *in, uint64_t now_ms,
+uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_t now_ms,
                       const struct session *origin, struct conn *publisher)
 {
     struct msg *m = NULL;
     if (in->retain) {
         m = msg_new(in->topic.ptr, in->topic.len, in->payload.ptr, in->payload.len, in->qos, true,
                     in->props, now_ms);
-        route_retain(b, m);
+        route_retain(l->b, m);
     }
-    uint32_t n = route_collect(b, in->topic.ptr, in->topic.len, origin);
+    uint32_t n = route_collect(l, in->topic.ptr, in->topic.len, origin);
     /* Without subscribers a plain message needs no copy at all. */
     if (n > 0 && !m)
         m = msg_new(in->topic.ptr, in->topic.len, in->payload.ptr, in->payload.len, in->qos, false,
                     in->props, now_ms);
     if (n > 0)
-        route_deliver(b, m, publisher);
+        route_deliver(l, m, publisher);
     if (m)
         msg_unref(m);
     return n;
 }
 
-void router_publish(struct broker *b, struct msg *m)
+void router_publish(struct broker_loop *l, struct msg *m)
 {
+    struct broker *b = l->b;
     if (m->retain &&
         router_retain_fits(b, msg_topic(m), m->topic_len, m->payload_len, "a will or $SYS"))
         route_retain(b, m);
-    route_collect(b, msg_topic(m), m->topic_len, NULL);
-    route_deliver(b, m, NULL);
+    route_collect(l, msg_topic(m), m->topic_len, NULL);
+    route_deliver(l, m, NULL);
 }
 
-/* One hand-off: the broker, and the groups that may take the messages. */
+/* One hand-off: the loop, and the groups that may take the messages. */
 struct route_hand_off_ctx {
-    struct broker *b;
+    struct broker_loop *l;
     struct share_hand_off h;
 };
 
@@ -303,7 +303,6 @@ struct route_hand_off_ctx {
 static bool route_hand_off(void *ctx, struct session *s, struct msg *m, const struct delivery *d)
 {
     struct route_hand_off_ctx *x = ctx;
-    struct broker *b = x->b;
     subtree_opts opts;
     struct session *to = share_hand_off(&x->h, s, m, &opts);
     if (!to)
@@ -315,16 +314,16 @@ static bool route_hand_off(void *ctx, struct session *s, struct msg *m, const st
         .retain = d->retain,
         .shared = true,
     };
-    session_deliver(b, to, m, &copy, NULL);
+    session_deliver(x->l, to, m, &copy, NULL);
     return true;
 }
 
-void router_hand_off(struct broker *b, struct session *s)
+void router_hand_off(struct broker_loop *l, struct session *s)
 {
-    struct route_hand_off_ctx x = {.b = b};
-    share_hand_off_begin(&b->router->shared, s, &x.h);
+    struct route_hand_off_ctx x = {.l = l};
+    share_hand_off_begin(&l->b->router->shared, s, &x.h);
     if (x.h.n)
-        session_hand_off(b, s, route_hand_off, &x);
+        session_hand_off(l, s, route_hand_off, &x);
     share_hand_off_end(&x.h);
 }
 

@@ -21,6 +21,7 @@
 #include "mqtt/mqtt_codec.h"
 
 struct broker;
+struct broker_loop;
 struct conn;
 struct msg;
 struct router;
@@ -37,6 +38,20 @@ static inline uint32_t sub_opts_id(subtree_opts o) { return o >> SUB_OPT_ID_SHIF
 struct router *router_new(void);
 /* Every subscription must be gone (their sessions destroyed). */
 void router_free(struct router *r);
+/* A loop's scratch of the message it routes (router.c's): route_collect
+ * fills it, route_deliver reads it. Zeroed is empty. */
+struct route_match;
+struct route_id;
+struct route_scratch {
+    uint32_t match_gen;
+    struct route_match *matches;
+    uint32_t nmatches, matches_cap;
+    struct route_id *ids; /* identifiers beyond each match's first */
+    uint32_t nids, ids_cap;
+    uint32_t *copy_ids;   /* one copy's identifiers, as delivery.sub_ids */
+    uint32_t copy_ids_cap;
+};
+void route_scratch_free(struct route_scratch *r);
 
 /* s subscribes: the session remembers the subscription and it enters the
  * tree, or its shared group (filter must not be a malformed shared one);
@@ -72,18 +87,18 @@ bool router_retain_fits(struct broker *b, const uint8_t *topic, size_t len, size
  * publisher its connection, which back-pressure may pause (see
  * session_deliver). Returns how many sessions it went to, before the ACL
  * was asked per subscriber. */
-uint32_t router_route(struct broker *b, const struct router_in *in, uint64_t now_ms,
+uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_t now_ms,
                       const struct session *origin, struct conn *publisher);
 /* A message the broker publishes itself (a will, $SYS): stored if
  * retained and it fits the bounds (else sent as if not retained), then
  * sent to every matching subscription. Takes no ownership of m. */
-void router_publish(struct broker *b, struct msg *m);
+void router_publish(struct broker_loop *l, struct msg *m);
 
 /* s's connection ended: the QoS 1/2 messages it had not acknowledged that
  * came through shared subscriptions go to other connected members of those
  * groups (MQTT 5, 4.8.2). A QoS 2 message past PUBREC was received and
  * stays. */
-void router_hand_off(struct broker *b, struct session *s);
+void router_hand_off(struct broker_loop *l, struct session *s);
 
 /* Subscriptions in the tree; shared ones (a member each) apart. */
 size_t router_subscriptions(const struct broker *b);

@@ -67,16 +67,17 @@ void session_free(struct session *s)
 
 /* Counts a message dropped at a bound, and says so in the log, at most once
  * a second so that a flood of drops cannot flood the log too. */
-static void session_drop(struct broker *b, struct session *s, uint64_t *counter, const char *why)
+static void session_drop(struct broker_loop *l, struct session *s, uint64_t *counter,
+                         const char *why)
 {
     (*counter)++;
-    uint64_t now = ev_now(b->loop);
-    if (now - b->stats.last_drop_log_ms < 1000)
+    uint64_t now = ev_now(l->ev);
+    if (now - l->stats.last_drop_log_ms < 1000)
         return;
-    b->stats.last_drop_log_ms = now;
+    l->stats.last_drop_log_ms = now;
     log_warn("client %s: message dropped (%s); dropped so far: %llu queue full, %llu output full",
-             s->client_id, why, (unsigned long long)b->stats.dropped_queue_full,
-             (unsigned long long)b->stats.dropped_output_full);
+             s->client_id, why, (unsigned long long)l->stats.dropped_queue_full,
+             (unsigned long long)l->stats.dropped_output_full);
 }
 
 static uint16_t session_next_packet_id(struct session *s)
@@ -95,9 +96,9 @@ static uint16_t session_next_packet_id(struct session *s)
 
 /* The inflight window towards the session's client: MQTT 5 clients may
  * ask for a smaller one (Receive Maximum). */
-static uint32_t session_window(const struct broker *b, const struct session *s)
+static uint32_t session_window(const struct broker_loop *l, const struct session *s)
 {
-    return s->conn ? s->conn->inflight_max : b->cfg->max_inflight;
+    return s->conn ? s->conn->inflight_max : l->cfg->max_inflight;
 }
 
 /* Picks the topic alias for a copy of m to an MQTT 5 client that takes
@@ -125,10 +126,10 @@ static void session_alias_out(struct conn *c, const struct msg *m, struct msg_co
 
 
 /* session_write for an MQTT 5 client. */
-static bool session_write5(struct broker *b, struct conn *c, struct msg *m, const struct delivery *d,
-                           uint16_t packet_id, bool dup)
+static bool session_write5(struct broker_loop *l, struct conn *c, struct msg *m,
+                           const struct delivery *d, uint16_t packet_id, bool dup)
 {
-    struct msg_copy5 x = {.now_ms = m->expires_ms ? ev_now(b->loop) : 0};
+    struct msg_copy5 x = {.now_ms = m->expires_ms ? ev_now(l->ev) : 0};
     if (d->sub_ids) {
         x.sub_ids = d->sub_ids + 1;
         x.nsub_ids = d->sub_ids[0];
@@ -140,7 +141,7 @@ static bool session_write5(struct broker *b, struct conn *c, struct msg *m, cons
         /* The largest form: whole topic and an alias. */
         x.topic_alias = c->alias_out_max ? 1 : 0;
         if (msg_publish5_size(m, d->qos, &x) > c->max_packet_out) {
-            b->stats.dropped_too_large++;
+            l->stats.dropped_too_large++;
             return false;
         }
         x.topic_alias = 0;
@@ -148,7 +149,7 @@ static bool session_write5(struct broker *b, struct conn *c, struct msg *m, cons
     if (c->alias_out_max)
         session_alias_out(c, m, &x);
     msg_write_publish5(m, &c->out, d->qos, packet_id, dup, d->retain, &x);
-    conn_mark_dirty(b, c);
+    conn_mark_dirty(l, c);
     return true;
 }
 
@@ -156,29 +157,30 @@ static bool session_write5(struct broker *b, struct conn *c, struct msg *m, cons
  * nothing, when the packet would exceed the client's Maximum Packet Size:
  * the message is then dropped as if delivered [MQTT-3.1.2-25]. MQTT 3.1.1
  * is the short path, as it is the hot one. */
-static inline bool session_write(struct broker *b, struct conn *c, struct msg *m,
+static inline bool session_write(struct broker_loop *l, struct conn *c, struct msg *m,
                                  const struct delivery *d, uint16_t packet_id, bool dup)
 {
     if (c->v5)
-        return session_write5(b, c, m, d, packet_id, dup);
+        return session_write5(l, c, m, d, packet_id, dup);
     msg_write_publish(m, &c->out, d->qos, packet_id, dup, d->retain);
-    conn_mark_dirty(b, c);
+    conn_mark_dirty(l, c);
     return true;
 }
 
-static void session_send_qos0(struct broker *b, struct conn *c, struct msg *m, const struct delivery *d)
+static void session_send_qos0(struct broker_loop *l, struct conn *c, struct msg *m,
+                              const struct delivery *d)
 {
-    if (session_write(b, c, m, d, 0, false))
-        b->stats.msgs_out++;
+    if (session_write(l, c, m, d, 0, false))
+        l->stats.msgs_out++;
 }
 
 /* A new slot at the end of the inflight window. */
-static struct inflight *session_inflight_add(struct broker *b, struct session *s)
+static struct inflight *session_inflight_add(struct broker_loop *l, struct session *s)
 {
     if (s->ninflight == s->inflight_cap) {
         s->inflight_cap = s->inflight_cap ? s->inflight_cap * 2 : 4;
-        if (s->inflight_cap > b->cfg->max_inflight)
-            s->inflight_cap = b->cfg->max_inflight;
+        if (s->inflight_cap > l->cfg->max_inflight)
+            s->inflight_cap = l->cfg->max_inflight;
         if (s->inflight_cap <= s->ninflight) /* restored beyond a smaller window */
             s->inflight_cap = s->ninflight + 1;
         s->inflight = mem_realloc(s->inflight, s->inflight_cap * sizeof *s->inflight);
@@ -186,28 +188,30 @@ static struct inflight *session_inflight_add(struct broker *b, struct session *s
     return &s->inflight[s->ninflight++];
 }
 
-static void session_send_inflight(struct broker *b, struct session *s, struct msg *m,
+static void session_send_inflight(struct broker_loop *l, struct session *s, struct msg *m,
                                   const struct delivery *d)
 {
+    struct broker *b = l->b;
     uint16_t packet_id = session_next_packet_id(s);
-    if (!session_write(b, s->conn, m, d, packet_id, false)) {
+    if (!session_write(l, s->conn, m, d, packet_id, false)) {
         persist_entry_del(b, d, false);
         return;
     }
-    struct inflight *f = session_inflight_add(b, s);
+    struct inflight *f = session_inflight_add(l, s);
     f->msg = msg_ref(m);
     session_keep(&f->d, d);
     f->d.entry = persist_out(b, s, m, d, PLOG_PUBLISH_SENT, packet_id);
     f->packet_id = packet_id;
     f->state = d->qos == 1 ? WAIT_PUBACK : WAIT_PUBREC;
-    b->stats.msgs_out++;
+    l->stats.msgs_out++;
 }
 
-static void session_enqueue(struct broker *b, struct session *s, struct msg *m,
+static void session_enqueue(struct broker_loop *l, struct session *s, struct msg *m,
                             const struct delivery *d)
 {
-    if (s->qlen >= b->cfg->max_queued) {
-        session_drop(b, s, &b->stats.dropped_queue_full, "max-queued-messages reached");
+    struct broker *b = l->b;
+    if (s->qlen >= l->cfg->max_queued) {
+        session_drop(l, s, &l->stats.dropped_queue_full, "max-queued-messages reached");
         return;
     }
     if (s->qlen == s->qcap) {
@@ -227,14 +231,14 @@ static void session_enqueue(struct broker *b, struct session *s, struct msg *m,
         e->d.entry = persist_out(b, s, m, d, PLOG_QUEUED, 0);
 }
 
-void session_restore(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
-                     uint8_t state, uint16_t packet_id)
+void session_restore(struct broker_loop *l, struct session *s, struct msg *m,
+                     const struct delivery *d, uint8_t state, uint16_t packet_id)
 {
-    if (state == PLOG_QUEUED || (state == PLOG_PUBLISH_SENT && s->ninflight >= b->cfg->max_inflight)) {
-        session_enqueue(b, s, m, d);
+    if (state == PLOG_QUEUED || (state == PLOG_PUBLISH_SENT && s->ninflight >= l->cfg->max_inflight)) {
+        session_enqueue(l, s, m, d);
         return;
     }
-    struct inflight *f = session_inflight_add(b, s);
+    struct inflight *f = session_inflight_add(l, s);
     session_keep(&f->d, d);
     f->packet_id = packet_id;
     if (state == PLOG_PUBREL_SENT) {
@@ -247,21 +251,22 @@ void session_restore(struct broker *b, struct session *s, struct msg *m, const s
 }
 
 /* Moves queued messages into the inflight window while it has room. */
-static void session_pump(struct broker *b, struct session *s)
+static void session_pump(struct broker_loop *l, struct session *s)
 {
-    uint64_t now = s->qlen ? ev_now(b->loop) : 0;
-    while (s->conn && s->qlen > 0 && s->ninflight < session_window(b, s)) {
+    struct broker *b = l->b;
+    uint64_t now = s->qlen ? ev_now(l->ev) : 0;
+    while (s->conn && s->qlen > 0 && s->ninflight < session_window(l, s)) {
         struct queued e = s->queue[s->qhead];
         s->qhead = (s->qhead + 1) % s->qcap;
         s->qlen--;
         if (e.msg->expires_ms && msg_expired(e.msg, now)) {
-            b->stats.dropped_expired++; /* [MQTT-3.3.2-5] */
+            l->stats.dropped_expired++; /* [MQTT-3.3.2-5] */
             persist_entry_del(b, &e.d, false);
         } else if (e.d.qos == 0) {
-            session_send_qos0(b, s->conn, e.msg, &e.d);
+            session_send_qos0(l, s->conn, e.msg, &e.d);
             persist_entry_del(b, &e.d, false); /* sent: QoS 0 waits for nothing */
         } else
-            session_send_inflight(b, s, e.msg, &e.d);
+            session_send_inflight(l, s, e.msg, &e.d);
         msg_unref(e.msg);
         session_let_go(&e.d);
     }
@@ -271,7 +276,7 @@ static void session_pump(struct broker *b, struct session *s)
         s->qcap = s->qhead = 0;
     }
     if (session_holds_up(s))
-        session_release_publishers(b, s, false);
+        session_release_publishers(l, s, false);
 }
 
 /* ---- back-pressure ------------------------------------------------------- */
@@ -281,14 +286,15 @@ static bool session_above(const struct session *s, size_t out, uint32_t queued)
     return outq_pending(&s->conn->out) >= out || s->qlen >= queued;
 }
 
-static void session_push_back(struct broker *b, struct session *s, struct conn *p)
+static void session_push_back(struct broker_loop *l, struct session *s, struct conn *p)
 {
+    struct broker *b = l->b;
     /* Waits form chains, never cycles; and a subscriber that is itself a
      * waiting publisher is behind because we stopped reading it. */
     if (!p || p->session == s || s->slow_consumer || s->conn->blocked_on ||
         !session_above(s, b->out_high, b->queue_high))
         return;
-    uint64_t now = ev_now(b->loop);
+    uint64_t now = ev_now(l->ev);
     if (!s->congested_ms)
         s->congested_ms = now;
     /* A publisher closed while its packet was handled has nothing left to
@@ -297,14 +303,14 @@ static void session_push_back(struct broker *b, struct session *s, struct conn *
         return;
     p->blocked_on = s;
     p->blocked_since_ms = now;
-    if (session_grace_spent(p, now) && !ev_timer_active(&b->stall))
-        ev_timer_start(b->loop, &b->stall, BROKER_STALL_MS, 0);
+    if (session_grace_spent(p, now) && !ev_timer_active(&l->stall))
+        ev_timer_start(l->ev, &l->stall, BROKER_STALL_MS, 0);
     p->wait_prev = NULL;
     p->wait_next = s->waiters;
     if (s->waiters)
         s->waiters->wait_prev = p;
     s->waiters = p;
-    b->stats.publisher_waits++;
+    l->stats.publisher_waits++;
 }
 
 void session_forget_publisher(struct conn *c)
@@ -322,8 +328,9 @@ void session_forget_publisher(struct conn *c)
     c->wait_prev = c->wait_next = NULL;
 }
 
-void session_release_publishers(struct broker *b, struct session *s, bool unconditionally)
+void session_release_publishers(struct broker_loop *l, struct session *s, bool unconditionally)
 {
+    struct broker *b = l->b;
     if (!unconditionally && s->conn && session_above(s, b->out_low + 1, b->queue_low + 1))
         return;
     if (!unconditionally)
@@ -332,7 +339,7 @@ void session_release_publishers(struct broker *b, struct session *s, bool uncond
     while (s->waiters) {
         struct conn *p = s->waiters;
         session_forget_publisher(p);
-        conn_read_later(b, p);
+        conn_read_later(l, p);
     }
 }
 
@@ -341,52 +348,53 @@ bool session_grace_spent(const struct conn *p, uint64_t now)
     return p->grace_spent_ms && now - p->grace_spent_ms < BROKER_GRACE_RENEW_MS;
 }
 
-void session_flag_slow(struct broker *b, struct session *s)
+void session_flag_slow(struct broker_loop *l, struct session *s)
 {
-    uint64_t now = ev_now(b->loop);
+    uint64_t now = ev_now(l->ev);
     s->slow_consumer = true;
-    b->stats.slow_consumers++;
+    l->stats.slow_consumers++;
     log_warn("client %s is a slow consumer: publishers no longer wait for it, messages to it are "
              "dropped at its limits",
              s->client_id);
     for (struct conn *p = s->waiters; p; p = p->wait_next)
         p->grace_spent_ms = now;
-    session_release_publishers(b, s, true);
+    session_release_publishers(l, s, true);
 }
 
-void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
-                     struct conn *publisher)
+void session_deliver(struct broker_loop *l, struct session *s, struct msg *m,
+                     const struct delivery *d, struct conn *publisher)
 {
     struct conn *c = s->conn;
-    if (m->expires_ms && msg_expired(m, ev_now(b->loop))) {
-        b->stats.dropped_expired++;
+    if (m->expires_ms && msg_expired(m, ev_now(l->ev))) {
+        l->stats.dropped_expired++;
         return;
     }
     if (d->qos == 0) {
         if (c) {
-            if (outq_pending(&c->out) < b->cfg->max_output)
-                session_send_qos0(b, c, m, d);
+            if (outq_pending(&c->out) < l->cfg->max_output)
+                session_send_qos0(l, c, m, d);
             else
-                session_drop(b, s, &b->stats.dropped_output_full, "max-output-bytes reached");
-            session_push_back(b, s, publisher);
-        } else if (b->cfg->queue_qos0) {
-            session_enqueue(b, s, m, d);
+                session_drop(l, s, &l->stats.dropped_output_full, "max-output-bytes reached");
+            session_push_back(l, s, publisher);
+        } else if (l->cfg->queue_qos0) {
+            session_enqueue(l, s, m, d);
         } else {
-            b->stats.dropped_offline_qos0++;
+            l->stats.dropped_offline_qos0++;
         }
         return;
     }
-    if (c && s->qlen == 0 && s->ninflight < session_window(b, s))
-        session_send_inflight(b, s, m, d);
+    if (c && s->qlen == 0 && s->ninflight < session_window(l, s))
+        session_send_inflight(l, s, m, d);
     else
-        session_enqueue(b, s, m, d);
+        session_enqueue(l, s, m, d);
     if (c)
-        session_push_back(b, s, publisher);
+        session_push_back(l, s, publisher);
 }
 
 /* Drops inflight entry i (acknowledged, or never to be sent). */
-static void session_inflight_remove(struct broker *b, struct session *s, uint32_t i)
+static void session_inflight_remove(struct broker_loop *l, struct session *s, uint32_t i)
 {
+    struct broker *b = l->b;
     struct inflight *f = &s->inflight[i];
     persist_entry_del(b, &f->d, f->state == WAIT_PUBCOMP);
     if (f->msg)
@@ -401,7 +409,7 @@ static void session_inflight_remove(struct broker *b, struct session *s, uint32_
     }
 }
 
-void session_resume(struct broker *b, struct session *s)
+void session_resume(struct broker_loop *l, struct session *s)
 {
     struct conn *c = s->conn;
     uint32_t i = 0;
@@ -409,25 +417,26 @@ void session_resume(struct broker *b, struct session *s)
         struct inflight *f = &s->inflight[i];
         if (f->state == WAIT_PUBCOMP) {
             mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), MQTT_PUBREL, f->packet_id);
-        } else if (!session_write(b, c, f->msg, &f->d, f->packet_id, true)) {
-            session_inflight_remove(b, s, i);
+        } else if (!session_write(l, c, f->msg, &f->d, f->packet_id, true)) {
+            session_inflight_remove(l, s, i);
             continue;
         }
         i++;
     }
-    conn_mark_dirty(b, c);
-    session_pump(b, s);
+    conn_mark_dirty(l, c);
+    session_pump(l, s);
 }
 
-void session_hand_off(struct broker *b, struct session *s, session_hand_off_fn fn, void *ctx)
+void session_hand_off(struct broker_loop *l, struct session *s, session_hand_off_fn fn, void *ctx)
 {
+    struct broker *b = l->b;
     uint32_t i = 0;
     while (i < s->ninflight) {
         struct inflight *f = &s->inflight[i];
         struct delivery d = f->d;
         d.entry = 0; /* the other member's copy is its own */
         if (d.shared && f->state != WAIT_PUBCOMP && fn(ctx, s, f->msg, &d))
-            session_inflight_remove(b, s, i);
+            session_inflight_remove(l, s, i);
         else
             i++;
     }
@@ -446,10 +455,11 @@ void session_hand_off(struct broker *b, struct session *s, session_hand_off_fn f
     s->qlen = kept;
 }
 
-void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id,
+void session_acked(struct broker_loop *l, struct session *s, uint8_t type, uint16_t packet_id,
                    uint8_t reason)
 {
-    s->progress_ms = ev_now(b->loop);
+    struct broker *b = l->b;
+    s->progress_ms = ev_now(l->ev);
     uint32_t i = 0;
     while (i < s->ninflight && s->inflight[i].packet_id != packet_id)
         i++;
@@ -461,8 +471,8 @@ void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t p
             return;
         if (reason >= 0x80) {
             /* MQTT 5: the receiver refused it; the flow ends here (4.3.3). */
-            session_inflight_remove(b, s, i);
-            session_pump(b, s);
+            session_inflight_remove(l, s, i);
+            session_pump(l, s);
             return;
         }
         if (f->msg) {
@@ -472,14 +482,14 @@ void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t p
         f->state = WAIT_PUBCOMP;
         persist_pubrel_sent(b, &f->d, packet_id);
         mqtt_encode_ack(outq_reserve(&s->conn->out, MQTT_ACK_LEN), MQTT_PUBREL, packet_id);
-        conn_mark_dirty(b, s->conn);
+        conn_mark_dirty(l, s->conn);
         return;
     }
     if ((type == MQTT_PUBACK) != (f->state == WAIT_PUBACK) ||
         (type == MQTT_PUBCOMP && f->state != WAIT_PUBCOMP))
         return;
-    session_inflight_remove(b, s, i);
-    session_pump(b, s);
+    session_inflight_remove(l, s, i);
+    session_pump(l, s);
 }
 
 /* ---- received QoS 2 ------------------------------------------------------ */

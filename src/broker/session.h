@@ -22,6 +22,7 @@
 
 struct acl_client;
 struct broker;
+struct broker_loop;
 struct conn;
 struct msg;
 
@@ -124,25 +125,25 @@ void session_free(struct session *s);
  * or drops it (counted) when that is full or the message expired.
  * publisher is the connection whose PUBLISH m is, or NULL (see
  * back-pressure below). */
-void session_deliver(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
-                     struct conn *publisher);
+void session_deliver(struct broker_loop *l, struct session *s, struct msg *m,
+                     const struct delivery *d, struct conn *publisher);
 /* For router_hand_off: offers fn each message s holds (in flight before its
  * PUBREC, or queued) that came through a shared subscription, as a copy
  * without its log entry; a message fn took (returning true) is dropped from
  * s. */
 typedef bool (*session_hand_off_fn)(void *ctx, struct session *s, struct msg *m,
                                     const struct delivery *d);
-void session_hand_off(struct broker *b, struct session *s, session_hand_off_fn fn, void *ctx);
+void session_hand_off(struct broker_loop *l, struct session *s, session_hand_off_fn fn, void *ctx);
 /* After CONNACK on a resumed session: resend the inflight window with DUP
  * and fill it from the queue. */
-void session_resume(struct broker *b, struct session *s);
+void session_resume(struct broker_loop *l, struct session *s);
 /* persist_load.c, at start: puts back a copy of m that was queued or in
  * flight in state (enum plog_state) with packet_id. */
-void session_restore(struct broker *b, struct session *s, struct msg *m, const struct delivery *d,
-                     uint8_t state, uint16_t packet_id);
+void session_restore(struct broker_loop *l, struct session *s, struct msg *m,
+                     const struct delivery *d, uint8_t state, uint16_t packet_id);
 /* Acknowledgement flows for messages the broker sent; reason is the MQTT 5
  * reason code (0 from MQTT 3.1.1). */
-void session_acked(struct broker *b, struct session *s, uint8_t type, uint16_t packet_id,
+void session_acked(struct broker_loop *l, struct session *s, uint8_t type, uint16_t packet_id,
                    uint8_t reason);
 
 /* Received QoS 2 ids: returns 1 if id was already waiting for PUBREL, 0
@@ -186,7 +187,7 @@ bool session_has_sub(const struct session *s, const uint8_t *filter, size_t len)
 /* Resumes s's waiting publishers (and forgives a slow consumer) if s
  * drained below the low watermarks; or resumes them unconditionally (the
  * session went offline, ended, or is too slow). */
-void session_release_publishers(struct broker *b, struct session *s, bool unconditionally);
+void session_release_publishers(struct broker_loop *l, struct session *s, bool unconditionally);
 /* Whether s keeps publishers waiting, is congested or flagged, and so
  * wants session_release_publishers when it drains. */
 static inline bool session_holds_up(const struct session *s)
@@ -195,7 +196,7 @@ static inline bool session_holds_up(const struct session *s)
 }
 /* Flags s a slow consumer (logged) and resumes its publishers, whose grace
  * is then spent. */
-void session_flag_slow(struct broker *b, struct session *s);
+void session_flag_slow(struct broker_loop *l, struct session *s);
 /* Whether publisher p spent its grace within BROKER_GRACE_RENEW_MS. */
 bool session_grace_spent(const struct conn *p, uint64_t now);
 /* Takes a closing connection off the wait list it is on. */

@@ -47,14 +47,14 @@ static void timers_remove(struct broker *b, struct session *s)
     s->on_timers = false;
 }
 
-static void session_publish_will(struct broker *b, struct msg *will)
+static void session_publish_will(struct broker_loop *l, struct msg *will)
 {
     /* Its Message Expiry Interval runs from now (3.1.3.2.4): until now
      * expires_ms held the interval alone. */
     if (will->expires_ms)
-        will->expires_ms += ev_now(b->loop);
-    b->stats.msgs_in++;
-    router_publish(b, will);
+        will->expires_ms += ev_now(l->ev);
+    l->stats.msgs_in++;
+    router_publish(l, will);
     msg_unref(will);
 }
 
@@ -65,12 +65,13 @@ void session_owe_will(struct broker *b, struct session *s, struct msg *will, uin
     timers_add(b, s);
 }
 
-void session_destroy(struct broker *b, struct session *s)
+void session_destroy(struct broker_loop *l, struct session *s)
 {
+    struct broker *b = l->b;
     struct msg *will = s->will;
     persist_session_del(b, s);
     timers_remove(b, s);
-    session_release_publishers(b, s, true);
+    session_release_publishers(l, s, true);
     for (uint32_t i = 0; i < s->nsubs; i++)
         router_unsubscribe(b, s, s->subs[i].filter, s->subs[i].len);
     hmap_del(&b->sessions, s->client_id, s->client_id_len);
@@ -79,22 +80,24 @@ void session_destroy(struct broker *b, struct session *s)
     /* A will whose delay outlasted the session goes when the session ends
      * [MQTT-3.1.3-9]; last, so that it cannot reach the session itself. */
     if (will)
-        session_publish_will(b, will);
+        session_publish_will(l, will);
 }
 
-void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s)
+void session_detach(struct broker_loop *l, struct session *s, struct msg *will,
+                    uint32_t will_delay_s)
 {
+    struct broker *b = l->b;
     s->conn = NULL;
-    router_hand_off(b, s);
+    router_hand_off(l, s);
     if (s->expiry_s == 0) {
         s->will = will;
-        session_destroy(b, s);
+        session_destroy(l, s);
         return;
     }
-    session_release_publishers(b, s, true);
-    uint64_t now = ev_now(b->loop);
+    session_release_publishers(l, s, true);
+    uint64_t now = ev_now(l->ev);
     if (will && will_delay_s == 0 && !b->defer_wills)
-        session_publish_will(b, will);
+        session_publish_will(l, will);
     else if (will)
         session_owe_will(b, s, will, now + (uint64_t)will_delay_s * 1000);
     if (s->expiry_s != SESSION_NEVER)
@@ -117,9 +120,10 @@ void session_attach(struct broker *b, struct session *s, struct conn *c)
     s->v31 = c->v31;
 }
 
-void session_sweep(struct broker *b)
+void session_sweep(struct broker_loop *l)
 {
-    uint64_t now = ev_now(b->loop);
+    struct broker *b = l->b;
+    uint64_t now = ev_now(l->ev);
     struct session *next;
     for (struct session *s = b->timers; s; s = next) {
         next = s->timer_next;
@@ -127,11 +131,11 @@ void session_sweep(struct broker *b)
         if (will_due) {
             struct msg *will = s->will;
             s->will = NULL;
-            session_publish_will(b, will);
+            session_publish_will(l, will);
         }
         if (s->expiry_s != SESSION_NEVER && now >= s->expires_ms) {
             log_debug("client %s: session expired", s->client_id);
-            session_destroy(b, s);
+            session_destroy(l, s);
             continue;
         }
         if (will_due)

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 struct broker;
+struct broker_loop;
 struct conn;
 struct msg;
 struct session;
@@ -20,13 +21,14 @@ struct session;
 struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len);
 /* Removes the session's subscriptions, drops its messages, publishes a
  * will it still owes and frees it. */
-void session_destroy(struct broker *b, struct session *s);
+void session_destroy(struct broker_loop *l, struct session *s);
 /* The session's connection ended: its shared messages go to other members
  * (router_hand_off), then it ends (expiry 0), or stays with its timers
  * (session expiry, will delay) started. will is the connection's will to
  * publish (owned), or NULL; with b->defer_wills even one without a delay
  * waits on the timers. */
-void session_detach(struct broker *b, struct session *s, struct msg *will, uint32_t will_delay_s);
+void session_detach(struct broker_loop *l, struct session *s, struct msg *will,
+                    uint32_t will_delay_s);
 /* The offline session s owes will (owned) at loop time will_ms, which may
  * have passed: session_sweep publishes it then. A will's expires_ms holds
  * its Message Expiry Interval alone (msg_new with now_ms 0) until it is
@@ -36,6 +38,6 @@ void session_owe_will(struct broker *b, struct session *s, struct msg *will, uin
  * is dropped, [MQTT-3.1.3-9]). */
 void session_attach(struct broker *b, struct session *s, struct conn *c);
 /* Periodic: publishes delayed wills and ends expired sessions. */
-void session_sweep(struct broker *b);
+void session_sweep(struct broker_loop *l);
 
 #endif

@@ -6,7 +6,8 @@
 #define SHOOTOUT_SYS_TREE_H
 
 struct broker;
+struct broker_loop;
 
-void sys_tree_publish(struct broker *b);
+void sys_tree_publish(struct broker_loop *l);
 
 #endif

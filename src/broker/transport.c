@@ -139,9 +139,9 @@ void transport_teardown(struct broker *b)
 
 /* ---- connections ---- */
 
-int transport_attach(struct broker *b, struct conn *c, unsigned listener)
+int transport_attach(struct broker_loop *lp, struct conn *c, unsigned listener)
 {
-    struct transport_listeners *ls = b->transports;
+    struct transport_listeners *ls = lp->b->transports;
     if (!ls)
         return 0;
     const struct transport_listener *l = &ls->v[listener < ls->n ? listener : 0];
@@ -230,7 +230,7 @@ static ssize_t tp_lower_writev(struct transport *t, int fd, const struct iovec *
     return w > 0 ? w : tp_tls_failed(t, (int)w);
 }
 
-static int tp_handshake(struct broker *b, struct conn *c)
+static int tp_handshake(struct broker_loop *l, struct conn *c)
 {
     struct transport *t = c->tp;
     int r = tls_handshake(t->tls);
@@ -254,35 +254,35 @@ static int tp_handshake(struct broker *b, struct conn *c)
 }
 
 /* Queues our own bytes and tries to send them at once. */
-static void tp_send_ctl(struct broker *b, struct conn *c, const void *data, size_t len)
+static void tp_send_ctl(struct broker_loop *l, struct conn *c, const void *data, size_t len)
 {
     outq_copy(&c->tp->ctl, data, len);
-    conn_mark_dirty(b, c);
+    conn_mark_dirty(l, c);
 }
 
 /* Fails the connection after sending what it owes the peer (a refusal,
  * a close frame) as far as the socket takes it now. */
-static ssize_t tp_fail(struct broker *b, struct conn *c, const char *why)
+static ssize_t tp_fail(struct broker_loop *l, struct conn *c, const char *why)
 {
-    transport_flush(b, c);
+    transport_flush(l, c);
     c->tp->error = why;
     errno = EPROTO;
     return -1;
 }
 
 /* Answers one control frame; returns false after a close frame. */
-static bool tp_ws_control(struct broker *b, struct conn *c)
+static bool tp_ws_control(struct broker_loop *l, struct conn *c)
 {
     struct transport *t = c->tp;
     uint8_t hdr[WS_HEADER_MAX];
     switch (t->dec.control_op) {
     case WS_OP_PING:
-        tp_send_ctl(b, c, hdr, ws_frame_header(hdr, WS_OP_PONG, t->dec.control_len));
-        tp_send_ctl(b, c, t->dec.control, t->dec.control_len);
+        tp_send_ctl(l, c, hdr, ws_frame_header(hdr, WS_OP_PONG, t->dec.control_len));
+        tp_send_ctl(l, c, t->dec.control, t->dec.control_len);
         return true;
     case WS_OP_CLOSE: {
         uint16_t code = ws_close_code(&t->dec);
-        tp_send_ctl(b, c, hdr, ws_close_frame(hdr, code == 1005 ? 1000 : code));
+        tp_send_ctl(l, c, hdr, ws_close_frame(hdr, code == 1005 ? 1000 : code));
         t->ws_closed = true;
         return false;
     }
@@ -293,7 +293,7 @@ static bool tp_ws_control(struct broker *b, struct conn *c)
 
 /* Decodes buf[0..len) in place; returns the MQTT bytes now at buf's start,
  * or -1 with errno on a protocol error. */
-static ssize_t tp_ws_decode(struct broker *b, struct conn *c, uint8_t *buf, size_t len)
+static ssize_t tp_ws_decode(struct broker_loop *l, struct conn *c, uint8_t *buf, size_t len)
 {
     struct transport *t = c->tp;
     size_t off = 0, out = 0;
@@ -304,18 +304,18 @@ static ssize_t tp_ws_decode(struct broker *b, struct conn *c, uint8_t *buf, size
         off += used;
         if (r < 0) {
             uint8_t frame[4];
-            tp_send_ctl(b, c, frame, ws_close_frame(frame, ws_error_close_code(r)));
-            return tp_fail(b, c, ws_strerror(r));
+            tp_send_ctl(l, c, frame, ws_close_frame(frame, ws_error_close_code(r)));
+            return tp_fail(l, c, ws_strerror(r));
         }
-        if (r == WS_DECODE_CONTROL && !tp_ws_control(b, c))
-            transport_flush(b, c);
+        if (r == WS_DECODE_CONTROL && !tp_ws_control(l, c))
+            transport_flush(l, c);
     }
     return (ssize_t)out;
 }
 
 /* Reads the upgrade request and answers it. Returns how many bytes that
  * followed the head it left in buf, or -1 with errno. */
-static ssize_t tp_upgrade(struct broker *b, struct conn *c, uint8_t *buf, size_t cap)
+static ssize_t tp_upgrade(struct broker_loop *l, struct conn *c, uint8_t *buf, size_t cap)
 {
     struct transport *t = c->tp;
     if (!t->head)
@@ -338,11 +338,11 @@ static ssize_t tp_upgrade(struct broker *b, struct conn *c, uint8_t *buf, size_t
     int err = r <= 0 ? WS_UPGRADE_E_HTTP : ws_upgrade_check(&req, headers, req.num_headers, &u);
     if (err < 0) {
         const char *refusal = ws_upgrade_refusal(err);
-        tp_send_ctl(b, c, refusal, strlen(refusal));
-        return tp_fail(b, c, r <= 0 ? "bad HTTP request" : ws_strerror(err));
+        tp_send_ctl(l, c, refusal, strlen(refusal));
+        return tp_fail(l, c, r <= 0 ? "bad HTTP request" : ws_strerror(err));
     }
     char answer[WS_UPGRADE_RESPONSE_MAX];
-    tp_send_ctl(b, c, answer, ws_upgrade_response(&u, answer, sizeof answer));
+    tp_send_ctl(l, c, answer, ws_upgrade_response(&u, answer, sizeof answer));
     t->state = TP_OPEN;
     /* A client may send frames right behind its request. */
     size_t rest = t->head_len - (size_t)r;
@@ -353,10 +353,10 @@ static ssize_t tp_upgrade(struct broker *b, struct conn *c, uint8_t *buf, size_t
     return (ssize_t)rest;
 }
 
-ssize_t transport_read(struct broker *b, struct conn *c, void *buf, size_t cap)
+ssize_t transport_read(struct broker_loop *l, struct conn *c, void *buf, size_t cap)
 {
     struct transport *t = c->tp;
-    if (t->state == TP_HANDSHAKE && tp_handshake(b, c) < 0)
+    if (t->state == TP_HANDSHAKE && tp_handshake(l, c) < 0)
         return -1;
     if (!t->ws)
         return tp_lower_read(t, c->io.fd, buf, cap);
@@ -367,7 +367,7 @@ ssize_t transport_read(struct broker *b, struct conn *c, void *buf, size_t cap)
             return 0;
         ssize_t n;
         if (t->state == TP_UPGRADE) {
-            n = tp_upgrade(b, c, buf, cap);
+            n = tp_upgrade(l, c, buf, cap);
             if (n < 0)
                 return n;
         } else {
@@ -375,13 +375,13 @@ ssize_t transport_read(struct broker *b, struct conn *c, void *buf, size_t cap)
             if (n <= 0)
                 return n;
         }
-        n = tp_ws_decode(b, c, buf, (size_t)n);
+        n = tp_ws_decode(l, c, buf, (size_t)n);
         if (n != 0 || t->ws_closed)
             return n;
     }
 }
 
-int transport_flush(struct broker *b, struct conn *c)
+int transport_flush(struct broker_loop *l, struct conn *c)
 {
     struct transport *t = c->tp;
     for (;;) {

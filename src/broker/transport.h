@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 struct broker;
+struct broker_loop;
 struct conn;
 
 /* Checks every listener's settings and builds its TLS context. Returns 0,
@@ -35,14 +36,14 @@ void transport_teardown(struct broker *b);
 /* Gives a connection accepted on listener (an index into the listeners)
  * the transport that listener wants (none for plain MQTT). Returns -1 if
  * out of resources. */
-int transport_attach(struct broker *b, struct conn *c, unsigned listener);
+int transport_attach(struct broker_loop *l, struct conn *c, unsigned listener);
 
 /* read()'s contract: bytes of the MQTT stream (> 0), 0 when the peer closed,
  * or -1 with errno: EAGAIN when nothing more can be read now, otherwise the
  * connection failed (transport_error says why). */
-ssize_t transport_read(struct broker *b, struct conn *c, void *buf, size_t cap);
+ssize_t transport_read(struct broker_loop *l, struct conn *c, void *buf, size_t cap);
 /* outq_flush's contract for c->out (and the transport's own output). */
-int transport_flush(struct broker *b, struct conn *c);
+int transport_flush(struct broker_loop *l, struct conn *c);
 const char *transport_error(const struct conn *c);
 /* Before the socket is closed. */
 void transport_free(struct conn *c);

@@ -32,8 +32,9 @@ static const char usage_main[] =
     "benchmarks.\n"
     "\n"
     "commands:\n"
-    "  run        the main job: races our MQTT broker against Mosquitto with the\n"
-    "             article's loadtest and pingtest and prints the tables\n"
+    "  run        the main job: races our MQTT broker, car-server and a2b-server\n"
+    "             against the articles' other implementations and prints the tables\n"
+    "  peers      the contenders `run` races ours against, and which are installed\n"
     "  broker     MQTT 3.1, 3.1.1 and 5.0 broker\n"
     "  car-server the Car service of the gRPC-vs-REST article over REST and gRPC\n"
     "  a2b-server the a2b transfer-booking service of the Gatling article (HTTP/1.1,\n"
@@ -536,6 +537,8 @@ int main(int argc, char **argv)
         return cmd_merge(argc - 1, argv + 1);
     if (!strcmp(cmd, "run"))
         return shootout_run_main(argc, argv, SHOOTOUT_VERSION);
+    if (!strcmp(cmd, "peers"))
+        return shootout_peers_main(argc, argv);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("shootout %s\n", SHOOTOUT_VERSION);
         return 0;

@@ -262,6 +262,8 @@ static void json_row(struct json *j, const struct result_row *r)
     json_kstr(j, "name", r->name);
     json_kstr(j, "experiment", r->experiment);
     json_kstr(j, "target", r->target);
+    if (r->target_version)
+        json_kstr(j, "target_version", r->target_version);
     json_kstr(j, "run_type", r->aggregate_name ? "aggregate" : "iteration");
     if (r->aggregate_name)
         json_kstr(j, "aggregate_name", r->aggregate_name);
@@ -391,6 +393,8 @@ int result_write_json(const char *path, const struct result_context *ctx,
     json_kstr(&j, "cpu_model", ctx->cpu_model);
     json_kstr(&j, "command_line", ctx->command_line);
     json_kstr(&j, "build_type", ctx->build_type);
+    if (ctx->extra_json)
+        ctx->extra_json(&j, ctx->extra_arg);
     json_object_end(&j);
     json_key(&j, "benchmarks");
     json_array_begin(&j);

@@ -78,6 +78,7 @@ struct result_row {
     char name[128];         /* "mqtt-load/mosquitto/1000c" */
     const char *experiment; /* static: "mqtt-load" */
     char target[80];        /* what was measured: a label or host:port */
+    const char *target_version; /* what it says it is ("Mosquitto 2.0.11"), NULL: unknown */
     /* NULL for an iteration row; "mean", "median" or "stddev" for an
      * aggregate over the iterations. */
     const char *aggregate_name;
@@ -146,6 +147,10 @@ struct result_context {
     char *command_line; /* owned */
     const char *version;
     const char *build_type;
+    /* More of the context (shootout run's contenders), written by
+     * extra_json into the context object; NULL for none. */
+    void (*extra_json)(struct json *j, const void *extra_arg);
+    const void *extra_arg;
 };
 
 /* Rows gathered over several experiments, for one JSON document. */

@@ -20,11 +20,13 @@
 
 #include "core/clock.h"
 #include "core/net.h"
+#include "load/bench.h"
 
 #define CHILD_START_TIMEOUT_NS 10000000000ull
 #define CHILD_STOP_TIMEOUT_NS 10000000000ull
 
-/* The running children's pids, for the signal handler. */
+/* The running children's pids, for the signal handler; negative: a
+ * process group. */
 _Static_assert(sizeof(pid_t) <= sizeof(sig_atomic_t), "a pid must fit a sig_atomic_t");
 static volatile sig_atomic_t child_pids[CHILD_MAX];
 
@@ -33,7 +35,7 @@ static volatile sig_atomic_t child_pids[CHILD_MAX];
 static void child_on_signal(int sig)
 {
     for (int i = 0; i < CHILD_MAX; i++)
-        if (child_pids[i] > 0)
+        if (child_pids[i] != 0)
             kill((pid_t)child_pids[i], SIGTERM);
     signal(sig, SIG_DFL);
     raise(sig);
@@ -69,6 +71,8 @@ void child_free(struct child *c)
 /* Forgets c's process: it has been reaped. */
 static void child_gone(struct child *c)
 {
+    if (c->group && c->pid)
+        kill(-c->pid, SIGKILL); /* a straggler the leader left behind (ESRCH: none) */
     c->pid = 0;
     if (c->slot >= 0)
         child_pids[c->slot] = 0;
@@ -85,7 +89,7 @@ int child_spawn(struct child *c, char *const argv[], int keep_fd, char *err, siz
         }
     }
     int slot = 0;
-    while (slot < CHILD_MAX && child_pids[slot] > 0)
+    while (slot < CHILD_MAX && child_pids[slot] != 0)
         slot++;
     if (slot == CHILD_MAX) {
         snprintf(err, len, "more than %d children at once", CHILD_MAX);
@@ -98,11 +102,15 @@ int child_spawn(struct child *c, char *const argv[], int keep_fd, char *err, siz
         return -1;
     }
     if (pid > 0) {
+        if (c->group)
+            setpgid(pid, pid); /* as the child does: whichever runs first */
         c->pid = pid;
         c->slot = slot;
-        child_pids[slot] = pid;
+        child_pids[slot] = c->group ? -pid : pid;
         return 0;
     }
+    if (c->group)
+        setpgid(0, 0);
     /* The child dies with us however we end, SIGKILL included; the check
      * covers a parent that died before the prctl. */
     if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
@@ -172,6 +180,16 @@ bool child_alive(struct child *c)
     return false;
 }
 
+bool child_alive_after_failure(struct child *c)
+{
+    for (int i = 0; i < 100; i++) {
+        if (!child_alive(c))
+            return false;
+        sleep_ms(10);
+    }
+    return true;
+}
+
 int child_wait_exit(struct child *c, uint64_t timeout_ns)
 {
     if (!c->pid)
@@ -191,13 +209,14 @@ int child_stop(struct child *c)
 {
     if (!child_alive(c))
         return -1;
-    kill(c->pid, SIGTERM);
+    pid_t pid = c->pid, whom = c->group ? -pid : pid;
+    kill(whom, SIGTERM);
     int status = child_wait_exit(c, CHILD_STOP_TIMEOUT_NS);
     if (status < 0) {
         fprintf(stderr, "shootout run: %s (pid %d) did not stop within %llu s of SIGTERM: killing it\n",
-                c->name, (int)c->pid, CHILD_STOP_TIMEOUT_NS / 1000000000ull);
-        kill(c->pid, SIGKILL);
-        waitpid(c->pid, &status, 0);
+                c->name, (int)pid, CHILD_STOP_TIMEOUT_NS / 1000000000ull);
+        kill(whom, SIGKILL);
+        waitpid(pid, &status, 0);
         child_gone(c);
     }
     return status;
@@ -254,12 +273,12 @@ int child_finish(struct child *c, bool must_exit_0, FILE *out)
     return 0;
 }
 
-int child_finish_all(struct child *cs, int n, FILE *out)
+int child_end_ours(struct child *c, bool ok, FILE *out)
 {
-    int rc = 0;
-    for (int i = 0; i < n; i++)
-        if (child_finish(&cs[i], i == 0, out) < 0)
-            rc = -1;
+    int rc = child_finish(c, true, out) < 0 || c->lost ? BENCH_EXIT_RUNTIME
+             : ok                                      ? BENCH_EXIT_OK
+                                                       : BENCH_EXIT_MISSED;
+    child_free(c);
     return rc;
 }
 
@@ -335,21 +354,6 @@ int child_wait_line(struct child *c, const char *needle, char *line, size_t len,
     }
 }
 
-bool child_find_program(const char *name, const char *fallback, char *path, size_t len)
-{
-    for (const char *p = getenv("PATH"); p && *p;) {
-        size_t n = strcspn(p, ":");
-        if (n > 0) {
-            snprintf(path, len, "%.*s/%s", (int)n, p, name);
-            if (access(path, X_OK) == 0)
-                return true;
-        }
-        p += n + (p[n] == ':');
-    }
-    snprintf(path, len, "%s", fallback);
-    return access(path, X_OK) == 0;
-}
-
 int child_free_port(char *err, size_t len)
 {
     int fd = net_listen(CHILD_HOST, 0, 1, 0, err, len);
@@ -367,23 +371,28 @@ static bool wait_fd(int fd, short events, int ms)
     return poll(&pfd, 1, ms) == 1;
 }
 
-/* One GET with Connection: close; true on a 200 answer. */
-static bool ready_once(const char *host, int port, const char *path)
+ssize_t child_exchange(int port, const void *req, size_t n, void *resp, size_t cap)
 {
-    char err[NET_ERR_LEN], req[512], resp[16];
-    int fd = net_connect(host, port, err, sizeof err);
+    char err[NET_ERR_LEN];
+    int fd = net_connect(CHILD_HOST, port, err, sizeof err);
     if (fd < 0)
-        return false;
-    bool ok = false;
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n",
-                     path, host, port);
+        return -1;
+    ssize_t r = -1;
     if (wait_fd(fd, POLLOUT, 100) && net_connect_result(fd) == 0 &&
-        send(fd, req, (size_t)n, MSG_NOSIGNAL) == n && wait_fd(fd, POLLIN, 1000)) {
-        ssize_t r = recv(fd, resp, sizeof resp, 0);
-        ok = r >= 12 && !memcmp(resp, "HTTP/1.", 7) && !memcmp(resp + 9, "200", 3);
-    }
+        send(fd, req, n, MSG_NOSIGNAL) == (ssize_t)n && wait_fd(fd, POLLIN, 1000))
+        r = recv(fd, resp, cap, 0);
     close(fd);
-    return ok;
+    return r;
+}
+
+/* One GET with Connection: close; true on a 200 answer. */
+static bool ready_once(int port, const char *path)
+{
+    char req[512], resp[16];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\n\r\n",
+                     path, CHILD_HOST, port);
+    ssize_t r = child_exchange(port, req, (size_t)n, resp, sizeof resp);
+    return r >= 12 && !memcmp(resp, "HTTP/1.", 7) && !memcmp(resp + 9, "200", 3);
 }
 
 /* Whether process pid has exited, without reaping it: its parent (a
@@ -398,7 +407,7 @@ bool child_wait_http(const struct child *c, int port, const char *path, double t
 {
     uint64_t t0 = clock_now_ns();
     while ((double)(clock_now_ns() - t0) / 1e9 < timeout_s) {
-        if (ready_once(CHILD_HOST, port, path))
+        if (ready_once(port, path))
             return true;
         if (exited((int)c->pid))
             return false;

@@ -5,7 +5,10 @@
  *
  * No child outlives the job: each gets PR_SET_PDEATHSIG before its exec,
  * and child_trap_signals() makes SIGINT, SIGTERM and SIGHUP stop every
- * running child before the job dies of the signal.
+ * running child before the job dies of the signal. A child in a group of
+ * its own (a contender's start script) is signalled as a group, but the
+ * parent-death signal reaches only its leader, which the contract
+ * (docs/run.md, "Contenders") makes forward it.
  */
 #ifndef SHOOTOUT_CHILD_H
 #define SHOOTOUT_CHILD_H
@@ -30,6 +33,9 @@ struct child {
     int slot;         /* in the signal handler's table, -1: none */
     bool started;     /* it ran, so it has rows in the tables */
     bool lost;        /* could not start, or died during the job */
+    /* Its own process group, signalled as a whole: a start script and
+     * whatever it starts (a JVM, an Erlang node's epmd). */
+    bool group;
 };
 
 void child_init(struct child *c, const char *name);
@@ -48,13 +54,19 @@ int child_spawn(struct child *c, char *const argv[], int keep_fd, char *err, siz
  * died and marks it lost. Returns whether it runs. */
 bool child_alive(struct child *c);
 
+/* After a failed experiment: whether c still runs once it has had up to
+ * 1 s to finish dying (a server exiting on its own, seen by the client
+ * as a refused or reset connection just before). */
+bool child_alive_after_failure(struct child *c);
+
 /* Waits up to timeout_ns for c to exit by itself (a command that runs to
  * its end). Returns the wait status, or -1 if it still runs (or was not
  * running). */
 int child_wait_exit(struct child *c, uint64_t timeout_ns);
 
-/* SIGTERM, then SIGKILL if it has not exited within 10 s. Returns the wait
- * status, or -1 if c was not running. */
+/* SIGTERM, then SIGKILL if it has not exited within 10 s (for a group,
+ * SIGKILL to whatever of the group is left once it has). Returns the
+ * wait status, or -1 if c was not running. */
 int child_stop(struct child *c);
 
 /* Waits up to 10 s until c accepts TCP connections on CHILD_HOST:port.
@@ -66,6 +78,11 @@ int child_wait_port(struct child *c, int port, char *err, size_t len);
  * up to its readiness. c is not reaped (child_alive does that, and learns
  * how it ended). Returns whether it answered 200. */
 bool child_wait_http(const struct child *c, int port, const char *path, double timeout_s);
+
+/* One exchange with the server on CHILD_HOST:port: connects, sends
+ * req[0..n), and reads what the first second brings into resp[0..cap).
+ * The bytes read, or -1 (refused, nothing came, closed). */
+ssize_t child_exchange(int port, const void *req, size_t n, void *resp, size_t cap);
 
 /* Waits up to 10 s until a line of c's stderr contains needle, and copies
  * that line to line[0..len). 0, or -1 with a message in err. */
@@ -90,22 +107,17 @@ int child_start_on_free_port(struct child *c, child_launch_fn launch, void *arg,
  * 0, or -1 if it died earlier (child_alive said so) or failed so. */
 int child_finish(struct child *c, bool must_exit_0, FILE *out);
 
-/* Stops the started children of cs[0..n) and says how each ended on out.
- * cs[0] is ours and must exit 0; if it did not, its last words go to
- * stderr. 0, or -1 if one died earlier (child_alive said so) or ours did
- * not exit 0. */
-int child_finish_all(struct child *cs, int n, FILE *out);
+/* The end of one of our servers, whose experiments all succeeded or not
+ * (ok): stops it (it must exit 0), says how it ended on out and frees
+ * its log. Returns the part's exit code for it: 1 if it died or did not
+ * exit 0, else 3 if an experiment failed, else 0. */
+int child_end_ours(struct child *c, bool ok, FILE *out);
 
 /* The last line c wrote to stderr ("" if none), for messages about it. */
 void child_log_tail(const struct child *c, char *out, size_t len);
 
 /* "exit 0", "killed by Terminated", ... */
 void child_describe_status(int status, char *out, size_t len);
-
-/* The program name on PATH, else fallback (a directory often missing from
- * a user's PATH, as /usr/sbin): its path in path, and whether it is
- * executable. */
-bool child_find_program(const char *name, const char *fallback, char *path, size_t len);
 
 /* A free CHILD_HOST port: bind port 0, read it, close. Another process may
  * take it before the child binds it; callers retry then. -1 with err. */

@@ -22,19 +22,21 @@
 #include "load/http/http_open.h"
 #include "report/texttab.h"
 #include "run/child.h"
+#include "run/contender.h"
 
 #define A2B_READY_PATH "/actuator/health/readiness"
 #define A2B_BOOT_TIMEOUT_S 60.0
 #define A2B_INIT_TIMEOUT_NS (600 * 1000000000ull) /* loading the full data set into PostgreSQL */
-#define NODE_PEER "peers/a2b-node"                /* from the repository root */
-#define NODE_READY "a2b-node listening on "
 #define QUOTED_HOW "quoted: MacBook Pro i7 4-core, Gatling, unscaled profile"
 /* The capacity race's users still on their journeys after the staircase:
  * at most this long (unscaled seconds) past its end. The journey's pauses
  * add up to 20 to 52 s. */
 #define A2B_RACE_TAIL_S 300.0
 
-enum { T_SQLITE, T_PG, T_NODE, NTARGETS };
+/* Ours on SQLite and on PostgreSQL, then the a2b contenders (contender.h)
+ * on PostgreSQL in the registry's order. */
+#define MAX_PEERS 2
+enum { T_SQLITE, T_PG, T_PEER, NTARGETS = T_PEER + MAX_PEERS };
 enum { NCOLS = 12 };
 
 /* One line of the article's table: ours as measured, or one of its rows.
@@ -44,6 +46,7 @@ struct a2b_figures {
     double col[NCOLS]; /* build s, MB, boot s, requests, KO %, RPS, p95 ms, saturation,
                           RAM MB, CPU %, threads, PG CPU % */
     const char *quoted; /* NULL: measured here */
+    const char *version; /* what the server says it is, NULL: quoted */
     double time_scale, data_load_s;
     bool raced; /* the capacity race's verdict, for the JSON */
     struct run_a2b_verdict race;
@@ -81,7 +84,10 @@ static const struct a2b_figures quoted[] = {
 
 struct a2b_target {
     const char *label;
-    struct child proc;
+    char label_buf[200];
+    const struct contender_def *def; /* a contender's, NULL: ours */
+    const char *version;
+    struct contender_proc cp;        /* ours: only its child */
     int port;
     bool ran;                /* the load ran against it */
     int rc;                  /* the load's exit code */
@@ -95,7 +101,6 @@ struct a2b_target {
 
 struct run_a2b {
     const struct run_a2b_opts *o;
-    char root[4096]; /* the repository, two levels above our binary */
     char dir[64];    /* temporary: the SQLite file */
     char pg_dir[64]; /* temporary: the PostgreSQL cluster, "" if none */
     char pg_uri[256];
@@ -358,60 +363,6 @@ static int launch_ours(struct child *c, int port, void *arg, char *err, size_t l
     return 0;
 }
 
-/* The Node peer on a port it picks and names; boot-up until it said so. */
-static int start_node(struct run_a2b *j, char *err, size_t len)
-{
-    struct a2b_target *t = &j->t[T_NODE];
-    char script[4200], node[4096], line[256];
-    child_find_program("node", "/usr/bin/node", node, sizeof node);
-    snprintf(script, sizeof script, "%s/%s/server.js", j->root, NODE_PEER);
-    char *argv[] = {node, script, "--port", "0", "--db", j->pg_uri, NULL};
-    uint64_t t0 = clock_now_ns();
-    if (child_spawn(&t->proc, argv, -1, err, len) < 0)
-        return -1;
-    if (child_wait_line(&t->proc, NODE_READY, line, sizeof line, err, len) < 0)
-        return child_give_up(&t->proc, err, len);
-    t->fig.col[2] = seconds_since(t0);
-    const char *colon = strrchr(line, ':');
-    t->port = colon ? atoi(colon + 1) : 0;
-    if (t->port <= 0 || t->port > 65535) {
-        snprintf(err, len, "no port in \"%.200s\"", line);
-        return child_give_up(&t->proc, err, len);
-    }
-    t->proc.started = true;
-    return 0;
-}
-
-/* The reason scripts/node-peer.sh left, when the npm registry could not be
- * reached at install time, into why; false when there is none. */
-static bool node_unavailable(const struct run_a2b *j, char *why, size_t len)
-{
-    char path[4200], err[256], *text;
-    size_t n;
-    snprintf(path, sizeof path, "%s/build/peers/node-peer.unavailable", j->root);
-    if (textfile_read(path, &text, &n, err, sizeof err) < 0)
-        return false;
-    while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r'))
-        n--;
-    snprintf(why, len, "not installed: %.*s", (int)(n < 200 ? n : 200), text);
-    mem_free(text);
-    return true;
-}
-
-/* Why the Node peer cannot run, or "" if it can. */
-static void node_missing(const struct run_a2b *j, char *why, size_t len)
-{
-    char path[4200], node[4096];
-    why[0] = '\0';
-    snprintf(path, sizeof path, "%s/%s/node_modules/fastify", j->root, NODE_PEER);
-    if (j->o->no_peer)
-        snprintf(why, len, "--no-peer");
-    else if (!child_find_program("node", "/usr/bin/node", node, sizeof node))
-        snprintf(why, len, "node is not installed (not on PATH, nor /usr/bin/node)");
-    else if (!node_unavailable(j, why, len) && access(path, F_OK) < 0)
-        snprintf(why, len, "%.200s is missing (make node-peer)", path);
-}
-
 /* ---- the load ------------------------------------------------------------ */
 
 static void figures_from(struct a2b_figures *f, const struct http_open_summary *s)
@@ -440,7 +391,7 @@ static int drive(struct run_a2b *j, int i, struct http_open_test *test,
     snprintf(b.host, sizeof b.host, "%s", CHILD_HOST);
     b.port = t->port;
     snprintf(b.target, sizeof b.target, "%s%s", t->label, suffix);
-    b.server_pid = t->proc.pid;
+    b.server_pid = t->def ? t->cp.server_pid : t->cp.proc.pid;
     b.brief = true;
     test->scn = &j->scn;
     test->prof = prof;
@@ -451,7 +402,7 @@ static int drive(struct run_a2b *j, int i, struct http_open_test *test,
             t->port);
     int rc = http_open_exec(&b, test, o->ctx, o->rows);
     if (rc != BENCH_EXIT_OK)
-        child_alive(&t->proc); /* a failure may be the server dying: say so */
+        child_alive(&t->cp.proc); /* a failure may be the server dying: say so */
     return rc;
 }
 
@@ -465,7 +416,7 @@ static bool load(struct run_a2b *j, int i)
     struct http_open_summary s;
     if (http_open_last_summary(&t->test, &s))
         figures_from(&t->fig, &s);
-    if (i != T_SQLITE && j->race_prof.n && child_alive(&t->proc)) {
+    if (i != T_SQLITE && j->race_prof.n && child_alive(&t->cp.proc)) {
         t->raced = true;
         /* Up the staircase until saturated, its users' journeys after. */
         t->race.until_saturated = true;
@@ -489,26 +440,33 @@ static int measure(struct run_a2b *j, int i)
     struct a2b_target *t = &j->t[i];
     char err[512];
     int rc = 0;
-    if (i == T_NODE) {
-        if (start_node(j, err, sizeof err) < 0) {
-            fprintf(stderr, "shootout run: cannot start the Node peer: %s\n", err);
-            snprintf(t->note, sizeof t->note, "could not start: %.280s", err);
-            return BENCH_EXIT_RUNTIME;
-        }
+    if (t->def) { /* through its start script on the PostgreSQL data set */
+        char *extra[] = {"--db", j->pg_uri, "--pool", "4", NULL};
+        if (contender_enter(&t->cp, o->roster, (unsigned)(t->def - contender_defs), extra,
+                            t->note, sizeof t->note, o->out) < 0)
+            return BENCH_EXIT_OK; /* a contender's failure is its row's */
+        t->port = t->cp.port;
+        t->fig.col[2] = t->cp.boot_s;
     } else {
         struct launch l = {j, i};
-        if (child_start_on_free_port(&t->proc, launch_ours, &l, err, sizeof err) < 0) {
+        if (child_start_on_free_port(&t->cp.proc, launch_ours, &l, err, sizeof err) < 0) {
             fprintf(stderr, "shootout run: cannot start our a2b-server: %s\n", err);
             snprintf(t->note, sizeof t->note, "could not start: %.280s", err);
             return BENCH_EXIT_RUNTIME;
         }
     }
-    fprintf(o->out, "shootout run: %s, pid %d, on %s:%d, ready after %.3f s\n", t->label,
-            (int)t->proc.pid, CHILD_HOST, t->port, t->fig.col[2]);
-    fflush(o->out);
+    if (!t->def) {
+        fprintf(o->out, "shootout run: %s, pid %d, on %s:%d, ready after %.3f s\n", t->label,
+                (int)t->cp.proc.pid, CHILD_HOST, t->port, t->fig.col[2]);
+        fflush(o->out);
+    }
     bool ok = load(j, i);
-    /* Ours must exit 0 on SIGTERM; the peer is only stopped. */
-    if (child_finish(&t->proc, i != T_NODE, o->out) < 0)
+    if (t->def) { /* a contender is only stopped, and its failures are its row's */
+        contender_stop(&t->cp, o->out);
+        return BENCH_EXIT_OK;
+    }
+    /* Ours must exit 0 on SIGTERM. */
+    if (child_finish(&t->cp.proc, true, o->out) < 0)
         rc = BENCH_EXIT_RUNTIME;
     else if (!ok)
         rc = BENCH_EXIT_MISSED;
@@ -519,7 +477,8 @@ static int measure(struct run_a2b *j, int i)
 
 static void figures_row(struct tt *tt, const struct a2b_figures *fig)
 {
-    tt_cell(tt, "%s", fig->variant);
+    tt_cell(tt, "%s%s%s%s", fig->variant, fig->version ? " (" : "",
+            fig->version ? fig->version : "", fig->version ? ")" : "");
     for (int c = 0; c < NCOLS; c++)
         if (isnan(fig->col[c]))
             tt_cell(tt, "n/a");
@@ -540,6 +499,8 @@ static void print_table(FILE *f, const struct run_a2b *j)
     tt_cells(&tt, NCOLS, col_title);
     for (int i = 0; i < NTARGETS; i++) {
         const struct a2b_target *t = &j->t[i];
+        if (i >= T_PEER && !t->def)
+            continue;
         if (t->ran) {
             figures_row(&tt, &t->fig);
         } else {
@@ -563,7 +524,7 @@ static void print_table(FILE *f, const struct run_a2b *j)
                "  already exists; the first start's data load is apart:",
             j->build_note, o->exe, A2B_READY_PATH);
     const char *sep = " ";
-    for (int i = 0; i < T_NODE; i++)
+    for (int i = 0; i < T_PEER; i++)
         if (!isnan(j->t[i].fig.data_load_s)) {
             fprintf(f, "%s%s %.2f s", sep, i == T_SQLITE ? "SQLite file created and filled in" :
                                                           "PostgreSQL loaded in",
@@ -667,51 +628,77 @@ static void race_cells(struct tt *tt, const struct http_open_level *l)
 
 static void print_race(FILE *f, const struct run_a2b *j)
 {
-    static struct http_open_level lv[2][INJ_MAX_SEGMENTS + 1];
-    const int who[2] = {T_PG, T_NODE};
-    unsigned n[2] = {0, 0};
-    for (int w = 0; w < 2; w++)
-        if (j->t[who[w]].raced)
-            n[w] = http_open_last_levels(&j->t[who[w]].race, lv[w], INJ_MAX_SEGMENTS + 1);
-    if (!n[0] && !n[1])
+    static struct http_open_level lv[NTARGETS][INJ_MAX_SEGMENTS + 1];
+    /* Ours on PostgreSQL, then every contender that could run here. */
+    int who[NTARGETS], nwho = 0;
+    unsigned n[NTARGETS] = {0}, rows = 0;
+    for (int i = T_PG; i < NTARGETS; i++) {
+        const struct a2b_target *t = &j->t[i];
+        if (i != T_PG && !t->version)
+            continue;
+        if (t->raced)
+            n[nwho] = http_open_last_levels(&t->race, lv[nwho], INJ_MAX_SEGMENTS + 1);
+        rows = n[nwho] > rows ? n[nwho] : rows;
+        who[nwho++] = i;
+    }
+    if (!rows)
         return;
     fprintf(f, "\nThe capacity race on PostgreSQL: the same journey under %s, durations / %g,\n"
                "one target at a time, each climbing until the level rule finds it saturated or "
                "the ceiling (%g users/s)\nis reached; a request counts in the level it was sent "
                "in. req/s: requests sent per second (the demand),\nresp/s: answers per second, "
-               "p95 over OK and KO; ratios above 1 favour ours\n",
+               "p95 over OK and KO; ratios against the best other target of the level, above 1 "
+               "favour ours\n",
             j->o->capacity, j->o->time_scale, j->race_ceiling);
+    char align[TT_MAX_COLS + 1];
+    unsigned ncols = 2 + 4 * (unsigned)nwho + 2;
+    memset(align, 'r', ncols);
+    align[0] = 'l';
+    align[ncols] = '\0';
     struct tt tt;
-    tt_init(&tt, "lrrrrrrrrrrr");
+    tt_init(&tt, align);
     tt_cell(&tt, "%s", "");
     tt_cell(&tt, "%s", "");
-    tt_span(&tt, 4, "shootout a2b-server");
-    tt_span(&tt, 4, "a2b-node (the peer)");
+    for (int w = 0; w < nwho; w++)
+        tt_span(&tt, 4, "%s", w ? j->t[who[w]].def->name : "shootout a2b-server");
     tt_end(&tt);
-    static const char *const titles[] = {"level", "users/s", "req/s", "resp/s", "p95 ms",
-                                         "KO %", "req/s", "resp/s", "p95 ms", "KO %",
-                                         "p95 peer/ours", "resp/s ours/peer"};
-    tt_cells(&tt, 12, titles);
-    unsigned rows = n[0] > n[1] ? n[0] : n[1], row = 0;
+    static const char *const titles[] = {"req/s", "resp/s", "p95 ms", "KO %"};
+    tt_cell(&tt, "level");
+    tt_cell(&tt, "users/s");
+    for (int w = 0; w < nwho; w++)
+        tt_cells(&tt, 4, titles);
+    tt_cell(&tt, "p95 best/ours");
+    tt_cell(&tt, "resp/s ours/best");
+    unsigned row = 0;
     for (unsigned k = 0; k < rows; k++) {
-        const struct http_open_level *a = race_level(lv[0], n[0], k), *b = race_level(lv[1], n[1], k);
-        const struct http_open_level *any = a ? a : b;
+        const struct http_open_level *l[NTARGETS], *any = NULL;
+        const struct http_open_level *best_p95 = NULL, *best_resp = NULL;
+        for (int w = 0; w < nwho; w++) {
+            l[w] = race_level(lv[w], n[w], k);
+            any = any ? any : l[w];
+            if (w && l[w] && (!best_p95 || l[w]->p95_ms < best_p95->p95_ms))
+                best_p95 = l[w];
+            if (w && l[w] && (!best_resp || l[w]->responses_per_s > best_resp->responses_per_s))
+                best_resp = l[w];
+        }
         if (!any)
             continue;
         tt_cell(&tt, "%u", ++row);
         tt_cell(&tt, "%g", any->load_from);
-        race_cells(&tt, a);
-        race_cells(&tt, b);
-        if (a && b && a->p95_ms > 0 && b->responses_per_s > 0) {
-            tt_cell(&tt, "%.2fx", b->p95_ms / a->p95_ms);
-            tt_cell(&tt, "%.2fx", a->responses_per_s / b->responses_per_s);
+        for (int w = 0; w < nwho; w++)
+            race_cells(&tt, l[w]);
+        if (l[0] && best_p95 && l[0]->p95_ms > 0 && best_resp->responses_per_s > 0) {
+            tt_cell(&tt, "%.2fx", best_p95->p95_ms / l[0]->p95_ms);
+            tt_cell(&tt, "%.2fx", l[0]->responses_per_s / best_resp->responses_per_s);
         }
         tt_end(&tt);
     }
     tt_print(f, &tt);
     tt_free(&tt);
-    for (int w = 0; w < 2; w++) {
-        const struct a2b_target *t = &j->t[who[w]];
+    for (int i = T_PG; i < NTARGETS; i++) {
+        const struct a2b_target *t = &j->t[i];
+        if (i != T_PG && !t->def)
+            continue;
         if (!t->raced) {
             fprintf(f, "  %s: not raced%s%s\n", t->label, t->note[0] ? ": " : "", t->note);
             continue;
@@ -791,6 +778,7 @@ static void append_figures(struct run_a2b *j, const struct a2b_figures *fig)
     r.op_unit = "req";
     r.repetitions = 1;
     result_param(&r, "time_scale", fig->time_scale);
+    r.target_version = fig->version;
     r.extra_json = figures_json;
     r.extra_arg = fig;
     result_set_append(j->o->rows, &r, 1);
@@ -842,22 +830,30 @@ static void scenario_init(struct run_a2b *j)
 
 int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job)
 {
-    static const char *const labels[NTARGETS] = {
-        "shootout a2b-server, SQLite", "shootout a2b-server, PostgreSQL", "a2b-node, PostgreSQL"};
+    static const char *const labels[T_PEER] = {"shootout a2b-server, SQLite",
+                                               "shootout a2b-server, PostgreSQL"};
     struct run_a2b *j = mem_calloc(1, sizeof *j);
     *job = j;
     j->o = o;
-    const char *slash = strrchr(o->exe, '/');
-    snprintf(j->root, sizeof j->root, "%.*s/../..", slash ? (int)(slash - o->exe) : 1,
-             slash ? o->exe : ".");
     child_init(&j->pg, "postgres");
+    int npeers = T_PEER;
+    for (unsigned c = 0; c < contender_count && npeers < NTARGETS; c++)
+        if (contender_defs[c].kind == CK_A2B && (o->roster->chosen >> c & 1)) {
+            struct a2b_target *t = &j->t[npeers++];
+            t->def = &contender_defs[c];
+            t->version = contender_version(o->roster, c);
+            snprintf(t->label_buf, sizeof t->label_buf, "%s, PostgreSQL", t->def->name);
+        }
     for (int i = 0; i < NTARGETS; i++) {
         struct a2b_target *t = &j->t[i];
-        t->label = labels[i];
-        child_init(&t->proc, i == T_NODE ? "a2b-node" : "shootout");
+        t->label = i < T_PEER ? labels[i] : t->label_buf;
+        child_init(&t->cp.proc, "shootout"); /* a contender's: contender_enter's */
+        if (i < T_PEER)
+            t->version = o->version;
+        t->fig.version = t->version;
         http_open_test_init(&t->test);
         http_open_test_init(&t->race);
-        t->fig.variant = labels[i];
+        t->fig.variant = t->label;
         t->fig.time_scale = o->time_scale;
         t->fig.data_load_s = NAN;
         for (int c = 0; c < NCOLS; c++)
@@ -865,7 +861,7 @@ int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job)
     }
     scenario_init(j);
     build_figures(j);
-    for (int i = 0; i < T_NODE; i++) {
+    for (int i = 0; i < T_PEER; i++) {
         j->t[i].fig.col[0] = j->build_s;
         j->t[i].fig.col[1] = j->artifact_mb;
     }
@@ -894,12 +890,8 @@ int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job)
     }
     if (pg_prepare(j, &runtime)) {
         tally(measure(j, T_PG), &runtime, &missed);
-        char why[4400];
-        node_missing(j, why, sizeof why);
-        if (why[0])
-            snprintf(j->t[T_NODE].note, sizeof j->t[T_NODE].note, "%.300s", why);
-        else
-            tally(measure(j, T_NODE), &runtime, &missed);
+        for (int i = T_PEER; i < npeers; i++)
+            measure(j, i);
     }
     /* runuser dies of the SIGTERM it forwards: only a death before counts. */
     if (child_finish(&j->pg, false, o->out) < 0)
@@ -925,7 +917,7 @@ void run_a2b_free(struct run_a2b *j)
     for (int i = 0; i < NTARGETS; i++) {
         http_open_test_free(&j->t[i].test);
         http_open_test_free(&j->t[i].race);
-        child_free(&j->t[i].proc);
+        child_free(&j->t[i].cp.proc);
     }
     child_free(&j->pg);
     scn_free(&j->scn);

@@ -1,14 +1,14 @@
 /* run_a2b.h - the a2b part of `shootout run`: the Gatling article's
  * experiment (load-testing notes §1) against our a2b-server on SQLite and,
- * where PostgreSQL can run, on PostgreSQL and against the Node peer
- * (peers/a2b-node) on the same database. For each: boot-up time, then
+ * where PostgreSQL can run, on PostgreSQL and against each chosen a2b
+ * contender (contender.h: a2b-node, a2b-spring) on the same database. For each: boot-up time, then
  * the reference's open-model journey (http_open.h) with its profile's
  * durations and pauses divided by a time scale; then the article's table
  * (build time, artifact size, boot-up, total requests, KO %, RPS, p95,
  * saturation point, RAM, CPU, threads, PostgreSQL CPU) with the article's
  * published Spring and Quarkus rows quoted beneath, marked as such. Then,
  * on PostgreSQL, the capacity race: the journey under a staircase of
- * arrival rates against ours and the Node peer in turn, each climbing it
+ * arrival rates against ours and each contender in turn, each climbing it
  * until the level rule (ho_level_saturation) finds it saturated or the
  * staircase's top, the ceiling, is reached; compared level by level, with
  * each one's saturation level and peak.
@@ -21,6 +21,7 @@
 
 #include "load/http/http_open.h"
 #include "report/result.h"
+#include "run/contender.h"
 
 struct run_a2b_opts {
     double time_scale; /* the profile's durations and pauses are divided by it; 1: Gatling's */
@@ -35,7 +36,8 @@ struct run_a2b_opts {
     /* A staircase's top level in users/s, which replaces its LEVELS (the
      * caller has checked that it is one and that it fits); 0: its own. */
     double ceiling;
-    bool no_peer; /* leave out the Node peer */
+    const char *version; /* ours */
+    const struct contender_roster *roster; /* the a2b contenders */
     FILE *out;    /* the table; progress goes to stderr */
     const struct result_context *ctx;
     struct result_set *rows; /* the job's rows; this part's are appended */

@@ -1,14 +1,12 @@
 /* run_mqtt.c - the MQTT part of `shootout run` (see run_mqtt.h): the
- * brokers as child processes, the article's grid through mqtt_load and
+ * brokers one at a time, ours as a child process and the contenders
+ * through contender.h, the article's grid through mqtt_load and
  * mqtt_ping, and the tables. */
 #include "run/run_mqtt.h"
 
-#include <errno.h>
 #include <math.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "core/mem.h"
@@ -18,16 +16,17 @@
 #include "load/mqtt/mqtt_ping.h"
 #include "report/run_table.h"
 #include "run/child.h"
+#include "run/contender.h"
 
-/* Message counts, the same for every broker. The MQTT part (3 runs of 7
- * grid points against 2 brokers) then takes two to three minutes on 2
- * cores; Mosquitto's loadtest (30 to 60 k msg/s there) is most of it. */
+/* Message counts, the same for every broker. Each broker takes 30 to 60 s
+ * of the MQTT part on 2 cores at these counts (Mosquitto's loadtest, 30
+ * to 60 k msg/s there, is most of it; docs/run.md has the budget). */
 #define RUN_LOAD_TOTAL 200000.0 /* messages per loadtest run, over all publishers */
 #define RUN_PING_MESSAGES 200.0 /* requests per pair */
 
 enum { LOADTEST, PINGTEST, NEXPERIMENTS };
-enum { OURS, PEER, NBROKERS }; /* ours first, as child_finish_all wants */
 #define MAX_POINTS 4
+#define MAX_BROKERS 8 /* ours and the MQTT contenders */
 
 /* The article's grid. For the loadtest a is the connection count; for the
  * pingtest a and b are the pairs and the wildcard subscribers. */
@@ -43,107 +42,54 @@ static const struct experiment {
     {"pingtest", "parameters", 3, {{400, 20, "400p 20w"}, {200, 200, "200p 200w"}, {100, 400, "100p 400w"}}},
 };
 
+/* The article's figures for the brokers that cannot be had here
+ * (../shared/seeds: its first post's tables, and for C++ its follow-up's,
+ * whose loadtest made 1000 messages only, as it says). */
+#define QUOTED_HOW "the article's published figures, 2013 hardware (Lenovo W530 laptop), not " \
+                   "measured here: not comparable with the rows above"
+static const struct run_quoted quoted[NEXPERIMENTS][3] = {
+    {{"D + vibe.d", {121.7, 166.9, 171.1, 167.9}, {1.5, 1.5, 3.3, 1.3}},
+     {"Go", {90.9, 100.1, 99.3, 98.8}, {11, 0.1, 0.2, 0.3}},
+     {"C++11 + boost::asio", {NAN, 109.6, 107.8, 108.5}, {NAN, 2.0, 1.1, 2.6}}},
+    {{"D + vibe.d", {50.9, 38.3, 20.1}, {0.3, 0.2, 0.1}},
+     {"Go", {45.2, 27.5, 16.0}, {0.2, 0.1, 0.1}},
+     {"C++11 + boost::asio", {50.8, 44.2, 21.5}, {0.9, 0.2, 0.4}}},
+};
+
+/* A row of the tables: ours, or a contender. */
+struct broker {
+    const char *name;    /* the rows' series: "shootout", "mosquitto" */
+    const char *version; /* what it says it is */
+    char label[160];     /* "mosquitto (Mosquitto 2.0.11)" */
+    char note[320];      /* not measured: why; "" if it was */
+    bool ran;
+    struct run_cell cells[NEXPERIMENTS][MAX_POINTS];
+};
+
 struct mqtt_job {
     const struct run_mqtt_opts *o;
-    struct child brokers[NBROKERS];
-    int ports[NBROKERS];
-    struct run_cell cells[NEXPERIMENTS][MAX_POINTS][NBROKERS];
+    struct broker b[MAX_BROKERS];
+    unsigned n;
 };
 
-/* ---- the brokers --------------------------------------------------------- */
+/* ---- ours ---------------------------------------------------------------- */
 
-/* Mosquitto's configuration, in a memfd it reads through /proc/self/fd, so
- * that nothing is left on disk whatever happens to us. */
-static int mosquitto_conf(int port, char *err, size_t len)
-{
-    int fd = memfd_create("mosquitto.conf", MFD_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, len, "memfd_create: %s", strerror(errno));
-        return -1;
-    }
-    dprintf(fd,
-            "listener %d %s\n"
-            "allow_anonymous true\n"
-            "persistence false\n"
-            "log_dest none\n"
-            "max_queued_messages 1000\n",
-            port, CHILD_HOST);
-    /* As root Mosquitto switches to user mosquitto, and a change of user
-     * clears PR_SET_PDEATHSIG: it stays who we are. Without root the
-     * option has no effect. */
-    const struct passwd *pw = getpwuid(geteuid());
-    if (pw)
-        dprintf(fd, "user %s\n", pw->pw_name);
-    return fd;
-}
-
-struct broker_launch {
-    struct mqtt_job *j;
-    int i;
+struct ours_launch {
     const char *exe;
+    int port;
 };
 
-/* Spawns broker i from exe on port and waits until it accepts. */
-static int broker_launch(struct child *b, int port, void *arg, char *err, size_t len)
+/* Spawns our broker on port and waits until it accepts. */
+static int ours_launch(struct child *c, int port, void *arg, char *err, size_t len)
 {
-    const struct broker_launch *l = arg;
-    char port_s[16], conf_path[64];
+    struct ours_launch *l = arg;
+    char port_s[16];
     snprintf(port_s, sizeof port_s, "%d", port);
-    int conf_fd = -1;
-    if (l->i == PEER) {
-        conf_fd = mosquitto_conf(port, err, len);
-        if (conf_fd < 0)
-            return -1;
-        snprintf(conf_path, sizeof conf_path, "/proc/self/fd/%d", conf_fd);
-    }
-    char *ours[] = {(char *)l->exe, "broker", "--bind", CHILD_HOST, "--port", port_s, NULL};
-    char *peer[] = {(char *)l->exe, "-c", conf_path, NULL};
-    int rc = child_spawn(b, l->i == PEER ? peer : ours, conf_fd, err, len);
-    if (conf_fd >= 0)
-        close(conf_fd);
-    if (rc < 0)
+    char *argv[] = {(char *)l->exe, "broker", "--bind", CHILD_HOST, "--port", port_s, NULL};
+    if (child_spawn(c, argv, -1, err, len) < 0)
         return -1;
-    l->j->ports[l->i] = port;
-    return child_wait_port(b, port, err, len);
-}
-
-/* Starts broker i from exe on a free port and waits until it accepts
- * connections. 0, or -1 with err. */
-static int broker_start(struct mqtt_job *j, int i, const char *exe, char *err, size_t len)
-{
-    struct broker_launch l = {j, i, exe};
-    return child_start_on_free_port(&j->brokers[i], broker_launch, &l, err, len);
-}
-
-/* Starts the brokers and says where they listen. 0, or the exit code. */
-static int brokers_start(struct mqtt_job *j, FILE *out)
-{
-    char err[512];
-    if (broker_start(j, OURS, j->o->exe, err, sizeof err) < 0) {
-        fprintf(stderr, "shootout run: cannot start our broker (%s broker): %s\n", j->o->exe, err);
-        return BENCH_EXIT_RUNTIME;
-    }
-    fprintf(out, "shootout run: our broker %s, pid %d, on %s:%d\n", j->o->exe,
-            (int)j->brokers[OURS].pid, CHILD_HOST, j->ports[OURS]);
-    if (j->o->no_peer) {
-        fprintf(out, "shootout run: --no-peer: measuring our broker alone\n");
-        return 0;
-    }
-    char mosq[4096];
-    /* Debian's is in /usr/sbin, often not on a user's PATH. */
-    if (!child_find_program("mosquitto", "/usr/sbin/mosquitto", mosq, sizeof mosq)) {
-        fprintf(out, "shootout run: mosquitto is not installed (Debian package mosquitto): "
-                     "measuring our broker alone\n");
-        return 0;
-    }
-    if (broker_start(j, PEER, mosq, err, sizeof err) < 0) {
-        fprintf(stderr, "shootout run: cannot start %s: %s; measuring our broker alone\n", mosq,
-                err);
-        return BENCH_EXIT_RUNTIME;
-    }
-    fprintf(out, "shootout run: mosquitto %s, pid %d, on %s:%d\n", mosq,
-            (int)j->brokers[PEER].pid, CHILD_HOST, j->ports[PEER]);
-    return 0;
+    l->port = port;
+    return child_wait_port(c, port, err, len);
 }
 
 /* ---- the MQTT experiments ------------------------------------------------ */
@@ -155,66 +101,141 @@ static uint64_t point_messages(const struct mqtt_job *j, int e, const struct poi
     return m < 1 ? 1 : (uint64_t)m;
 }
 
-/* Runs grid point p of experiment e against broker i. */
-static void measure(struct mqtt_job *j, int e, unsigned p, int i)
+/* Runs grid point p of experiment e against broker b, which runs as proc
+ * (its server process pid) on port. Returns the cell's exit code. */
+static int measure(struct mqtt_job *j, struct broker *b, struct child *proc, int pid, int port,
+                   int e, unsigned p)
 {
-    struct child *b = &j->brokers[i];
-    struct run_cell *cell = &j->cells[e][p][i];
+    struct run_cell *cell = &b->cells[e][p];
     const struct point *pt = &experiments[e].points[p];
-    if (!b->started)
-        return;
+    struct result_set *rows = j->o->rows;
     cell->measured = true;
-    cell->first = j->o->rows->n;
-    if (!child_alive(b)) {
+    cell->first = rows->n;
+    if (!child_alive(proc)) {
         cell->rc = BENCH_EXIT_RUNTIME;
-        return;
+        run_cell_fail(rows, cell, true);
+        return cell->rc;
     }
     struct bench_opts o;
     struct mqtt_bench_opts m;
     mqtt_bench_init(&o, &m, e == LOADTEST ? "mqtt-load" : "mqtt-ping");
     snprintf(o.host, sizeof o.host, "%s", CHILD_HOST);
-    o.port = j->ports[i];
+    o.port = port;
     snprintf(o.target, sizeof o.target, "%s", b->name);
-    o.server_pid = b->pid;
+    o.server_pid = pid;
     o.runs = j->o->runs;
     o.threads = j->o->threads;
+    if (j->o->timeout_s)
+        o.timeout_s = j->o->timeout_s;
     o.brief = true;
     m.messages = point_messages(j, e, pt);
     if (e == LOADTEST) {
         struct mqtt_load_opts l = {.mqtt = m, .conns = pt->a};
-        cell->rc = mqtt_load_exec(&o, &l, j->o->ctx, j->o->rows);
+        cell->rc = mqtt_load_exec(&o, &l, j->o->ctx, rows);
     } else {
         struct mqtt_ping_opts g = {.mqtt = m, .pairs = pt->a, .wsubs = pt->b};
-        cell->rc = mqtt_ping_exec(&o, &g, j->o->ctx, j->o->rows);
+        cell->rc = mqtt_ping_exec(&o, &g, j->o->ctx, rows);
     }
-    cell->n = j->o->rows->n - cell->first;
+    cell->n = rows->n - cell->first;
+    run_rows_version(rows, cell->first, b->version);
     if (cell->rc != BENCH_EXIT_OK)
-        child_alive(b); /* a failure may be the broker dying: say so */
+        run_cell_fail(rows, cell, !child_alive_after_failure(proc)); /* it may be dying */
+    return cell->rc;
 }
 
-/* One of the article's tables: a row per broker that ran, then the ratio
- * of ours to Mosquitto's means. */
+/* The whole grid against b. Returns whether every cell succeeded. */
+static bool measure_all(struct mqtt_job *j, struct broker *b, struct child *proc, int pid,
+                        int port)
+{
+    bool ok = true;
+    b->ran = true;
+    for (int e = 0; e < NEXPERIMENTS; e++)
+        for (unsigned p = 0; p < experiments[e].npoints; p++)
+            ok &= measure(j, b, proc, pid, port, e, p) == BENCH_EXIT_OK;
+    return ok;
+}
+
+static struct broker *broker_add(struct mqtt_job *j, const char *name, const char *version)
+{
+    struct broker *b = &j->b[j->n++];
+    b->name = name;
+    b->version = version;
+    if (version) /* NULL: not available */
+        snprintf(b->label, sizeof b->label, "%s (%s)", name, version);
+    else
+        snprintf(b->label, sizeof b->label, "%s", name);
+    return b;
+}
+
+/* Our broker: started, measured, stopped. Returns the part's exit code
+ * for it. */
+static int race_ours(struct mqtt_job *j, FILE *out)
+{
+    const struct run_mqtt_opts *o = j->o;
+    struct broker *b = broker_add(j, "shootout", o->version);
+    struct child c;
+    child_init(&c, "shootout");
+    struct ours_launch l = {o->exe, 0};
+    char err[512];
+    if (child_start_on_free_port(&c, ours_launch, &l, err, sizeof err) < 0) {
+        fprintf(stderr, "shootout run: cannot start our broker (%s broker): %s\n", o->exe, err);
+        child_free(&c);
+        return BENCH_EXIT_RUNTIME;
+    }
+    fprintf(out, "shootout run: our broker %s, pid %d, on %s:%d\n", o->exe, (int)c.pid,
+            CHILD_HOST, l.port);
+    fflush(out);
+    return child_end_ours(&c, measure_all(j, b, &c, c.pid, l.port), out);
+}
+
+/* Contender i: skipped (a line, a note) if it cannot run or start, else
+ * measured and stopped. Its failures are its cells'. */
+static void race_contender(struct mqtt_job *j, unsigned i, FILE *out)
+{
+    const struct run_mqtt_opts *o = j->o;
+    struct broker *b = broker_add(j, contender_defs[i].name, contender_version(o->roster, i));
+    struct contender_proc cp;
+    char why[300];
+    if (contender_enter(&cp, o->roster, i, NULL, why, sizeof why, out) < 0) {
+        snprintf(b->note, sizeof b->note, "not measured: %s", why);
+        return;
+    }
+    measure_all(j, b, &cp.proc, cp.server_pid, cp.port);
+    contender_stop(&cp, out);
+}
+
+/* ---- the tables ---------------------------------------------------------- */
+
+/* One of the article's tables: a row per broker in the registry's order,
+ * the ratio of ours to the best other broker, and, with quotes, the
+ * article's rows for the brokers that cannot be had here. */
 static void print_table(FILE *f, const struct mqtt_job *j, int e, const char *title, unsigned metric,
-                        double scale, int prec)
+                        double scale, int prec, bool smaller_better, bool quotes)
 {
     const struct experiment *x = &experiments[e];
-    struct run_table t = {.title = title, .corner = x->corner, .ncols = x->npoints};
+    struct run_table t = {.title = title, .corner = x->corner, .ncols = x->npoints,
+                          .smaller_better = smaller_better};
     for (unsigned p = 0; p < x->npoints; p++)
         t.col[p] = x->points[p].label;
-    for (int i = 0; i < NBROKERS; i++) {
-        if (!j->brokers[i].started)
-            continue;
-        t.row[t.nrows] = j->brokers[i].name;
+    uint32_t others = 0;
+    for (unsigned i = 0; i < j->n; i++) {
+        const struct broker *b = &j->b[i];
+        t.row[t.nrows] = b->label;
+        t.note[t.nrows] = b->ran ? NULL : b->note;
         for (unsigned p = 0; p < x->npoints; p++)
-            t.cell[t.nrows][p] = &j->cells[e][p][i];
+            t.cell[t.nrows][p] = &b->cells[e][p];
+        if (i > 0 && b->ran)
+            others |= 1u << t.nrows;
         t.nrows++;
     }
-    char ratio[64];
-    if (t.nrows == NBROKERS) {
-        snprintf(ratio, sizeof ratio, "%s/%s", j->brokers[OURS].name, j->brokers[PEER].name);
-        t.ratio = ratio;
-        t.ratio_num = OURS;
-        t.ratio_den = PEER;
+    if (j->b[0].ran && others) {
+        t.ratio[0] = (struct run_ratio){"shootout/best other", 0, others};
+        t.nratios = 1;
+    }
+    if (quotes) {
+        t.quoted_how = QUOTED_HOW;
+        t.quoted = quoted[e];
+        t.nquoted = sizeof quoted[e] / sizeof quoted[e][0];
     }
     run_table_print(f, j->o->rows, &t, metric, scale, prec);
 }
@@ -223,8 +244,8 @@ static void print_table(FILE *f, const struct mqtt_job *j, int e, const char *ti
 static const struct result_row *some_row(const struct mqtt_job *j, int e)
 {
     for (unsigned p = 0; p < experiments[e].npoints; p++)
-        for (int i = 0; i < NBROKERS; i++) {
-            const struct run_cell *c = &j->cells[e][p][i];
+        for (unsigned i = 0; i < j->n; i++) {
+            const struct run_cell *c = &j->b[i].cells[e][p];
             if (c->measured && c->n > 0)
                 return &j->o->rows->rows[c->first];
         }
@@ -239,13 +260,13 @@ static void print_experiment(FILE *f, const struct mqtt_job *j, int e)
              "%s (%s, thousands of msgs/s, mean +/- stddev over %u run%s - bigger is better)",
              x->title, e == LOADTEST ? "throughput" : "throughput constrained by latency",
              j->o->runs, j->o->runs > 1 ? "s" : "");
-    print_table(f, j, e, title, RESULT_METRIC(throughput), 1e-3, 1);
+    print_table(f, j, e, title, RESULT_METRIC(throughput), 1e-3, 1, false, true);
     snprintf(title, sizeof title, "%s: broker CPU time per message (us, user + system - smaller is "
              "better)", x->title);
-    print_table(f, j, e, title, RESULT_METRIC(server_cpu_us_per_op), 1, 2);
+    print_table(f, j, e, title, RESULT_METRIC(server_cpu_us_per_op), 1, 2, true, false);
     if (e == PINGTEST)
         print_table(f, j, e, "pingtest: mean round trip (us - smaller is better)",
-                    RESULT_METRIC(lat_mean), 1, 0);
+                    RESULT_METRIC(lat_mean), 1, 0, true, false);
 
     const struct result_row *row = some_row(j, e);
     if (!row)
@@ -265,6 +286,12 @@ static void print_experiment(FILE *f, const struct mqtt_job *j, int e)
                    "reply received\n",
                 (unsigned long long)point_messages(j, e, &x->points[0]));
     }
+    for (unsigned i = 1; i < j->n; i++)
+        if (j->b[i].ran) {
+            fprintf(f, "  shootout/best other: our mean over the best other broker's in each "
+                       "cell, which is named\n");
+            break;
+        }
 }
 
 /* The largest RSS each broker reached while it was measured. */
@@ -272,11 +299,11 @@ static void print_memory(FILE *f, const struct mqtt_job *j)
 {
     fprintf(f, "\nbroker peak RSS:");
     const char *sep = "";
-    for (int i = 0; i < NBROKERS; i++) {
-        if (!j->brokers[i].started)
+    for (unsigned i = 0; i < j->n; i++) {
+        if (!j->b[i].ran)
             continue;
-        double kb = run_peak_rss_kb(j->o->rows, j->brokers[i].name, "mqtt-");
-        fprintf(f, "%s %s %.1f MB", sep, j->brokers[i].name, kb / 1024);
+        double kb = run_peak_rss_kb(j->o->rows, j->b[i].name, "mqtt-");
+        fprintf(f, "%s %s %.1f MB", sep, j->b[i].name, kb / 1024);
         sep = ",";
     }
     fputc('\n', f);
@@ -288,35 +315,21 @@ int run_mqtt(const struct run_mqtt_opts *o)
 {
     struct mqtt_job *j = mem_calloc(1, sizeof *j);
     j->o = o;
-    child_init(&j->brokers[OURS], "shootout");
-    child_init(&j->brokers[PEER], "mosquitto");
     FILE *out = o->out;
-    int rc = brokers_start(j, out);
-    if (j->brokers[OURS].started) {
-        fprintf(out, "shootout run: %u run%s per grid point and broker, %u client thread%s; "
-                     "progress on stderr\n",
-                o->runs, o->runs > 1 ? "s" : "", o->threads, o->threads > 1 ? "s" : "");
-        fflush(out);
-        bool failed = false;
-        for (int e = 0; e < NEXPERIMENTS; e++)
-            for (unsigned p = 0; p < experiments[e].npoints; p++)
-                for (int i = 0; i < NBROKERS; i++) {
-                    measure(j, e, p, i);
-                    if (j->cells[e][p][i].measured && j->cells[e][p][i].rc != BENCH_EXIT_OK)
-                        failed = true;
-                }
-        int stop_rc = child_finish_all(j->brokers, NBROKERS, out);
-        if (j->brokers[OURS].lost || j->brokers[PEER].lost || stop_rc)
-            rc = BENCH_EXIT_RUNTIME;
-        else if (!rc && failed)
-            rc = BENCH_EXIT_MISSED;
+    fprintf(out, "shootout run: MQTT, %u run%s per grid point and broker, %u client thread%s, "
+                 "one broker at a time; progress on stderr\n",
+            o->runs, o->runs > 1 ? "s" : "", o->threads, o->threads > 1 ? "s" : "");
+    fflush(out);
+    int rc = race_ours(j, out);
+    for (unsigned i = 0; i < contender_count && j->n < MAX_BROKERS; i++)
+        if (contender_defs[i].kind == CK_MQTT && (o->roster->chosen >> i & 1))
+            race_contender(j, i, out);
+    if (j->b[0].ran) {
         for (int e = 0; e < NEXPERIMENTS; e++)
             print_experiment(out, j, e);
         print_memory(out, j);
-        fflush(out);
     }
-    for (int i = 0; i < NBROKERS; i++)
-        child_free(&j->brokers[i]);
+    fflush(out);
     mem_free(j);
     return rc;
 }

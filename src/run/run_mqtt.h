@@ -1,10 +1,12 @@
-/* run_mqtt.h - the MQTT part of `shootout run`: starts our broker and,
- * where installed, Mosquitto, each as a child process on a free loopback
- * port; runs the MQTT article's loadtest and pingtest grid against both,
- * broker after broker at every grid point; prints the article's tables
- * (thousands of msgs/s, mean +/- stddev, a row per broker and their ratio)
- * with each broker's CPU time per message, the pingtest's round trip and
- * each broker's peak RSS.
+/* run_mqtt.h - the MQTT part of `shootout run`: our broker, then each
+ * chosen MQTT contender (contender.h) that can run here, one at a time,
+ * each a child process on a free loopback port; the MQTT article's
+ * loadtest and pingtest grid against each; the article's tables
+ * (thousands of msgs/s, mean +/- stddev, a row per broker in the
+ * registry's order, the ratio of ours to the best other broker in each
+ * cell, the article's figures for the brokers that cannot be had here
+ * quoted beneath) with each broker's CPU time per message, the
+ * pingtest's round trip and each broker's peak RSS.
  */
 #ifndef SHOOTOUT_RUN_MQTT_H
 #define SHOOTOUT_RUN_MQTT_H
@@ -13,6 +15,7 @@
 #include <stdio.h>
 
 #include "report/result.h"
+#include "run/contender.h"
 
 /* Descriptors the largest grid point needs in this process: connections
  * plus stdio, epoll and eventfds. The job raises its limit before any
@@ -23,16 +26,19 @@ struct run_mqtt_opts {
     unsigned runs;    /* runs per grid point and broker */
     unsigned threads; /* client threads, one event loop each */
     double scale;     /* multiplies every message count */
+    unsigned timeout_s; /* per run, 0: the experiments' own */
     const char *exe;  /* our binary, which serves `broker` */
-    bool no_peer;     /* measure our broker alone */
+    const char *version; /* ours */
+    const struct contender_roster *roster;
     FILE *out;        /* the tables; progress goes to stderr */
     const struct result_context *ctx;
     struct result_set *rows; /* the job's rows; this part's are appended */
 };
 
-/* Starts the brokers, measures, stops them and prints the tables. Returns
- * 0, 1 if a broker could not start or died (or ours did not exit 0 on
- * SIGTERM), or 3 if an experiment failed with the brokers up. */
+/* Measures the brokers and prints the tables. Returns 0, 1 if our broker
+ * could not start or died (or did not exit 0 on SIGTERM), or 3 if an
+ * experiment against it failed with it up. A contender's failures are
+ * only its cells' (and a line): they never change the exit code. */
 int run_mqtt(const struct run_mqtt_opts *o);
 
 #endif

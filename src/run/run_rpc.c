@@ -6,13 +6,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/mem.h"
 #include "load/bench.h"
 #include "load/rpc/rpc_seq.h"
 #include "report/run_table.h"
 #include "run/child.h"
+#include "run/contender.h"
 
 /* The article's sweep, and the calls in flight of the throughput table.
  * Its cells make as many calls as the sweep's last point, whose runs are
@@ -25,32 +25,28 @@ static const unsigned tp_conc[] = {1, 10, 50};
  * connections and streams are in use when it does. The sweep has none,
  * as the article. */
 #define RPC_TP_WARMUP 200.0
-#define PEER_PATH "../peers/car-grpc-cpp-server" /* from our binary's directory */
+#define MAX_ROWS 16
 
-enum { OURS, PEER, NSERVERS }; /* ours first, as child_finish_all wants */
-enum { OURS_REST, OURS_GRPC, PEER_GRPC, NTARGETS };
-
-/* What a table row measures: a protocol against a server. */
-static const struct target {
-    const char *label;
-    int server;
+/* A row of the tables: a protocol against a server, and for a JVM server
+ * its cold or its warm pass. */
+struct rpc_row {
+    char label[200];     /* "grpc-java gRPC, warm (grpc-java 1.26.1)" */
+    char series[48];     /* its rows' target: "shootout", "grpc-java-warm" */
+    const char *version; /* what the server says it is */
+    char family[24];     /* the stack's language, pairing REST with gRPC rows */
     const struct rpc_protocol *proto;
-} targets[NTARGETS] = {
-    {"shootout REST", OURS, &rpc_rest_protocol},
-    {"shootout gRPC", OURS, &rpc_grpc_protocol},
-    {"grpc-c++ gRPC", PEER, &rpc_grpc_protocol},
+    bool warm;
+    bool ran;
+    char note[320]; /* not measured: why */
+    struct run_cell sweep[NPOINTS], tp[NCONC]; /* tp[0]: unused */
 };
 
 struct rpc_job {
     const struct run_rpc_opts *o;
-    struct child servers[NSERVERS];
-    int rest_port, grpc_port[NSERVERS];
     uint64_t sweep_calls[NPOINTS], tp_warmup;
     char sweep_label[NPOINTS][16], tp_label[NCONC][16];
-    struct run_cell sweep[NPOINTS][NTARGETS], tp[NCONC][NTARGETS]; /* tp[0]: unused */
-    /* The targets whose server runs, in table order. */
+    struct rpc_row rows[MAX_ROWS];
     unsigned nrows;
-    int row_target[NTARGETS];
 };
 
 static uint64_t scaled(double n, double scale)
@@ -59,7 +55,24 @@ static uint64_t scaled(double n, double scale)
     return m < 1 ? 1 : (uint64_t)m;
 }
 
-/* ---- the servers --------------------------------------------------------- */
+static struct rpc_row *row_add(struct rpc_job *j, const char *name, const char *version,
+                               const char *family, const struct rpc_protocol *proto, int pass)
+{
+    struct rpc_row *r = &j->rows[j->nrows++];
+    bool rest = proto == &rpc_rest_protocol;
+    int n = snprintf(r->label, sizeof r->label, "%s %s%s", name, rest ? "REST" : "gRPC",
+                     pass < 0 ? "" : pass ? ", warm" : ", cold");
+    if (version) /* NULL: not available */
+        snprintf(r->label + n, sizeof r->label - (size_t)n, " (%s)", version);
+    snprintf(r->series, sizeof r->series, "%s%s", name, pass > 0 ? "-warm" : "");
+    r->version = version;
+    snprintf(r->family, sizeof r->family, "%.*s", (int)strcspn(family, ","), family);
+    r->proto = proto;
+    r->warm = pass > 0;
+    return r;
+}
+
+/* ---- ours ---------------------------------------------------------------- */
 
 /* The port after the last ':' of the address that follows key in line,
  * e.g. key "REST (HTTP/1.1) on " in "... on 127.0.0.1:41234, ...". -1 if
@@ -84,19 +97,18 @@ static int port_after(const char *line, const char *key)
 
 /* Our car-server on ports it picks itself and names in its start-up line.
  * 0, or -1 with err. */
-static int start_ours(struct rpc_job *j, char *err, size_t len)
+static int start_ours(struct child *c, const char *exe, int ports[2], char *err, size_t len)
 {
-    struct child *c = &j->servers[OURS];
-    char *argv[] = {(char *)j->o->exe, "car-server", "--bind", CHILD_HOST, "--rest-port", "0",
+    char *argv[] = {(char *)exe, "car-server", "--bind", CHILD_HOST, "--rest-port", "0",
                     "--grpc-port", "0", "--threads", "1", NULL};
     char line[512];
     if (child_spawn(c, argv, -1, err, len) < 0)
         return -1;
     if (child_wait_line(c, "REST (HTTP/1.1) on ", line, sizeof line, err, len) < 0)
         return child_give_up(c, err, len);
-    j->rest_port = port_after(line, "REST (HTTP/1.1) on ");
-    j->grpc_port[OURS] = port_after(line, "gRPC (h2c) on ");
-    if (j->rest_port < 0 || j->grpc_port[OURS] < 0) {
+    ports[0] = port_after(line, "REST (HTTP/1.1) on ");
+    ports[1] = port_after(line, "gRPC (h2c) on ");
+    if (ports[0] < 0 || ports[1] < 0) {
         snprintf(err, len, "no REST and gRPC ports in \"%.200s\"", line);
         return child_give_up(c, err, len);
     }
@@ -104,92 +116,35 @@ static int start_ours(struct rpc_job *j, char *err, size_t len)
     return 0;
 }
 
-struct peer_launch {
-    struct rpc_job *j;
-    const char *path;
-};
-
-/* Spawns the gRPC C++ peer on port; it is ready when it says "listening",
- * with its address (the port after the line's last ':', if it names one). */
-static int peer_launch(struct child *c, int port, void *arg, char *err, size_t len)
-{
-    const struct peer_launch *l = arg;
-    char port_s[16], line[512];
-    snprintf(port_s, sizeof port_s, "%d", port);
-    char *argv[] = {(char *)l->path, "--port", port_s, "--threads", "1", NULL};
-    if (child_spawn(c, argv, -1, err, len) < 0 ||
-        child_wait_line(c, "listening", line, sizeof line, err, len) < 0)
-        return -1;
-    const char *colon = strrchr(line, ':');
-    int said = colon ? atoi(colon + 1) : 0;
-    l->j->grpc_port[PEER] = said > 0 && said < 65536 ? said : port;
-    return 0;
-}
-
-/* Starts the servers and says where they listen. 0, or the exit code. */
-static int servers_start(struct rpc_job *j, FILE *out)
-{
-    const struct run_rpc_opts *o = j->o;
-    char err[512];
-    if (start_ours(j, err, sizeof err) < 0) {
-        fprintf(stderr, "shootout run: cannot start our car-server (%s car-server): %s\n", o->exe,
-                err);
-        return BENCH_EXIT_RUNTIME;
-    }
-    fprintf(out, "shootout run: our car-server %s, pid %d, REST on %s:%d, gRPC on %s:%d\n", o->exe,
-            (int)j->servers[OURS].pid, CHILD_HOST, j->rest_port, CHILD_HOST, j->grpc_port[OURS]);
-    if (o->no_peer) {
-        fprintf(out, "shootout run: --no-peer: measuring our car-server alone\n");
-        return 0;
-    }
-    char path[4096];
-    const char *slash = strrchr(o->exe, '/');
-    snprintf(path, sizeof path, "%.*s/%s", slash ? (int)(slash - o->exe) : 1,
-             slash ? o->exe : ".", PEER_PATH);
-    if (access(path, X_OK) < 0) {
-        fprintf(out, "shootout run: the gRPC C++ peer is not built (%s): measuring our "
-                     "car-server alone\n", path);
-        return 0;
-    }
-    struct peer_launch l = {j, path};
-    if (child_start_on_free_port(&j->servers[PEER], peer_launch, &l, err, sizeof err) < 0) {
-        fprintf(stderr, "shootout run: cannot start %s: %s; measuring our car-server alone\n",
-                path, err);
-        return BENCH_EXIT_RUNTIME;
-    }
-    fprintf(out, "shootout run: grpc-c++ %s, pid %d, gRPC on %s:%d\n", path,
-            (int)j->servers[PEER].pid, CHILD_HOST, j->grpc_port[PEER]);
-    return 0;
-}
-
 /* ---- the cells ----------------------------------------------------------- */
 
 /* calls calls (after warmup untimed ones), conc in flight, runs times,
- * against target t. Returns false if the cell failed. */
-static bool measure(struct rpc_job *j, struct run_cell *cell, int t, uint64_t calls,
-                    uint64_t warmup, unsigned conc)
+ * against row r's server proc (its server process pid) on port. Returns
+ * false if the cell failed. */
+static bool measure(struct rpc_job *j, struct rpc_row *r, struct run_cell *cell,
+                    struct child *proc, int pid, int port, uint64_t calls, uint64_t warmup,
+                    unsigned conc)
 {
     const struct run_rpc_opts *o = j->o;
-    const struct target *tg = &targets[t];
-    struct child *srv = &j->servers[tg->server];
-    if (!srv->started)
-        return true;
     cell->measured = true;
     cell->first = o->rows->n;
-    if (!child_alive(srv)) {
+    if (!child_alive(proc)) {
         cell->rc = BENCH_EXIT_RUNTIME;
+        run_cell_fail(o->rows, cell, true);
         return false;
     }
     struct bench_opts b;
     bench_opts_init(&b, "rpc-seq");
     snprintf(b.host, sizeof b.host, "%s", CHILD_HOST);
-    b.port = tg->proto == &rpc_rest_protocol ? j->rest_port : j->grpc_port[tg->server];
-    snprintf(b.target, sizeof b.target, "%s", srv->name);
-    b.server_pid = srv->pid;
+    b.port = port;
+    snprintf(b.target, sizeof b.target, "%s", r->series);
+    b.server_pid = pid;
     b.runs = o->runs;
+    if (o->timeout_s)
+        b.timeout_s = o->timeout_s;
     b.brief = true;
     struct rpc_seq_opts s = {
-        .proto = tg->proto,
+        .proto = r->proto,
         .requests = calls,
         .warmup = warmup,
         .concurrency = conc,
@@ -198,17 +153,87 @@ static bool measure(struct rpc_job *j, struct run_cell *cell, int t, uint64_t ca
     };
     cell->rc = rpc_seq_exec(&b, &s, o->ctx, o->rows);
     cell->n = o->rows->n - cell->first;
+    run_rows_version(o->rows, cell->first, r->version);
     if (cell->rc != BENCH_EXIT_OK)
-        child_alive(srv); /* a failure may be the server dying: say so */
+        run_cell_fail(o->rows, cell, !child_alive_after_failure(proc)); /* it may be dying */
     return cell->rc == BENCH_EXIT_OK;
+}
+
+/* The sweep, then the throughput cells, against rows rs[0..n) of one
+ * server proc (its server process pid), row k on ports[k]. Returns
+ * whether every cell succeeded. */
+static bool measure_rows(struct rpc_job *j, struct rpc_row **rs, unsigned n, struct child *proc,
+                         int pid, const int *ports)
+{
+    bool ok = true;
+    for (unsigned k = 0; k < n; k++)
+        rs[k]->ran = true;
+    for (unsigned p = 0; p < NPOINTS; p++)
+        for (unsigned k = 0; k < n; k++)
+            ok &= measure(j, rs[k], &rs[k]->sweep[p], proc, pid, ports[k], j->sweep_calls[p], 0,
+                          1);
+    for (unsigned c = 1; c < NCONC; c++)
+        for (unsigned k = 0; k < n; k++)
+            ok &= measure(j, rs[k], &rs[k]->tp[c], proc, pid, ports[k], j->sweep_calls[NPOINTS - 1],
+                          j->tp_warmup, tp_conc[c]);
+    return ok;
+}
+
+/* Our car-server, REST and gRPC: started, measured, stopped. Returns the
+ * part's exit code for it. */
+static int race_ours(struct rpc_job *j, FILE *out)
+{
+    const struct run_rpc_opts *o = j->o;
+    struct rpc_row *rs[2] = {row_add(j, "shootout", o->version, "shootout", &rpc_rest_protocol, -1),
+                             row_add(j, "shootout", o->version, "shootout", &rpc_grpc_protocol, -1)};
+    struct child c;
+    child_init(&c, "shootout");
+    int ports[2];
+    char err[512];
+    if (start_ours(&c, o->exe, ports, err, sizeof err) < 0) {
+        fprintf(stderr, "shootout run: cannot start our car-server (%s car-server): %s\n", o->exe,
+                err);
+        child_free(&c);
+        return BENCH_EXIT_RUNTIME;
+    }
+    fprintf(out, "shootout run: our car-server %s, pid %d, REST on %s:%d, gRPC on %s:%d\n", o->exe,
+            (int)c.pid, CHILD_HOST, ports[0], CHILD_HOST, ports[1]);
+    fflush(out);
+    return child_end_ours(&c, measure_rows(j, rs, 2, &c, c.pid, ports), out);
+}
+
+/* Contender i: skipped (a line, notes) if it cannot run or start, else
+ * measured (a JVM server twice: cold, then warm after the same calls) and
+ * stopped. Its failures are its cells'. */
+static void race_contender(struct rpc_job *j, unsigned i, FILE *out)
+{
+    const struct run_rpc_opts *o = j->o;
+    const struct contender_def *d = &contender_defs[i];
+    const struct rpc_protocol *proto = d->kind == CK_REST ? &rpc_rest_protocol : &rpc_grpc_protocol;
+    bool jvm = d->flags & CONTENDER_JVM;
+    struct rpc_row *rs[2];
+    unsigned n = jvm ? 2 : 1;
+    for (unsigned k = 0; k < n; k++)
+        rs[k] = row_add(j, d->name, contender_version(o->roster, i), d->stack, proto,
+                        jvm ? (int)k : -1);
+    struct contender_proc cp;
+    char why[300];
+    if (contender_enter(&cp, o->roster, i, NULL, why, sizeof why, out) < 0) {
+        for (unsigned k = 0; k < n; k++)
+            snprintf(rs[k]->note, sizeof rs[k]->note, "not measured: %s", why);
+        return;
+    }
+    for (unsigned k = 0; k < n; k++)
+        measure_rows(j, &rs[k], 1, &cp.proc, cp.server_pid, &cp.port);
+    contender_stop(&cp, out);
 }
 
 /* ---- the tables ---------------------------------------------------------- */
 
-/* The throughput table's cell for tp_conc[c] and target t. */
-static const struct run_cell *tp_cell(const struct rpc_job *j, unsigned c, int t)
+/* The throughput table's cell for tp_conc[c] and row r. */
+static const struct run_cell *tp_cell(const struct rpc_row *r, unsigned c)
 {
-    return tp_conc[c] == 1 ? &j->sweep[NPOINTS - 1][t] : &j->tp[c][t];
+    return tp_conc[c] == 1 ? &r->sweep[NPOINTS - 1] : &r->tp[c];
 }
 
 /* The mean of metric over a cell's runs; false if it failed. */
@@ -219,77 +244,98 @@ static bool cell_mean(const struct rpc_job *j, const struct run_cell *cell, unsi
     return run_cell_stats(j->o->rows, cell, metric, mean, &sd);
 }
 
-static int row_of(const struct rpc_job *j, int target)
-{
-    for (unsigned r = 0; r < j->nrows; r++)
-        if (j->row_target[r] == target)
-            return (int)r;
-    return -1;
-}
-
 /* A grid table over the sweep (sweep true) or the concurrency levels, a
- * row per target, and ours/peer over gRPC when both ran. */
+ * row per row, and ours over the best other row of each protocol. */
 static void print_grid(FILE *f, const struct rpc_job *j, bool sweep, const char *title,
-                       unsigned metric, double scale, int prec)
+                       unsigned metric, double scale, int prec, bool smaller_better)
 {
     struct run_table t = {
         .title = title,
         .corner = sweep ? "requests" : "in flight",
         .ncols = sweep ? NPOINTS : NCONC,
         .nrows = j->nrows,
+        .smaller_better = smaller_better,
     };
     for (unsigned c = 0; c < t.ncols; c++)
         t.col[c] = sweep ? j->sweep_label[c] : j->tp_label[c];
+    uint32_t others[2] = {0, 0}; /* REST, gRPC */
     for (unsigned r = 0; r < j->nrows; r++) {
-        int tg = j->row_target[r];
-        t.row[r] = targets[tg].label;
+        const struct rpc_row *row = &j->rows[r];
+        t.row[r] = row->label;
+        t.note[r] = row->ran ? NULL : row->note;
         for (unsigned c = 0; c < t.ncols; c++)
-            t.cell[r][c] = sweep ? &j->sweep[c][tg] : tp_cell(j, c, tg);
+            t.cell[r][c] = sweep ? &row->sweep[c] : tp_cell(row, c);
+        if (r >= 2 && row->ran)
+            others[row->proto == &rpc_grpc_protocol] |= 1u << r;
     }
-    int ours = row_of(j, OURS_GRPC), peer = row_of(j, PEER_GRPC);
-    if (ours >= 0 && peer >= 0) {
-        t.ratio = "shootout/grpc-c++ gRPC";
-        t.ratio_num = (unsigned)ours;
-        t.ratio_den = (unsigned)peer;
-    }
+    static const char *const labels[2] = {"shootout REST/best other REST",
+                                          "shootout gRPC/best other gRPC"};
+    for (unsigned k = 0; k < 2; k++)
+        if (j->rows[k].ran && others[k])
+            t.ratio[t.nratios++] = (struct run_ratio){labels[k], k, others[k]};
     run_table_print(f, j->o->rows, &t, metric, scale, prec);
 }
 
-/* The article's second table: at each N, which of two targets took longer
+/* The article's second table: at each N, which of two rows took longer
  * and by how much. */
-static void slower_row(struct tt *tt, const struct rpc_job *j, int a, int b, const char *label)
+static void slower_row(struct tt *tt, const struct rpc_job *j, const struct rpc_row *a,
+                       const struct rpc_row *b, const char *label)
 {
     tt_cell(tt, "%s:", label);
     for (unsigned p = 0; p < NPOINTS; p++) {
         double ta, tb;
-        if (!cell_mean(j, &j->sweep[p][a], RESULT_METRIC(duration_s), &ta) ||
-            !cell_mean(j, &j->sweep[p][b], RESULT_METRIC(duration_s), &tb) || ta <= 0 || tb <= 0) {
+        if (!cell_mean(j, &a->sweep[p], RESULT_METRIC(duration_s), &ta) ||
+            !cell_mean(j, &b->sweep[p], RESULT_METRIC(duration_s), &tb) || ta <= 0 || tb <= 0) {
             tt_cell(tt, "-");
             continue;
         }
         bool a_slower = ta > tb;
-        const char *who = targets[a_slower ? a : b].label;
-        who = strchr(who, ' ') ? strchr(who, ' ') + 1 : who; /* the protocol */
-        tt_cell(tt, "%s %.1f%% slower", who, 100 * ((a_slower ? ta / tb : tb / ta) - 1));
+        const struct rpc_row *who = a_slower ? a : b;
+        tt_cell(tt, "%s %.1f%% slower", who->proto == &rpc_rest_protocol ? "REST" : "gRPC",
+                100 * ((a_slower ? ta / tb : tb / ta) - 1));
     }
 }
 
+/* The label of a row up to its version: "grpc-java gRPC, warm". */
+static void short_label(const struct rpc_row *r, char *out, size_t len)
+{
+    const char *v = strstr(r->label, " (");
+    snprintf(out, len, "%.*s", v ? (int)(v - r->label) : (int)strlen(r->label), r->label);
+}
+
+/* REST against gRPC within a stack: ours, and each REST contender against
+ * each gRPC contender of its language in the same pass (Spring REST
+ * against grpc-java is the article's own pair). */
 static void print_slower(FILE *f, const struct rpc_job *j)
 {
-    int rest = row_of(j, OURS_REST), ours = row_of(j, OURS_GRPC), peer = row_of(j, PEER_GRPC);
-    if (rest < 0 || (ours < 0 && peer < 0))
-        return;
     struct tt tt;
     run_table_begin(&tt, NPOINTS);
     const char *cols[NPOINTS];
     for (unsigned p = 0; p < NPOINTS; p++)
         cols[p] = j->sweep_label[p];
-    fprintf(f, "\nHow much slower the slower protocol is (from the mean total times)\n");
-    run_table_row(&tt, "requests", NPOINTS, cols);
-    if (ours >= 0)
-        slower_row(&tt, j, OURS_REST, OURS_GRPC, "shootout: REST vs gRPC");
-    if (peer >= 0)
-        slower_row(&tt, j, OURS_REST, PEER_GRPC, "REST vs grpc-c++ gRPC");
+    bool any = false;
+    for (unsigned a = 0; a < j->nrows; a++)
+        for (unsigned b = 0; b < j->nrows; b++) {
+            const struct rpc_row *ra = &j->rows[a], *rb = &j->rows[b];
+            if (!ra->ran || !rb->ran || ra->proto != &rpc_rest_protocol ||
+                rb->proto != &rpc_grpc_protocol || strcmp(ra->family, rb->family) ||
+                ra->warm != rb->warm)
+                continue;
+            if (!any) {
+                fprintf(f, "\nHow much slower the slower protocol is (from the mean total "
+                           "times)\n");
+                run_table_row(&tt, "requests", NPOINTS, cols);
+                any = true;
+            }
+            char la[200], lb[200], label[420];
+            short_label(ra, la, sizeof la);
+            short_label(rb, lb, sizeof lb);
+            if (a < 2) /* ours, the same server */
+                snprintf(label, sizeof label, "shootout: REST vs gRPC");
+            else
+                snprintf(label, sizeof label, "%s vs %s", la, lb);
+            slower_row(&tt, j, ra, rb, label);
+        }
     tt_print(f, &tt);
     tt_free(&tt);
 }
@@ -307,11 +353,13 @@ static void print_growth(FILE *f, const struct rpc_job *j)
         tt_cell(&tt, "%llu-%llu", p ? (unsigned long long)j->sweep_calls[p - 1] : 0ull,
                 (unsigned long long)j->sweep_calls[p]);
     for (unsigned r = 0; r < j->nrows; r++) {
-        int tg = j->row_target[r];
+        const struct rpc_row *row = &j->rows[r];
+        if (!row->ran)
+            continue;
         double prev = 0, cur;
-        tt_cell(&tt, "%s:", targets[tg].label);
+        tt_cell(&tt, "%s:", row->label);
         for (unsigned p = 0; p < NPOINTS; p++) {
-            bool ok = cell_mean(j, &j->sweep[p][tg], RESULT_METRIC(duration_s), &cur);
+            bool ok = cell_mean(j, &row->sweep[p], RESULT_METRIC(duration_s), &cur);
             if (p == 0)
                 tt_cell(&tt, "%s", ok ? "baseline" : "-");
             else if (ok && prev > 0)
@@ -354,14 +402,17 @@ static void print_per_call(FILE *f, const struct rpc_job *j)
     for (unsigned c = 0; c < NCOLS; c++)
         tt_cell(&tt, "%s", cols[c].title);
     for (unsigned r = 0; r < j->nrows; r++) {
-        int tg = j->row_target[r];
-        tt_cell(&tt, "%s:", targets[tg].label);
+        const struct rpc_row *row = &j->rows[r];
+        if (!row->ran)
+            continue;
+        tt_cell(&tt, "%s:", row->label);
+        const struct run_cell *cell = &row->sweep[NPOINTS - 1];
         for (unsigned c = 0; c < NCOLS; c++) {
             double mean, sd;
-            if (run_cell_stats(j->o->rows, &j->sweep[NPOINTS - 1][tg], cols[c].metric, &mean, &sd))
+            if (run_cell_stats(j->o->rows, cell, cols[c].metric, &mean, &sd))
                 tt_cell(&tt, "%.1f +/- %.1f", mean, sd);
             else
-                tt_cell(&tt, "failed");
+                tt_cell(&tt, "failed%s%s", cell->why[0] ? ": " : "", cell->why);
         }
     }
     tt_print(f, &tt);
@@ -375,7 +426,7 @@ static void print_tables(FILE *f, const struct rpc_job *j)
     snprintf(title, sizeof title,
              "gRPC vs REST: total time of N sequential calls (ms, mean +/- stddev over %u run%s - "
              "smaller is better)", runs, runs > 1 ? "s" : "");
-    print_grid(f, j, true, title, RESULT_METRIC(duration_s), 1e3, 1);
+    print_grid(f, j, true, title, RESULT_METRIC(duration_s), 1e3, 1, true);
 
     print_slower(f, j);
     print_growth(f, j);
@@ -384,16 +435,19 @@ static void print_tables(FILE *f, const struct rpc_job *j)
     snprintf(title, sizeof title,
              "Throughput with calls in flight (thousands of calls/s, mean +/- stddev over %u "
              "run%s - bigger is better)", runs, runs > 1 ? "s" : "");
-    print_grid(f, j, false, title, RESULT_METRIC(throughput), 1e-3, 2);
+    print_grid(f, j, false, title, RESULT_METRIC(throughput), 1e-3, 2, false);
     print_grid(f, j, false, "Server CPU time per call with calls in flight (us, user + system - "
                             "smaller is better)",
-               RESULT_METRIC(server_cpu_us_per_op), 1, 2);
+               RESULT_METRIC(server_cpu_us_per_op), 1, 2, true);
 
     fprintf(f, "\nRPC, as measured:\n"
                "  total time: first call sent to last answer received, per run, over a connection "
                "opened before\n"
                "  (no warm-up, as the article); each call carries a record generated inside that "
                "time\n"
+               "  cold, warm: a JVM server's first pass over every cell just after it started, as "
+               "the article, and\n"
+               "  its second, after the first's calls as the warm-up\n"
                "  latency: call handed to the client to answer received; CPU: user + system time "
                "of the\n"
                "  server process (schedstat) and of this client over the timed calls, per call\n"
@@ -401,13 +455,20 @@ static void print_tables(FILE *f, const struct rpc_job *j)
                "connection;\n"
                "  %llu calls per run, after %llu untimed ones when more than one is in flight "
                "(one in flight:\n"
-               "  the sweep's last point)\n",
+               "  the sweep's last point)\n"
+               "  shootout X/best other X: our mean over the best other row's of that protocol "
+               "in each cell, which is named\n",
             (unsigned long long)j->sweep_calls[NPOINTS - 1], (unsigned long long)j->tp_warmup);
     fprintf(f, "\nserver peak RSS:");
-    for (int i = 0; i < NSERVERS; i++)
-        if (j->servers[i].started)
-            fprintf(f, "%s %s %.1f MB", i ? "," : "", j->servers[i].name,
-                    run_peak_rss_kb(j->o->rows, j->servers[i].name, "rpc-") / 1024);
+    const char *sep = "";
+    for (unsigned r = 0; r < j->nrows; r++) {
+        const struct rpc_row *row = &j->rows[r];
+        if (!row->ran || (r > 0 && !strcmp(row->series, j->rows[r - 1].series)))
+            continue;
+        fprintf(f, "%s %s %.1f MB", sep, row->series,
+                run_peak_rss_kb(j->o->rows, row->series, "rpc-") / 1024);
+        sep = ",";
+    }
     fputc('\n', f);
 }
 
@@ -417,8 +478,6 @@ int run_rpc(const struct run_rpc_opts *o)
 {
     struct rpc_job *j = mem_calloc(1, sizeof *j);
     j->o = o;
-    child_init(&j->servers[OURS], "shootout");
-    child_init(&j->servers[PEER], "grpc-c++");
     for (unsigned p = 0; p < NPOINTS; p++) {
         j->sweep_calls[p] = scaled(sweep_n[p], o->scale);
         snprintf(j->sweep_label[p], sizeof j->sweep_label[p], "%llu",
@@ -428,32 +487,18 @@ int run_rpc(const struct run_rpc_opts *o)
         snprintf(j->tp_label[c], sizeof j->tp_label[c], "%u", tp_conc[c]);
     j->tp_warmup = scaled(RPC_TP_WARMUP, o->scale);
 
-    int rc = servers_start(j, o->out);
-    if (j->servers[OURS].started) {
-        for (int t = 0; t < NTARGETS; t++)
-            if (j->servers[targets[t].server].started)
-                j->row_target[j->nrows++] = t;
-        fprintf(o->out, "shootout run: RPC, %u run%s per cell; progress on stderr\n", o->runs,
-                o->runs > 1 ? "s" : "");
-        fflush(o->out);
-        bool failed = false;
-        for (unsigned p = 0; p < NPOINTS; p++)
-            for (int t = 0; t < NTARGETS; t++)
-                failed |= !measure(j, &j->sweep[p][t], t, j->sweep_calls[p], 0, 1);
-        for (unsigned c = 0; c < NCONC; c++)
-            for (int t = 0; t < NTARGETS && tp_conc[c] > 1; t++)
-                failed |= !measure(j, &j->tp[c][t], t, j->sweep_calls[NPOINTS - 1], j->tp_warmup,
-                                   tp_conc[c]);
-        int stop_rc = child_finish_all(j->servers, NSERVERS, o->out);
-        if (j->servers[OURS].lost || j->servers[PEER].lost || stop_rc)
-            rc = BENCH_EXIT_RUNTIME;
-        else if (!rc && failed)
-            rc = BENCH_EXIT_MISSED;
-        print_tables(o->out, j);
-        fflush(o->out);
+    fprintf(o->out, "shootout run: RPC, %u run%s per cell, one server at a time; progress on "
+                    "stderr\n", o->runs, o->runs > 1 ? "s" : "");
+    fflush(o->out);
+    int rc = race_ours(j, o->out);
+    for (unsigned i = 0; i < contender_count && j->nrows + 2 <= MAX_ROWS; i++) {
+        const struct contender_def *d = &contender_defs[i];
+        if ((d->kind == CK_GRPC || d->kind == CK_REST) && (o->roster->chosen >> i & 1))
+            race_contender(j, i, o->out);
     }
-    for (int i = 0; i < NSERVERS; i++)
-        child_free(&j->servers[i]);
+    if (j->rows[0].ran)
+        print_tables(o->out, j);
+    fflush(o->out);
     mem_free(j);
     return rc;
 }

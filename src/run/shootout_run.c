@@ -17,7 +17,9 @@
 #include "load/bench.h"
 #include "load/http/inject.h"
 #include "report/report_html.h"
+#include "report/texttab.h"
 #include "run/child.h"
+#include "run/contender.h"
 #include "run/run_a2b.h"
 #include "run/run_mqtt.h"
 #include "run/run_rpc.h"
@@ -44,30 +46,36 @@ static const char run_head[] =
     "\n"
     "The main job, in three parts.\n"
     "\n"
-    "MQTT: starts our MQTT broker and, if it is installed, Mosquitto, each on a\n"
-    "free 127.0.0.1 port, and races them with the MQTT shootout article's two\n"
-    "experiments, broker after broker at every grid point:\n"
+    "Each part races ours against the contenders of its kind (--peers; the list,\n"
+    "their versions and how to install them: shootout peers), one server at a\n"
+    "time, each on a free 127.0.0.1 port and started through its\n"
+    "peers/<name>/start. A contender that is not installed, does not start or\n"
+    "dies is skipped with one line; a cell it fails says why; the job goes on.\n"
+    "\n"
+    "MQTT: our MQTT broker, Mosquitto, RabbitMQ, ActiveMQ and aedes, raced with\n"
+    "the MQTT shootout article's two experiments:\n"
     "  loadtest  100, 500, 750 and 1000 connections, QoS 0, 16-byte payloads\n"
     "  pingtest  400 pairs / 20 wildcard subscribers, 200 / 200, 100 / 400\n"
     "Prints the article's tables (thousands of msgs/s, mean +/- stddev) with a\n"
-    "row per broker and their ratio, each broker's CPU time per message and the\n"
-    "pingtest round-trip latency.\n"
+    "row per broker, the ratio of ours to the best other, the article's figures\n"
+    "for D + vibe.d, Go and C++ quoted beneath, each broker's CPU time per\n"
+    "message and the pingtest round-trip latency.\n"
     "\n"
-    "RPC: starts our car-server and, if it is built, the gRPC C++ peer\n"
-    "(build/peers/car-grpc-cpp-server), and runs the gRPC-vs-REST article's test:\n"
-    "1000 to 5000 sequential calls over REST and gRPC to ours and over gRPC to the\n"
-    "peer. Prints the article's three tables (total time per N, how much slower\n"
+    "RPC: our car-server (REST and gRPC), grpc-cpp, grpc-java, node-grpc (gRPC),\n"
+    "spring-rest and node-fastify (REST), with the gRPC-vs-REST article's test:\n"
+    "1000 to 5000 sequential calls; JVM servers cold (as the article) and again\n"
+    "warm, after the same calls. Prints the article's three tables (total time per N, how much slower\n"
     "the slower protocol is, growth per step), latency and CPU per call, and the\n"
     "throughput at 10 and 50 calls in flight.\n"
     "\n"
     "a2b: our a2b-server on SQLite and, when PostgreSQL is installed (a temporary\n"
-    "server) or given (--pg), on PostgreSQL, then the Node peer (peers/a2b-node)\n"
-    "on it: boot-up time, then the Gatling article's open-model journey with its\n"
+    "server) or given (--pg), on PostgreSQL, then the a2b contenders (a2b-node,\n"
+    "a2b-spring) on it: boot-up time, then the Gatling article's open-model journey with its\n"
     "durations and pauses divided by a time scale. Prints the article's table\n"
     "(build time, size, boot-up, requests, KO %, RPS, p95, saturation point, RAM,\n"
     "CPU, threads, PostgreSQL CPU) with its published rows quoted beneath.\n"
     "Then the capacity race on PostgreSQL: the same journey under a staircase of\n"
-    "arrival rates against ours and the Node peer in turn, with p95, responses/s\n"
+    "arrival rates against ours and the first a2b contender in turn, with p95, responses/s\n"
     "and KO per level, each one's saturation point and the ratios.\n"
     "\n"
     "Every run goes into one JSON file and a self-contained HTML page with the\n"
@@ -77,8 +85,12 @@ static const char run_head[] =
 
 static const char run_tail[] =
     "\n"
-    "Exit codes: 0 ok, 1 a server could not start or died, 2 usage error,\n"
-    "3 an experiment failed (messages missing, a call failed).\n";
+    "Exit codes: 0 ok, 1 one of our servers could not start or died, 2 usage\n"
+    "error, 3 an experiment against ours failed (messages missing, a call\n"
+    "failed). A contender's failures never change the exit code.\n"
+    "\n"
+    "Environment: SHOOTOUT_PEERS_DIR, the contenders' directory (default: peers/\n"
+    "of the tree this binary was built in).\n";
 
 enum { PART_MQTT = 1, PART_RPC = 2, PART_A2B = 4 };
 
@@ -95,8 +107,12 @@ struct run {
     const char *json_path;
     const char *html_path; /* NULL: no HTML report */
     bool no_peer;
+    const char *peers; /* --peers, NULL: all */
+    unsigned timeout_s; /* hidden --timeout, 0: the experiments' own */
     int parts; /* PART_* */
     char exe[4096];
+    char version[64]; /* ours, "shootout X" */
+    struct contender_roster roster;
     struct result_context ctx;
     struct result_set rows;
 };
@@ -173,12 +189,18 @@ static const struct opt run_options[] = {
      "shootout-report.html", OPT_FIELD(struct run, html_path), .set = opt_set_or_none},
     {"threads", 0, OPT_UINT, "T", "MQTT client threads, one event loop each", "1",
      OPT_FIELD(struct run, threads), .min = 1, .max = 256},
-    {"no-peer", 0, OPT_FLAG, NULL, "measure our servers alone, even if the peers are there", NULL,
+    {"peers", 0, OPT_STRING, "LIST",
+     "the contenders to race, comma-separated names (shootout peers lists them), all or none",
+     "all: every one that is installed", OPT_FIELD(struct run, peers)},
+    {"no-peer", 0, OPT_FLAG, NULL, "measure our servers alone: the same as --peers none", NULL,
      OPT_FIELD(struct run, no_peer)},
     /* For the tests, which need a job of seconds. */
     {"scale", 0, OPT_DOUBLE, "X", "multiply every message and call count by X", "1",
      OPT_FIELD(struct run, scale), .dmin = 0, .dmin_open = true, .dmax = 100,
      .wants = "a number above 0 and up to 100", .hidden = true},
+    {"timeout", 0, OPT_UINT, "S", "seconds a run may take before its missing messages count",
+     "the experiments' own", OPT_FIELD(struct run, timeout_s), .min = 1, .max = 3600,
+     .hidden = true},
     {.kind = OPT_END},
 };
 
@@ -202,10 +224,16 @@ static int run_parse(struct run *r, int argc, char **argv)
         return BENCH_EXIT_USAGE;
     }
     r->test_scale = r->scale;
+    char why[160];
+    if (r->no_peer) {
+        r->roster.chosen = 0;
+    } else if (r->peers &&
+               contender_parse_list(r->peers, &r->roster.chosen, why, sizeof why) < 0) {
+        return run_usage_error("--peers: %s", why);
+    }
     if (optind < argc)
         return run_usage_error("unexpected argument '%s'", argv[optind]);
     struct inj_step step;
-    char why[160];
     if (r->a2b_capacity &&
         inj_parse_step(r->a2b_capacity, strlen(r->a2b_capacity), &step, why, sizeof why) < 0)
         return run_usage_error("--a2b-capacity: %s", why);
@@ -241,6 +269,14 @@ static int run_worse(int a, int b)
     return a ? a : b;
 }
 
+/* How long a part took, for the time budget (docs/run.md). */
+static void part_took(FILE *out, const char *part, uint64_t t0)
+{
+    fprintf(out, "\nshootout run: the %s part took %.0f s\n", part,
+            (double)(clock_now_ns() - t0) / 1e9);
+    fflush(out);
+}
+
 int shootout_run_main(int argc, char **argv, const char *version)
 {
     struct run r = {
@@ -251,6 +287,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
         .html_path = "shootout-report.html",
         .parts = PART_MQTT | PART_RPC | PART_A2B,
         .a2b_capacity = RUN_A2B_CAPACITY,
+        .roster.chosen = CONTENDER_ALL,
     };
     int rc = run_parse(&r, argc - 1, argv + 1);
     if (rc >= 0)
@@ -273,6 +310,14 @@ int shootout_run_main(int argc, char **argv, const char *version)
     else
         r.exe[n] = '\0';
     result_context_init(&r.ctx, argc, argv, version);
+    snprintf(r.version, sizeof r.version, "shootout %s", version);
+    contender_peers_dir(r.exe, r.roster.peers_dir, sizeof r.roster.peers_dir);
+    contender_roster_probe(&r.roster);
+    r.ctx.extra_json = contender_roster_json;
+    r.ctx.extra_arg = &r.roster;
+    if (!r.roster.chosen)
+        fprintf(out, "shootout run: %s: measuring our servers alone\n",
+                r.no_peer ? "--no-peer" : "--peers none");
 
     rc = 0;
     if (r.parts & PART_MQTT) {
@@ -280,25 +325,33 @@ int shootout_run_main(int argc, char **argv, const char *version)
             .runs = r.runs,
             .threads = r.threads,
             .scale = r.scale,
+            .timeout_s = r.timeout_s,
             .exe = r.exe,
-            .no_peer = r.no_peer,
+            .version = r.version,
+            .roster = &r.roster,
             .out = out,
             .ctx = &r.ctx,
             .rows = &r.rows,
         };
+        uint64_t t = clock_now_ns();
         rc = run_mqtt(&mo);
+        part_took(out, "MQTT", t);
     }
     if (r.parts & PART_RPC) {
         struct run_rpc_opts ro = {
             .runs = r.rpc_runs,
             .scale = r.scale,
+            .timeout_s = r.timeout_s,
             .exe = r.exe,
-            .no_peer = r.no_peer,
+            .version = r.version,
+            .roster = &r.roster,
             .out = out,
             .ctx = &r.ctx,
             .rows = &r.rows,
         };
+        uint64_t t = clock_now_ns();
         rc = run_worse(rc, run_rpc(&ro));
+        part_took(out, "RPC", t);
     }
     struct run_a2b *a2b = NULL;
     if (r.parts & PART_A2B) {
@@ -311,12 +364,15 @@ int shootout_run_main(int argc, char **argv, const char *version)
             .pg_uri = r.pg_uri,
             .capacity = r.a2b_capacity,
             .ceiling = r.a2b_ceiling,
-            .no_peer = r.no_peer,
+            .version = r.version,
+            .roster = &r.roster,
             .out = out,
             .ctx = &r.ctx,
             .rows = &r.rows,
         };
+        uint64_t t = clock_now_ns();
         rc = run_worse(rc, run_a2b(&ao, &a2b));
+        part_took(out, "a2b", t);
     }
 
     char err[256];
@@ -341,4 +397,73 @@ int shootout_run_main(int argc, char **argv, const char *version)
     result_context_free(&r.ctx);
     fprintf(out, "total time: %.1f s\n", (double)(clock_now_ns() - t0) / 1e9);
     return rc;
+}
+
+/* ---- shootout peers ------------------------------------------------------ */
+
+static const char peers_head[] =
+    "usage: shootout peers\n"
+    "\n"
+    "Lists the contenders `shootout run` races ours against, in the order of its\n"
+    "tables: each one's kind (mqtt, grpc, rest, a2b), stack, whether it is heavy\n"
+    "(JDK- or Erlang-based: scripts/install-deps.sh --minimal leaves it out),\n"
+    "whether it can run here, and its version, or why it cannot and how to\n"
+    "install it (what its peers/<name>/start --version says).\n"
+    "\n";
+
+static const char peers_tail[] =
+    "\n"
+    "Exit codes: 0 listed (whether installed or not), 2 usage error.\n"
+    "\n"
+    "Environment: SHOOTOUT_PEERS_DIR, the contenders' directory (default: peers/\n"
+    "of the tree this binary was built in).\n";
+
+static const struct opt peers_options[] = {{.kind = OPT_END}};
+static const struct opt_table peers_tables[] = {{peers_options, 0}, {NULL, 0}};
+static const struct opt_cmd peers_command = {
+    .head = peers_head, .tables = peers_tables, .tail = peers_tail};
+
+int shootout_peers_main(int argc, char **argv)
+{
+    struct opt_error e;
+    int dummy;
+    switch (opt_parse(&peers_command, argc - 1, argv + 1, &dummy, &e)) {
+    case OPT_OK:
+        break;
+    case OPT_HELP:
+        return BENCH_EXIT_OK;
+    case OPT_ERROR:
+        fprintf(stderr, "shootout peers: %s\n(see shootout peers --help)\n", e.opt ? e.msg : "");
+        return BENCH_EXIT_USAGE;
+    }
+    if (optind < argc - 1) {
+        fprintf(stderr, "shootout peers: unexpected argument '%s'\n(see shootout peers --help)\n",
+                argv[optind + 1]);
+        return BENCH_EXIT_USAGE;
+    }
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    snprintf(exe + (n > 0 ? n : 0), sizeof exe - (size_t)(n > 0 ? n : 0), "%s",
+             n > 0 ? "" : "/proc/self/exe");
+    struct contender_roster r = {.chosen = CONTENDER_ALL};
+    contender_peers_dir(exe, r.peers_dir, sizeof r.peers_dir);
+    contender_roster_probe(&r);
+    printf("the contenders of shootout run, from %s:\n", r.peers_dir);
+    struct tt tt;
+    tt_init(&tt, "llllll");
+    static const char *const titles[] = {"name", "kind", "stack", "heavy", "installed",
+                                         "version, or how to install it"};
+    tt_cells(&tt, 6, titles);
+    for (unsigned i = 0; i < contender_count; i++) {
+        const struct contender_def *d = &contender_defs[i];
+        tt_cell(&tt, "%s", d->name);
+        tt_cell(&tt, "%s", contender_kind_name(d->kind));
+        tt_cell(&tt, "%s", d->stack);
+        tt_cell(&tt, "%s", d->flags & CONTENDER_HEAVY ? "yes" : "no");
+        tt_cell(&tt, "%s", r.probe[i].available ? "yes" : "no");
+        tt_tail(&tt, "%s", r.probe[i].line);
+    }
+    tt_print(stdout, &tt);
+    tt_free(&tt);
+    return BENCH_EXIT_OK;
 }

@@ -30,4 +30,8 @@
  * version is static. */
 int shootout_run_main(int argc, char **argv, const char *version);
 
+/* `shootout peers` with main()'s argc and argv (argv[1] is "peers"): the
+ * contenders and whether each can run here (contender.h). */
+int shootout_peers_main(int argc, char **argv);
+
 #endif

@@ -41,7 +41,7 @@ STOP_TIMEOUT = 10.0
 # installed). Generous because the suite also runs under AddressSanitizer.
 TEST_CALL_TIMEOUT = int(os.environ.get("SHOOTOUT_E2E_TEST_TIMEOUT", "60"))
 
-SANITIZER_MARKERS = ("AddressSanitizer", "runtime error:", "LeakSanitizer")
+SANITIZER_MARKERS = ("AddressSanitizer", "runtime error:", "LeakSanitizer", "ThreadSanitizer")
 
 CI = os.environ.get("CI", "") in ("true", "1")
 

@@ -338,14 +338,14 @@ def run_rpc_part(tmp_path, *extra):
 
 
 def server_pids(text):
-    return [int(m.group(1)) for m in re.finditer(r"^shootout run: (?:our car-server|grpc-c\+\+) \S+, pid (\d+)",
+    return [int(m.group(1)) for m in re.finditer(r"^shootout run: (?:our car-server|grpc-cpp) .*?, pid (\d+)",
                                                  text, re.M)]
 
 
 def test_run_rpc_part_shape(tmp_path):
     """Every cell is tried and written, the tables are printed, our
     car-server exits 0, the gRPC C++ peer is raced, and nothing is left."""
-    p, doc = run_rpc_part(tmp_path)
+    p, doc = run_rpc_part(tmp_path, "--peers", "grpc-cpp")
     assert p.returncode == 0, p.stderr
     out = p.stdout
     assert "mqtt" not in {b["experiment"][:4] for b in doc["benchmarks"]}
@@ -357,7 +357,7 @@ def test_run_rpc_part_shape(tmp_path):
             assert "rpc-seq/shootout/%s/250n%dc" % (proto, c) in names
     sweep = table(out, "gRPC vs REST: total time of N sequential calls")
     assert sweep[1].split() == ["requests:"] + [str(n) for n in SWEEP]
-    assert [line.split(":")[0] for line in sweep[2:4]] == ["shootout REST", "shootout gRPC"]
+    assert [line.split(" (")[0] for line in sweep[2:4]] == ["shootout REST", "shootout gRPC"]
     growth = table(out, "Growth of the total time per step")
     assert growth[-1].split(":")[1].split() == ["0", "100%", "more", "50%", "more", "33%", "more",
                                                 "25%", "more"]
@@ -368,8 +368,9 @@ def test_run_rpc_part_shape(tmp_path):
     pids = server_pids(out)
     assert pids
     assert not [pid for pid in pids if running(pid)], "servers left behind"
-    need("peer is not built" not in out, "shootout run found no gRPC C++ peer (make peers)")
-    assert "grpc-c++" in out
+    need("grpc-cpp skipped" not in out, "shootout run found no gRPC C++ peer (make peers)")
+    assert re.search(r"^grpc-cpp gRPC \(gRPC C\+\+ [^)]+\): +\d", sweep[4]), sweep
+    assert re.search(r"^shootout gRPC/best other gRPC:( +\d+\.\d\dx grpc-cpp gRPC){5}$", sweep[-1], re.M), sweep
 
 
 def test_run_rpc_part_measures(tmp_path):

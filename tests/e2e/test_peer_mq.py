@@ -15,7 +15,6 @@ without them, failed under CI=true.
 import getpass
 import glob
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -23,29 +22,18 @@ import time
 import paho.mqtt.client as mqtt
 import pytest
 
-from conftest import HOST, REPO, STOP_TIMEOUT, free_port, need
-from mqtt_paho import PahoClient
+from conftest import HOST, need
+from contender import (Contender, mqtt_exchange, process_group, processes_naming, start_script, version,
+                       version_line)
 
 PEERS = ["rabbitmq", "activemq"]
 VERSION_LINE = {"rabbitmq": "RabbitMQ %s (MQTT plugin)", "activemq": "ActiveMQ %s (MQTT transport)"}
-# What the caller of `start` allows a JVM or Erlang node to boot.
-BOOT_TIMEOUT = 60.0
 # Where the Debian packages' own services keep their state, and where a JVM
 # or an Erlang node writes when nobody tells it otherwise.
 SYSTEM_PATHS = ["/var/lib/rabbitmq", "/var/log/rabbitmq", "/etc/rabbitmq",
                 "/var/lib/activemq", "/var/log/activemq", "/etc/activemq", "/run/activemq.pid",
                 os.path.join(os.path.expanduser("~"), ".erlang.cookie"),
                 "/tmp/hsperfdata_%s" % getpass.getuser()]
-
-
-def start_script(name):
-    return os.path.join(REPO, "peers", name, "start")
-
-
-def version(name):
-    p = subprocess.run([start_script(name), "--version"], stdin=subprocess.DEVNULL,
-                       capture_output=True, text=True, timeout=10)
-    return p.returncode, p.stdout
 
 
 def need_peer(name):
@@ -67,91 +55,6 @@ def snapshot():
     return seen
 
 
-def processes_naming(d):
-    """pid -> command line of every process whose cwd or command line names d."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
-            cwd = os.readlink("/proc/%s/cwd" % entry)
-        except OSError:
-            continue
-        if d in cmdline or cwd == d or cwd.startswith(d + "/"):
-            found[int(entry)] = cmdline
-    return found
-
-
-def process_group(pgid):
-    """The pids still in process group pgid."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            pids.append(int(entry))
-    return pids
-
-
-class Contender:
-    """One `peers/<name>/start --port P --dir D`, in a session of its own so
-    that its process group can be checked (and cleaned up) afterwards."""
-
-    def __init__(self, name, workdir):
-        self.name = name
-        self.dir = os.path.join(workdir, "dir")
-        os.mkdir(self.dir)
-        self.port = free_port()
-        self.stderr_path = os.path.join(workdir, "start.stderr")
-        with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen([start_script(name), "--port", str(self.port), "--dir", self.dir],
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                         start_new_session=True)
-
-    def stderr_text(self):
-        with open(self.stderr_path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def wait_ready(self):
-        deadline = time.monotonic() + BOOT_TIMEOUT
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, "%s exited %d while booting:\n%s" % (
-                self.name, self.proc.returncode, self.stderr_text())
-            try:
-                socket.create_connection((HOST, self.port), timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.1)
-        raise AssertionError("%s not listening on %d within %.0fs:\n%s" % (
-            self.name, self.port, BOOT_TIMEOUT, self.stderr_text()))
-
-    def stop(self):
-        """SIGTERM to the script; returns the seconds it took to exit."""
-        t0 = time.monotonic()
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            raise AssertionError("%s did not exit within %.0fs of SIGTERM" % (self.name, STOP_TIMEOUT))
-        return time.monotonic() - t0
-
-    def kill_leftovers(self):
-        for pid in set(process_group(self.proc.pid)) | set(processes_naming(self.dir)):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        if self.proc.poll() is None:
-            self.proc.wait(5)
-
-
 @pytest.fixture(params=PEERS)
 def contender(request, tmp_path):
     need_peer(request.param)
@@ -164,36 +67,12 @@ def contender(request, tmp_path):
         c.kill_leftovers()
 
 
-def exchange(port, protocol, qos, tag):
-    """One subscribe, publish, receive round on a fresh pair of clients."""
-    topic = "shootout/%s/%d" % (tag, qos)
-    sub = PahoClient(HOST, port, "sub-%s-%d" % (tag, qos), protocol=protocol)
-    pub = PahoClient(HOST, port, "pub-%s-%d" % (tag, qos), protocol=protocol)
-    try:
-        sub.connect(timeout=10)
-        assert sub.subscribe(topic, qos, timeout=10) == [qos]
-        pub.connect(timeout=10)
-        pub.publish(topic, b"sixteen byte msg", qos, timeout=10)
-        m = sub.get(timeout=10)
-        assert (m.topic, m.payload, m.qos) == (topic, b"sixteen byte msg", qos)
-    finally:
-        pub.disconnect()
-        sub.disconnect()
-
-
 @pytest.mark.parametrize("name", PEERS)
 def test_version_is_quick_and_one_line(name):
-    t0 = time.monotonic()
-    rc, out = version(name)
-    assert time.monotonic() - t0 < 2.0
-    assert out.endswith("\n") and out.count("\n") == 1, out
-    if rc == 3:
-        assert out.startswith("not installed: apt-get install "), out
-        need(False, "%s: %s" % (name, out.strip()))
-    assert rc == 0
+    line = version_line(name, "not installed: apt-get install ", need_peer)
     prefix, suffix = VERSION_LINE[name].split("%s")
-    v = out.strip()[len(prefix):-len(suffix)]
-    assert out.strip() == VERSION_LINE[name] % v and v[:1].isdigit(), out
+    v = line[len(prefix):-len(suffix)]
+    assert line == VERSION_LINE[name] % v and v[:1].isdigit(), line
 
 
 @pytest.mark.parametrize("name", PEERS)
@@ -212,7 +91,7 @@ def test_exchange_then_sigterm_leaves_nothing(contender):
     c = contender
     for protocol, tag in ((mqtt.MQTTv311, "v311"), (mqtt.MQTTv31, "v31")):
         for qos in (0, 1):
-            exchange(c.port, protocol, qos, tag)
+            mqtt_exchange(c.port, protocol, qos, tag)
     assert processes_naming(c.dir), "nothing of %s runs in or names %s" % (c.name, c.dir)
     c.stop()
     # A daemon child can outlive the script by its own shutdown time.

@@ -1,8 +1,9 @@
 """`shootout run`, the main job, end to end: it starts our broker and
-Mosquitto as children, runs the article's grid against both with tiny message
-counts (the hidden --scale), prints the two tables, writes one JSON document
-and leaves no broker behind, also when it is interrupted or killed. No timing
-assertions."""
+Mosquitto (through peers/mosquitto/start) as children, one after the other,
+runs the article's grid against each with tiny message counts (the hidden
+--scale), prints the two tables, writes one JSON document and leaves no
+broker behind, also when it is interrupted or killed. The other contenders,
+on fakes: test_run_contenders.py. No timing assertions."""
 
 import json
 import os
@@ -38,7 +39,7 @@ def run(*args, cwd=None, timeout=RUN_TIMEOUT):
 def broker_pids(text):
     """{name: pid} from the lines that say where each broker listens."""
     return {m.group(1): int(m.group(2))
-            for m in re.finditer(r"^shootout run: (our broker|mosquitto) \S+, pid (\d+)", text, re.M)}
+            for m in re.finditer(r"^shootout run: (our broker|mosquitto) .*?, pid (\d+)", text, re.M)}
 
 
 def running(pid):
@@ -66,25 +67,37 @@ def table(text, title):
 
 
 def row_names(lines):
-    return [line.split(":")[0] for line in lines[2:]]
+    """The rows' labels up to their versions, up to the quoted rows."""
+    names = []
+    for line in lines[2:]:
+        if line.startswith("--"):
+            break
+        names.append(line.split(":")[0].split(" (")[0])
+    return names
+
+
+# The MQTT tables' rows with --peers mosquitto: ours, Mosquitto, the ratio.
+MQTT_ROWS = ["shootout", "mosquitto", "shootout/best other"]
 
 
 def test_run_races_both_brokers(tmp_path):
     need(HAVE_MOSQUITTO, "mosquitto is not installed")
-    p = run(*TINY, cwd=tmp_path)  # JSON to the default file in the current directory
+    p = run(*TINY, "--peers", "mosquitto", cwd=tmp_path)  # JSON to the default file here
     assert p.returncode == 0, "exit %d\nstdout:\n%s\nstderr:\n%s" % (p.returncode, p.stdout, p.stderr)
     out = p.stdout
 
     # The article's two tables, each followed by the CPU table, and the latency.
     load = table(out, "loadtest (throughput")
     assert load[1].split() == ["connections:", "100", "500", "750", "1000"]
-    assert row_names(load) == ["shootout", "mosquitto", "shootout/mosquitto"]
-    assert "+/-" in load[2] and "+/-" in load[3] and load[4].split()[1].endswith("x")
+    assert row_names(load) == MQTT_ROWS
+    assert "+/-" in load[2] and "+/-" in load[3]
+    ratio = next(line for line in load if line.startswith("shootout/best other:"))
+    assert re.fullmatch(r"shootout/best other:(\s+\d+\.\d\dx mosquitto){4}", ratio), ratio
     ping = table(out, "pingtest (throughput")
     assert ping[1].split(":")[1].split() == ["400p", "20w", "200p", "200w", "100p", "400w"]
-    assert row_names(ping) == ["shootout", "mosquitto", "shootout/mosquitto"]
+    assert row_names(ping) == MQTT_ROWS
     for title in ("loadtest: broker CPU", "pingtest: broker CPU", "pingtest: mean round trip"):
-        assert row_names(table(out, title)) == ["shootout", "mosquitto", "shootout/mosquitto"]
+        assert row_names(table(out, title)) == MQTT_ROWS
     assert "from the first connect to the last message" in out  # the definitions
     assert "broker peak RSS: shootout" in out and "total time:" in out
 
@@ -117,7 +130,7 @@ def test_run_no_peer_measures_ours_alone():
     assert len(doc["benchmarks"]) == len(LOAD_POINTS) + len(PING_POINTS)
     for title in ("loadtest (throughput", "pingtest (throughput", "loadtest: broker CPU"):
         assert row_names(table(p.stderr, title)) == ["shootout"]
-    assert "mosquitto" not in p.stderr.replace("mosquitto is not installed", "")
+    assert "mosquitto" not in p.stderr
     assert_gone(broker_pids(p.stderr).values())
 
 
@@ -149,20 +162,27 @@ def test_html_report_can_be_skipped(tmp_path):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
-def test_no_broker_survives_an_interrupted_run(tmp_path, sig):
-    """SIGINT: the handler stops the brokers; SIGKILL: PR_SET_PDEATHSIG does."""
-    proc = subprocess.Popen([SHOOTOUT_BIN, "run", "--runs", "50", "--json", tmp_path / "r.json"],
+@pytest.mark.parametrize("whom", ["our broker", "mosquitto"])
+def test_no_broker_survives_an_interrupted_run(tmp_path, sig, whom):
+    """SIGINT: the handler stops the broker (a contender's whole process
+    group); SIGKILL: PR_SET_PDEATHSIG does."""
+    if whom == "mosquitto":
+        need(HAVE_MOSQUITTO, "mosquitto is not installed")
+    # Ours: long runs; Mosquitto: short ones for ours, then its long ones.
+    runs = ["--runs", "50"] if whom == "our broker" else ["--runs", "20", "--scale", "0.01"]
+    proc = subprocess.Popen([SHOOTOUT_BIN, "run", "--only", "mqtt", "--peers", "mosquitto", *runs,
+                             "--json", tmp_path / "r.json"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     try:
         seen = ""
-        # The grid starts right after this line; by then both brokers run.
-        while "per grid point" not in seen:
+        # Its grid starts right after the line that says where it runs.
+        while whom not in broker_pids(seen):
             line = proc.stdout.readline()
             assert line, "shootout run ended early:\n" + seen
             seen += line
-        pids = list(broker_pids(seen).values())
-        assert pids and all(running(pid) for pid in pids)
+        pids = [broker_pids(seen)[whom]]
+        assert all(running(pid) for pid in pids)
         time.sleep(0.3)  # into the first experiment
         proc.send_signal(sig)
         assert proc.wait(10) == -sig
@@ -211,8 +231,8 @@ def test_a2b_part_prints_the_articles_table_and_quotes_its_rows(tmp_path):
     lines = p.stdout.splitlines()
     header = next(line for line in lines if "build s" in line)
     assert header.split() == " ".join(A2B_COLUMNS).split()
-    ours = next(line for line in lines if line.startswith("shootout a2b-server, SQLite "))
-    cells = ours[len("shootout a2b-server, SQLite"):].split()
+    ours = next(line for line in lines if line.startswith("shootout a2b-server, SQLite (shootout "))
+    cells = ours.split(")", 1)[1].split()
     assert len(cells) == len(A2B_COLUMNS), ours
     assert int(cells[3]) > 0  # requests
     assert cells[-1] == "n/a"  # no PostgreSQL under SQLite
@@ -290,8 +310,8 @@ def test_capacity_race_compares_the_postgresql_targets_level_by_level(tmp_path, 
     assert "the ceiling (40 users/s)" in race[1]
     header = next(line for line in race if line.startswith("level"))
     assert header.split() == ["level", "users/s", "req/s", "resp/s", "p95", "ms", "KO", "%",
-                              "req/s", "resp/s", "p95", "ms", "KO", "%", "p95", "peer/ours",
-                              "resp/s", "ours/peer"]
+                              "req/s", "resp/s", "p95", "ms", "KO", "%", "p95", "best/ours",
+                              "resp/s", "ours/best"]
     rows = race_rows(race)
     assert [int(c[0]) for c in rows] == list(range(1, len(rows) + 1))
     assert [int(c[1]) for c in rows] == [20, 30, 40][:len(rows)]

@@ -68,7 +68,7 @@ static int fuzz_connect(struct broker *b, unsigned kind, int i)
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
         abort();
-    conn_accept(b, sv[0]);
+    conn_accept(b->home, sv[0]);
     if (kind) {
         uint8_t buf[128];
         size_t n = fuzz_prelude(kind, i, buf);
@@ -116,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             close(peers[who]);
             peers[who] = fuzz_connect(&b, kinds[who], who);
             if (arg & 0x80)
-                conn_sweep(&b);
+                conn_sweep(b.home);
         } else {
             size_t len = arg;
             if (len > size - pos)

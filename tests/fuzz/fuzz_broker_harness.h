@@ -26,27 +26,29 @@ static inline void fuzz_broker_once(void)
     }
 }
 
-static inline bool fuzz_broker_prepare(struct ev_loop *loop, void *b) { return conn_prepare(b); }
+static inline bool fuzz_broker_prepare(struct ev_loop *loop, void *l) { return conn_prepare(l); }
 
-/* A broker on loop, which runs the end of each iteration's work as
- * core/srv.c's worker would. */
+/* A broker of one loop on loop, which runs the end of each iteration's
+ * work as core/srv.c's worker would. */
 static inline void fuzz_broker_start(struct broker *b, const struct broker_config *cfg,
                                      struct ev_loop *loop)
 {
-    broker_init(b, cfg, loop);
-    ev_set_prepare(loop, fuzz_broker_prepare, b);
+    broker_init(b, cfg, 1);
+    broker_loop_init(b->home, b, 0, loop);
+    ev_set_prepare(loop, fuzz_broker_prepare, b->home);
 }
 
 /* Shuts the broker down as a drain does: every client kicked, LINGER_MS
  * for them to leave, the rest closed, everything freed. */
 static inline void fuzz_broker_stop(struct broker *b)
 {
-    broker_drain(b);
-    uint64_t until = ev_now(b->loop) + LINGER_MS;
-    conn_prepare(b);
-    while (b->closed && ev_update_now(b->loop) < until)
-        ev_run_once(b->loop, 50);
-    broker_close_all(b);
+    struct broker_loop *l = b->home;
+    broker_drain(l);
+    uint64_t until = ev_now(l->ev) + LINGER_MS;
+    conn_prepare(l);
+    while (l->closed && ev_update_now(l->ev) < until)
+        ev_run_once(l->ev, 50);
+    broker_close_all(l);
     broker_fini(b);
 }
 

@@ -37,8 +37,8 @@ static int fuzz_connect(struct broker *b, const void *request, size_t len)
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv) < 0)
         abort();
-    struct conn *c = conn_accept(b, sv[0]);
-    if (!c || transport_attach(b, c, 0) < 0)
+    struct conn *c = conn_accept(b->home, sv[0]);
+    if (!c || transport_attach(b->home, c, 0) < 0)
         abort();
     if (len && write(sv[1], request, len) != (ssize_t)len)
         abort();

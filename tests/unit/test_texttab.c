@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,8 +245,8 @@ static void test_run_table_sizes_its_columns_from_the_figures(void **state)
         }
     struct run_table t = {.title = "total time (ms)", .corner = "requests", .ncols = 2,
                           .nrows = 2, .col = {"1000", "2000"},
-                          .row = {"shootout REST", "grpc-c++ gRPC"},
-                          .ratio = "shootout/grpc-c++", .ratio_num = 0, .ratio_den = 1};
+                          .row = {"shootout REST", "grpc-c++ gRPC"}, .smaller_better = true,
+                          .nratios = 1, .ratio = {{"shootout/best other", 0, 1u << 1}}};
     for (unsigned r = 0; r < 2; r++)
         for (unsigned c = 0; c < 2; c++)
             t.cell[r][c] = &cells[r][c];
@@ -273,6 +274,58 @@ static void test_run_table_sizes_its_columns_from_the_figures(void **state)
     result_set_free(&rows);
 }
 
+/* N rows: the ratio row names the best other row of each column (the
+ * largest throughput), never a failed one, whose cell says why it failed;
+ * a row with a note has no cells; quoted rows come after a marked line. */
+static void test_run_table_ratio_names_the_best_other_and_failures_say_why(void **state)
+{
+    struct result_set rows = {0};
+    struct run_cell cells[3][2];
+    const double tput[3][2] = {{900, 800}, {100, 400}, {300, 0}};
+    for (unsigned r = 0; r < 3; r++)
+        for (unsigned c = 0; c < 2; c++) {
+            struct result_row it = {.repetitions = 1, .throughput = tput[r][c]};
+            snprintf(it.name, sizeof it.name, "x/%u/%u", r, c);
+            cells[r][c] = (struct run_cell){.measured = true, .first = rows.n, .n = 1};
+            if (r == 2 && c == 1) { /* lost messages */
+                it.sent = 10, it.received = 7, it.lost = 3;
+                cells[r][c].rc = 3;
+            }
+            result_set_append(&rows, &it, 1);
+            if (cells[r][c].rc)
+                run_cell_fail(&rows, &cells[r][c], false);
+        }
+    static const struct run_quoted quoted[] = {{"Go", {90.9, NAN}, {11, NAN}}};
+    struct run_table t = {.title = "t", .corner = "c", .ncols = 2, .nrows = 4,
+                          .col = {"a", "b"}, .row = {"ours (v1)", "alpha (A 1.0)", "beta (B 2.0)",
+                                                     "gamma"},
+                          .note = {NULL, NULL, NULL, "not measured: not installed"},
+                          .nratios = 1, .ratio = {{"ours/best other", 0, 0xe}},
+                          .quoted_how = "quoted", .quoted = quoted, .nquoted = 1};
+    for (unsigned r = 0; r < 3; r++)
+        for (unsigned c = 0; c < 2; c++)
+            t.cell[r][c] = &cells[r][c];
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    run_table_print(f, &rows, &t, RESULT_METRIC(throughput), 1, 0);
+    fclose(f);
+    char beta[256], gamma[256], ratio[256], mark[256], go[256];
+    line(text, 5, beta, sizeof beta);
+    line(text, 6, gamma, sizeof gamma);
+    line(text, 7, ratio, sizeof ratio);
+    line(text, 8, mark, sizeof mark);
+    line(text, 9, go, sizeof go);
+    assert_non_null(strstr(beta, "failed: lost 3 of 10 msgs"));
+    assert_non_null(strstr(gamma, "gamma:"));
+    assert_non_null(strstr(gamma, "not measured: not installed"));
+    assert_apart(ratio, "3.00x beta", "2.00x alpha");
+    assert_string_equal(mark, "-- quoted --");
+    assert_apart(go, "91 +/- 11", "n/a");
+    free(text);
+    result_set_free(&rows);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -282,6 +335,7 @@ int main(void)
         cmocka_unit_test(test_a_growing_table_keeps_its_columns),
         cmocka_unit_test(test_width_counts_code_points),
         cmocka_unit_test(test_run_table_sizes_its_columns_from_the_figures),
+        cmocka_unit_test(test_run_table_ratio_names_the_best_other_and_failures_say_why),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

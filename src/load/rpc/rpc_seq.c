@@ -205,9 +205,9 @@ static void seq_tick(struct ev_loop *loop, struct ev_timer *t)
     struct seq_run *r = t->data;
     if (r->probing)
         probe_sample(&r->probe);
+    seq_progress(r, false);
     if (r->phase == SEQ_TIMED)
         persec_tick(&r->sec, clock_now_ns(), r->answered);
-    seq_progress(r, false);
     uint64_t now = ev_now(loop);
     if (r->events != r->progress) {
         r->progress = r->events;
