@@ -165,7 +165,8 @@ const struct opt bench_options[] = {
      NULL, .set = bench_set_shard},
     {"start-at", 0, OPT_CALL, "TIME",
      "start the first run at TIME, unix seconds or RFC 3339 (2026-12-02T07:30:00Z), so that "
-     "the shards start together; a TIME already past by more than a second fails the run",
+     "the shards start together; a TIME past by more than a second, or more than a day ahead, "
+     "fails the run",
      NULL, .set = bench_set_start_at},
     {.kind = OPT_END},
 };
@@ -341,13 +342,19 @@ static double bench_wall_now(void)
 }
 
 /* Sleeps until --start-at; 0, or -1 when it had passed by more than a
- * second (the shards would not run together). */
+ * second (the shards would not run together) or is more than a day away
+ * (a mistyped time, which would hang the run). */
 static int bench_wait_start(const struct bench_opts *o, struct result_row *row)
 {
     double late = bench_wall_now() - o->start_at;
     if (late > 1) {
         snprintf(row->error, sizeof row->error, "--start-at %.3f was %.1f s ago: this shard "
                  "would not run with the others", o->start_at, late);
+        return -1;
+    }
+    if (late < -86400) {
+        snprintf(row->error, sizeof row->error, "--start-at %.3f is %.0f s away, more than a "
+                 "day: a mistyped time?", o->start_at, -late);
         return -1;
     }
     struct timespec at = {(time_t)o->start_at,

@@ -260,6 +260,12 @@ def test_start_at_long_past_fails_the_run(car_server, tmp_path):
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT)
     assert p.returncode == EXIT_RUNTIME, p.stderr
     assert "would not run with the others" in p.stderr
+    p = subprocess.run([SHOOTOUT_BIN, "bench", "rpc-seq", "--target",
+                        "%s:%d" % (HOST, car_server.rest_port), "--requests", "10",
+                        "--start-at", "%d" % (time.time() + 3 * 86400)],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT)
+    assert p.returncode == EXIT_RUNTIME, p.stderr
+    assert "more than a day" in p.stderr
 
 
 def test_http_open_refuses_shard():
