@@ -8,7 +8,7 @@
 #   make check           `make test` with gcc and with ASan + UBSan, plus the
 #                        unit tests built with clang, the fuzz corpora
 #                        replayed and tsan-e2e (builds the peers first)
-#   make peers           the gRPC C++, grpc-java and Spring REST peers in build/peers/
+#   make peers           the gRPC C++, grpc-java, Spring REST and a2b Spring peers in build/peers/
 #   make node-peer       the Node.js peers' npm packages (every peers/*/package.json)
 #   make json-bench      the car_json vs cJSON measurement (build/perf/json_bench)
 #   make fuzz            libFuzzer targets (clang) in build/fuzz/
@@ -242,7 +242,7 @@ $(PEER_B)/obj/%.o: peers/grpc-cpp/%.cc | $(PEER_GEN_CC)
 $(PEER_B)/car-grpc-cpp-server: $(PEER_OBJ)
 	$(CXX) -o $@ $^ $(PEER_LIBS)
 
-# ---- The Java peers (peers/grpc-java, peers/spring-rest): javac against
+# ---- The Java peers (peers/grpc-java, peers/spring-rest, peers/a2b-spring): javac against
 # Debian's jars in /usr/share/java, classes under build/peers/<name>/classes;
 # each writes build/peers/<name>/classpath, which its start script runs with.
 # Without a JDK (install-deps.sh --minimal) they are skipped with a line.
@@ -257,14 +257,17 @@ GRPC_JAVA_BUILD_JARS := geronimo-annotation-1.3-spec error_prone_annotations
 SPRING_REST_JARS := spring3-core spring3-beans spring3-context spring3-aop spring3-expression spring3-web \
 	spring3-web.servlet jackson-core jackson-databind jackson-annotations servlet-api commons-logging \
 	jetty9-server jetty9-servlet jetty9-http jetty9-io jetty9-util jetty9-security
+A2B_SPRING_JARS := spring3-core spring3-beans spring3-context spring3-aop spring3-expression spring3-web \
+	spring3-web.servlet spring3-jdbc spring3-transaction jackson-core servlet-api commons-logging \
+	commons-dbcp2 commons-pool2 postgresql jetty9-server jetty9-servlet jetty9-http jetty9-io jetty9-util jetty9-security
 # -path: Debian's commons-logging.jar names optional jars in its Class-Path.
 JAVAC_FLAGS := -Xlint:all,-path -Werror
-JAVA_PEERS := $(PEER_B)/grpc-java/classpath $(PEER_B)/spring-rest/classpath
+JAVA_PEERS := $(PEER_B)/grpc-java/classpath $(PEER_B)/spring-rest/classpath $(PEER_B)/a2b-spring/classpath
 
 .PHONY: java-peers
 java-peers:
 	@if command -v javac >/dev/null; then $(MAKE) --no-print-directory $(JAVA_PEERS); \
-	else echo "make peers: no javac, grpc-java and spring-rest not built (scripts/install-deps.sh without --minimal)"; fi
+	else echo "make peers: no javac, grpc-java, spring-rest and a2b-spring not built (scripts/install-deps.sh without --minimal)"; fi
 
 # The stubs are generated from src/car/*.proto at build time, never committed.
 $(PEER_B)/grpc-java/classpath: peers/grpc-java/CarGrpcServer.java src/car/car.proto src/car/health.proto
@@ -275,10 +278,16 @@ $(PEER_B)/grpc-java/classpath: peers/grpc-java/CarGrpcServer.java src/car/car.pr
 		$$(find $(@D)/gen -name '*.java') $<
 	echo "$(CURDIR)/$(@D)/classes:$(call jar_path,$(GRPC_JAVA_JARS))" >$@
 
-$(PEER_B)/spring-rest/classpath: peers/spring-rest/CarRestServer.java
+# peers/lib/SpringJetty.java: what the two Spring contenders share.
+$(PEER_B)/spring-rest/classpath: peers/spring-rest/CarRestServer.java peers/lib/SpringJetty.java
 	rm -rf $(@D) && mkdir -p $(@D)
-	javac $(JAVAC_FLAGS) -d $(@D)/classes -cp $(call jar_path,$(SPRING_REST_JARS)) $<
+	javac $(JAVAC_FLAGS) -d $(@D)/classes -cp $(call jar_path,$(SPRING_REST_JARS)) $^
 	echo "$(CURDIR)/$(@D)/classes:$(call jar_path,$(SPRING_REST_JARS))" >$@
+
+$(PEER_B)/a2b-spring/classpath: $(wildcard peers/a2b-spring/*.java) peers/lib/SpringJetty.java
+	rm -rf $(@D) && mkdir -p $(@D)
+	javac $(JAVAC_FLAGS) -d $(@D)/classes -cp $(call jar_path,$(A2B_SPRING_JARS)) $^
+	echo "$(CURDIR)/$(@D)/classes:$(call jar_path,$(A2B_SPRING_JARS))" >$@
 
 # ---- The Node.js peers (peers/a2b-node, aedes, node-grpc, node-fastify):
 # their npm dependencies, each pinned by its package-lock.json.

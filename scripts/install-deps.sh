@@ -64,6 +64,9 @@ heavy_packages=(
   libgeronimo-annotation-1.3-spec-java liberror-prone-java
   libspring-web-servlet-java libspring-web-java libspring-context-java libjetty9-java
   libservlet-api-java libjackson2-databind-java libcommons-logging-java
+  # peers/a2b-spring: Spring JDBC over a commons-dbcp2 pool and pgjdbc
+  libspring-jdbc-java libspring-transaction-java libcommons-dbcp2-java libcommons-pool2-java
+  libpostgresql-jdbc-java
 )
 [ "$minimal" -eq 1 ] || packages+=("${heavy_packages[@]}")
 # npm comes with NodeSource's nodejs, which conflicts with Debian's npm package:

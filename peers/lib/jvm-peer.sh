@@ -4,7 +4,8 @@
 # (CONTENDERS.md). A start script sets PEER (its directory under
 # build/peers/), MAIN (the class to run) and PACKAGES (the Debian packages
 # it runs from), defines peer_version (prints "<product> <version>") and
-# calls jvm_peer_main "$@".
+# calls jvm_peer_main "$@". An a2b contender also sets PEER_OPTIONS=(--db
+# --pool): options it requires, each with a value, passed on to MAIN.
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CLASSPATH_FILE=$REPO/build/peers/$PEER/classpath
@@ -49,23 +50,40 @@ jvm_peer_check() {
   done
 }
 
+[ -n "${PEER_OPTIONS+set}" ] || PEER_OPTIONS=()
+
 usage() {
-  echo "usage: $0 --version | --port PORT --dir DIR [--threads N]" >&2
+  local o name extra=""
+  for o in "${PEER_OPTIONS[@]}"; do
+    name=${o#--}
+    extra+=" $o ${name^^}"
+  done
+  echo "usage: $0 --version | --port PORT --dir DIR [--threads N]$extra" >&2
   exit 2
 }
 
 jvm_peer_main() {
-  local port="" dir="" threads=""
+  local port="" dir="" threads="" o
+  local -A given=()
   while [ $# -gt 0 ]; do
     case $1 in
       --version) jvm_peer_check; peer_version; exit 0 ;;
       --port) [ $# -ge 2 ] || usage; port=$2; shift 2 ;;
       --dir) [ $# -ge 2 ] || usage; dir=$2; shift 2 ;;
       --threads) [ $# -ge 2 ] || usage; threads=$2; shift 2 ;;
-      *) usage ;;
+      *)
+        for o in "${PEER_OPTIONS[@]}" ""; do [ "$o" = "$1" ] && break; done
+        if [ -z "$o" ] || [ $# -lt 2 ]; then usage; fi
+        given[$1]=$2
+        shift 2 ;;
     esac
   done
   if [ -z "$port" ] || [ ! -d "$dir" ]; then usage; fi
+  local passed=()
+  for o in "${PEER_OPTIONS[@]}"; do
+    [ -n "${given[$o]+set}" ] || usage
+    passed+=("$o" "${given[$o]}")
+  done
   jvm_peer_check
   dir=$(cd "$dir" && pwd)
   cd "$dir" || exit 1
@@ -76,5 +94,5 @@ jvm_peer_main() {
   exec java -Xms256m -Xmx256m -XX:+ExitOnOutOfMemoryError \
     -XX:-UsePerfData -XX:+DisableAttachMechanism -XX:ErrorFile="$dir/hs_err_%p.log" \
     -Djava.io.tmpdir="$dir" "${JVM_ARGS[@]}" \
-    -cp "$(<"$CLASSPATH_FILE")" "$MAIN" --port "$port" ${threads:+$(peer_threads "$threads")}
+    -cp "$(<"$CLASSPATH_FILE")" "$MAIN" --port "$port" ${threads:+$(peer_threads "$threads")} "${passed[@]}"
 }

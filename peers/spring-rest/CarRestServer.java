@@ -27,12 +27,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.StringJoiner;
-import org.eclipse.jetty.server.HttpConfiguration;
-import org.eclipse.jetty.server.HttpConnectionFactory;
-import org.eclipse.jetty.server.Server;
-import org.eclipse.jetty.server.ServerConnector;
-import org.eclipse.jetty.servlet.ServletContextHandler;
-import org.eclipse.jetty.servlet.ServletHolder;
 import org.springframework.context.annotation.Bean;
 import org.springframework.http.HttpOutputMessage;
 import org.springframework.http.HttpStatus;
@@ -49,11 +43,7 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RestController;
-import org.springframework.web.context.support.AnnotationConfigWebApplicationContext;
-import org.springframework.web.servlet.DispatcherServlet;
 import org.springframework.web.servlet.NoHandlerFoundException;
-import org.springframework.web.servlet.mvc.method.annotation.ExceptionHandlerExceptionResolver;
-import org.springframework.web.servlet.mvc.method.annotation.RequestMappingHandlerAdapter;
 import org.springframework.web.servlet.mvc.method.annotation.RequestMappingHandlerMapping;
 
 public final class CarRestServer {
@@ -209,11 +199,14 @@ public final class CarRestServer {
         return m;
     }
 
-    // The part of what @EnableWebMvc imports that this controller needs, as
-    // a "lite" configuration (no @Configuration): Spring 4.3 would subclass a
-    // full one with its CGLIB, whose ASM throws on JDK 17's class files.
-    public static class WebConfig {
+    // The beans of this controller, on SpringJetty's (peers/lib).
+    public static class WebConfig extends SpringJetty.MvcConfig {
         private final List<HttpMessageConverter<?>> converters = List.of(json());
+
+        @Override
+        protected List<HttpMessageConverter<?>> converters() {
+            return converters;
+        }
 
         private static HttpMessageConverter<?> json() {
             MappingJackson2HttpMessageConverter json = new MappingJackson2HttpMessageConverter(mapper()) {
@@ -246,20 +239,6 @@ public final class CarRestServer {
         public RequestMappingHandlerMapping handlerMapping() {
             return new RequestMappingHandlerMapping();
         }
-
-        @Bean
-        public RequestMappingHandlerAdapter handlerAdapter() {
-            RequestMappingHandlerAdapter a = new RequestMappingHandlerAdapter();
-            a.setMessageConverters(converters);
-            return a;
-        }
-
-        @Bean
-        public ExceptionHandlerExceptionResolver exceptionResolver() {
-            ExceptionHandlerExceptionResolver r = new ExceptionHandlerExceptionResolver();
-            r.setMessageConverters(converters);
-            return r;
-        }
     }
 
     private static void usage() {
@@ -283,37 +262,7 @@ public final class CarRestServer {
                 usage();
         }
 
-        AnnotationConfigWebApplicationContext spring = new AnnotationConfigWebApplicationContext();
-        spring.register(WebConfig.class);
-        DispatcherServlet dispatcher = new DispatcherServlet(spring);
-        dispatcher.setThrowExceptionIfNoHandlerFound(true);
-
-        // Jetty's defaults otherwise (thread pool, selectors, acceptors), as
-        // a Spring Boot application on Jetty gets them.
-        Server jetty = new Server();
-        HttpConfiguration config = new HttpConfiguration();
-        config.setSendDateHeader(true);  // as car-server (and Spring Boot's Jetty) does
-        ServerConnector http = new ServerConnector(jetty, new HttpConnectionFactory(config));
-        http.setHost(bind);
-        http.setPort(port);
-        jetty.addConnector(http);
-        ServletContextHandler context = new ServletContextHandler();
-        ServletHolder holder = new ServletHolder(dispatcher);
-        holder.setInitOrder(1);  // Spring starts with Jetty, not on the first request
-        context.addServlet(holder, "/");
-        jetty.setHandler(context);
-        // SIGTERM/SIGINT: Jetty's shutdown hook stops it, letting requests in
-        // progress finish for up to STOP_TIMEOUT_MS.
-        jetty.setStopAtShutdown(true);
-        jetty.setStopTimeout(STOP_TIMEOUT_MS);
-        try {
-            jetty.start();
-        } catch (Exception e) {
-            System.err.println("spring-rest: cannot listen on " + bind + ":" + port + ": " + e.getMessage());
-            System.exit(1);
-        }
-        System.err.println("spring-rest listening on " + bind + ":" + http.getLocalPort());
-        jetty.join();
+        SpringJetty.serve("spring-rest", WebConfig.class, bind, port, STOP_TIMEOUT_MS, http -> {}, h -> h);
     }
 
     private static int parsePort(String value) {

@@ -100,22 +100,25 @@ def files_outside(pid, directory, log):
 class Peer:
     """A contender run by its start script in its own process group."""
 
-    def __init__(self, name, tmp_path):
+    def __init__(self, name, tmp_path, extra=(), listening=None):
+        """extra: more options for start (an a2b contender's --db, --pool);
+        listening: the line announcing the port, when name is not in PEERS."""
         self.name = name
+        self.listening = listening or PEERS[name]["listening"]
         self.dir = tmp_path / "dir"
         self.dir.mkdir()
         self.port = free_port()
         self.stderr_path = tmp_path / "stderr"
         self._err = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen([start_script(name), "--port", str(self.port), "--dir", str(self.dir),
-                                      "--threads", "1"], stdin=subprocess.DEVNULL, stdout=self._err,
-                                     stderr=self._err, start_new_session=True)
+                                      "--threads", "1"] + list(extra), stdin=subprocess.DEVNULL,
+                                     stdout=self._err, stderr=self._err, start_new_session=True)
 
     def stderr(self):
         return self.stderr_path.read_text(errors="replace")
 
     def wait_ready(self):
-        line = "%s%s:%d" % (PEERS[self.name]["listening"], HOST, self.port)
+        line = "%s%s:%d" % (self.listening, HOST, self.port)
         deadline = time.monotonic() + BOOT_TIMEOUT
         while time.monotonic() < deadline:
             if line in self.stderr():
@@ -201,7 +204,8 @@ def test_version(peer_name):
     assert r.stdout.count("\n") == 1
 
 
-@pytest.mark.parametrize("name", sorted(PEERS))
+# a2b-spring (test_peer_a2b_spring.py) shares the scripts' logic.
+@pytest.mark.parametrize("name", sorted(PEERS) + ["a2b-spring"])
 def test_version_not_built(name, tmp_path):
     """The scripts in a tree without build/peers/: exit 3, the fix on stdout."""
     for rel in (os.path.join("peers", name, "start"), os.path.join("peers", "lib", "jvm-peer.sh")):
@@ -220,7 +224,6 @@ def test_bad_arguments(peer_name, tmp_path):
 
 
 def test_exchange_then_sigterm_leaves_nothing(peer, pb, car_server, tmp_path):
-    jvm_pid = peer.proc.pid  # the start script exec()s the JVM
     if PEERS[peer.name]["protocol"] == "grpc":
         assert grpc_exchange(peer.port, pb) == ("successful", pb["health"].HealthCheckResponse.SERVING,
                                                 grpc.StatusCode.NOT_FOUND)
@@ -234,6 +237,13 @@ def test_exchange_then_sigterm_leaves_nothing(peer, pb, car_server, tmp_path):
         assert json.loads(theirs[1][2]) == {"error": "missing field", "field": "car.make"}
         assert theirs[2] == ours[2] == (404, "application/json", b'{"error":"not found"}')
 
+    assert_stops_leaving_nothing(peer)
+
+
+def assert_stops_leaving_nothing(peer):
+    """No file written outside DIR while it runs; SIGTERM stops it (the JVM
+    exits 143 on it) and nothing of it is left behind."""
+    jvm_pid = peer.proc.pid  # the start script exec()s the JVM
     assert files_outside(jvm_pid, str(peer.dir), str(peer.stderr_path)) == []
     assert peer.stop() in (0, 143), peer.stderr()[-3000:]
     deadline = time.monotonic() + STOP_TIMEOUT
