@@ -15,10 +15,12 @@
 #include "car/car_server.h"
 #include "cli/bench_cmd.h"
 #include "core/log.h"
+#include "core/mem.h"
 #include "core/opt.h"
 #include "core/version.h"
 #include "report/compare.h"
 #include "report/compare_print.h"
+#include "report/merge.h"
 #include "run/shootout_run.h"
 
 #define EXIT_USAGE 2
@@ -435,6 +437,85 @@ static int cmd_compare(int argc, char **argv)
     return rc;
 }
 
+/* ---- merge ------------------------------------------------------------------- */
+
+static const char merge_head[] =
+    "usage: shootout merge [options] SHARD.json... > RUN.json\n"
+    "\n"
+    "Puts together the results files of one load test split over N processes or\n"
+    "machines (`shootout bench EXPERIMENT --shard I/N --start-at T --json\n"
+    "SHARD.json` on each, I = 0 .. N-1): counters and CPU times summed, latency\n"
+    "histograms added bucket by bucket and the percentiles computed from the\n"
+    "sum, never averaged; throughput as all the shards' operations over the\n"
+    "common wall-clock window (earliest start to latest end). The output has\n"
+    "the shards' JSON schema. Every shard must be given once, all of one run.\n"
+    "A shard whose own CPU over its window reached 0.9 cores per client thread\n"
+    "is flagged (stderr, and \"shard\": {\"saturated\": [...]} in the output): its\n"
+    "figures may be its own limit, not the server's. docs/bench.md, \"Load from\n"
+    "several machines\".\n"
+    "\n";
+
+static const char merge_tail[] =
+    "\nexit status: 0 merged, 1 the output cannot be written, 2 usage error or\n"
+    "files that cannot be merged (not shards, of different runs, a shard given\n"
+    "twice or missing).\n";
+
+struct merge_args {
+    const char *output;
+};
+
+static const struct opt merge_options[] = {
+    {"output", 'o', OPT_STRING, "FILE", "write the merged results to FILE ('-': stdout)", "-",
+     OPT_FIELD(struct merge_args, output)},
+    {.kind = OPT_END},
+};
+
+static const struct opt_table merge_tables[] = {{merge_options, 0}, {NULL, 0}};
+
+static const struct opt_cmd merge_command = {
+    .head = merge_head, .tables = merge_tables, .tail = merge_tail};
+
+static int cmd_merge(int argc, char **argv)
+{
+    struct merge_args a = {.output = "-"};
+    int rc = options_parse("merge", &merge_command, argc, argv, &a, true);
+    if (rc >= 0)
+        return rc;
+    unsigned n = (unsigned)(argc - optind);
+    if (n == 0 || n > MERGE_MAX_SHARDS) {
+        fprintf(stderr, "shootout merge: wants 1 to %d shards' results files\n",
+                MERGE_MAX_SHARDS);
+        return EXIT_USAGE;
+    }
+    struct merge_file *files = mem_calloc(n, sizeof *files);
+    char err[512], warn[4096];
+    rc = 0;
+    for (unsigned i = 0; i < n && !rc; i++)
+        if (merge_load(&files[i], argv[optind + i], err, sizeof err) < 0)
+            rc = EXIT_USAGE;
+    struct result_set out = {0};
+    if (!rc && merge_combine(files, n, &out, warn, sizeof warn, err, sizeof err) < 0)
+        rc = EXIT_USAGE;
+    if (rc) {
+        fprintf(stderr, "shootout merge: %s\n", err);
+    } else {
+        if (warn[0])
+            fprintf(stderr, "shootout merge: warning: %s", warn);
+        struct result_context ctx;
+        result_context_init(&ctx, argc, argv, SHOOTOUT_VERSION);
+        if (result_write_json(a.output, &ctx, out.rows, out.n, err, sizeof err) < 0) {
+            fprintf(stderr, "shootout merge: %s\n", err);
+            rc = 1;
+        }
+        result_context_free(&ctx);
+    }
+    result_set_free(&out);
+    for (unsigned i = 0; i < n; i++)
+        merge_file_free(&files[i]);
+    mem_free(files);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -452,6 +533,8 @@ int main(int argc, char **argv)
         return bench_main(argc, argv, SHOOTOUT_VERSION);
     if (!strcmp(cmd, "compare"))
         return cmd_compare(argc - 1, argv + 1);
+    if (!strcmp(cmd, "merge"))
+        return cmd_merge(argc - 1, argv + 1);
     if (!strcmp(cmd, "run"))
         return shootout_run_main(argc, argv, SHOOTOUT_VERSION);
     if (!strcmp(cmd, "peers"))

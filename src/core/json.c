@@ -14,6 +14,7 @@ void json_init(struct json *j, FILE *f)
     j->buf = NULL;
     j->depth = 0;
     j->after_key = false;
+    j->flat = 0;
     j->has_items[0] = false;
 }
 
@@ -53,7 +54,7 @@ static void json_putc(struct json *j, char c) { json_write(j, &c, 1); }
 
 static void json_indent(struct json *j)
 {
-    if (!j->f)
+    if (!j->f || j->flat)
         return;
     fputc('\n', j->f);
     for (unsigned i = 0; i < j->depth; i++)
@@ -92,6 +93,14 @@ static void json_close(struct json *j, char c)
     json_putc(j, c);
     if (j->depth == 0 && j->f)
         fputc('\n', j->f);
+}
+
+void json_flat(struct json *j, bool on)
+{
+    if (on)
+        j->flat++;
+    else if (j->flat)
+        j->flat--;
 }
 
 void json_object_begin(struct json *j) { json_open(j, '{'); }

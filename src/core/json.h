@@ -33,6 +33,7 @@ struct json {
     struct json_buf *buf; /* compact output when f is NULL; not owned */
     unsigned depth;
     bool after_key;    /* the next value follows "key": on the same line */
+    unsigned flat;     /* json_flat nesting: > 0 writes on one line */
     bool has_items[JSON_MAX_DEPTH];
 };
 
@@ -54,6 +55,10 @@ void json_int(struct json *j, int64_t v);
 void json_fixed(struct json *j, int64_t scaled, unsigned decimals);
 void json_null(struct json *j);
 void json_bool(struct json *j, bool v);
+/* Between json_flat(j, true) and json_flat(j, false) (they nest) the
+ * indented writer writes what comes on one line, for long arrays of small
+ * values (a histogram's buckets) that would otherwise take a line each. */
+void json_flat(struct json *j, bool on);
 /* A key and its value, the most common pair. */
 void json_kv(struct json *j, const char *key, double v);
 void json_kstr(struct json *j, const char *key, const char *s);

@@ -4,17 +4,22 @@
 #include "load/bench.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/mem.h"
 #include "core/net.h"
 #include "core/opt.h"
 #include "load/probe.h"
+#include "report/merge.h"
 #include "report/report_html.h"
 #include "report/texttab.h"
 
@@ -60,6 +65,64 @@ static int bench_set_label(const struct opt *opt, void *base, const char *name, 
     return 0;
 }
 
+/* --shard I/N: part I of N, counted from 0 as a Kubernetes Indexed Job's
+ * JOB_COMPLETION_INDEX is. */
+static int bench_set_shard(const struct opt *opt, void *base, const char *name, const char *value,
+                           char *err, size_t errlen)
+{
+    struct bench_opts *o = base;
+    char *end;
+    unsigned long i = strtoul(value, &end, 10), n = 0;
+    bool ok = end != value && value[0] >= '0' && value[0] <= '9' && *end == '/' &&
+              end[1] >= '0' && end[1] <= '9';
+    if (ok)
+        n = strtoul(end + 1, &end, 10);
+    if (!ok || *end || n < 1 || n > MERGE_MAX_SHARDS || i >= n)
+        return opt_fail(err, errlen, "%s wants I/N, 0 <= I < N <= %d, not '%s'", name,
+                        MERGE_MAX_SHARDS, value);
+    o->shard_index = (unsigned)i;
+    o->shard_count = (unsigned)n;
+    return 0;
+}
+
+/* --start-at: unix seconds, or an RFC 3339 time ("2026-12-02T07:30:00Z",
+ * fractions and a +hh:mm offset allowed). */
+static int bench_set_start_at(const struct opt *opt, void *base, const char *name,
+                              const char *value, char *err, size_t errlen)
+{
+    struct bench_opts *o = base;
+    char *end;
+    double t = strtod(value, &end);
+    if (end != value && !*end && value[0] >= '0' && value[0] <= '9' && t < 1e11) {
+        o->start_at = t;
+        return 0;
+    }
+    struct tm tm = {0};
+    const char *p = strptime(value, "%Y-%m-%dT%H:%M:%S", &tm);
+    double frac = 0;
+    long off = 0;
+    if (p && *p == '.') {
+        frac = strtod(p, &end);
+        p = end;
+    }
+    if (p && (*p == 'Z' || *p == 'z') && !p[1]) {
+        p = "";
+    } else if (p && (*p == '+' || *p == '-')) {
+        unsigned hh, mm;
+        int used = 0;
+        if (sscanf(p + 1, "%2u:%2u%n", &hh, &mm, &used) == 2 && !p[1 + used] && hh < 24 &&
+            mm < 60) {
+            off = (*p == '-' ? -1 : 1) * (long)(hh * 3600 + mm * 60);
+            p = "";
+        }
+    }
+    if (!p || *p)
+        return opt_fail(err, errlen, "%s wants unix seconds or an RFC 3339 time such as "
+                                     "2026-12-02T07:30:00Z, not '%s'", name, value);
+    o->start_at = (double)timegm(&tm) - (double)off + frac;
+    return 0;
+}
+
 static const struct opt_choice bench_progress_modes[] = {
     {"auto", NULL, PROGRESS_AUTO},
     {"always", NULL, PROGRESS_ALWAYS},
@@ -95,6 +158,16 @@ const struct opt bench_options[] = {
      "1", OPT_FIELD(struct bench_opts, trace_sample), .min = 1, .max = TRACE_SAMPLE_MAX},
     {"trace-body", 0, OPT_UINT, "BYTES", "bytes of each HTTP body the trace shows", "80",
      OPT_FIELD(struct bench_opts, trace_body), .min = 0, .max = TRACE_BODY_MAX},
+    {"shard", 0, OPT_CALL, "I/N",
+     "run part I (0 .. N-1) of the experiment the other options describe: its share of the "
+     "connections, calls or users, with disjoint client ids and topics; merge the N --json "
+     "files with `shootout merge` (docs/bench.md, \"Load from several machines\")",
+     NULL, .set = bench_set_shard},
+    {"start-at", 0, OPT_CALL, "TIME",
+     "start the first run at TIME, unix seconds or RFC 3339 (2026-12-02T07:30:00Z), so that "
+     "the shards start together; a TIME past by more than a second, or more than a day ahead, "
+     "fails the run",
+     NULL, .set = bench_set_start_at},
     {.kind = OPT_END},
 };
 
@@ -239,6 +312,58 @@ int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned c
     return bench_open_trace(o, argc, argv);
 }
 
+/* ---- shards -------------------------------------------------------------- */
+
+uint64_t bench_share(const struct bench_opts *o, uint64_t total, uint64_t *first)
+{
+    if (!o->shard_count) {
+        *first = 0;
+        return total;
+    }
+    /* 128 bits: total * N may not fit in 64. */
+    unsigned __int128 t = total;
+    *first = (uint64_t)(t * o->shard_index / o->shard_count);
+    return (uint64_t)(t * (o->shard_index + 1) / o->shard_count) - *first;
+}
+
+int bench_share_check(const struct bench_opts *o, const char *what, uint64_t total)
+{
+    if (o->shard_count > total)
+        return bench_usage_error(o, "%s %llu cannot be split over %u shards: each needs at "
+                                    "least one", what, (unsigned long long)total, o->shard_count);
+    return 0;
+}
+
+static double bench_wall_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Sleeps until --start-at; 0, or -1 when it had passed by more than a
+ * second (the shards would not run together) or is more than a day away
+ * (a mistyped time, which would hang the run). */
+static int bench_wait_start(const struct bench_opts *o, struct result_row *row)
+{
+    double late = bench_wall_now() - o->start_at;
+    if (late > 1) {
+        snprintf(row->error, sizeof row->error, "--start-at %.3f was %.1f s ago: this shard "
+                 "would not run with the others", o->start_at, late);
+        return -1;
+    }
+    if (late < -86400) {
+        snprintf(row->error, sizeof row->error, "--start-at %.3f is %.0f s away, more than a "
+                 "day: a mistyped time?", o->start_at, -late);
+        return -1;
+    }
+    struct timespec at = {(time_t)o->start_at,
+                          (long)((o->start_at - floor(o->start_at)) * 1e9)};
+    while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
+        ;
+    return 0;
+}
+
 /* ---- running ------------------------------------------------------------- */
 
 /* One line per run for a caller that prints its own tables. */
@@ -282,8 +407,21 @@ int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
         progress_begin(&bar, stderr, live, label, result_unit(row));
         if (o->trace)
             trace_note(o->trace, "%s", label);
-        rc = run(&ro, arg, rep, row);
+        if (rep == 0 && o->start_at > 0 && bench_wait_start(o, row) < 0)
+            rc = BENCH_EXIT_RUNTIME;
+        double began = bench_wall_now();
+        if (rc == BENCH_EXIT_OK)
+            rc = run(&ro, arg, rep, row);
         progress_end(&bar);
+        if (o->shard_count)
+            row->shard = (struct result_shard){
+                .index = o->shard_index,
+                .count = o->shard_count,
+                .threads = o->threads,
+                .start_at = o->start_at,
+                .window_start = began + row->setup_s,
+                .window_end = began + row->setup_s + row->duration_s,
+            };
         if (o->brief) {
             bench_progress(row, rc);
         } else {

@@ -46,11 +46,15 @@ struct bench_opts {
     const char *trace_path;             /* --trace, or NULL */
     unsigned trace_sample, trace_body; /* --trace-sample, --trace-body */
     struct trace *trace;                /* open while the experiment runs; NULL: no trace */
+    /* --shard I/N: this process runs part I (0 .. N-1) of the experiment
+     * its options describe; shard_count 0: the whole. */
+    unsigned shard_index, shard_count;
+    double start_at; /* --start-at, unix seconds; 0: start at once */
 };
 
 /* The options every experiment takes, on a struct bench_opts (core/opt.h):
  * --runs, --json, --html, --server-pid, --label, --progress, --trace,
- * --trace-sample, --trace-body. Each experiment adds its
+ * --trace-sample, --trace-body, --shard, --start-at. Each experiment adds its
  * own, --target, --timeout and --threads among them, since what they mean
  * differs. */
 extern const struct opt bench_options[];
@@ -70,13 +74,23 @@ int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
  * Returns 0 or an exit code. */
 int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned conns);
 
+/* This shard's part of total items (connections, calls, users): the
+ * items [*first, *first + the result), total split as evenly as whole
+ * items go; all of them when the run is not sharded. */
+uint64_t bench_share(const struct bench_opts *o, uint64_t total, uint64_t *first);
+/* A usage error when total (what: "--conns") leaves some shard nothing;
+ * else 0. */
+int bench_share_check(const struct bench_opts *o, const char *what, uint64_t total);
+
 /* One measured repetition rep: fills row's metrics and returns 0, or an
  * exit code with the reason in row->error. */
 typedef int (*bench_run_fn)(const struct bench_opts *o, void *arg, unsigned rep,
                             struct result_row *row);
 
-/* Runs o->runs repetitions of run, each from a copy of tmpl; prints a table
- * line per run, then the aggregate; appends the iteration rows, then the
+/* Runs o->runs repetitions of run, each from a copy of tmpl (the first
+ * at --start-at, if given); prints a table line per run, then the
+ * aggregate; a sharded run's rows say which part they are and their
+ * wall-clock window, for `shootout merge`; appends the iteration rows, then the
  * aggregate rows, to out. Stops at the first failed run (its row is still
  * appended, and no aggregate is). Returns the exit code. */
 int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,

@@ -8,160 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/json_read.h"
 #include "core/mem.h"
-#include "core/textfile.h"
+#include "report/result_read.h"
 #include "report/stats.h"
 
 #define CMP_DEPTH 16
-#define KEY_CAP 32
-
-struct parser {
-    struct jr r;
-    char *err;
-    size_t errlen;
-    bool failed;
-};
-
-static bool fail(struct parser *ps, const char *fmt, const char *what)
-{
-    if (!ps->failed)
-        snprintf(ps->err, ps->errlen, fmt, (size_t)(ps->r.p - ps->r.start), what);
-    ps->failed = true;
-    return false;
-}
-
-/* What the reader found wrong, in a few words. */
-static const char *jr_what(enum jr_err e)
-{
-    switch (e) {
-    case JR_E_STRING:
-    case JR_E_CONTROL:
-    case JR_E_UTF8:
-    case JR_E_ESCAPE:
-    case JR_E_HEX:
-    case JR_E_SURROGATE:
-    case JR_E_NUL:
-        return "a malformed string";
-    case JR_E_KEY:
-    case JR_E_COLON:
-        return "a malformed object member";
-    case JR_E_COMMA:
-        return "no ',' or closing bracket where one belongs";
-    case JR_E_DEPTH:
-        return "nesting too deep";
-    case JR_E_TRAILING:
-        return "text after the document";
-    default:
-        return "no valid JSON value";
-    }
-}
-
-/* The reader's error, once, as the message. */
-static bool reader_failed(struct parser *ps)
-{
-    if (ps->failed)
-        return false;
-    ps->failed = true;
-    if (jr_truncated(&ps->r))
-        snprintf(ps->err, ps->errlen, "byte %zu: the JSON ends early (a cut-off file?)",
-                 ps->r.err_off);
-    else
-        snprintf(ps->err, ps->errlen, "byte %zu: malformed JSON: %s", ps->r.err_off,
-                 jr_what(ps->r.err));
-    return false;
-}
-
-/* The next member of the open object: 1 with its name in key (empty when
- * longer than any name this reads) and r.p at its value, 0 at the end, -1
- * on error. */
-static int next_key(struct parser *ps, char key[KEY_CAP])
-{
-    int k = jr_next(&ps->r);
-    if (k <= 0)
-        return k < 0 ? (reader_failed(ps), -1) : 0;
-    size_t len;
-    if (!jr_key(&ps->r, key, KEY_CAP - 1, &len) || !jr_colon(&ps->r))
-        return reader_failed(ps), -1;
-    key[len < KEY_CAP - 1 ? len : 0] = '\0';
-    return 1;
-}
-
-static bool read_string(struct parser *ps, char *dst, size_t cap, const char *what)
-{
-    if (jr_peek(&ps->r) != JR_STRING)
-        return fail(ps, "byte %zu: %s is not a string", what);
-    size_t len;
-    if (!jr_string(&ps->r, dst, cap - 1, &len))
-        return reader_failed(ps);
-    dst[len < cap - 1 ? len : cap - 1] = '\0';
-    return true;
-}
-
-/* A number, or null (NaN: the writer's non-finite figures, and figures a
- * row does not have). */
-static bool read_number(struct parser *ps, double *out, const char *what)
-{
-    enum jr_type t = jr_peek(&ps->r);
-    if (t == JR_NULL) {
-        *out = NAN;
-        return jr_literal(&ps->r) || reader_failed(ps);
-    }
-    if (t != JR_NUMBER)
-        return fail(ps, "byte %zu: %s is not a number", what);
-    const unsigned char *at = ps->r.p;
-    uint64_t u;
-    bool plain;
-    if (!jr_number(&ps->r, &u, &plain))
-        return reader_failed(ps);
-    char buf[64];
-    size_t len = (size_t)(ps->r.p - at);
-    if (len >= sizeof buf)
-        return fail(ps, "byte %zu: %s has too many digits", what);
-    memcpy(buf, at, len);
-    buf[len] = '\0';
-    *out = strtod(buf, NULL);
-    return true;
-}
-
-/* A field of an object that parse_fields stores: a number or a string. */
-struct field {
-    const char *key;
-    double *num;
-    char *str;
-    size_t cap;
-};
-
-#define NUM(key, p) {key, p, NULL, 0}
-#define STR(key, buf) {key, NULL, buf, sizeof buf}
-
-/* Reads the object (or null) at r.p, storing the fields of fs[0..n) it
- * has and skipping the rest. what names it in messages. */
-static bool parse_fields(struct parser *ps, const char *what, const struct field *fs,
-                         unsigned n)
-{
-    enum jr_type t = jr_peek(&ps->r);
-    if (t == JR_NULL)
-        return jr_literal(&ps->r) || reader_failed(ps);
-    if (t != JR_OBJECT)
-        return fail(ps, "byte %zu: %s is not an object", what);
-    if (!jr_enter(&ps->r))
-        return reader_failed(ps);
-    char key[KEY_CAP];
-    int k;
-    while ((k = next_key(ps, key)) == 1) {
-        const struct field *f = NULL;
-        for (unsigned i = 0; i < n && !f; i++)
-            if (!strcmp(fs[i].key, key))
-                f = &fs[i];
-        bool ok = !f              ? jr_skip(&ps->r) || reader_failed(ps)
-                  : f->num        ? read_number(ps, f->num, f->key)
-                                  : read_string(ps, f->str, f->cap, f->key);
-        if (!ok)
-            return false;
-    }
-    return k == 0;
-}
 
 static struct cmp_point *point_of(struct cmp_file *f, const char *name)
 {
@@ -189,34 +40,32 @@ static void sample_add(struct cmp_samples *s, double v)
 
 /* One element of "benchmarks": an iteration's figures go to its point's
  * samples; a failed one is only counted. */
-static bool parse_row(struct parser *ps, struct cmp_file *f)
+static bool parse_row(struct rr *ps, struct cmp_file *f)
 {
     char name[sizeof f->pts->name] = "", run_type[16] = "", unit[16] = "", message[2] = "";
     double fig[CMP_NFIGURES];
     for (unsigned i = 0; i < CMP_NFIGURES; i++)
         fig[i] = NAN;
-    const struct field throughput[] = {NUM("value", &fig[CMP_THROUGHPUT]), STR("unit", unit)};
-    const struct field latency[] = {NUM("p50", &fig[CMP_P50]), NUM("p90", &fig[CMP_P90]),
-                                    NUM("p99", &fig[CMP_P99]), NUM("p99_9", &fig[CMP_P99_9])};
-    const struct field server[] = {NUM("cpu_us_per_op", &fig[CMP_SERVER_CPU])};
-    const struct field errors[] = {STR("message", message)};
+    const struct rr_field throughput[] = {RR_NUM("value", &fig[CMP_THROUGHPUT]), RR_STR("unit", unit)};
+    const struct rr_field latency[] = {RR_NUM("p50", &fig[CMP_P50]), RR_NUM("p90", &fig[CMP_P90]),
+                                    RR_NUM("p99", &fig[CMP_P99]), RR_NUM("p99_9", &fig[CMP_P99_9])};
+    const struct rr_field server[] = {RR_NUM("cpu_us_per_op", &fig[CMP_SERVER_CPU])};
+    const struct rr_field errors[] = {RR_STR("message", message)};
 
-    if (jr_peek(&ps->r) != JR_OBJECT)
-        return fail(ps, "byte %zu: %s is not an object", "a benchmark");
     const unsigned char *at = ps->r.p;
-    if (!jr_enter(&ps->r))
-        return reader_failed(ps);
-    char key[KEY_CAP];
+    if (!rr_object(ps, "a benchmark"))
+        return false;
+    char key[RR_KEY_CAP];
     int k;
-    while ((k = next_key(ps, key)) == 1) {
-        bool ok = !strcmp(key, "name")       ? read_string(ps, name, sizeof name, "name")
-                  : !strcmp(key, "run_type") ? read_string(ps, run_type, sizeof run_type,
+    while ((k = rr_next_key(ps, key)) == 1) {
+        bool ok = !strcmp(key, "name")       ? rr_string(ps, name, sizeof name, "name")
+                  : !strcmp(key, "run_type") ? rr_string(ps, run_type, sizeof run_type,
                                                            "run_type")
-                  : !strcmp(key, "throughput") ? parse_fields(ps, "throughput", throughput, 2)
-                  : !strcmp(key, "latency")    ? parse_fields(ps, "latency", latency, 4)
-                  : !strcmp(key, "server")     ? parse_fields(ps, "server", server, 1)
-                  : !strcmp(key, "errors")     ? parse_fields(ps, "errors", errors, 1)
-                                               : jr_skip(&ps->r) || reader_failed(ps);
+                  : !strcmp(key, "throughput") ? rr_fields(ps, "throughput", throughput, 2)
+                  : !strcmp(key, "latency")    ? rr_fields(ps, "latency", latency, 4)
+                  : !strcmp(key, "server")     ? rr_fields(ps, "server", server, 1)
+                  : !strcmp(key, "errors")     ? rr_fields(ps, "errors", errors, 1)
+                                               : rr_skip(ps);
         if (!ok)
             return false;
     }
@@ -224,7 +73,7 @@ static bool parse_row(struct parser *ps, struct cmp_file *f)
         return false;
     if (!name[0] || !run_type[0]) {
         ps->r.p = at;
-        return fail(ps, "byte %zu: %s", "a benchmark without a name or a run_type");
+        return rr_fail(ps, "byte %zu: %s", "a benchmark without a name or a run_type");
     }
     if (strcmp(run_type, "iteration"))
         return true;
@@ -241,64 +90,61 @@ static bool parse_row(struct parser *ps, struct cmp_file *f)
     return true;
 }
 
-static bool parse_benchmarks(struct parser *ps, struct cmp_file *f)
+static bool parse_benchmarks(struct rr *ps, struct cmp_file *f)
 {
-    if (jr_peek(&ps->r) != JR_ARRAY)
-        return fail(ps, "byte %zu: %s is not an array", "benchmarks");
-    if (!jr_enter(&ps->r))
-        return reader_failed(ps);
+    if (!rr_array(ps, "benchmarks"))
+        return false;
     int k;
     while ((k = jr_next(&ps->r)) == 1)
         if (!parse_row(ps, f))
             return false;
-    return k == 0 || reader_failed(ps);
+    return k == 0 || rr_reader_failed(ps);
 }
 
 int cmp_parse(struct cmp_file *f, const char *text, size_t len, char *err, size_t errlen)
 {
     memset(f, 0, sizeof *f);
-    struct parser ps = {.err = err, .errlen = errlen};
-    jr_init(&ps.r, text, len, CMP_DEPTH);
-    ps.r.refuse_nul = true;
+    struct rr ps;
+    rr_init(&ps, text, len, CMP_DEPTH, err, errlen);
     double schema = NAN;
     bool benchmarks = false;
-    const struct field tool[] = {STR("version", f->version)};
+    const struct rr_field tool[] = {RR_STR("version", f->version)};
     f->num_cpus = NAN;
-    const struct field context[] = {STR("date", f->date), STR("host_name", f->host),
-                                    NUM("num_cpus", &f->num_cpus), STR("cpu_model", f->cpu_model)};
+    const struct rr_field context[] = {RR_STR("date", f->date), RR_STR("host_name", f->host),
+                                    RR_NUM("num_cpus", &f->num_cpus), RR_STR("cpu_model", f->cpu_model)};
 
     if (jr_peek(&ps.r) != JR_OBJECT) {
         const unsigned char *at = ps.r.p;
         if (jr_skip(&ps.r)) {
             ps.r.p = at;
-            fail(&ps, "byte %zu: %s", "not a shootout results file (no JSON object)");
+            rr_fail(&ps, "byte %zu: %s", "not a shootout results file (no JSON object)");
         } else {
-            reader_failed(&ps);
+            rr_reader_failed(&ps);
         }
         return -1;
     }
-    bool ok = jr_enter(&ps.r) || reader_failed(&ps);
-    char key[KEY_CAP];
+    bool ok = jr_enter(&ps.r) || rr_reader_failed(&ps);
+    char key[RR_KEY_CAP];
     int k = 0;
-    while (ok && (k = next_key(&ps, key)) == 1) {
+    while (ok && (k = rr_next_key(&ps, key)) == 1) {
         if (!strcmp(key, "schema_version"))
-            ok = read_number(&ps, &schema, "schema_version");
+            ok = rr_number(&ps, &schema, "schema_version");
         else if (!strcmp(key, "benchmarks"))
             ok = benchmarks = parse_benchmarks(&ps, f);
         else if (!strcmp(key, "tool"))
-            ok = parse_fields(&ps, "tool", tool, 1);
+            ok = rr_fields(&ps, "tool", tool, 1);
         else if (!strcmp(key, "context"))
-            ok = parse_fields(&ps, "context", context, sizeof context / sizeof context[0]);
+            ok = rr_fields(&ps, "context", context, sizeof context / sizeof context[0]);
         else
-            ok = jr_skip(&ps.r) || reader_failed(&ps);
+            ok = rr_skip(&ps);
     }
-    ok = ok && k == 0 && (jr_end(&ps.r) || reader_failed(&ps));
+    ok = ok && k == 0 && (jr_end(&ps.r) || rr_reader_failed(&ps));
     if (ok && (schema != 1 || !benchmarks)) {
         if (isnan(schema) || !benchmarks)
-            fail(&ps, "byte %zu: %s", "not a shootout results file (no schema_version or "
+            rr_fail(&ps, "byte %zu: %s", "not a shootout results file (no schema_version or "
                                       "no benchmarks)");
         else
-            fail(&ps, "byte %zu: %s", "schema_version is not 1, the one this shootout reads");
+            rr_fail(&ps, "byte %zu: %s", "schema_version is not 1, the one this shootout reads");
         ok = false;
     }
     if (!ok) {
@@ -308,20 +154,16 @@ int cmp_parse(struct cmp_file *f, const char *text, size_t len, char *err, size_
     return 0;
 }
 
+/* cmp_parse for rr_load. */
+static int cmp_parse_text(void *f, const char *text, size_t len, char *err, size_t errlen)
+{
+    return cmp_parse(f, text, len, err, errlen);
+}
+
 int cmp_load(struct cmp_file *f, const char *path, char *err, size_t errlen)
 {
-    char *text, msg[256];
-    size_t len;
     memset(f, 0, sizeof *f);
-    if (textfile_read(path, &text, &len, msg, sizeof msg) < 0) {
-        snprintf(err, errlen, "%s", msg);
-        return -1;
-    }
-    int rc = cmp_parse(f, text, len, msg, sizeof msg);
-    mem_free(text);
-    if (rc < 0)
-        snprintf(err, errlen, "%s: %s", path, msg);
-    return rc;
+    return rr_load(path, cmp_parse_text, f, err, errlen);
 }
 
 void cmp_file_free(struct cmp_file *f)

@@ -14,7 +14,11 @@
 #ifndef SHOOTOUT_HIST_H
 #define SHOOTOUT_HIST_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+struct json;
+struct rr;
 
 #define HIST_SUB_BITS 7 /* 128 sub-buckets per power of two */
 #define HIST_MAX_BITS 37
@@ -45,6 +49,21 @@ uint64_t hist_percentile(const struct hist *h, double p);
 double hist_mean(const struct hist *h);
 /* Population standard deviation of the samples. */
 double hist_stddev(const struct hist *h);
+
+/* The histogram in full, as a JSON object for the results file, so that
+ * results from several processes or machines merge exactly:
+ *   {"unit": "ns", "count": N, "min": A, "max": B, "sum": "S", "sum_sq": "Q",
+ *    "buckets": [[index, count], ...]}
+ * sparse (only the buckets with samples, by increasing index, on one line)
+ * and exact (the 128-bit sums as decimal strings, which a JSON number, read
+ * as a double, would round). count, min and max must be below 2^63. */
+void hist_write_json(struct json *j, const struct hist *h);
+/* Reads what hist_write_json wrote, at ps's position, into h, checking it
+ * is one the writer could have written: every field once, bucket indices
+ * increasing and in range, counts adding up to count, min and max in the
+ * first and last bucket, sum between count * min and count * max. Unknown
+ * fields are skipped. false with the message in ps. */
+bool hist_read_json(struct rr *ps, struct hist *h);
 
 /* The bucket v falls in, and the smallest value of a bucket; exposed for
  * the tests of the precision bound. */

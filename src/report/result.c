@@ -96,6 +96,9 @@ void result_param(struct result_row *row, const char *key, double value)
 void result_set_latency(struct result_row *row, const struct hist *ns)
 {
     row->has_latency = true;
+    if (!row->lat_hist)
+        row->lat_hist = mem_alloc(sizeof *row->lat_hist);
+    *row->lat_hist = *ns;
     row->lat_min = (ns->count ? (double)ns->min : 0) / 1e3;
     row->lat_max = (double)ns->max / 1e3;
     row->lat_mean = hist_mean(ns) / 1e3;
@@ -131,8 +134,10 @@ void result_set_append(struct result_set *set, const struct result_row *rows, un
 
 void result_set_free(struct result_set *set)
 {
-    for (unsigned i = 0; i < set->n; i++)
+    for (unsigned i = 0; i < set->n; i++) {
         mem_free(set->rows[i].series.points);
+        mem_free(set->rows[i].lat_hist);
+    }
     mem_free(set->rows);
     *set = (struct result_set){0};
 }
@@ -154,6 +159,7 @@ void result_aggregate(const struct result_row *iters, unsigned n, struct result_
         out[k].repetition_index = 0;
         out[k].error[0] = '\0';
         out[k].series = (struct result_series){.saturation_s = -1};
+        out[k].lat_hist = NULL;
     }
     double *v = mem_alloc(n * sizeof *v);
     for (unsigned m = 0; m < RESULT_NMETRICS; m++) {
@@ -226,6 +232,30 @@ static void json_series(struct json *j, const struct result_row *r)
     json_object_end(j);
 }
 
+/* Where a sharded run's part sits (docs/bench.md, "Load from several
+ * machines"), or which parts a merged row was made of. */
+static void json_shard(struct json *j, const struct result_shard *s)
+{
+    json_key(j, "shard");
+    json_object_begin(j);
+    json_kv(j, "count", s->count);
+    if (s->merged) {
+        json_key(j, "saturated");
+        json_array_begin(j);
+        for (unsigned i = 0; i < s->count && i < 64; i++)
+            if (s->saturated >> i & 1)
+                json_int(j, i);
+        json_array_end(j);
+    } else {
+        json_kv(j, "index", s->index);
+    }
+    json_kv(j, "threads", s->threads);
+    json_kv(j, "start_at", s->start_at);
+    json_kv(j, "window_start", s->window_start);
+    json_kv(j, "window_end", s->window_end);
+    json_object_end(j);
+}
+
 static void json_row(struct json *j, const struct result_row *r)
 {
     json_object_begin(j);
@@ -288,6 +318,10 @@ static void json_row(struct json *j, const struct result_row *r)
             json_object_end(j);
         }
         json_array_end(j);
+        if (r->lat_hist) {
+            json_key(j, "histogram");
+            hist_write_json(j, r->lat_hist);
+        }
         json_object_end(j);
     } else {
         json_null(j);
@@ -326,6 +360,8 @@ static void json_row(struct json *j, const struct result_row *r)
     json_object_end(j);
     if (r->series.n)
         json_series(j, r);
+    if (r->shard.count)
+        json_shard(j, &r->shard);
     if (r->extra_json && !r->aggregate_name)
         r->extra_json(j, r->extra_arg);
     json_object_end(j);

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "report/hist.h"
@@ -58,6 +59,21 @@ struct result_series {
     int saturation_s; /* the saturation second, -1: none */
 };
 
+/* A sharded run's part (`--shard I/N`: report/merge.h puts the parts
+ * together), or a merged row's parts; count 0: neither. */
+struct result_shard {
+    unsigned index, count; /* this part, of count; a merged row: index 0 */
+    unsigned threads;      /* the client's threads, for judging its CPU */
+    double start_at;       /* the common start, unix seconds; 0: none */
+    /* The measured window in wall-clock unix seconds: the run's start
+     * plus its setup, for duration_s. */
+    double window_start, window_end;
+    /* A merged row: the shards whose own CPU shows they were saturated
+     * (bit i: shard i), so that the merged figures may be the client's. */
+    uint64_t saturated;
+    bool merged;
+};
+
 struct result_row {
     char name[128];         /* "mqtt-load/mosquitto/1000c" */
     const char *experiment; /* static: "mqtt-load" */
@@ -80,6 +96,11 @@ struct result_row {
     const char *op_def;                   /* one "op" of the cpu_us_per_op fields */
     const char *op_unit; /* an op's short name in units ("msg" when NULL, "call"): k msg/s */
     bool has_latency;
+    /* The latency histogram (ns) in full, for merging rows of several
+     * processes (report/merge.h); mem_alloc'd by result_set_latency and,
+     * like the series, owned by the result_set the row is appended to;
+     * NULL for aggregate rows. */
+    struct hist *lat_hist;
     int server_pid;  /* 0: the server was not sampled */
     /* An experiment's own details, written into an iteration row's JSON
      * object by extra_json (keys and values); NULL for none. extra_arg
@@ -87,6 +108,7 @@ struct result_row {
     void (*extra_json)(struct json *j, const void *extra_arg);
     const void *extra_arg;
     struct result_series series;
+    struct result_shard shard;
     char error[256]; /* empty, or why this iteration failed */
     /* Every number that aggregates over repetitions, so that aggregates are
      * computed field by field over metric[]. */
@@ -137,7 +159,8 @@ struct result_set {
     unsigned n, cap;
 };
 
-/* Appends copies of rows[0..n) to set, which takes over their series. */
+/* Appends copies of rows[0..n) to set, which takes over their series and
+ * histograms. */
 void result_set_append(struct result_set *set, const struct result_row *rows, unsigned n);
 void result_set_free(struct result_set *set);
 
@@ -151,8 +174,8 @@ const char *result_unit(const struct result_row *row);
 /* Appends a configuration value to row (at most RESULT_MAX_CONFIG). */
 void result_param(struct result_row *row, const char *key, double value);
 
-/* Fills the latency fields (microseconds) from a histogram of nanoseconds
- * and sets has_latency. */
+/* Fills the latency fields (microseconds) from a histogram of nanoseconds,
+ * keeps a copy of it in lat_hist and sets has_latency. */
 void result_set_latency(struct result_row *row, const struct hist *ns);
 
 /* Gives row a copy of the n-second series pts (saturation_s: -1, none),

@@ -1,6 +1,7 @@
 /* test_hist.c - unit tests for the log-linear histogram (hist.c): bucket
  * layout, the precision bound against exact order statistics, known
- * distributions, exact mean and stddev, and merging per-thread histograms.
+ * distributions, exact mean and stddev, merging per-thread histograms, and
+ * the JSON form read back exactly and refused when it does not add up.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -12,7 +13,10 @@
 
 #include <cmocka.h>
 
+#include "core/json.h"
+#include "core/mem.h"
 #include "report/hist.h"
+#include "report/result_read.h"
 #include "test_rng.h"
 
 /* Log-uniform over [0, HIST_MAX], so every power of two gets samples. */
@@ -235,6 +239,112 @@ static void test_merge_equals_single(void **state)
     free(all);
 }
 
+/* h written as JSON, compact (json_buf) when flat is false, else indented
+ * through a memory stream. mem_free the result. */
+static char *hist_json(const struct hist *h, bool indented)
+{
+    if (indented) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        assert_non_null(f);
+        struct json j;
+        json_init(&j, f);
+        hist_write_json(&j, h);
+        fclose(f);
+        char *copy = mem_alloc(len + 1);
+        memcpy(copy, text, len + 1);
+        free(text);
+        return copy;
+    }
+    struct json_buf b = {0};
+    struct json j;
+    json_init_buf(&j, &b);
+    hist_write_json(&j, h);
+    return b.data;
+}
+
+/* Reads text as one histogram document; the error, if any, in err. */
+static bool hist_parse(const char *text, struct hist *h, char *err, size_t errlen)
+{
+    struct rr ps;
+    rr_init(&ps, text, strlen(text), 8, err, errlen);
+    return hist_read_json(&ps, h) && (jr_end(&ps.r) || rr_reader_failed(&ps));
+}
+
+static void test_json_round_trip(void **state)
+{
+    struct hist *h = hist_new(), *back = hist_new();
+    char err[128];
+    /* Empty, then a log-uniform spread with huge squares, then past HIST_MAX. */
+    for (int round = 0; round < 3; round++) {
+        if (round == 1) {
+            rng_state = 4242;
+            for (int i = 0; i < 50000; i++)
+                hist_record(h, rnd_value());
+        }
+        if (round == 2)
+            hist_record(h, HIST_MAX * 4);
+        for (int indented = 0; indented < 2; indented++) {
+            char *text = hist_json(h, indented);
+            assert_true(hist_parse(text, back, err, sizeof err));
+            assert_memory_equal(back, h, sizeof *h);
+            mem_free(text);
+        }
+    }
+    /* Sparse, and the buckets on one line even in the indented form. */
+    char *text = hist_json(h, true);
+    assert_true(strlen(text) < 40 * HIST_BUCKETS);
+    assert_non_null(strstr(text, "\"buckets\": [[0,"));
+    mem_free(text);
+    free(h);
+    free(back);
+}
+
+static void test_json_refused(void **state)
+{
+    static const char *const bad[] = {
+        "[]",
+        "{\"unit\":\"ns\",\"count\":1,\"min\":5,\"max\":5,\"sum\":\"5\",\"sum_sq\":\"25\"}",
+        "{\"unit\":\"us\",\"count\":1,\"min\":5,\"max\":5,\"sum\":\"5\",\"sum_sq\":\"25\",\"buckets\":[[5,1]]}",
+        /* the counts do not add up to count */
+        "{\"unit\":\"ns\",\"count\":2,\"min\":5,\"max\":5,\"sum\":\"10\",\"sum_sq\":\"50\",\"buckets\":[[5,1]]}",
+        /* out of order, duplicate, empty, out of range */
+        "{\"unit\":\"ns\",\"count\":2,\"min\":5,\"max\":6,\"sum\":\"11\",\"sum_sq\":\"61\",\"buckets\":[[6,1],[5,1]]}",
+        "{\"unit\":\"ns\",\"count\":2,\"min\":5,\"max\":5,\"sum\":\"10\",\"sum_sq\":\"50\",\"buckets\":[[5,1],[5,1]]}",
+        "{\"unit\":\"ns\",\"count\":1,\"min\":5,\"max\":5,\"sum\":\"5\",\"sum_sq\":\"25\",\"buckets\":[[5,1],[6,0]]}",
+        "{\"unit\":\"ns\",\"count\":1,\"min\":5,\"max\":5,\"sum\":\"5\",\"sum_sq\":\"25\",\"buckets\":[[3968,1]]}",
+        /* min outside the first bucket; sum past count * max */
+        "{\"unit\":\"ns\",\"count\":1,\"min\":4,\"max\":5,\"sum\":\"5\",\"sum_sq\":\"25\",\"buckets\":[[5,1]]}",
+        "{\"unit\":\"ns\",\"count\":1,\"min\":5,\"max\":5,\"sum\":\"6\",\"sum_sq\":\"25\",\"buckets\":[[5,1]]}",
+        /* a field twice; a sum as a number, with a sign, past 2^128 */
+        "{\"unit\":\"ns\",\"count\":1,\"count\":1,\"min\":5,\"max\":5,\"sum\":\"5\",\"sum_sq\":\"25\",\"buckets\":[[5,1]]}",
+        "{\"unit\":\"ns\",\"count\":1,\"min\":5,\"max\":5,\"sum\":5,\"sum_sq\":\"25\",\"buckets\":[[5,1]]}",
+        "{\"unit\":\"ns\",\"count\":1,\"min\":5,\"max\":5,\"sum\":\"+5\",\"sum_sq\":\"25\",\"buckets\":[[5,1]]}",
+        "{\"unit\":\"ns\",\"count\":1,\"min\":5,\"max\":5,\"sum\":\"5\",\"sum_sq\":\"340282366920938463463374607431768211456\",\"buckets\":[[5,1]]}",
+        /* a pair of three, a negative count, a fraction */
+        "{\"unit\":\"ns\",\"count\":1,\"min\":5,\"max\":5,\"sum\":\"5\",\"sum_sq\":\"25\",\"buckets\":[[5,1,1]]}",
+        "{\"unit\":\"ns\",\"count\":-1,\"min\":5,\"max\":5,\"sum\":\"5\",\"sum_sq\":\"25\",\"buckets\":[[5,1]]}",
+        "{\"unit\":\"ns\",\"count\":1,\"min\":5,\"max\":5,\"sum\":\"5\",\"sum_sq\":\"25\",\"buckets\":[[5,1.0]]}",
+        /* empty but with a min */
+        "{\"unit\":\"ns\",\"count\":0,\"min\":5,\"max\":0,\"sum\":\"0\",\"sum_sq\":\"0\",\"buckets\":[]}",
+    };
+    const char *good = "{\"unit\":\"ns\",\"count\":1,\"min\":5,\"max\":5,\"sum\":\"5\","
+                       "\"sum_sq\":\"25\",\"buckets\":[[5,1]],\"later\":[1]}";
+    struct hist *h = hist_new();
+    char err[128];
+    assert_true(hist_parse(good, h, err, sizeof err));
+    assert_int_equal(h->count, 1);
+    assert_int_equal(hist_percentile(h, 50), 5);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        if (hist_parse(bad[i], h, err, sizeof err))
+            fail_msg("accepted: %s", bad[i]);
+        assert_true(!strncmp(err, "byte ", 5));
+    }
+    free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +359,8 @@ int main(void)
         cmocka_unit_test(test_beyond_max),
         cmocka_unit_test(test_sums_do_not_overflow),
         cmocka_unit_test(test_merge_equals_single),
+        cmocka_unit_test(test_json_round_trip),
+        cmocka_unit_test(test_json_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

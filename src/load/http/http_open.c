@@ -195,6 +195,12 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
     int rc = bench_parse(o, &ho_command, argc, argv, &c);
     if (rc >= 0)
         return rc;
+    /* Dividing an injection profile and the feeders' records between
+     * shards is not written yet; running it all in every shard would
+     * multiply the load. */
+    if (o->shard_count)
+        return bench_usage_error(o, "--shard is not supported by http-open yet (its users and "
+                                    "feeders are not divided): run one generator");
     if (c.prof.n == 0)
         http_open_reference_profile(&c.prof);
     if (c.t.until_saturated && inj_profile_closed(&c.prof))

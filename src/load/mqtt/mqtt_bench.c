@@ -157,7 +157,11 @@ struct mc_config mqtt_bench_mc_config(const struct bench_opts *o, const struct m
                                       const char *tag, unsigned rep, unsigned conns, uint64_t work,
                                       char prefix[32])
 {
-    snprintf(prefix, 32, "%s%08x.%u", tag, (unsigned)m->id_token, rep);
+    /* Shards' client ids differ by their index, not by chance alone. */
+    if (o->shard_count)
+        snprintf(prefix, 32, "%s%08x.s%u.%u", tag, (unsigned)m->id_token, o->shard_index, rep);
+    else
+        snprintf(prefix, 32, "%s%08x.%u", tag, (unsigned)m->id_token, rep);
     return (struct mc_config){
         .host = o->host,
         .port = o->port,

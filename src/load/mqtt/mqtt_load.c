@@ -360,6 +360,8 @@ int mqtt_load_main(int argc, char **argv, const struct result_context *ctx)
     if (l->offline && l->mqtt.qos == 0)
         return bench_usage_error(o, "--offline needs --qos 1 or 2: brokers do not queue QoS 0 "
                                     "messages for offline sessions (by default)");
+    if ((rc = bench_share_check(o, "--conns / 2 (the publishers)", l->conns / 2)))
+        return rc;
     rc = bench_finish_options(o, argc, argv, l->conns);
     if (rc)
         return rc;
@@ -380,10 +382,13 @@ void mqtt_load_row_name(struct result_row *tmpl, const struct bench_opts *o,
 int mqtt_load_exec(const struct bench_opts *o, const struct mqtt_load_opts *lo,
                    const struct result_context *ctx, struct result_set *out)
 {
-    unsigned conns = lo->conns;
+    /* A shard runs its part of the subscriber/publisher pairs, on the
+     * topics of their index in the whole run. */
+    uint64_t first;
+    unsigned subs = (unsigned)bench_share(o, lo->conns / 2, &first), conns = 2 * subs;
     struct load l = {
         .opts = lo,
-        .subs = conns / 2,
+        .subs = subs,
         .messages = lo->mqtt.messages,
         .qos = (uint8_t)lo->mqtt.qos,
         .payload = mqtt_bench_payload(LOAD_PAYLOAD, lo->mqtt.payload_size),
@@ -394,7 +399,8 @@ int mqtt_load_exec(const struct bench_opts *o, const struct mqtt_load_opts *lo,
     l.count = mem_calloc(conns, sizeof *l.count);
     l.acked = mem_calloc(l.subs, sizeof *l.acked);
     for (unsigned i = 0; i < l.subs; i++) {
-        int n = snprintf(l.topic_names[i], sizeof l.topic_names[i], "loadtest/%u", i);
+        int n = snprintf(l.topic_names[i], sizeof l.topic_names[i], "loadtest/%llu",
+                         (unsigned long long)(first + i));
         l.topics[i] = (struct mqtt_bytes){(const uint8_t *)l.topic_names[i], (size_t)n};
     }
 
@@ -417,9 +423,9 @@ int mqtt_load_exec(const struct bench_opts *o, const struct mqtt_load_opts *lo,
                          "subscriber's reconnect to the last message";
     }
     mqtt_load_row_name(&tmpl, o, lo);
-    result_param(&tmpl, "conns", conns);
-    result_param(&tmpl, "subscribers", l.subs);
-    result_param(&tmpl, "publishers", l.subs);
+    result_param(&tmpl, "conns", lo->conns);
+    result_param(&tmpl, "subscribers", lo->conns / 2);
+    result_param(&tmpl, "publishers", lo->conns / 2);
     mqtt_bench_params(&tmpl, o, &lo->mqtt);
     result_param(&tmpl, "persistent", lo->persistent);
     result_param(&tmpl, "offline", lo->offline);

@@ -36,6 +36,7 @@ static const char ping_head[] =
 
 struct ping {
     const struct mqtt_ping_opts *opts;
+    unsigned first; /* the index of the first pair in the whole run (--shard) */
     unsigned pairs, wsubs;
     uint64_t messages;
     uint8_t qos;
@@ -196,8 +197,10 @@ static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
         mc_set_filter(run, i, g->names[i][PING_REQUEST], g->qos);
         mc_set_filter(run, g->pairs + i, g->names[i][PING_REPLY], g->qos);
     }
+    char watch[40];
+    snprintf(watch, sizeof watch, "pingtest/%u/#", g->first);
     for (unsigned i = 0; i < g->wsubs; i++)
-        mc_set_filter(run, 2 * g->pairs + i, "pingtest/0/#", g->qos);
+        mc_set_filter(run, 2 * g->pairs + i, watch, g->qos);
     struct mc_stats st;
     int rc = mqtt_bench_exec(o, run, conns, row, &st);
     mc_run_free(run);
@@ -260,6 +263,8 @@ int mqtt_ping_main(int argc, char **argv, const struct result_context *ctx)
     if (p->mqtt.payload_size < PING_SEQ_LEN)
         return bench_usage_error(o, "--payload-size must be at least %zu (the sequence number)",
                                  PING_SEQ_LEN);
+    if ((rc = bench_share_check(o, "--pairs", p->pairs)))
+        return rc;
     rc = bench_finish_options(o, argc, argv, 2 * p->pairs + p->wsubs);
     if (rc)
         return rc;
@@ -271,11 +276,18 @@ int mqtt_ping_main(int argc, char **argv, const struct result_context *ctx)
 int mqtt_ping_exec(const struct bench_opts *o, const struct mqtt_ping_opts *p,
                    const struct result_context *ctx, struct result_set *out)
 {
-    unsigned conns = 2 * p->pairs + p->wsubs;
+    /* A shard runs its part of the pairs, named by their index in the
+     * whole run, and of the wildcard subscribers, which watch its first
+     * pair as the whole run's watch pair 0. */
+    uint64_t first, wfirst;
+    unsigned pairs = (unsigned)bench_share(o, p->pairs, &first);
+    unsigned wsubs = (unsigned)bench_share(o, p->wsubs, &wfirst);
+    unsigned conns = 2 * pairs + wsubs;
     struct ping g = {
         .opts = p,
-        .pairs = p->pairs,
-        .wsubs = p->wsubs,
+        .first = (unsigned)first,
+        .pairs = pairs,
+        .wsubs = wsubs,
         .messages = p->mqtt.messages,
         .qos = (uint8_t)p->mqtt.qos,
         .payload = mqtt_bench_payload(PING_PAYLOAD, p->mqtt.payload_size),
@@ -290,7 +302,8 @@ int mqtt_ping_exec(const struct bench_opts *o, const struct mqtt_ping_opts *p,
     for (unsigned i = 0; i < g.pairs; i++) {
         static const char *const kinds[2] = {"request", "reply"};
         for (int k = 0; k < 2; k++) {
-            int n = snprintf(g.names[i][k], sizeof g.names[i][k], "pingtest/%u/%s", i, kinds[k]);
+            int n = snprintf(g.names[i][k], sizeof g.names[i][k], "pingtest/%u/%s", g.first + i,
+                             kinds[k]);
             g.topics[i][k] = (struct mqtt_bytes){(const uint8_t *)g.names[i][k], (size_t)n};
         }
     }
@@ -303,11 +316,11 @@ int mqtt_ping_exec(const struct bench_opts *o, const struct mqtt_ping_opts *p,
         .op_def = "message delivered to any client (pairs and wildcard subscribers)",
     };
     char point[32];
-    snprintf(point, sizeof point, "%up%uw", g.pairs, g.wsubs);
+    snprintf(point, sizeof point, "%up%uw", p->pairs, p->wsubs);
     mqtt_bench_row_name(&tmpl, o, &p->mqtt, "", point);
-    result_param(&tmpl, "pairs", g.pairs);
-    result_param(&tmpl, "wsubs", g.wsubs);
-    result_param(&tmpl, "conns", conns);
+    result_param(&tmpl, "pairs", p->pairs);
+    result_param(&tmpl, "wsubs", p->wsubs);
+    result_param(&tmpl, "conns", 2 * p->pairs + p->wsubs);
     mqtt_bench_params(&tmpl, o, &p->mqtt);
 
     int rc = bench_repeat(o, ctx, &tmpl, ping_run, &g, out);

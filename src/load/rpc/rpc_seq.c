@@ -357,7 +357,17 @@ int rpc_seq_exec(const struct bench_opts *o, const struct rpc_seq_opts *s,
     result_param(&tmpl, "gzip", s->gzip);
     result_param(&tmpl, "tls", s->tls);
     result_param(&tmpl, "seed", (double)s->seed);
-    return bench_repeat(o, ctx, &tmpl, seq_run, (void *)s, out);
+    /* A shard makes its part of the calls over its part of the
+     * connections; the rows keep the whole run's name and options. */
+    struct rpc_seq_opts part = *s;
+    uint64_t first;
+    part.requests = bench_share(o, s->requests, &first);
+    part.warmup = bench_share(o, s->warmup, &first);
+    part.concurrency = (unsigned)bench_share(o, s->concurrency, &first);
+    part.connections = (unsigned)bench_share(o, s->connections, &first);
+    if (part.connections > part.concurrency || !part.connections)
+        part.connections = part.concurrency;
+    return bench_repeat(o, ctx, &tmpl, seq_run, &part, out);
 }
 
 /* The command's options: its own, then what every experiment takes. */
@@ -437,6 +447,10 @@ int rpc_seq_main(int argc, char **argv, const struct result_context *ctx)
         return bench_usage_error(o, "--connections %u exceeds --concurrency %u: every "
                                     "connection needs a call to carry",
                                  s->connections, s->concurrency);
+    if ((rc = bench_share_check(o, "--requests", s->requests)) ||
+        (rc = bench_share_check(o, "--concurrency", s->concurrency)) ||
+        (!rest && (rc = bench_share_check(o, "--connections", s->connections))))
+        return rc;
     o->port = s->proto->default_port;
     rc = bench_finish_options(o, argc, argv, rest ? s->concurrency : s->connections);
     if (rc)
