@@ -21,6 +21,7 @@ import subprocess
 import pytest
 
 import test_a2b_journey as journey
+from contender import version
 from conftest import REPO, SHOOTOUT_BIN, need
 from test_peer_a2b_node import Server, call
 from test_peer_java import Peer, assert_stops_leaving_nothing, start_script
@@ -35,15 +36,10 @@ LOAD = ["--time-scale", "10", "--inject", "constant-users-per-sec 50 30s"]
 LOAD_USERS = 150
 
 
-def version():
-    return subprocess.run([start_script(NAME), "--version"], stdin=subprocess.DEVNULL, capture_output=True,
-                          text=True, timeout=10)
-
-
 @pytest.fixture(scope="module", autouse=True)
 def built():
-    r = version()
-    need(r.returncode == 0, "%s: %s" % (NAME, r.stdout.strip() or r.stderr.strip()))
+    rc, out = version(NAME)
+    need(rc == 0, "%s: %s" % (NAME, out.strip()))
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +70,9 @@ def ours(gen):
 
 
 def test_version():
-    r = version()
-    assert r.returncode == 0 and r.stdout.count("\n") == 1
-    assert re.match(VERSION, r.stdout.strip()), r.stdout
+    rc, out = version(NAME)
+    assert rc == 0 and out.count("\n") == 1
+    assert re.match(VERSION, out.strip()), out
 
 
 def test_bad_arguments(tmp_path):
