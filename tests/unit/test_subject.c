@@ -17,6 +17,7 @@
 
 #include "cluster/subject.h"
 #include "mqtt/mqtt_topic.h"
+#include "nats_match.h"
 #include "test_rng.h"
 
 #define S(lit) (const uint8_t *)(lit), (sizeof(lit) - 1)
@@ -26,25 +27,6 @@ static subject_map M;
 static int setup(void **state)
 {
     return subject_map_init(&M, "mqtt");
-}
-
-/* NATS subject matching as nats-server does it: tokens split on '.', '*'
- * matches exactly one token, '>' (last) one or more. */
-static bool nats_match(const char *sub, const char *subj)
-{
-    for (;;) {
-        const char *se = strchr(sub, '.'), *te = strchr(subj, '.');
-        size_t sn = se ? (size_t)(se - sub) : strlen(sub);
-        size_t tn = te ? (size_t)(te - subj) : strlen(subj);
-        if (sn == 1 && sub[0] == '>')
-            return tn > 0; /* at least one token left */
-        if (!(sn == 1 && sub[0] == '*') && (sn != tn || memcmp(sub, subj, sn) != 0))
-            return false;
-        if (!se || !te)
-            return !se && !te;
-        sub = se + 1;
-        subj = te + 1;
-    }
 }
 
 static void test_nats_matcher(void **state)
