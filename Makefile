@@ -85,7 +85,7 @@ FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_SECONDS ?= 60
 
 .PHONY: all test unit e2e tsan-e2e check fuzz fuzz-regress fuzz-run run json-bench clean
-all: $(B)/shootout
+all: $(B)/shootout $(B)/tests/nats_smoke
 
 $(foreach p,$(PROTOS),$(eval $(call protoc_rule,$(GEN),$(p)))$(eval $(call protoc_rule,$(FUZZ_GEN),$(p))))
 
@@ -118,23 +118,34 @@ $(B)/tests/%: tests/unit/%.c $(B)/libshootout.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -MMD -MP -o $@ $< $(B)/libshootout.a -lcmocka $(LIBS)
 
+# The libnats C client (the broker cluster's backplane, docs/cluster.md) is
+# linked only into what uses it: for now the smoke program the e2e tests run
+# against a private nats-server (tests/e2e/test_natsd_fixture.py). Deferred
+# (=) so that pkg-config runs only when it is built.
+NATS_CFLAGS = $(shell pkg-config --cflags libnats)
+NATS_LIBS = $(shell pkg-config --libs libnats)
+$(B)/tests/nats_smoke: tests/e2e/nats_smoke.c $(B)/libshootout.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(NATS_CFLAGS) $(ALL_LDFLAGS) -MMD -MP -o $@ $< $(B)/libshootout.a $(NATS_LIBS) $(LIBS)
+
 unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 
 # -rfEs: the summary names every failure and error, and why each skip skipped.
-e2e: $(B)/shootout
+e2e: $(B)/shootout $(B)/tests/nats_smoke
 	SHOOTOUT_BIN=$(abspath $(B)/shootout) $(PYTHON) -m pytest -q -rfEs tests/e2e
 
 test: unit e2e
 
 # The end-to-end tests on the ThreadSanitizer build, but for the car and
-# a2b services' own files and the main job's (test_srv_limits.py still runs
-# their servers' multi-threaded core/srv.c): the broker's files, about 6
+# a2b services' own files, the main job's (test_srv_limits.py still runs
+# their servers' multi-threaded core/srv.c) and the NATS fixture's (whose
+# libnats is not built for TSan): the broker's files, about 6
 # minutes on the 2-core VM, where the whole suite would add as much again.
 # A report fails the test whose server wrote it (tests/e2e/conftest.py).
 TSAN_E2E := $(filter-out $(addprefix tests/e2e/test_,a2b_journey.py a2b_server.py bench_http_open.py \
 	bench_rpc.py car_grpc.py car_grpc_tls.py car_rest.py car_server.py compare.py peer_a2b_node.py \
-	peer_grpc_cpp.py peer_java.py peer_mq.py run.py),$(wildcard tests/e2e/test_*.py))
+	peer_grpc_cpp.py peer_java.py peer_mq.py run.py natsd_fixture.py),$(wildcard tests/e2e/test_*.py))
 tsan-e2e:
 	$(MAKE) SANITIZE=thread all
 	SHOOTOUT_BIN=$(abspath build/tsan/shootout) $(PYTHON) -m pytest -q -rfEs $(TSAN_E2E)

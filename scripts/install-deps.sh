@@ -44,6 +44,9 @@ packages=(
   chromium
   # the Node.js peers (make node-peer): Debian's Node 18 or newer
   nodejs
+  # the broker cluster's backplane (docs/cluster.md): NATS with JetStream,
+  # started privately by the tests (tests/e2e/natsd.py), and its C client
+  nats-server libnats-dev
 )
 # The heavy contenders `shootout run` races when they are installed (JVM and
 # Erlang brokers and servers): left out by --minimal. Each runs as a private
@@ -88,18 +91,18 @@ SUDO=""
 echo "install-deps: installing ${missing[*]}"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-# The Debian mosquitto, rabbitmq-server and activemq packages start system
-# brokers (on 1883, 5672/25672 + epmd 4369, 61616); shootout starts private
-# instances on free ports, so keep the system ones out of the way: stopped,
-# and not started at boot.
-for svc in mosquitto rabbitmq-server activemq; do
+# The Debian mosquitto, rabbitmq-server, activemq and nats-server packages
+# start system brokers (on 1883, 5672/25672 + epmd 4369, 61616, 4222);
+# shootout starts private instances on free ports, so keep the system ones
+# out of the way: stopped, and not started at boot.
+for svc in mosquitto rabbitmq-server activemq nats-server; do
   if [ -d /run/systemd/system ]; then
     if systemctl is-enabled --quiet "$svc" 2>/dev/null || systemctl is-active --quiet "$svc" 2>/dev/null; then
       $SUDO systemctl disable --now "$svc" || true
     fi
   elif [ -x "/etc/init.d/$svc" ]; then
     # Only when the daemon runs (under its own account: mosquitto, rabbitmq,
-    # activemq): rabbitmq-server's stop runs rabbitmqctl, which would leave
+    # activemq, nats): rabbitmq-server's stop runs rabbitmqctl, which would leave
     # a system epmd behind when there was nothing to stop.
     if pgrep -u "${svc%-server}" >/dev/null 2>&1; then
       $SUDO "/etc/init.d/$svc" stop >/dev/null 2>&1 || true

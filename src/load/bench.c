@@ -190,11 +190,9 @@ int bench_parse(struct bench_opts *o, const struct opt_cmd *cmd, int argc, char 
     return BENCH_EXIT_USAGE;
 }
 
-/* Splits "host", "host:port" or "[v6]:port" into o->host (still a name)
- * and o->port. */
-static int bench_split_target(struct bench_opts *o)
+int bench_split_target(const struct bench_opts *o, const char *arg, char host[64], int *port_out)
 {
-    const char *t = o->target_arg, *port = NULL;
+    const char *t = arg, *port = NULL;
     size_t hlen;
     if (t[0] == '[') {
         const char *close = strchr(t, ']');
@@ -215,34 +213,32 @@ static int bench_split_target(struct bench_opts *o)
         }
     }
     if (hlen == 0 || hlen >= sizeof o->host)
-        return bench_usage_error(o, "--target has no usable host: '%s'", o->target_arg);
-    memcpy(o->host, t, hlen);
-    o->host[hlen] = '\0';
+        return bench_usage_error(o, "--target has no usable host: '%s'", arg);
+    memcpy(host, t, hlen);
+    host[hlen] = '\0';
     if (port) {
         uint64_t v;
         if (opt_parse_uint(port, 1, 65535, &v) < 0)
             return bench_usage_error(o, "--target's port wants a whole number from 1 to 65535, "
                                         "not '%s'", port);
-        o->port = (int)v;
+        *port_out = (int)v;
     }
     return 0;
 }
 
-/* Resolves o->host once, to a numeric address, so that thousands of
- * connects make no name lookups. */
-static int bench_resolve(struct bench_opts *o)
+int bench_resolve(const struct bench_opts *o, char host[64])
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res;
-    int rc = getaddrinfo(o->host, NULL, &hints, &res);
+    int rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0) {
-        fprintf(stderr, "shootout bench %s: cannot resolve %s: %s\n", o->experiment, o->host,
+        fprintf(stderr, "shootout bench %s: cannot resolve %s: %s\n", o->experiment, host,
                 gai_strerror(rc));
         return BENCH_EXIT_RUNTIME;
     }
     const void *addr = res->ai_family == AF_INET6
                            ? (const void *)&((struct sockaddr_in6 *)res->ai_addr)->sin6_addr
                            : (const void *)&((struct sockaddr_in *)res->ai_addr)->sin_addr;
-    inet_ntop(res->ai_family, addr, o->host, sizeof o->host);
+    inet_ntop(res->ai_family, addr, host, 64);
     freeaddrinfo(res);
     return 0;
 }
@@ -284,7 +280,7 @@ int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned c
 {
     if (optind < argc)
         return bench_usage_error(o, "unexpected argument '%s'", argv[optind]);
-    int rc = bench_split_target(o);
+    int rc = bench_split_target(o, o->target_arg, o->host, &o->port);
     if (rc)
         return rc;
     char comm[64] = "", err[NET_ERR_LEN];
@@ -298,7 +294,7 @@ int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned c
         snprintf(o->target, sizeof o->target, "[%s]:%d", o->host, o->port);
     else
         snprintf(o->target, sizeof o->target, "%s:%d", o->host, o->port);
-    rc = bench_resolve(o);
+    rc = bench_resolve(o, o->host);
     if (rc)
         return rc;
     long fds = net_raise_fd_limit();

@@ -74,6 +74,15 @@ int bench_usage_error(const struct bench_opts *o, const char *fmt, ...)
  * Returns 0 or an exit code. */
 int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned conns);
 
+/* The pieces of bench_finish_options for an experiment that takes several
+ * targets (the MQTT ones: mqtt/mqtt_bench.h): splits one "host",
+ * "host:port" or "[v6]:port" into host (still a name) and *port (left alone
+ * without one), or says what is wrong and returns BENCH_EXIT_USAGE; and
+ * resolves host, in place, once to a numeric address, so that thousands of
+ * connects make no name lookups (0, or BENCH_EXIT_RUNTIME having said why). */
+int bench_split_target(const struct bench_opts *o, const char *arg, char host[64], int *port);
+int bench_resolve(const struct bench_opts *o, char host[64]);
+
 /* This shard's part of total items (connections, calls, users): the
  * items [*first, *first + the result), total split as evenly as whole
  * items go; all of them when the run is not sharded. */

@@ -24,6 +24,7 @@ import time
 import pytest
 
 import mqtt_raw
+import natsd
 import pgtemp
 from mqtt_paho import PahoClient
 
@@ -598,6 +599,34 @@ def pg_cluster():
     """A PostgreSQL server for the module's tests (pgtemp.PgCluster: uri(db),
     psql(), stop(), start())."""
     cluster = start_pg()
+    yield cluster
+    cluster.destroy()
+
+
+def start_nats(nodes=1):
+    """A new natsd.NatsCluster of nodes nats-servers with JetStream on free
+    loopback ports; need()s one, with the reason it cannot be started."""
+    __tracebackhide__ = True
+    try:
+        return natsd.NatsCluster(nodes)
+    except natsd.NatsUnavailable as e:
+        why = str(e)
+    need(False, "no NATS server: %s" % why)
+
+
+@pytest.fixture(scope="module")
+def nats_server():
+    """One nats-server with JetStream for the module's tests (a natsd.NatsNode:
+    host, port, url, client(), kill(), start())."""
+    cluster = start_nats(1)
+    yield cluster.nodes[0]
+    cluster.destroy()
+
+
+@pytest.fixture(scope="module")
+def nats_cluster():
+    """A 3-node NATS cluster with JetStream (natsd.NatsCluster: nodes, urls())."""
+    cluster = start_nats(3)
     yield cluster
     cluster.destroy()
 

@@ -37,6 +37,12 @@ static const struct opt_choice mqtt_versions[] = {
     {NULL, NULL, 0},
 };
 
+static const struct opt_choice mqtt_spreads[] = {
+    {"cross", NULL, MQTT_SPREAD_CROSS},
+    {"local", NULL, MQTT_SPREAD_LOCAL},
+    {NULL, NULL, 0},
+};
+
 const struct opt mqtt_bench_options[] = {
     {"qos", 0, OPT_UINT, "0|1|2", "QoS of every publish and subscription", "0",
      OPT_FIELD(struct mqtt_bench_opts, qos), .min = 0, .max = 2},
@@ -45,11 +51,17 @@ const struct opt mqtt_bench_options[] = {
     {"mqtt-version", 0, OPT_ENUM, "V",
      "3.1 (also 31), 3.1.1 (also 311) or 5: the protocol every client speaks", "3.1.1",
      OPT_FIELD(struct mqtt_bench_opts, version), .choices = mqtt_versions},
+    {"spread", 0, OPT_ENUM, "cross|local",
+     "with several --target: cross puts each publisher on the target after its subscriber's "
+     "(every message crosses brokers), local puts both on one", "cross",
+     OPT_FIELD(struct mqtt_bench_opts, spread), .choices = mqtt_spreads},
     {.kind = OPT_END},
 };
 
 const struct opt mqtt_bench_client_options[] = {
-    {"target", 0, OPT_STRING, "HOST:PORT", "broker to measure", "127.0.0.1:1883",
+    {"target", 0, OPT_STRING, "HOST:PORT[,...]",
+     "broker to measure; several (comma-separated, or --target again) get the connections "
+     "round-robin (see --spread)", "127.0.0.1:1883",
      OPT_FIELD(struct bench_opts, target_arg)},
     {"threads", 0, OPT_UINT, "T", "client threads, one event loop each", "1",
      OPT_FIELD(struct bench_opts, threads), .min = 1, .max = 256},
@@ -57,6 +69,87 @@ const struct opt mqtt_bench_client_options[] = {
      OPT_FIELD(struct bench_opts, timeout_s), .min = 1, .max = 3600},
     {.kind = OPT_END},
 };
+
+/* ---- several targets ------------------------------------------------------- */
+
+/* Every --target's value, comma-separated ones split, in order. */
+struct mqtt_bench_targets {
+    char buf[MQTT_BENCH_MAX_TARGETS * 80];
+    char *item[MQTT_BENCH_MAX_TARGETS + 1];
+    size_t used;
+    unsigned n;
+    bool overflow;
+};
+
+static int mqtt_bench_collect(const char *value, void *ctx)
+{
+    struct mqtt_bench_targets *t = ctx;
+    size_t len = strlen(value);
+    if (len >= sizeof t->buf - t->used) {
+        t->overflow = true;
+        return 1;
+    }
+    char *copy = memcpy(t->buf + t->used, value, len + 1);
+    t->used += len + 1;
+    for (char *p = copy;; p++) {
+        char *comma = strchr(p, ',');
+        if (comma)
+            *comma = '\0';
+        if (t->n == MQTT_BENCH_MAX_TARGETS) {
+            t->overflow = true;
+            return 1;
+        }
+        t->item[t->n++] = p;
+        if (!comma)
+            return 0;
+        p = comma;
+    }
+}
+
+int mqtt_bench_finish_options(struct bench_opts *o, struct mqtt_bench_opts *m,
+                              const struct opt_cmd *cmd, int argc, char **argv, unsigned conns)
+{
+    struct mqtt_bench_targets t = {.n = 0};
+    opt_each(cmd, argc, argv, "target", mqtt_bench_collect, &t);
+    if (t.overflow)
+        return bench_usage_error(o, "--target: at most %d targets", MQTT_BENCH_MAX_TARGETS);
+    if (t.n <= 1)
+        return bench_finish_options(o, argc, argv, conns);
+    o->target_arg = t.item[0];
+    int rc = bench_finish_options(o, argc, argv, conns);
+    if (rc)
+        return rc;
+    bool named = o->label || o->server_pid; /* else o->target lists them */
+    size_t tn = 0;
+    for (unsigned i = 0; i < t.n; i++) {
+        struct mqtt_bench_target *d = &m->targets[i];
+        d->port = o->port; /* the first's, or the default, when one names none */
+        if ((rc = bench_split_target(o, t.item[i], d->host, &d->port)))
+            return rc;
+        if (!named) {
+            int w = snprintf(o->target + tn, sizeof o->target - tn, "%s%s%s%s:%d", i ? "," : "",
+                             strchr(d->host, ':') ? "[" : "", d->host,
+                             strchr(d->host, ':') ? "]" : "", d->port);
+            tn = w < 0 || (size_t)w >= sizeof o->target - tn ? sizeof o->target : tn + (size_t)w;
+        }
+        if ((rc = bench_resolve(o, d->host)))
+            return rc;
+    }
+    if (!named && tn >= sizeof o->target)
+        snprintf(o->target, sizeof o->target, "%s:%d+%u", m->targets[0].host, m->targets[0].port,
+                 t.n - 1); /* too long a list: the first and how many more */
+    m->ntargets = t.n;
+    return 0;
+}
+
+void mqtt_bench_place(const struct mqtt_bench_opts *m, struct mc_run *run, unsigned i,
+                      unsigned slot)
+{
+    if (m->ntargets > 1) {
+        const struct mqtt_bench_target *t = &m->targets[slot % m->ntargets];
+        mc_set_target(run, i, t->host, t->port);
+    }
+}
 
 /* ---- running ------------------------------------------------------------- */
 

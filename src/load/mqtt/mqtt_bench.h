@@ -15,6 +15,25 @@
 #include "load/probe.h"
 #include "report/result.h"
 
+/* The most brokers one run spreads its connections over. */
+#define MQTT_BENCH_MAX_TARGETS 16
+
+/* How a run places the two ends of a message on several targets
+ * (--spread). */
+enum mqtt_bench_spread {
+    /* The publisher on the target after its subscriber's, so that every
+     * message crosses from one broker of a cluster to another. */
+    MQTT_SPREAD_CROSS,
+    /* Both ends on the same target: independent brokers, or a cluster
+     * measured without cross-node traffic. */
+    MQTT_SPREAD_LOCAL,
+};
+
+struct mqtt_bench_target {
+    char host[64]; /* numeric */
+    int port;
+};
+
 /* The options of every MQTT experiment; each experiment's own embed them. */
 struct mqtt_bench_opts {
     uint64_t messages;
@@ -24,10 +43,15 @@ struct mqtt_bench_opts {
     /* Tells this process's client ids from any earlier run's, so that a
      * persistent session never resumes one a previous run left behind. */
     uint32_t id_token;
+    /* Every --target, resolved, when there are several (mqtt_bench_finish_options);
+     * ntargets 0: the one in struct bench_opts. */
+    struct mqtt_bench_target targets[MQTT_BENCH_MAX_TARGETS];
+    unsigned ntargets;
+    unsigned spread; /* enum mqtt_bench_spread */
 };
 
 /* The options of both MQTT experiments: on a struct mqtt_bench_opts
- * --qos, --payload-size and --mqtt-version; on a struct bench_opts
+ * --qos, --payload-size, --mqtt-version and --spread; on a struct bench_opts
  * --target, --threads and --timeout, as they mean them. Each experiment's
  * command puts its own first and bench_options last. */
 extern const struct opt mqtt_bench_options[];
@@ -42,6 +66,21 @@ extern const struct opt mqtt_bench_client_options[];
 /* bench_opts_init, the MQTT port (1883) and the MQTT options' defaults,
  * with a fresh id token. */
 void mqtt_bench_init(struct bench_opts *o, struct mqtt_bench_opts *m, const char *experiment);
+
+/* bench_finish_options for an MQTT experiment, which may have several
+ * targets: --target may repeat and each may list several, comma-separated
+ * ("a:1883,b:1883"). With more than one, every one is resolved into
+ * m->targets and o names them all (unless --label or --server-pid does);
+ * o->host and o->port are the first. cmd: the command's options, to find
+ * every --target. Returns 0 or an exit code. */
+int mqtt_bench_finish_options(struct bench_opts *o, struct mqtt_bench_opts *m,
+                              const struct opt_cmd *cmd, int argc, char **argv, unsigned conns);
+
+/* Connects connection i of run to target slot % ntargets, when there are
+ * several targets: the experiments number the slots so that their
+ * connections go round-robin over the targets (docs/bench.md). */
+void mqtt_bench_place(const struct mqtt_bench_opts *m, struct mc_run *run, unsigned i,
+                      unsigned slot);
 
 /* Executes run (of conns connections) with the client's CPU time, and the
  * server's with --server-pid, measured around it, and fills the fields

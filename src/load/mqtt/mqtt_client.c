@@ -63,6 +63,8 @@ struct mc_conn {
     uint32_t inflight;     /* our QoS 1/2 publishes not yet acknowledged */
     uint32_t inflight_max; /* MC_INFLIGHT, or the broker's Receive Maximum if lower */
     char *filter;      /* owned; NULL = no subscription */
+    const char *host;  /* mc_set_target's, NULL: the run's cfg.host and cfg.port */
+    int port;
     struct inbuf in;   /* partial packet left from earlier reads */
     struct outq out;
     struct mc_conn *dirty_next;
@@ -612,6 +614,17 @@ static void mc_read(struct mc_conn *c, bool hup)
     }
 }
 
+/* Where c connects: its own target, or the run's. */
+static const char *mc_host(const struct mc_conn *c)
+{
+    return c->host ? c->host : c->t->run->cfg.host;
+}
+
+static int mc_port(const struct mc_conn *c)
+{
+    return c->host ? c->port : c->t->run->cfg.port;
+}
+
 static void mc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
     struct mc_conn *c = io->data;
@@ -620,10 +633,10 @@ static void mc_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
             return;
         int err = net_connect_result(io->fd);
         if (err) {
-            const struct mc_config *cfg = &c->t->run->cfg;
-            bool v6 = strchr(cfg->host, ':') != NULL;
-            mc_fail(c, MC_FAIL_CONNECT, "cannot connect to %s%s%s:%d: %s", v6 ? "[" : "", cfg->host,
-                    v6 ? "]" : "", cfg->port, strerror(err));
+            const char *host = mc_host(c);
+            bool v6 = strchr(host, ':') != NULL;
+            mc_fail(c, MC_FAIL_CONNECT, "cannot connect to %s%s%s:%d: %s", v6 ? "[" : "", host,
+                    v6 ? "]" : "", mc_port(c), strerror(err));
             return;
         }
         c->state = MC_WAIT_CONNACK;
@@ -646,7 +659,7 @@ static void mc_connect_more(struct mc_thread *t)
         struct mc_conn *c = &run->conns[t->next_connect];
         t->next_connect += run->cfg.threads;
         char err[NET_ERR_LEN];
-        int fd = net_connect(run->cfg.host, run->cfg.port, err, sizeof err);
+        int fd = net_connect(mc_host(c), mc_port(c), err, sizeof err);
         if (fd < 0) {
             mc_fail(c, MC_FAIL_CONNECT, "connection %u: %s", c->index, err);
             return;
@@ -754,6 +767,13 @@ void mc_set_filter(struct mc_run *run, unsigned i, const char *filter, uint8_t q
     mem_free(c->filter);
     c->filter = mem_strdup(filter);
     c->sub_qos = qos;
+}
+
+void mc_set_target(struct mc_run *run, unsigned i, const char *host, int port)
+{
+    struct mc_conn *c = &run->conns[i - run->cfg.first];
+    c->host = host;
+    c->port = port;
 }
 
 void mc_set_session(struct mc_run *run, unsigned i, enum mc_session s)

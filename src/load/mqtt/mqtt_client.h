@@ -134,6 +134,11 @@ struct mc_run *mc_run_new(const struct mc_config *cfg, const struct mc_ops *ops,
  * at qos once connected; without a call it only connects. Before
  * mc_run_exec. */
 void mc_set_filter(struct mc_run *run, unsigned i, const char *filter, uint8_t qos);
+/* Connection i connects to host (numeric, not owned, lasting as long as
+ * the run) and port instead of the run's cfg.host and cfg.port: how an
+ * experiment spreads its connections over several brokers. Before
+ * mc_run_exec. */
+void mc_set_target(struct mc_run *run, unsigned i, const char *host, int port);
 /* Connection i's session (default MC_SESSION_CLEAN). Before mc_run_exec. */
 void mc_set_session(struct mc_run *run, unsigned i, enum mc_session s);
 /* Runs the threads until the end (see enum mc_status), closing every

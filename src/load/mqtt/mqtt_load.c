@@ -47,7 +47,8 @@ static const char load_head[] =
 
 struct load {
     const struct mqtt_load_opts *opts;
-    unsigned subs; /* subscribers = publishers */
+    unsigned subs;  /* subscribers = publishers */
+    unsigned first; /* the index of the first pair in the whole run (--shard) */
     uint64_t messages;
     uint8_t qos;
     uint8_t *payload;
@@ -179,6 +180,19 @@ static void load_missing(const struct bench_opts *o, const struct load *l, struc
 
 static double load_seconds(uint64_t from_ns, uint64_t to_ns) { return (double)(to_ns - from_ns) / 1e9; }
 
+/* Several targets (docs/bench.md): the connections first .. first + n - 1
+ * of a run, subscriber j (of pair j in the whole run, so that shards spread
+ * alike) on target j, its publisher on j + 1 (--spread cross: every
+ * message crosses brokers) or on j too (local). A subscriber's persistent
+ * session is always on the same target. */
+static void load_place(const struct load *l, struct mc_run *run, unsigned first, unsigned n)
+{
+    const struct mqtt_bench_opts *m = &l->opts->mqtt;
+    unsigned cross = m->spread == MQTT_SPREAD_CROSS;
+    for (unsigned i = first; i < first + n; i++)
+        mqtt_bench_place(m, run, i, i < l->subs ? l->first + i : l->first + i - l->subs + cross);
+}
+
 /* Ends the subscribers' persistent sessions, whatever became of the run:
  * each connects once more with a clean session, which discards the stored
  * one, and leaves. A failure is reported, not counted against the run. */
@@ -188,6 +202,7 @@ static void load_end_sessions(const struct bench_opts *o, struct load *l, unsign
     struct mc_config cfg =
         mqtt_bench_mc_config(o, &l->opts->mqtt, "ld", rep, l->subs, l->subs, prefix);
     struct mc_run *run = mc_run_new(&cfg, &load_leave_ops, l);
+    load_place(l, run, 0, l->subs);
     enum mc_status status = mc_run_exec(run, o->timeout_s, NULL, NULL);
     if (status != MC_DONE) {
         struct mc_stats st;
@@ -212,6 +227,7 @@ static int load_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     cfg.session_expiry = LOAD_SESSION_EXPIRY_S;
     cfg.progress_total = (uint64_t)l->subs * l->opts->mqtt.messages;
     struct mc_run *run = mc_run_new(&cfg, &load_ops, l);
+    load_place(l, run, 0, conns);
     for (unsigned i = 0; i < l->subs; i++) {
         mc_set_filter(run, i, l->topic_names[i], l->qos);
         if (l->opts->persistent)
@@ -248,6 +264,7 @@ static int load_offline_phase(const struct bench_opts *o, struct load *l, unsign
     cfg.first = first;
     cfg.session_expiry = LOAD_SESSION_EXPIRY_S;
     struct mc_run *run = mc_run_new(&cfg, ops, l);
+    load_place(l, run, first, l->subs);
     for (unsigned i = first; i < first + l->subs; i++) {
         if (subscribe)
             mc_set_filter(run, i, l->topic_names[i], l->qos);
@@ -362,7 +379,7 @@ int mqtt_load_main(int argc, char **argv, const struct result_context *ctx)
                                     "messages for offline sessions (by default)");
     if ((rc = bench_share_check(o, "--conns / 2 (the publishers)", l->conns / 2)))
         return rc;
-    rc = bench_finish_options(o, argc, argv, l->conns);
+    rc = mqtt_bench_finish_options(o, &l->mqtt, &load_command, argc, argv, l->conns);
     if (rc)
         return rc;
     struct result_set rows = {0};
@@ -389,6 +406,7 @@ int mqtt_load_exec(const struct bench_opts *o, const struct mqtt_load_opts *lo,
     struct load l = {
         .opts = lo,
         .subs = subs,
+        .first = (unsigned)first,
         .messages = lo->mqtt.messages,
         .qos = (uint8_t)lo->mqtt.qos,
         .payload = mqtt_bench_payload(LOAD_PAYLOAD, lo->mqtt.payload_size),

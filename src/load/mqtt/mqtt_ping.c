@@ -36,7 +36,8 @@ static const char ping_head[] =
 
 struct ping {
     const struct mqtt_ping_opts *opts;
-    unsigned first; /* the index of the first pair in the whole run (--shard) */
+    unsigned first;  /* the index of the first pair in the whole run (--shard) */
+    unsigned wfirst; /* and of the first wildcard subscriber */
     unsigned pairs, wsubs;
     uint64_t messages;
     uint8_t qos;
@@ -181,6 +182,23 @@ static void ping_missing(const struct bench_opts *o, const struct ping *g, struc
              (unsigned long long)wmissing);
 }
 
+/* Several targets (docs/bench.md): pair j's responder on target j, its
+ * requester on j + 1 (--spread cross: every request and reply crosses
+ * brokers) or on j too (local); wildcard subscriber w on target w (cross)
+ * or on the watched pair's (local). Indices in the whole run, so that
+ * shards spread alike. */
+static void ping_place(const struct ping *g, struct mc_run *run)
+{
+    const struct mqtt_bench_opts *m = &g->opts->mqtt;
+    unsigned cross = m->spread == MQTT_SPREAD_CROSS;
+    for (unsigned i = 0; i < g->pairs; i++) {
+        mqtt_bench_place(m, run, i, g->first + i);
+        mqtt_bench_place(m, run, g->pairs + i, g->first + i + cross);
+    }
+    for (unsigned w = 0; w < g->wsubs; w++)
+        mqtt_bench_place(m, run, 2 * g->pairs + w, cross ? g->wfirst + w : g->first);
+}
+
 static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct result_row *row)
 {
     struct ping *g = arg;
@@ -201,6 +219,7 @@ static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     snprintf(watch, sizeof watch, "pingtest/%u/#", g->first);
     for (unsigned i = 0; i < g->wsubs; i++)
         mc_set_filter(run, 2 * g->pairs + i, watch, g->qos);
+    ping_place(g, run);
     struct mc_stats st;
     int rc = mqtt_bench_exec(o, run, conns, row, &st);
     mc_run_free(run);
@@ -265,7 +284,7 @@ int mqtt_ping_main(int argc, char **argv, const struct result_context *ctx)
                                  PING_SEQ_LEN);
     if ((rc = bench_share_check(o, "--pairs", p->pairs)))
         return rc;
-    rc = bench_finish_options(o, argc, argv, 2 * p->pairs + p->wsubs);
+    rc = mqtt_bench_finish_options(o, &p->mqtt, &ping_command, argc, argv, 2 * p->pairs + p->wsubs);
     if (rc)
         return rc;
     struct result_set rows = {0};
@@ -286,6 +305,7 @@ int mqtt_ping_exec(const struct bench_opts *o, const struct mqtt_ping_opts *p,
     struct ping g = {
         .opts = p,
         .first = (unsigned)first,
+        .wfirst = (unsigned)wfirst,
         .pairs = pairs,
         .wsubs = wsubs,
         .messages = p->mqtt.messages,
