@@ -172,8 +172,8 @@ static void conns_print(FILE *f, const struct conns_figs *g, int pid)
 {
     if (!g->storm) {
         conns_print_counts(f, "idle", &g->idle);
-        fprintf(f, "  connect: %.2f s, %.0f conn/s over %u source addresses\n", g->connect_s,
-                g->rate, g->sources);
+        fprintf(f, "  connect: %.2f s, %.0f conn/s from %u source address%s\n", g->connect_s,
+                g->rate, g->sources, g->sources == 1 ? "" : "es");
         if (pid)
             fprintf(f, "  broker RSS: %.0f kB before, %.0f kB connected, %.0f kB after the "
                        "hold: %.0f bytes per idle connection\n",
