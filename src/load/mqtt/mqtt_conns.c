@@ -289,6 +289,8 @@ static int conns_run(const struct bench_opts *o, void *arg, unsigned rep, struct
         if (ok) {
             ce_set_phase(run, CE_BEFORE);
             conns_hold(o, &probe, c->before_s);
+            /* The CPU figures are the storm's: from its start on. */
+            probe_start(&probe, o->server_pid);
             ce_set_phase(run, CE_STORM);
             ok = conns_wait(o, run, &probe, 2, storm_total,
                             clock_now_ns() + (uint64_t)c->duration_s * 1000000000ull);
