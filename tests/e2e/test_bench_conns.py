@@ -11,11 +11,13 @@ child inherits it) and put it back afterwards, so nothing changes globally."""
 
 import json
 import resource
+import socket
 import subprocess
+import threading
 
 import pytest
 
-from conftest import SANITIZER_MARKERS, SHOOTOUT_BIN, require_shootout
+from conftest import HOST, SANITIZER_MARKERS, SHOOTOUT_BIN, require_shootout
 
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
@@ -142,6 +144,55 @@ def test_connections_over_the_limit_are_counted_and_fail_the_run(many_fds, broke
     assert row["errors"]["connect"] == 200
     assert "100 of 300 idle connections connected" in p.stderr
     b.assert_alive()
+
+
+class DroppingBroker:
+    """Accepts, answers each CONNECT with CONNACK 0, and closes every
+    connection `after` seconds later: idle connections lost during the
+    hold."""
+
+    def __init__(self, after):
+        self.after = after
+        self.sock = socket.create_server((HOST, 0))
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.stop = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        self.sock.settimeout(0.1)
+        while not self.stop:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            c.settimeout(5)
+            c.recv(256)  # the CONNECT, one small segment
+            c.sendall(b"\x20\x02\x00\x00")
+            threading.Timer(self.after, c.close).start()
+            self.conns.append(c)
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+@pytest.mark.shootout_only
+def test_idle_connections_lost_during_the_hold_fail_the_run(tmp_path):
+    fake = DroppingBroker(after=0.5)
+    try:
+        row, p = conns(tmp_path, "--target", "%s:%d" % (HOST, fake.port), "--idle", 20,
+                       "--hold", 2, expect=EXIT_RUNTIME)
+    finally:
+        fake.close()
+    c = row["conns"]["idle"]
+    assert c["connected"] == 20 and c["open_at_end"] == 0 and c["closed"] == 20
+    assert row["errors"]["closed"] == 20
+    assert "20 idle connections lost" in p.stderr and "closed by the broker" in p.stderr
 
 
 @pytest.mark.parametrize("args, message", [
