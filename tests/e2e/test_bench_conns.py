@@ -63,7 +63,7 @@ def check_idle(row, n):
     c = row["conns"]
     assert c["mode"] == "idle"
     assert c["idle"]["started"] == n and c["idle"]["connected"] == n
-    assert c["idle"]["open_at_end"] == n
+    assert c["idle"]["open_at_end"] == n and c["idle"]["lost"] == 0
     for k in ("refused", "closed", "timeout", "local"):
         assert c["idle"][k] == 0, k
     assert row["errors"]["connect"] == 0
@@ -191,6 +191,7 @@ def test_idle_connections_lost_during_the_hold_fail_the_run(tmp_path):
         fake.close()
     c = row["conns"]["idle"]
     assert c["connected"] == 20 and c["open_at_end"] == 0 and c["closed"] == 20
+    assert c["lost"] == 20  # of the closed: connected first
     assert row["errors"]["closed"] == 20
     assert "20 idle connections lost" in p.stderr and "closed by the broker" in p.stderr
 

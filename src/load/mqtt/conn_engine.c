@@ -140,8 +140,10 @@ static void ce_fail(struct ce_thread *t, struct ce_conn *c, enum ce_fail kind, c
 {
     if (ce_handshaking(c))
         t->handshakes--;
-    if (ce_connected(c))
+    if (ce_connected(c)) {
         t->counts[c->group].open--;
+        t->counts[c->group].lost++;
+    }
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
@@ -551,6 +553,7 @@ static void ce_add(struct ce_counts *sum, const struct ce_counts *c)
     sum->started += c->started;
     sum->connected += c->connected;
     sum->open += c->open;
+    sum->lost += c->lost;
     for (int k = 0; k < CE_NFAIL; k++)
         sum->failed[k] += c->failed[k];
 }

@@ -75,6 +75,7 @@ enum ce_fail {
 struct ce_counts {
     uint64_t started, connected, failed[CE_NFAIL];
     uint64_t open; /* connected and not lost since */
+    uint64_t lost; /* of failed[]: connected first, then lost */
 };
 
 struct ce_result {

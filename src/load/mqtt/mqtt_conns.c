@@ -114,6 +114,7 @@ static void conns_json_counts(struct json *j, const char *key, const struct ce_c
     json_kv(j, "timeout", (double)c->failed[CE_TIMEOUT]);
     json_kv(j, "local", (double)c->failed[CE_LOCAL]);
     json_kv(j, "open_at_end", (double)c->open);
+    json_kv(j, "lost", (double)c->lost);
     json_object_end(j);
 }
 
@@ -209,7 +210,8 @@ static bool conns_wait(const struct bench_opts *o, struct ce_run *run, struct pr
     for (;;) {
         struct ce_counts c[3];
         ce_progress(run, &c[0], &c[1], &c[2]);
-        uint64_t done = c[group].connected + conns_failed(&c[group]);
+        /* Every connection once: connected, or failed before it was. */
+        uint64_t done = c[group].connected + conns_failed(&c[group]) - c[group].lost;
         uint64_t now = clock_now_ns();
         progress_update(o->progress, done, total, false);
         probe_sample(probe);
