@@ -44,8 +44,7 @@ static const char conns_head[] =
     "\n"
     "This process raises its open-files limit to the hard limit; the broker\n"
     "needs its own raised too (ulimit -n in the shell that starts it).\n"
-    "\n"
-    "options:\n";
+    "\n";
 
 static const char conns_tail[] =
     "\n"
