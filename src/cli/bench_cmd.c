@@ -7,6 +7,7 @@
 
 #include "load/bench.h"
 #include "load/http/http_open.h"
+#include "load/mqtt/mqtt_conns.h"
 #include "load/mqtt/mqtt_load.h"
 #include "load/mqtt/mqtt_ping.h"
 #include "load/rpc/rpc_seq.h"
@@ -21,6 +22,8 @@ static const struct {
      "the article's loadtest: publishers flood as many subscribers (throughput)"},
     {"mqtt-ping", mqtt_ping_main,
      "the article's pingtest: request/reply pairs and wildcard subscribers (latency)"},
+    {"mqtt-conns", mqtt_conns_main,
+     "idle connections (broker RSS per connection) and connect storms (refusals, stalls)"},
     {"http-open", http_open_main,
      "a Gatling-style HTTP load test: scenario users, open or closed injection"},
     {"rpc-seq", rpc_seq_main,

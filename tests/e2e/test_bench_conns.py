@@ -1,0 +1,222 @@
+"""`shootout bench mqtt-conns` end to end: idle connections against our broker
+and Mosquitto (every one connected, the broker's RSS per idle connection
+reported and sane), a small connect storm with established clients (nothing
+refused, round trips measured before and during), and a broker that refuses
+connections over its limit (the failures counted, the run failed). No timing
+assertions.
+
+The broker needs a descriptor per connection: the tests raise this process's
+soft open-files limit to the hard one before the broker fixture starts it (the
+child inherits it) and put it back afterwards, so nothing changes globally."""
+
+import json
+import resource
+import socket
+import subprocess
+import threading
+
+import pytest
+
+from conftest import HOST, SANITIZER_MARKERS, SHOOTOUT_BIN, require_shootout
+
+EXIT_RUNTIME = 1
+EXIT_USAGE = 2
+RUN_TIMEOUT = 90  # seconds; far above what these small runs need
+IDLE = 2000
+
+
+@pytest.fixture
+def many_fds():
+    """The soft RLIMIT_NOFILE raised to the hard limit while the test runs
+    (the brokers it starts inherit it); skips if the hard limit is too low
+    for IDLE connections on both sides of one host."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < IDLE + 200:
+        pytest.skip("the hard open-files limit %d is below %d" % (hard, IDLE + 200))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    yield hard
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def conns(tmp_path, *args, expect=0):
+    require_shootout()
+    out = tmp_path / "conns.json"
+    p = subprocess.run([SHOOTOUT_BIN, "bench", "mqtt-conns"] + [str(a) for a in args] +
+                       ["--json", str(out)], stdin=subprocess.DEVNULL, capture_output=True,
+                       text=True, timeout=RUN_TIMEOUT)
+    for marker in SANITIZER_MARKERS:
+        assert marker not in p.stderr, "sanitizer report from the bench:\n" + p.stderr
+    assert p.returncode == expect, "exit %d\nstdout:\n%s\nstderr:\n%s" % (
+        p.returncode, p.stdout, p.stderr)
+    with open(out) as f:
+        doc = json.load(f)
+    [b] = [b for b in doc["benchmarks"] if b["run_type"] == "iteration"]
+    assert b["experiment"] == "mqtt-conns"
+    return b, p
+
+
+def target(b):
+    return "%s:%d" % (b.host, b.port)
+
+
+def check_idle(row, n):
+    c = row["conns"]
+    assert c["mode"] == "idle"
+    assert c["idle"]["started"] == n and c["idle"]["connected"] == n
+    assert c["idle"]["open_at_end"] == n and c["idle"]["lost"] == 0
+    for k in ("refused", "closed", "timeout", "local"):
+        assert c["idle"][k] == 0, k
+    assert row["errors"]["connect"] == 0
+    assert c["connect_rate"] > 0 and c["connect_s"] > 0
+    assert row["throughput"]["value"] == pytest.approx(c["connect_rate"])
+    # Every connection costs the broker something, and far less than the
+    # 64 kB a naive per-connection read buffer would.
+    assert c["rss_after_kb"] >= c["rss_before_kb"] > 0
+    assert 0 < c["rss_per_conn_bytes"] < 20000
+    assert row["latency"]["p50"] > 0
+
+
+@pytest.mark.shootout_only
+def test_idle_connections_against_our_broker(many_fds, broker_factory, tmp_path):
+    b = broker_factory(max_connections=IDLE + 100)
+    row, p = conns(tmp_path, "--target", target(b), "--idle", IDLE, "--hold", 1,
+                   "--threads", 2, "--sources", 4, "--server-pid", b.proc.pid)
+    check_idle(row, IDLE)
+    assert row["conns"]["sources"] == 4
+    assert row["config"]["idle"] == IDLE and row["config"]["threads"] == 2
+    assert row["server"]["pid"] == b.proc.pid
+    assert "bytes per idle connection" in p.stdout
+    b.assert_alive()
+
+
+def test_idle_connections_against_mosquitto(many_fds, broker_factory, tmp_path):
+    b = broker_factory(kind="mosquitto")
+    row, _ = conns(tmp_path, "--target", target(b), "--idle", IDLE, "--hold", 1,
+                   "--threads", 2, "--server-pid", b.proc.pid)
+    check_idle(row, IDLE)
+    assert row["conns"]["sources"] == 1  # automatic: one per 16000
+
+
+def test_small_storm_refuses_nothing(many_fds, broker_factory, tmp_path):
+    b = broker_factory(max_connections=5000)
+    row, p = conns(tmp_path, "--target", target(b), "--storm", 500, "--duration", 2,
+                   "--established", 10, "--threads", 2, "--server-pid", b.proc.pid)
+    c = row["conns"]
+    assert c["mode"] == "storm"
+    assert c["storm"]["started"] == 1000 and c["storm"]["connected"] == 1000
+    for k in ("refused", "closed", "timeout", "local"):
+        assert c["storm"][k] == 0, k
+        assert c["established"][k] == 0, k
+    assert c["storm"]["open_at_end"] == 0  # each left with DISCONNECT
+    assert c["established"]["connected"] == 10 and c["established"]["open_at_end"] == 10
+    # The storm is spread over its two seconds, not sent at once.
+    assert 1.5 < c["connect_s"] < 4
+    lat = c["connect_latency_us"]
+    assert 0 < lat["p50"] <= lat["p99"] <= lat["p99_9"] <= lat["max"]
+    for when in ("rtt_before_us", "rtt_during_us"):
+        r = c[when]
+        assert r["count"] > 0 and 0 < r["p50"] <= r["p99"] <= r["max"], when
+    assert row["latency"]["p50"] == pytest.approx(lat["p50"], rel=0.01)
+    assert row["errors"]["connect"] == 0 and row["errors"]["closed"] == 0
+    assert "round trip during the storm" in p.stdout
+
+
+@pytest.mark.shootout_only
+def test_storm_clients_that_subscribe_and_stay(many_fds, broker_factory, tmp_path):
+    b = broker_factory(max_connections=5000)
+    row, _ = conns(tmp_path, "--target", target(b), "--storm", 300, "--duration", 1,
+                   "--established", 2, "--stay", "--subscribe")
+    c = row["conns"]
+    assert c["storm"]["connected"] == 300 and c["storm"]["open_at_end"] == 300
+    assert row["config"]["stay"] == 1 and row["config"]["subscribe"] == 1
+
+
+@pytest.mark.shootout_only
+def test_connections_over_the_limit_are_counted_and_fail_the_run(many_fds, broker_factory,
+                                                                  tmp_path):
+    b = broker_factory(max_connections=100)
+    row, p = conns(tmp_path, "--target", target(b), "--idle", 300, "--hold", 0,
+                   "--timeout", 5, expect=EXIT_RUNTIME)
+    c = row["conns"]["idle"]
+    assert c["started"] == 300 and c["connected"] == 100 and c["open_at_end"] == 100
+    # Ours answers CONNACK 3 (server unavailable) over --max-connections.
+    assert c["refused"] == 200 and c["closed"] == c["timeout"] == c["local"] == 0
+    assert row["errors"]["connect"] == 200
+    assert "100 of 300 idle connections connected" in p.stderr
+    b.assert_alive()
+
+
+class DroppingBroker:
+    """Accepts, answers each CONNECT with CONNACK 0, and closes every
+    connection `after` seconds later: idle connections lost during the
+    hold."""
+
+    def __init__(self, after):
+        self.after = after
+        self.sock = socket.create_server((HOST, 0))
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.stop = False
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self):
+        self.sock.settimeout(0.1)
+        while not self.stop:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            c.settimeout(5)
+            c.recv(256)  # the CONNECT, one small segment
+            c.sendall(b"\x20\x02\x00\x00")
+            threading.Timer(self.after, c.close).start()
+            self.conns.append(c)
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+@pytest.mark.shootout_only
+def test_idle_connections_lost_during_the_hold_fail_the_run(tmp_path):
+    fake = DroppingBroker(after=0.5)
+    try:
+        row, p = conns(tmp_path, "--target", "%s:%d" % (HOST, fake.port), "--idle", 20,
+                       "--hold", 2, expect=EXIT_RUNTIME)
+    finally:
+        fake.close()
+    c = row["conns"]["idle"]
+    assert c["connected"] == 20 and c["open_at_end"] == 0 and c["closed"] == 20
+    assert c["lost"] == 20  # of the closed: connected first
+    assert row["errors"]["closed"] == 20
+    assert "20 idle connections lost" in p.stderr and "closed by the broker" in p.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "one of --idle N or --storm R"),
+    (["--idle", "5", "--storm", "5"], "one of --idle N or --storm R"),
+    (["--idle", "5", "--shard", "0/2"], "--shard is not supported"),
+    (["--idle", "5", "--sources", "255"], "--sources"),
+])
+def test_usage_errors(args, message):
+    require_shootout()
+    p = subprocess.run([SHOOTOUT_BIN, "bench", "mqtt-conns"] + args, capture_output=True,
+                       text=True, timeout=10)
+    assert p.returncode == EXIT_USAGE and message in p.stderr, p.stderr
+
+
+def test_help_names_both_modes():
+    require_shootout()
+    p = subprocess.run([SHOOTOUT_BIN, "bench", "mqtt-conns", "--help"], capture_output=True,
+                       text=True, timeout=10)
+    assert p.returncode == 0
+    for opt in ("--idle", "--hold", "--storm", "--duration", "--established", "--sources",
+                "--server-pid", "ulimit -n"):
+        assert opt in p.stdout, opt
+    listing = subprocess.run([SHOOTOUT_BIN, "bench", "--help"], capture_output=True, text=True,
+                             timeout=10)
+    assert "mqtt-conns" in listing.stdout
