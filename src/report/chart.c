@@ -2,6 +2,7 @@
 #include "report/chart.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "report/si.h"
 
@@ -30,10 +31,45 @@ struct chart_axis chart_axis_linear(double top, double scale, const char *unit)
     if (!(top > 0))
         top = 1;
     double step = nice_step(top, 5);
-    return (struct chart_axis){step * ceil(top / step), step, scale, unit};
+    return (struct chart_axis){.max = step * ceil(top / step), .step = step, .scale = scale, .unit = unit};
 }
 
-double chart_y(const struct chart_axis *a, double v) { return CHART_TOP + CHART_PLOT_H - v / a->max * CHART_PLOT_H; }
+struct chart_axis chart_axis_bars(double smallest, double largest, double top, double scale,
+                                  const char *unit)
+{
+    if (!(smallest > 0) || !(largest > CHART_LOG_RATIO * smallest) || !(scale > 0))
+        return chart_axis_linear(top, scale, unit);
+    /* Decades of the unit the ticks are read in, not of the figures. */
+    double lo = floor(log10(smallest * scale)), hi = ceil(log10(top * scale) - 1e-9);
+    if (smallest * scale <= pow(10, lo) * (1 + 1e-9))
+        lo--; /* a bar on the bottom line would not show */
+    if (hi - lo > CHART_MAX_TICKS - 1)
+        lo = hi - (CHART_MAX_TICKS - 1);
+    return (struct chart_axis){.min = pow(10, lo) / scale, .max = pow(10, hi) / scale, .step = 10,
+                               .scale = scale, .unit = unit, .log = true};
+}
+
+unsigned chart_axis_ticks(const struct chart_axis *a, double *out, unsigned cap)
+{
+    unsigned n = 0;
+    if (a->log) {
+        double lo = round(log10(a->min * a->scale)), hi = round(log10(a->max * a->scale));
+        for (double e = lo; e <= hi && n < cap; e++)
+            out[n++] = pow(10, e) / a->scale;
+    } else {
+        for (double t = 0; t <= a->max * 1.0001 && n < cap; t += a->step)
+            out[n++] = t;
+    }
+    return n;
+}
+
+double chart_y(const struct chart_axis *a, double v)
+{
+    double share = v / a->max;
+    if (a->log)
+        share = v > a->min ? log10(v / a->min) / log10(a->max / a->min) : 0;
+    return CHART_TOP + CHART_PLOT_H - share * CHART_PLOT_H;
+}
 
 void chart_escape(FILE *f, const char *s)
 {
@@ -93,11 +129,18 @@ void chart_open(FILE *f, const struct chart_axis *a)
 {
     fprintf(f, "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\">\n", CHART_W,
             CHART_H, CHART_W, CHART_H);
-    for (double t = 0; t <= a->max * 1.0001; t += a->step) {
-        put_hline(f, "grid", chart_y(a, t));
-        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT - 6, chart_y(a, t) + 4);
-        chart_put_si(f, t * a->scale, a->unit);
+    double ticks[CHART_MAX_TICKS];
+    unsigned n = chart_axis_ticks(a, ticks, CHART_MAX_TICKS);
+    for (unsigned i = 0; i < n; i++) {
+        put_hline(f, "grid", chart_y(a, ticks[i]));
+        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT - 6, chart_y(a, ticks[i]) + 4);
+        chart_put_si(f, ticks[i] * a->scale, a->unit);
         fputs("</text>\n", f);
+    }
+    if (a->log) {
+        double x = 12, y = CHART_TOP + CHART_PLOT_H / 2;
+        fprintf(f, "<text class=\"axislabel\" transform=\"rotate(-90 %.1f %.1f)\" x=\"%.1f\" y=\"%.1f\">log scale</text>\n",
+                x, y, x, y);
     }
 }
 
@@ -119,6 +162,24 @@ double chart_group_x(unsigned ngroups, unsigned p)
     return CHART_LEFT + p * gw + gw / 2;
 }
 
+/* Writes a bar's value v above it (its top, whisker included, at y):
+ * across a bar wide enough, else upwards, or downwards inside the bar
+ * when there is no room above it. */
+static void put_bar_value(FILE *f, const struct chart_axis *a, struct chart_slot at, double v, double y)
+{
+    char buf[48];
+    si_format(buf, sizeof buf, v * a->scale, a->unit);
+    double cx = at.x + at.w / 2, need = 6.0 * (double)strlen(buf); /* about 6 units a character */
+    if (at.w >= need) {
+        fprintf(f, "<text class=\"barval\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", cx, y - 3, buf);
+        return;
+    }
+    bool above = y - 3 >= need;
+    double ty = above ? y - 3 : y + 3;
+    fprintf(f, "<text class=\"barval %s\" transform=\"rotate(-90 %.1f %.1f)\" x=\"%.1f\" y=\"%.1f\">%s</text>\n",
+            above ? "up" : "in", cx + 3.5, ty, cx + 3.5, ty, buf);
+}
+
 void chart_bar(FILE *f, const struct chart_axis *a, struct chart_slot at, const char *color, double val,
                double dev, const char *title)
 {
@@ -128,9 +189,15 @@ void chart_bar(FILE *f, const struct chart_axis *a, struct chart_slot at, const 
     fputs("</title></rect>\n", f);
     if (dev > 0) {
         double cx = at.x + at.w / 2, lo = chart_y(a, val - dev > 0 ? val - dev : 0), hi = chart_y(a, val + dev);
-        fprintf(f, "<path class=\"err\" d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\"/>\n", cx, lo, hi,
-                cx - 3, lo, cx + 3, cx - 3, hi, cx + 3);
+        /* Cut at a log axis' bottom: no cap there, the whisker goes on. */
+        bool cut = a->log && val - dev <= a->min;
+        fprintf(f, "<path class=\"err\" d=\"M%.1f %.1fV%.1f", cx, lo, hi);
+        if (!cut)
+            fprintf(f, "M%.1f %.1fH%.1f", cx - 3, lo, cx + 3);
+        fprintf(f, "M%.1f %.1fH%.1f\"/>\n", cx - 3, hi, cx + 3);
     }
+    if (a->log)
+        put_bar_value(f, a, at, val, chart_y(a, val + (dev > 0 ? dev : 0)));
 }
 
 void chart_error_mark(FILE *f, const struct chart_axis *a, struct chart_slot at, const char *title)

@@ -35,18 +35,40 @@
 const char *chart_color(unsigned s);
 const char *chart_dash(unsigned s);
 
-/* A value axis from 0 to max in steps of step, in the plotted figures'
- * units; its ticks labelled in unit after multiplying by scale. */
+/* A value axis in the plotted figures' units, its ticks labelled in unit
+ * after multiplying by scale: linear from 0 to max in steps of step, or
+ * logarithmic from min to max (both whole decades in unit), a tick at
+ * every decade. */
 struct chart_axis {
-    double max, step, scale;
+    double min, max, step, scale;
     const char *unit;
+    bool log;
 };
+
+/* Bars whose largest is more than this many times their smallest non-zero
+ * one are drawn on a logarithmic axis: on a linear one the small ones
+ * would be a line or nothing. */
+#define CHART_LOG_RATIO 20.0
+
+/* Most ticks an axis has (chart_axis_ticks). */
+#define CHART_MAX_TICKS 24
 
 /* An axis from 0 to a round maximum at or above top (1 when top is not
  * positive), in five or so steps of 1, 2, 2.5 or 5 times a power of ten. */
 struct chart_axis chart_axis_linear(double top, double scale, const char *unit);
 
-/* The plot's y of value v. */
+/* The axis of a bar chart whose bars go from smallest (the smallest
+ * non-zero bar; 0: none) to largest, whiskers up to top: linear, or
+ * logarithmic when largest > CHART_LOG_RATIO * smallest, from the decade
+ * below smallest (so that its bar shows) to the decade at or above top. */
+struct chart_axis chart_axis_bars(double smallest, double largest, double top, double scale,
+                                  const char *unit);
+
+/* The axis' tick values, bottom up, into out[0..cap); returns how many. */
+unsigned chart_axis_ticks(const struct chart_axis *a, double *out, unsigned cap);
+
+/* The plot's y of value v; on a logarithmic axis a value at or below its
+ * bottom (zero too) is at the bottom. */
 double chart_y(const struct chart_axis *a, double v);
 
 /* Writes s with <, >, & and " escaped. */
@@ -61,7 +83,8 @@ void chart_legend_item(FILE *f, const char *color, const char *name);
 
 /* Opens a figure with its caption (escaped). */
 void chart_begin(FILE *f, const char *caption);
-/* Opens the SVG and draws a's grid with each tick's value at the left. */
+/* Opens the SVG and draws a's grid with each tick's value at the left,
+ * and "log scale" along a logarithmic axis. */
 void chart_open(FILE *f, const struct chart_axis *a);
 /* Draws the baseline and closes what chart_begin and chart_open opened. */
 void chart_close(FILE *f, const struct chart_axis *a);
@@ -77,7 +100,10 @@ struct chart_slot chart_bar_slot(unsigned ngroups, unsigned p, unsigned nbars, u
 double chart_group_x(unsigned ngroups, unsigned p);
 
 /* A bar of value val in color with its tooltip title (escaped), and a
- * whisker of dev either side when dev > 0 (cut at zero). */
+ * whisker of dev either side when dev > 0, cut at zero or, on a
+ * logarithmic axis, at its bottom (without the cap there, to show it goes
+ * on). On a logarithmic axis the bar's value is written above it, so
+ * that reading it does not depend on judging a log scale by eye. */
 void chart_bar(FILE *f, const struct chart_axis *a, struct chart_slot at, const char *color, double val,
                double dev, const char *title);
 /* A failed run where its bar would stand: a red box on the baseline with

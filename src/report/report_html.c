@@ -219,7 +219,7 @@ static char *mark_title(char *buf, size_t cap, const struct report_group *g, uns
 
 static void put_chart(FILE *f, const struct report_group *g, const struct report_metric *m)
 {
-    double top = 0;
+    double top = 0, smallest = 0, largest = 0;
     const struct result_row *shape = NULL;
     for (unsigned p = 0; p < g->npoints; p++)
         for (unsigned s = 0; s < g->nseries; s++) {
@@ -227,13 +227,20 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
             shape = shape ? shape : v;
             if (!v || !row_has(v, m->need))
                 continue;
-            top = fmax(top, v->metric[m->index] + (sd ? sd->metric[m->index] : 0));
+            double val = v->metric[m->index];
+            top = fmax(top, val + (sd ? sd->metric[m->index] : 0));
+            largest = fmax(largest, val);
+            if (val > 0 && (smallest == 0 || val < smallest))
+                smallest = val;
         }
     char buf[48], caption[128];
     const char *unit = metric_unit(m, shape, buf, sizeof buf);
-    struct chart_axis a = chart_axis_linear(top, m->scale, m->unit ? m->unit : "");
+    struct chart_axis a = chart_axis_bars(smallest, largest, top, m->scale, m->unit ? m->unit : "");
     /* Ticks in seconds say their unit; a derived unit goes in the caption. */
-    snprintf(caption, sizeof caption, m->unit ? "%s" : "%s (%s)", m->title, unit);
+    if (m->unit)
+        snprintf(caption, sizeof caption, a.log ? "%s (log scale)" : "%s", m->title);
+    else
+        snprintf(caption, sizeof caption, a.log ? "%s (%s, log scale)" : "%s (%s)", m->title, unit);
     put_figure_open(f, caption, NULL, &a);
     for (unsigned p = 0; p < g->npoints; p++) {
         for (unsigned s = 0; s < g->nseries; s++) {
@@ -558,6 +565,8 @@ const char report_html_style[] =
     "th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}"
     "th:nth-child(-n+2),td:nth-child(-n+2){text-align:left}"
     "dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em;color:#444}dd{margin:0}"
+    ".barval{font-size:10px;text-anchor:middle;fill:#222}.barval.up{text-anchor:start}"
+    ".barval.in{text-anchor:end;fill:#fff}.axislabel{font-size:11px;text-anchor:middle;fill:#555}"
     "h3{font-size:1em;margin:1.6em 0 .3em}.line{fill:none;stroke-width:1.5}"
     ".sat{stroke:#d62728;stroke-dasharray:5 4}.satlabel{font-size:11px;fill:#d62728}"
     ".failed rect{fill:#fde2e2;stroke:#d62728}.failed text{fill:#d62728;font-size:16px;text-anchor:middle}"

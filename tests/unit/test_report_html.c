@@ -169,6 +169,31 @@ static void test_axes_and_cells_are_si_prefixed(void **state)
     free(html);
 }
 
+/* Contenders orders of magnitude apart: the bar axis turns logarithmic,
+ * says so, and every bar carries its value. */
+static void test_a_wide_spread_gets_a_log_axis(void **state)
+{
+    struct result_row rows[] = {
+        make_row("mqtt-load", "shootout", NULL, 100, 1.7e6),
+        make_row("mqtt-load", "mosquitto", NULL, 100, 400e3),
+        make_row("mqtt-load", "activemq", NULL, 100, 35e3),
+    };
+    char *html = render(rows, 3);
+    assert_non_null(strstr(html, "Throughput (msg/s, log scale)"));
+    assert_non_null(strstr(html, ">log scale</text>"));
+    assert_int_equal(count(html, "class=\"barval"), 3);
+    assert_non_null(strstr(html, ">35k</text>"));
+    assert_non_null(strstr(html, ">10k</text>")); /* the bottom decade */
+    assert_non_null(strstr(html, ">10M</text>"));
+    free(html);
+    /* 1.7M against 400k alone: 4.25x, linear, no printed values. */
+    html = render(rows, 2);
+    assert_non_null(strstr(html, "Throughput (msg/s)</figcaption>"));
+    assert_null(strstr(html, "log scale"));
+    assert_null(strstr(html, "class=\"barval"));
+    free(html);
+}
+
 /* Every latency row draws its spectrum: one line per series from p50 to
  * p99.99 on the 1/(1-p) axis. */
 static void test_latency_spectrum_per_point(void **state)
@@ -349,6 +374,7 @@ int main(void)
         cmocka_unit_test(test_experiments_get_their_own_sections),
         cmocka_unit_test(test_series_and_points_come_from_row_names),
         cmocka_unit_test(test_axes_and_cells_are_si_prefixed),
+        cmocka_unit_test(test_a_wide_spread_gets_a_log_axis),
         cmocka_unit_test(test_latency_spectrum_per_point),
         cmocka_unit_test(test_failed_runs_are_drawn_as_errors),
         cmocka_unit_test(test_many_series_stay_apart),
