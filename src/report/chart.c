@@ -235,6 +235,13 @@ void chart_line_end(FILE *f, const char *title)
     fputs("</title></polyline>\n", f);
 }
 
+void chart_dot(FILE *f, double x, const struct chart_axis *a, double v, const char *color, const char *title)
+{
+    fprintf(f, "<circle class=\"dot\" fill=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\"><title>", color, x, chart_y(a, v));
+    chart_escape(f, title);
+    fputs("</title></circle>\n", f);
+}
+
 double chart_time_x(double t, unsigned n) { return CHART_LEFT + (n > 1 ? t / (n - 1) : 0) * CHART_PLOT_W; }
 
 void chart_time_ticks(FILE *f, unsigned n)

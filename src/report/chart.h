@@ -120,6 +120,9 @@ void chart_x_label(FILE *f, double x, const char *text, bool end);
 void chart_line_begin(FILE *f, const char *color, const char *dash);
 void chart_line_point(FILE *f, bool first, double x, const struct chart_axis *a, double v);
 void chart_line_end(FILE *f, const char *title);
+/* A dot at x and v on axis a, in color, with its tooltip title (escaped):
+ * a line of a single point. */
+void chart_dot(FILE *f, double x, const struct chart_axis *a, double v, const char *color, const char *title);
 
 /* Second t of a series n seconds long across the plot's width (all at the
  * left when n < 2). */

@@ -430,42 +430,82 @@ static unsigned rate_runs_extent(const struct report_group *g, unsigned p, const
 /* For every point of g: the field at off of every run's series over time,
  * one line per run in its series' colour, on an axis of unit (scale:
  * from the field to it); op_def, unless NULL, says what one op is. */
-static void put_rate_chart(FILE *f, const struct report_group *g, const struct result_row *rows, unsigned n,
-                           const char *what, const char *op_def, size_t off, double scale, const char *unit)
+/* The field at off of every closed run's series at g's point p over
+ * time, one line per run in its series' colour (a run of one second, one
+ * dot), on an axis of unit (scale: from the field to it); op_def, unless
+ * NULL, says what one op is. Nothing when no run has a non-zero value. */
+static void put_rate_chart(FILE *f, const struct report_group *g, unsigned p, const struct result_row *rows,
+                           unsigned n, const char *what, const char *op_def, size_t off, double scale,
+                           const char *unit)
 {
-    for (unsigned p = 0; p < g->npoints; p++) {
-        double top;
-        unsigned nx = rate_runs_extent(g, p, rows, n, off, &top);
-        if (!nx || top == 0)
+    double top;
+    unsigned nx = rate_runs_extent(g, p, rows, n, off, &top);
+    if (!nx || top == 0)
+        return;
+    struct chart_axis a = chart_axis_linear(top, scale, unit);
+    char caption[200];
+    snprintf(caption, sizeof caption, "%s, %s, second by second (one line per run)", what, g->point[p]);
+    if (op_def) {
+        /* What the CPU per op counts: for mqtt-ping more than the throughput does. */
+        fputs("<p class=\"def\">Counted each second: ", f);
+        report_html_escape(f, op_def);
+        fputs(".</p>\n", f);
+    }
+    put_figure_open(f, caption, g, &a);
+    chart_time_ticks(f, nx);
+    for (unsigned i = 0; i < n; i++) {
+        const struct result_row *r = &rows[i];
+        char series[128], name[200];
+        if (!closed_run_at(g, p, r, series, sizeof series))
             continue;
-        struct chart_axis a = chart_axis_linear(top, scale, unit);
-        char caption[200];
-        snprintf(caption, sizeof caption, "%s, %s, second by second (one line per run)", what, g->point[p]);
-        if (op_def) {
-            /* What the CPU per op counts: for mqtt-ping more than the throughput does. */
-            fputs("<p class=\"def\">Counted each second: ", f);
-            report_html_escape(f, op_def);
-            fputs(".</p>\n", f);
-        }
-        put_figure_open(f, caption, g, &a);
-        chart_time_ticks(f, nx);
-        for (unsigned i = 0; i < n; i++) {
-            const struct result_row *r = &rows[i];
-            char series[128], name[200];
-            if (!closed_run_at(g, p, r, series, sizeof series))
-                continue;
-            unsigned s = 0;
-            while (s < g->nseries && strcmp(g->series[s], series))
-                s++;
-            if (s == g->nseries)
-                continue;
-            snprintf(name, sizeof name, "%s, run %u", series, r->repetition_index + 1);
+        unsigned s = 0;
+        while (s < g->nseries && strcmp(g->series[s], series))
+            s++;
+        if (s == g->nseries)
+            continue;
+        snprintf(name, sizeof name, "%s, run %u", series, r->repetition_index + 1);
+        if (r->series.n == 1 && nx > 1) { /* a polyline of one point draws nothing */
+            double v;
+            memcpy(&v, (const char *)&r->series.points[0] + off, sizeof v);
+            chart_dot(f, chart_time_x(0, nx), &a, v, chart_color(s), name);
+        } else {
             put_polyline(f, r->series.points, r->series.n, nx, off, &a, chart_color(s), chart_dash(s), name);
         }
-        chart_close(f, &a);
     }
+    chart_close(f, &a);
 }
 
+/* Whether every run at g's point p that completed was too short for a
+ * per-second series (under about a second: one point or none; persec.c
+ * keeps a last part second only from 0.1 s), and there was such a run;
+ * the longest one's duration into longest_s. */
+static bool runs_too_short(const struct report_group *g, unsigned p, const struct result_row *rows, unsigned n,
+                           double *longest_s)
+{
+    bool any = false;
+    *longest_s = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const struct result_row *r = &rows[i];
+        char series[128];
+        const char *point;
+        if (strcmp(r->experiment, g->experiment) || r->aggregate_name || r->error[0] || series_is_open(&r->series))
+            continue;
+        row_name_parts(r, series, sizeof series, &point);
+        if (strcmp(point, g->point[p]))
+            continue;
+        /* Longer runs without a series (a file from before series were
+         * kept), or of no known length, say nothing of it. */
+        if (r->series.n >= 2 || r->duration_s >= 2 || !(r->duration_s > 0))
+            return false;
+        any = true;
+        *longest_s = fmax(*longest_s, r->duration_s);
+    }
+    return any;
+}
+
+/* Per point of g, its closed runs' rate and p99 second by second, or
+ * where the runs were too short for that, a line saying so instead of an
+ * empty chart. */
 static void put_rate_charts(FILE *f, const struct report_group *g, const struct result_row *rows, unsigned n)
 {
     const struct result_row *any = NULL;
@@ -474,8 +514,19 @@ static void put_rate_charts(FILE *f, const struct report_group *g, const struct 
             any = g->value[p][s];
     char what[64];
     snprintf(what, sizeof what, "Rate (%s/s)", result_unit(any));
-    put_rate_chart(f, g, rows, n, what, any->op_def, offsetof(struct result_point, responses), 1, "");
-    put_rate_chart(f, g, rows, n, "Latency p99", NULL, offsetof(struct result_point, p99_ms), 1e-3, "s");
+    for (unsigned p = 0; p < g->npoints; p++) {
+        double longest;
+        if (runs_too_short(g, p, rows, n, &longest)) {
+            char buf[48];
+            fputs("<p class=\"def short\">", f);
+            report_html_escape(f, g->point[p]);
+            fprintf(f, ": the longest run took %s, shorter than 1 s: no per-second series.</p>\n",
+                    si_format(buf, sizeof buf, longest, "s"));
+            continue;
+        }
+        put_rate_chart(f, g, p, rows, n, what, any->op_def, offsetof(struct result_point, responses), 1, "");
+        put_rate_chart(f, g, p, rows, n, "Latency p99", NULL, offsetof(struct result_point, p99_ms), 1e-3, "s");
+    }
 }
 
 static void put_cell(FILE *f, const struct report_metric *m, const struct result_row *v,

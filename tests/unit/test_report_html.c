@@ -302,6 +302,39 @@ static void test_closed_runs_draw_their_series(void **state)
     free(html);
 }
 
+/* Runs under a second have one point or none: the page says so instead
+ * of drawing an empty chart; a one-point run beside longer ones is a dot. */
+static void test_short_runs_say_they_have_no_series(void **state)
+{
+    struct result_point one[1] = {{.responses = 900, .p99_ms = 1}};
+    struct result_point two[2] = {{.responses = 1000, .p99_ms = 2}, {.responses = 800, .p99_ms = 3}};
+    struct result_row rows[] = {
+        make_row("rpc-seq", "shootout", NULL, 1, 1500),
+        make_row("rpc-seq", "grpc-java", NULL, 1, 600),
+        make_row("rpc-seq", "shootout", NULL, 8, 1500),
+        make_row("rpc-seq", "grpc-java", NULL, 8, 650),
+    };
+    rows[0].duration_s = 0.42;
+    rows[1].duration_s = 0.05; /* too short even for one point */
+    rows[0].series = (struct result_series){one, 1, -1};
+    rows[2].duration_s = 0.9;
+    rows[2].series = (struct result_series){one, 1, -1};
+    rows[3].duration_s = 1.6;
+    rows[3].series = (struct result_series){two, 2, -1};
+    char *html = render(rows, 4);
+    assert_non_null(strstr(html, "1c: the longest run took 420 ms, shorter than 1 s: no per-second series."));
+    assert_null(strstr(html, "Rate (msg/s), 1c"));
+    assert_null(strstr(html, "Latency p99, 1c"));
+    /* At 8c grpc-java ran long enough: its line, and shootout's one second a dot. */
+    char *rate = strstr(html, "Rate (msg/s), 8c, second by second");
+    assert_non_null(rate);
+    assert_null(strstr(html, "8c: the longest run"));
+    assert_int_equal(count(rate, "<polyline"), 2); /* rate and p99 */
+    assert_int_equal(count(rate, "<circle class=\"dot\""), 2);
+    assert_non_null(strstr(rate, "r=\"3\"><title>shootout, run 1</title></circle>"));
+    free(html);
+}
+
 static void test_no_rows(void **state)
 {
     char *html = render(NULL, 0);
@@ -379,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_failed_runs_are_drawn_as_errors),
         cmocka_unit_test(test_many_series_stay_apart),
         cmocka_unit_test(test_closed_runs_draw_their_series),
+        cmocka_unit_test(test_short_runs_say_they_have_no_series),
         cmocka_unit_test(test_no_rows),
         cmocka_unit_test(test_write_to_unwritable_path_reports),
         cmocka_unit_test(test_timeline_draws_the_series_and_the_saturation),
