@@ -99,10 +99,15 @@ void chart_put_si(FILE *f, double v, const char *unit)
     fputs(si_format(buf, sizeof buf, v, unit), f);
 }
 
-void chart_legend_item(FILE *f, const char *color, const char *name)
+void chart_legend_item(FILE *f, const char *color, const char *name, const char *note)
 {
     fprintf(f, "<li><span class=\"swatch\" style=\"background:%s\"></span>", color);
     chart_escape(f, name);
+    if (note) {
+        fprintf(f, " <span class=\"note%s\">(", strcmp(note, "failed") ? "" : " failed");
+        chart_escape(f, note);
+        fputs(")</span>", f);
+    }
     fputs("</li>", f);
 }
 
@@ -206,6 +211,13 @@ void chart_error_mark(FILE *f, const struct chart_axis *a, struct chart_slot at,
     fprintf(f, "<g class=\"failed\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>", at.x,
             y0 - h, at.w, h);
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">✕</text><title>", at.x + at.w / 2, y0 - h / 2 + 5);
+    chart_escape(f, title);
+    fputs("</title></g>\n", f);
+}
+
+void chart_missing_mark(FILE *f, const struct chart_axis *a, struct chart_slot at, const char *title)
+{
+    fprintf(f, "<g class=\"na\"><text x=\"%.1f\" y=\"%.1f\">n/a</text><title>", at.x + at.w / 2, chart_y(a, 0) - 4);
     chart_escape(f, title);
     fputs("</title></g>\n", f);
 }

@@ -78,8 +78,9 @@ void chart_escape(FILE *f, const char *s);
 void chart_put_si(FILE *f, double v, const char *unit);
 
 /* One legend entry (an <li> of a <ul class="legend">): a swatch of color
- * and name, escaped. */
-void chart_legend_item(FILE *f, const char *color, const char *name);
+ * and name, escaped, and, unless NULL, a note in brackets saying why the
+ * chart has nothing of it ("failed" is shown as a failure). */
+void chart_legend_item(FILE *f, const char *color, const char *name, const char *note);
 
 /* Opens a figure with its caption (escaped). */
 void chart_begin(FILE *f, const char *caption);
@@ -109,6 +110,10 @@ void chart_bar(FILE *f, const struct chart_axis *a, struct chart_slot at, const 
 /* A failed run where its bar would stand: a red box on the baseline with
  * a cross, title (escaped: who failed and why) in its tooltip. */
 void chart_error_mark(FILE *f, const struct chart_axis *a, struct chart_slot at, const char *title);
+
+/* A bar that has no figure (not measured, not failed): "n/a" on the
+ * baseline where it would stand, title (escaped) in its tooltip. */
+void chart_missing_mark(FILE *f, const struct chart_axis *a, struct chart_slot at, const char *title);
 
 /* A label below the plot at x (escaped); end: it ends there instead of
  * being centred, for the last label at the plot's right edge. */

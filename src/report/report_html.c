@@ -115,11 +115,20 @@ static unsigned group_point(struct report_group *g, const char *point)
     return g->npoints++;
 }
 
+/* The index of series in g, or g->nseries when it has none of that name. */
+static unsigned group_find_series(const struct report_group *g, const char *series)
+{
+    unsigned s = 0;
+    while (s < g->nseries && strcmp(g->series[s], series))
+        s++;
+    return s;
+}
+
 static unsigned group_series(struct report_group *g, const char *series)
 {
-    for (unsigned s = 0; s < g->nseries; s++)
-        if (!strcmp(g->series[s], series))
-            return s;
+    unsigned s = group_find_series(g, series);
+    if (s < g->nseries)
+        return s;
     if (g->nseries == REPORT_MAX_SERIES)
         return REPORT_MAX_SERIES;
     snprintf(g->series[g->nseries], sizeof g->series[0], "%s", series);
@@ -190,22 +199,39 @@ static bool group_has(const struct report_group *g, enum metric_need need)
     return false;
 }
 
-static void put_legend(FILE *f, const struct report_group *g)
+/* The legend of every series of g, in g's order, each with its note
+ * (notes NULL: none; see legend_notes). */
+static void put_legend(FILE *f, const struct report_group *g, const char *const *notes)
 {
     fputs("<ul class=\"legend\">", f);
     for (unsigned s = 0; s < g->nseries; s++)
-        chart_legend_item(f, chart_color(s), g->series[s]);
+        chart_legend_item(f, chart_color(s), g->series[s], notes ? notes[s] : NULL);
     fputs("</ul>\n", f);
 }
 
-/* Opens a figure with its caption, the legend of g unless NULL, and its
- * SVG on axis a. */
+/* What a chart's legend says of each series of g that the chart draws
+ * nothing for, so that every contender of the table is accounted for in
+ * every chart: "failed" where a run of it failed, else absent; NULL
+ * where shown[s]. Points p0 .. p1 - 1 are the chart's. */
+static void legend_notes(const struct report_group *g, unsigned p0, unsigned p1, const bool *shown,
+                         const char *absent, const char **notes)
+{
+    for (unsigned s = 0; s < g->nseries; s++) {
+        bool failed = false;
+        for (unsigned p = p0; p < p1; p++)
+            failed = failed || (g->value[p][s] && g->value[p][s]->error[0]);
+        notes[s] = shown[s] ? NULL : failed ? "failed" : absent;
+    }
+}
+
+/* Opens a figure with its caption, the legend of g (unless NULL) with
+ * notes, and its SVG on axis a. */
 static void put_figure_open(FILE *f, const char *caption, const struct report_group *legend,
-                            const struct chart_axis *a)
+                            const char *const *notes, const struct chart_axis *a)
 {
     chart_begin(f, caption);
     if (legend)
-        put_legend(f, legend);
+        put_legend(f, legend, notes);
     chart_open(f, a);
 }
 
@@ -221,12 +247,15 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
 {
     double top = 0, smallest = 0, largest = 0;
     const struct result_row *shape = NULL;
+    bool shown[REPORT_MAX_SERIES] = {false};
+    const char *notes[REPORT_MAX_SERIES];
     for (unsigned p = 0; p < g->npoints; p++)
         for (unsigned s = 0; s < g->nseries; s++) {
             const struct result_row *v = g->value[p][s], *sd = g->spread[p][s];
             shape = shape ? shape : v;
             if (!v || !row_has(v, m->need))
                 continue;
+            shown[s] = true;
             double val = v->metric[m->index];
             top = fmax(top, val + (sd ? sd->metric[m->index] : 0));
             largest = fmax(largest, val);
@@ -241,7 +270,8 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
         snprintf(caption, sizeof caption, a.log ? "%s (log scale)" : "%s", m->title);
     else
         snprintf(caption, sizeof caption, a.log ? "%s (%s, log scale)" : "%s (%s)", m->title, unit);
-    put_figure_open(f, caption, NULL, &a);
+    legend_notes(g, 0, g->npoints, shown, "not measured", notes);
+    put_figure_open(f, caption, g, notes, &a);
     for (unsigned p = 0; p < g->npoints; p++) {
         for (unsigned s = 0; s < g->nseries; s++) {
             const struct result_row *v = g->value[p][s], *sd = g->spread[p][s];
@@ -251,6 +281,8 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
                 snprintf(what, sizeof what, "failed: %s", v->error);
                 chart_error_mark(f, &a, at, mark_title(title, sizeof title, g, p, s, what));
             }
+            if (v && !v->error[0] && !row_has(v, m->need))
+                chart_missing_mark(f, &a, at, mark_title(title, sizeof title, g, p, s, "not measured"));
             if (!v || !row_has(v, m->need))
                 continue;
             format_metric_value(what, sizeof what, m, v, sd);
@@ -284,7 +316,12 @@ static void put_spectra(FILE *f, const struct report_group *g)
         char caption[200];
         snprintf(caption, sizeof caption, "Latency by percentile, %s%s", g->point[p],
                  g->aggregated ? " (mean over the runs of each percentile)" : "");
-        put_figure_open(f, caption, g, &a);
+        bool shown[REPORT_MAX_SERIES];
+        const char *notes[REPORT_MAX_SERIES];
+        for (unsigned s = 0; s < g->nseries; s++)
+            shown[s] = row_has_spectrum(g->value[p][s]);
+        legend_notes(g, p, p + 1, shown, "no spectrum", notes);
+        put_figure_open(f, caption, g, notes, &a);
         chart_percentile_ticks(f, &a);
         for (unsigned s = 0; s < g->nseries; s++) {
             const struct result_row *v = g->value[p][s];
@@ -347,18 +384,18 @@ void report_html_timeline(FILE *f, const char *label, const struct result_point 
     else
         fputs("Saturation point: not reached.", f);
     fputs("</p>\n<ul class=\"legend\">", f);
-    chart_legend_item(f, active_color, active_name);
-    chart_legend_item(f, responses_color, responses_name);
-    chart_legend_item(f, p95_color, p95_name);
+    chart_legend_item(f, active_color, active_name, NULL);
+    chart_legend_item(f, responses_color, responses_name, NULL);
+    chart_legend_item(f, p95_color, p95_name, NULL);
     fputs("</ul>\n", f);
-    put_figure_open(f, "Active users and responses per second", NULL, &counts);
+    put_figure_open(f, "Active users and responses per second", NULL, NULL, &counts);
     chart_time_ticks(f, n);
     put_polyline(f, pts, n, n, offsetof(struct result_point, active), &counts, active_color, "", active_name);
     put_polyline(f, pts, n, n, offsetof(struct result_point, responses), &counts, responses_color, "",
                  responses_name);
     put_saturation(f, n, saturation_s, &counts);
     chart_close(f, &counts);
-    put_figure_open(f, "p95 per second (OK responses that ended in that second)", NULL, &ms);
+    put_figure_open(f, "p95 per second (OK responses that ended in that second)", NULL, NULL, &ms);
     chart_time_ticks(f, n);
     put_polyline(f, pts, n, n, offsetof(struct result_point, p95_ms), &ms, p95_color, "", p95_name);
     put_saturation(f, n, saturation_s, &ms);
@@ -427,9 +464,6 @@ static unsigned rate_runs_extent(const struct report_group *g, unsigned p, const
     return nx;
 }
 
-/* For every point of g: the field at off of every run's series over time,
- * one line per run in its series' colour, on an axis of unit (scale:
- * from the field to it); op_def, unless NULL, says what one op is. */
 /* The field at off of every closed run's series at g's point p over
  * time, one line per run in its series' colour (a run of one second, one
  * dot), on an axis of unit (scale: from the field to it); op_def, unless
@@ -451,16 +485,22 @@ static void put_rate_chart(FILE *f, const struct report_group *g, unsigned p, co
         report_html_escape(f, op_def);
         fputs(".</p>\n", f);
     }
-    put_figure_open(f, caption, g, &a);
+    bool shown[REPORT_MAX_SERIES] = {false};
+    const char *notes[REPORT_MAX_SERIES];
+    for (unsigned i = 0; i < n; i++) {
+        char series[128];
+        if (closed_run_at(g, p, &rows[i], series, sizeof series) && group_find_series(g, series) < g->nseries)
+            shown[group_find_series(g, series)] = true;
+    }
+    legend_notes(g, p, p + 1, shown, "no series", notes);
+    put_figure_open(f, caption, g, notes, &a);
     chart_time_ticks(f, nx);
     for (unsigned i = 0; i < n; i++) {
         const struct result_row *r = &rows[i];
         char series[128], name[200];
         if (!closed_run_at(g, p, r, series, sizeof series))
             continue;
-        unsigned s = 0;
-        while (s < g->nseries && strcmp(g->series[s], series))
-            s++;
+        unsigned s = group_find_series(g, series);
         if (s == g->nseries)
             continue;
         snprintf(name, sizeof name, "%s, run %u", series, r->repetition_index + 1);
@@ -592,7 +632,7 @@ static void put_group(FILE *f, const struct report_group *g, const struct result
     fprintf(f, "<p class=\"def\">%s</p>\n",
             g->aggregated ? "Bars: mean over the runs; whiskers: one standard deviation."
                           : "Bars: single runs (no repetitions).");
-    put_legend(f, g);
+    put_legend(f, g, NULL);
     for (size_t i = 0; i < NMETRICS; i++)
         if (group_has(g, report_metrics[i].need))
             put_chart(f, g, &report_metrics[i]);
@@ -621,7 +661,9 @@ const char report_html_style[] =
     "h3{font-size:1em;margin:1.6em 0 .3em}.line{fill:none;stroke-width:1.5}"
     ".sat{stroke:#d62728;stroke-dasharray:5 4}.satlabel{font-size:11px;fill:#d62728}"
     ".failed rect{fill:#fde2e2;stroke:#d62728}.failed text{fill:#d62728;font-size:16px;text-anchor:middle}"
-    "td.failed{background:#fde2e2;color:#a51d1d;text-align:left}";
+    "td.failed{background:#fde2e2;color:#a51d1d;text-align:left}"
+    ".legend .note{color:#777;font-style:italic}.legend .note.failed{color:#a51d1d}"
+    ".na text{font-size:10px;text-anchor:middle;fill:#888}";
 
 int report_html_print(FILE *f, const struct result_context *ctx, const struct result_row *rows, unsigned n)
 {

@@ -244,6 +244,48 @@ static void test_failed_runs_are_drawn_as_errors(void **state)
     free(html);
 }
 
+/* Every chart has the legend of every contender of the table, in the
+ * table's order; one the chart has nothing of says why: its run failed,
+ * or the figure was not measured (and "n/a" stands where its bar would). */
+static void test_every_chart_accounts_for_every_contender(void **state)
+{
+    struct result_row rows[] = {
+        make_row("mqtt-ping", "shootout", NULL, 100, 9000),
+        make_row("mqtt-ping", "mosquitto", NULL, 100, 4000),
+        make_row("mqtt-ping", "aedes", NULL, 100, 0),
+    };
+    snprintf(rows[2].error, sizeof rows[2].error, "connection refused");
+    for (unsigned r = 0; r < 2; r++) {
+        rows[r].has_latency = true;
+        rows[r].lat_p50 = rows[r].lat_p99 = 10 * (r + 1);
+        for (unsigned i = 0; i < RESULT_SPECTRUM_N; i++)
+            rows[r].lat_spectrum[i] = 10 + i;
+    }
+    rows[0].lat_spectrum[RESULT_SPECTRUM_N - 1] = 0; /* no spectrum kept */
+    rows[0].server_pid = 7;                          /* server CPU of ours only */
+    rows[0].server_cpu_us_per_op = 2;
+    char *html = render(rows, 3);
+    /* The section's legend, then one per chart: throughput, p50, p99, server CPU, spectrum. */
+    assert_int_equal(count(html, "<ul class=\"legend\">"), 1 + 5);
+    for (char *fig = strstr(html, "<figure>"); fig; fig = strstr(fig + 1, "<figure>")) {
+        char *a = strstr(fig, ">shootout"), *b = strstr(fig, ">mosquitto"), *c = strstr(fig, ">aedes");
+        assert_non_null(a);
+        assert_true(a < b && b < c);
+    }
+    assert_int_equal(count(html, "aedes <span class=\"note failed\">(failed)</span>"), 5);
+    /* Server CPU: mosquitto's was not measured; the spectrum has none of ours. */
+    char *cpu = strstr(html, "Server CPU per operation</figcaption>");
+    assert_non_null(cpu);
+    assert_non_null(strstr(cpu, "mosquitto <span class=\"note\">(not measured)</span>"));
+    assert_non_null(strstr(cpu, "<title>mosquitto, 100c: not measured</title>"));
+    assert_int_equal(count(html, ">n/a</text>"), 1);
+    char *spectrum = strstr(html, "Latency by percentile");
+    assert_non_null(strstr(spectrum, "shootout <span class=\"note\">(no spectrum)</span>"));
+    /* A failed run is marked in every bar chart. */
+    assert_int_equal(count(html, "<g class=\"failed\">"), 4);
+    free(html);
+}
+
 /* Sixteen series get sixteen colours; lines past the tenth are dashed. */
 static void test_many_series_stay_apart(void **state)
 {
@@ -410,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_a_wide_spread_gets_a_log_axis),
         cmocka_unit_test(test_latency_spectrum_per_point),
         cmocka_unit_test(test_failed_runs_are_drawn_as_errors),
+        cmocka_unit_test(test_every_chart_accounts_for_every_contender),
         cmocka_unit_test(test_many_series_stay_apart),
         cmocka_unit_test(test_closed_runs_draw_their_series),
         cmocka_unit_test(test_short_runs_say_they_have_no_series),
