@@ -632,7 +632,6 @@ static void put_group(FILE *f, const struct report_group *g, const struct result
     fprintf(f, "<p class=\"def\">%s</p>\n",
             g->aggregated ? "Bars: mean over the runs; whiskers: one standard deviation."
                           : "Bars: single runs (no repetitions).");
-    put_legend(f, g, NULL);
     for (size_t i = 0; i < NMETRICS; i++)
         if (group_has(g, report_metrics[i].need))
             put_chart(f, g, &report_metrics[i]);
