@@ -111,8 +111,8 @@ void chart_bar(FILE *f, const struct chart_axis *a, struct chart_slot at, const 
  * a cross, title (escaped: who failed and why) in its tooltip. */
 void chart_error_mark(FILE *f, const struct chart_axis *a, struct chart_slot at, const char *title);
 
-/* A bar that has no figure (not measured, not failed): "n/a" on the
- * baseline where it would stand, title (escaped) in its tooltip. */
+/* A bar that has no figure (not measured or not run; not failed): "n/a"
+ * on the baseline where it would stand, title (escaped) in its tooltip. */
 void chart_missing_mark(FILE *f, const struct chart_axis *a, struct chart_slot at, const char *title);
 
 /* A label below the plot at x (escaped); end: it ends there instead of

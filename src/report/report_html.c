@@ -211,16 +211,19 @@ static void put_legend(FILE *f, const struct report_group *g, const char *const 
 
 /* What a chart's legend says of each series of g that the chart draws
  * nothing for, so that every contender of the table is accounted for in
- * every chart: "failed" where a run of it failed, else absent; NULL
- * where shown[s]. Points p0 .. p1 - 1 are the chart's. */
+ * every chart: "failed" where a run of it failed, "not run" where it has
+ * no row (shootout run skips a contender's remaining cells once it died),
+ * else absent; NULL where shown[s]. Points p0 .. p1 - 1 are the chart's. */
 static void legend_notes(const struct report_group *g, unsigned p0, unsigned p1, const bool *shown,
                          const char *absent, const char **notes)
 {
     for (unsigned s = 0; s < g->nseries; s++) {
-        bool failed = false;
-        for (unsigned p = p0; p < p1; p++)
+        bool failed = false, ran = false;
+        for (unsigned p = p0; p < p1; p++) {
+            ran = ran || g->value[p][s];
             failed = failed || (g->value[p][s] && g->value[p][s]->error[0]);
-        notes[s] = shown[s] ? NULL : failed ? "failed" : absent;
+        }
+        notes[s] = shown[s] ? NULL : failed ? "failed" : ran ? absent : "not run";
     }
 }
 
@@ -281,8 +284,8 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
                 snprintf(what, sizeof what, "failed: %s", v->error);
                 chart_error_mark(f, &a, at, mark_title(title, sizeof title, g, p, s, what));
             }
-            if (v && !v->error[0] && !row_has(v, m->need))
-                chart_missing_mark(f, &a, at, mark_title(title, sizeof title, g, p, s, "not measured"));
+            if (!v || (!v->error[0] && !row_has(v, m->need)))
+                chart_missing_mark(f, &a, at, mark_title(title, sizeof title, g, p, s, v ? "not measured" : "not run"));
             if (!v || !row_has(v, m->need))
                 continue;
             format_metric_value(what, sizeof what, m, v, sd);

@@ -253,9 +253,10 @@ static void test_every_chart_accounts_for_every_contender(void **state)
         make_row("mqtt-ping", "shootout", NULL, 100, 9000),
         make_row("mqtt-ping", "mosquitto", NULL, 100, 4000),
         make_row("mqtt-ping", "aedes", NULL, 100, 0),
+        make_row("mqtt-ping", "shootout", NULL, 200, 9500), /* the others did not run there */
     };
     snprintf(rows[2].error, sizeof rows[2].error, "connection refused");
-    for (unsigned r = 0; r < 2; r++) {
+    for (unsigned r = 0; r < 4; r += r == 1 ? 2 : 1) {
         rows[r].has_latency = true;
         rows[r].lat_p50 = rows[r].lat_p99 = 10 * (r + 1);
         for (unsigned i = 0; i < RESULT_SPECTRUM_N; i++)
@@ -264,23 +265,28 @@ static void test_every_chart_accounts_for_every_contender(void **state)
     rows[0].lat_spectrum[RESULT_SPECTRUM_N - 1] = 0; /* no spectrum kept */
     rows[0].server_pid = 7;                          /* server CPU of ours only */
     rows[0].server_cpu_us_per_op = 2;
-    char *html = render(rows, 3);
-    /* One legend per chart: throughput, p50, p99, server CPU, spectrum. */
-    assert_int_equal(count(html, "<ul class=\"legend\">"), 5);
+    char *html = render(rows, 4);
+    /* One legend per chart: throughput, p50, p99, server CPU, a spectrum per point. */
+    assert_int_equal(count(html, "<ul class=\"legend\">"), 6);
     for (char *fig = strstr(html, "<figure>"); fig; fig = strstr(fig + 1, "<figure>")) {
         char *a = strstr(fig, ">shootout"), *b = strstr(fig, ">mosquitto"), *c = strstr(fig, ">aedes");
         assert_non_null(a);
         assert_true(a < b && b < c);
     }
-    assert_int_equal(count(html, "aedes <span class=\"note failed\">(failed)</span>"), 5);
+    assert_int_equal(count(html, "aedes <span class=\"note failed\">(failed)</span>"), 4 + 1);
     /* Server CPU: mosquitto's was not measured; the spectrum has none of ours. */
     char *cpu = strstr(html, "Server CPU per operation</figcaption>");
     assert_non_null(cpu);
     assert_non_null(strstr(cpu, "mosquitto <span class=\"note\">(not measured)</span>"));
     assert_non_null(strstr(cpu, "<title>mosquitto, 100c: not measured</title>"));
-    assert_int_equal(count(html, ">n/a</text>"), 1);
-    char *spectrum = strstr(html, "Latency by percentile");
+    /* n/a: mosquitto's and ours at 200c not measured, 200c not run by the
+     * other two in each of the four bar charts. */
+    assert_int_equal(count(html, ">n/a</text>"), 2 + 2 * 4);
+    assert_int_equal(count(html, "<title>aedes, 200c: not run</title>"), 4);
+    char *spectrum = strstr(html, "Latency by percentile, 100c");
     assert_non_null(strstr(spectrum, "shootout <span class=\"note\">(no spectrum)</span>"));
+    spectrum = strstr(html, "Latency by percentile, 200c");
+    assert_non_null(strstr(spectrum, "mosquitto <span class=\"note\">(not run)</span>"));
     /* A failed run is marked in every bar chart. */
     assert_int_equal(count(html, "<g class=\"failed\">"), 4);
     free(html);
