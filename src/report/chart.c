@@ -41,8 +41,8 @@ struct chart_axis chart_axis_bars(double smallest, double largest, double top, d
         return chart_axis_linear(top, scale, unit);
     /* Decades of the unit the ticks are read in, not of the figures. */
     double lo = floor(log10(smallest * scale)), hi = ceil(log10(top * scale) - 1e-9);
-    if (smallest * scale <= pow(10, lo) * (1 + 1e-9))
-        lo--; /* a bar on the bottom line would not show */
+    if (smallest * scale < 2 * pow(10, lo) * (1 - 1e-9))
+        lo--; /* a bar on or just above the bottom line would hardly show */
     if (hi - lo > CHART_MAX_TICKS - 1)
         lo = hi - (CHART_MAX_TICKS - 1);
     return (struct chart_axis){.min = pow(10, lo) / scale, .max = pow(10, hi) / scale, .step = 10,

@@ -59,8 +59,9 @@ struct chart_axis chart_axis_linear(double top, double scale, const char *unit);
 
 /* The axis of a bar chart whose bars go from smallest (the smallest
  * non-zero bar; 0: none) to largest, whiskers up to top: linear, or
- * logarithmic when largest > CHART_LOG_RATIO * smallest, from the decade
- * below smallest (so that its bar shows) to the decade at or above top. */
+ * logarithmic when largest > CHART_LOG_RATIO * smallest, from the highest
+ * decade at most half of smallest (so that its bar shows) to the decade at
+ * or above top. */
 struct chart_axis chart_axis_bars(double smallest, double largest, double top, double scale,
                                   const char *unit);
 

@@ -52,9 +52,13 @@ static void test_a_wide_spread_gets_decades(void **state)
     assert_float_equal(a.min, 10e3, 1e-6);
     assert_float_equal(a.max, 10e6, 1e-3);
     assert_string_equal(tick_labels(&a), "10k 100k 1M 10M");
-    /* A bar on a decade gets the decade below, so that it shows. */
+    /* A bar on a decade, or less than twice it, gets the decade below, so that it shows. */
     a = chart_axis_bars(1000, 50e3, 55e3, 1, "");
     assert_string_equal(tick_labels(&a), "100 1k 10k 100k");
+    a = chart_axis_bars(1.1, 29.3, 30, 1e-6, "s");
+    assert_string_equal(tick_labels(&a), "100 ns 1 µs 10 µs 100 µs");
+    a = chart_axis_bars(2000, 50e3, 55e3, 1, "");
+    assert_string_equal(tick_labels(&a), "1k 10k 100k");
     /* Seconds from microseconds: decades of the unit read, with its prefix. */
     a = chart_axis_bars(3.5, 900, 950, 1e-6, "s");
     assert_true(a.log);
