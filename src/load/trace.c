@@ -37,7 +37,10 @@ struct trace {
 
 /* trace_http's hooks: the trace's own functions on the trace the tracer
  * is the first member of. */
-static bool http_pick(const struct http_tracer *h, uint64_t seq) { return trace_pick((const struct trace *)h, seq); }
+static bool http_pick(const struct http_tracer *h, uint64_t seq)
+{
+    return trace_pick((const struct trace *)h, seq);
+}
 
 static unsigned http_conn_id(struct http_tracer *h) { return trace_conn_id((struct trace *)h); }
 
@@ -54,7 +57,8 @@ static void http_body(struct http_tracer *h, unsigned conn, char dir, const void
     trace_body((struct trace *)h, conn, dir, data, kept, total);
 }
 
-static const struct http_tracer trace_http_hooks = {http_pick, http_conn_id, http_body_max, http_head, http_body};
+static const struct http_tracer trace_http_hooks = {http_pick, http_conn_id, http_body_max, http_head,
+                                                    http_body};
 
 struct http_tracer *trace_http(struct trace *t) { return t ? &t->http : NULL; }
 

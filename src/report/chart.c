@@ -144,7 +144,9 @@ void chart_open(FILE *f, const struct chart_axis *a)
     }
     if (a->log) {
         double x = 12, y = CHART_TOP + CHART_PLOT_H / 2;
-        fprintf(f, "<text class=\"axislabel\" transform=\"rotate(-90 %.1f %.1f)\" x=\"%.1f\" y=\"%.1f\">log scale</text>\n",
+        fprintf(f,
+                "<text class=\"axislabel\" transform=\"rotate(-90 %.1f %.1f)\" x=\"%.1f\" y=\"%.1f\">"
+                "log scale</text>\n",
                 x, y, x, y);
     }
 }
@@ -217,7 +219,8 @@ void chart_error_mark(FILE *f, const struct chart_axis *a, struct chart_slot at,
 
 void chart_missing_mark(FILE *f, const struct chart_axis *a, struct chart_slot at, const char *title)
 {
-    fprintf(f, "<g class=\"na\"><text x=\"%.1f\" y=\"%.1f\">n/a</text><title>", at.x + at.w / 2, chart_y(a, 0) - 4);
+    fprintf(f, "<g class=\"na\"><text x=\"%.1f\" y=\"%.1f\">n/a</text><title>", at.x + at.w / 2,
+            chart_y(a, 0) - 4);
     chart_escape(f, title);
     fputs("</title></g>\n", f);
 }
@@ -249,7 +252,8 @@ void chart_line_end(FILE *f, const char *title)
 
 void chart_dot(FILE *f, double x, const struct chart_axis *a, double v, const char *color, const char *title)
 {
-    fprintf(f, "<circle class=\"dot\" fill=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\"><title>", color, x, chart_y(a, v));
+    fprintf(f, "<circle class=\"dot\" fill=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3\"><title>", color, x,
+            chart_y(a, v));
     chart_escape(f, title);
     fputs("</title></circle>\n", f);
 }

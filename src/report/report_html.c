@@ -69,8 +69,10 @@ static char *format_metric_value(char *buf, size_t cap, const struct report_metr
     char ubuf[48], v[48], dev[48];
     const char *unit = metric_unit(m, r, ubuf, sizeof ubuf);
     si_format(v, sizeof v, r->metric[m->index] * m->scale, unit);
-    if (sd) /* "1.7M msg/s ± 239k", "603 ns ± 54 ns": the unit once, but where it carries the prefix. */
-        snprintf(buf, cap, "%s ± %s", v, si_format(dev, sizeof dev, sd->metric[m->index] * m->scale, m->unit ? unit : ""));
+    /* "1.7M msg/s ± 239k", "603 ns ± 54 ns": the unit once, but where it carries the prefix. */
+    if (sd)
+        snprintf(buf, cap, "%s ± %s", v,
+                 si_format(dev, sizeof dev, sd->metric[m->index] * m->scale, m->unit ? unit : ""));
     else
         snprintf(buf, cap, "%s", v);
     return buf;
@@ -285,7 +287,8 @@ static void put_chart(FILE *f, const struct report_group *g, const struct report
                 chart_error_mark(f, &a, at, mark_title(title, sizeof title, g, p, s, what));
             }
             if (!v || (!v->error[0] && !row_has(v, m->need)))
-                chart_missing_mark(f, &a, at, mark_title(title, sizeof title, g, p, s, v ? "not measured" : "not run"));
+                chart_missing_mark(f, &a, at,
+                                   mark_title(title, sizeof title, g, p, s, v ? "not measured" : "not run"));
             if (!v || !row_has(v, m->need))
                 continue;
             format_metric_value(what, sizeof what, m, v, sd);
