@@ -19,7 +19,6 @@
 #include "core/net.h"
 #include "core/outq.h"
 #include "http/http1.h"
-#include "load/trace.h"
 
 #define HC_MAX_HEAD 16384
 #define HC_MAX_HEADERS 64
@@ -191,30 +190,32 @@ static void hc_on_flush_timer(struct ev_loop *loop, struct ev_timer *t)
 static void hc_trace_request(struct http_conn *c, const void *head, size_t head_len,
                              const void *body, size_t body_len)
 {
-    if (!trace_pick(c->opts.trace, c->trace_sent++))
+    struct http_tracer *t = c->opts.trace;
+    if (!t->pick(t, c->trace_sent++))
         return;
-    trace_http_head(c->opts.trace, c->trace_id, '>', head, head_len);
+    t->head(t, c->trace_id, '>', head, head_len);
     if (body_len)
-        trace_body(c->opts.trace, c->trace_id, '>', body, body_len, body_len);
+        t->body(t, c->trace_id, '>', body, body_len, body_len);
 }
 
 /* A response head (interim or final) of head_len bytes; the final one
  * decides whether its body is kept for the trace. */
 static void hc_trace_head(struct http_conn *c, const uint8_t *head, size_t head_len, bool final)
 {
-    bool picked = trace_pick(c->opts.trace, c->trace_answered);
+    struct http_tracer *t = c->opts.trace;
+    bool picked = t->pick(t, c->trace_answered);
     if (final) {
         c->trace_resp = picked;
         c->trace_body_len = 0;
     }
     if (picked)
-        trace_http_head(c->opts.trace, c->trace_id, '<', (const char *)head, head_len);
+        t->head(t, c->trace_id, '<', (const char *)head, head_len);
 }
 
 /* Keeps the start of a traced response's decoded body. */
 static void hc_trace_keep(struct http_conn *c, const void *data, size_t n)
 {
-    size_t room = trace_body_max(c->opts.trace) - c->trace_body_len;
+    size_t room = c->opts.trace->body_max(c->opts.trace) - c->trace_body_len;
     if (n > room)
         n = room;
     memcpy(c->trace_body + c->trace_body_len, data, n);
@@ -224,7 +225,7 @@ static void hc_trace_keep(struct http_conn *c, const void *data, size_t n)
 static void hc_trace_response_done(struct http_conn *c)
 {
     if (c->trace_resp && c->body_len)
-        trace_body(c->opts.trace, c->trace_id, '<', c->trace_body, c->trace_body_len, c->body_len);
+        c->opts.trace->body(c->opts.trace, c->trace_id, '<', c->trace_body, c->trace_body_len, c->body_len);
     c->trace_resp = false;
     c->trace_answered++;
 }
@@ -588,8 +589,8 @@ struct http_conn *http_conn_connect(struct ev_loop *loop, const struct http_conn
     if (c->opts.connect_timeout_ms)
         ev_timer_start(loop, &c->timeout, c->opts.connect_timeout_ms, 0);
     if (c->opts.trace) {
-        c->trace_id = trace_conn_id(c->opts.trace);
-        c->trace_body = mem_alloc(trace_body_max(c->opts.trace) + 1);
+        c->trace_id = c->opts.trace->conn_id(c->opts.trace);
+        c->trace_body = mem_alloc(c->opts.trace->body_max(c->opts.trace) + 1);
     }
     return c;
 }

@@ -53,6 +53,24 @@ struct http_events {
     void *ctx;
 };
 
+/* What a connection tells a tracer of its exchanges. Hooks, so that the
+ * client knows nothing of how tracing is done (load/trace.c does it, a
+ * layer above): the tracer is the first member of the tracer's own state,
+ * and each hook gets it back. */
+struct http_tracer {
+    /* Whether the exchange numbered seq (per connection, from 0) is traced. */
+    bool (*pick)(const struct http_tracer *t, uint64_t seq);
+    /* A fresh connection id. */
+    unsigned (*conn_id)(struct http_tracer *t);
+    /* Bytes of each body to show. */
+    unsigned (*body_max)(const struct http_tracer *t);
+    /* A request ('>') or response ('<') head of len bytes. */
+    void (*head)(struct http_tracer *t, unsigned conn, char dir, const char *head, size_t len);
+    /* A body of total bytes, its first kept bytes in data. */
+    void (*body)(struct http_tracer *t, unsigned conn, char dir, const void *data, size_t kept,
+                 uint64_t total);
+};
+
 struct http_conn_opts {
     const char *host; /* numeric address or name */
     int port;
@@ -63,9 +81,9 @@ struct http_conn_opts {
     /* From a request's write to its complete answer, restarted at every
      * answer while others are in flight; 0: none. */
     unsigned timeout_ms;
-    /* --trace of a load generator (load/trace.h): requests and responses,
-     * sampled by exchange; NULL: none. */
-    struct trace *trace;
+    /* Traces requests and responses, sampled by exchange (the load
+     * generators' --trace: trace_http() of load/trace.h); NULL: none. */
+    struct http_tracer *trace;
 };
 
 /* Starts a non-blocking connect; NULL with *err (errno) if it cannot even

@@ -12,6 +12,7 @@
 
 #include "core/clock.h"
 #include "core/mem.h"
+#include "http/http_client.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
 
@@ -22,6 +23,7 @@
 #define TRACE_LINE (4 * TRACE_BODY_MAX + 256)
 
 struct trace {
+    struct http_tracer http; /* first: trace_http's hooks get the trace back by a cast */
     FILE *f;
     bool own; /* not stdout */
     pthread_mutex_t lock;
@@ -32,6 +34,33 @@ struct trace {
     bool failed; /* a write failed: reported at the close */
     int err;
 };
+
+/* trace_http's hooks: the trace's own functions on the trace the tracer
+ * is the first member of. */
+static bool http_pick(const struct http_tracer *h, uint64_t seq)
+{
+    return trace_pick((const struct trace *)h, seq);
+}
+
+static unsigned http_conn_id(struct http_tracer *h) { return trace_conn_id((struct trace *)h); }
+
+static unsigned http_body_max(const struct http_tracer *h) { return trace_body_max((const struct trace *)h); }
+
+static void http_head(struct http_tracer *h, unsigned conn, char dir, const char *head, size_t len)
+{
+    trace_http_head((struct trace *)h, conn, dir, head, len);
+}
+
+static void http_body(struct http_tracer *h, unsigned conn, char dir, const void *data, size_t kept,
+                      uint64_t total)
+{
+    trace_body((struct trace *)h, conn, dir, data, kept, total);
+}
+
+static const struct http_tracer trace_http_hooks = {http_pick, http_conn_id, http_body_max, http_head,
+                                                    http_body};
+
+struct http_tracer *trace_http(struct trace *t) { return t ? &t->http : NULL; }
 
 struct trace *trace_open(const char *path, unsigned sample, unsigned body_max,
                          const char *command_line, char *err, size_t errlen)
@@ -54,6 +83,7 @@ struct trace *trace_open(const char *path, unsigned sample, unsigned body_max,
     t->sample = sample ? sample : 1;
     t->body_max = body_max;
     t->t0_ns = clock_now_ns();
+    t->http = trace_http_hooks;
     char when[32];
     time_t now = time(NULL);
     struct tm tm;

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 struct trace;
+struct http_tracer;
 
 /* Largest --trace-sample: MQTT flows are sampled by packet id, which goes
  * round at 65535. */
@@ -57,6 +58,11 @@ bool trace_pick(const struct trace *t, uint64_t seq);
 unsigned trace_conn_id(struct trace *t);
 /* Bytes of each body to show. */
 unsigned trace_body_max(const struct trace *t);
+
+/* t as an HTTP client connection's tracer (http/http_client.h), its
+ * exchanges traced with trace_pick, trace_http_head and trace_body; NULL
+ * when t is. */
+struct http_tracer *trace_http(struct trace *t);
 
 /* One line: KIND SUMMARY, with SUMMARY from fmt. */
 void trace_line(struct trace *t, unsigned conn, char dir, const char *kind, const char *fmt, ...)

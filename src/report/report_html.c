@@ -7,31 +7,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "report/chart.h"
 #include "report/si.h"
 
 #define REPORT_MAX_POINTS 32
-#define REPORT_MAX_SERIES 16
+#define REPORT_MAX_SERIES CHART_COLORS
 #define REPORT_MAX_EXPERIMENTS 16
-
-/* Chart geometry, in SVG user units. */
-#define CHART_W 760.0
-#define CHART_H 280.0
-#define CHART_LEFT 72.0
-#define CHART_RIGHT 16.0
-#define CHART_TOP 16.0
-#define CHART_BOTTOM 44.0
-#define PLOT_W (CHART_W - CHART_LEFT - CHART_RIGHT)
-#define PLOT_H (CHART_H - CHART_TOP - CHART_BOTTOM)
-
-/* Sixteen colours told apart at a glance (Tableau's ten, then six darker
- * ones); lines past the tenth are dashed as well, for readers who confuse
- * two hues. */
-static const char *const series_colors[REPORT_MAX_SERIES] = {
-    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd",
-};
-
-static const char *series_dash(unsigned s) { return s >= 10 ? " stroke-dasharray=\"6 3\"" : ""; }
 
 /* A figure worth a chart, and when a row has it. */
 enum metric_need { NEED_ALWAYS, NEED_LATENCY, NEED_SERVER, NEED_CLIENT };
@@ -68,33 +49,7 @@ struct report_group {
     const struct result_row *spread[REPORT_MAX_POINTS][REPORT_MAX_SERIES]; /* stddev rows */
 };
 
-void report_html_escape(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", f);
-            break;
-        case '>':
-            fputs("&gt;", f);
-            break;
-        case '&':
-            fputs("&amp;", f);
-            break;
-        case '"':
-            fputs("&quot;", f);
-            break;
-        default:
-            fputc(*s, f);
-        }
-    }
-}
-
-static void put_si(FILE *f, double v, const char *unit)
-{
-    char buf[48];
-    fputs(si_format(buf, sizeof buf, v, unit), f);
-}
+void report_html_escape(FILE *f, const char *s) { chart_escape(f, s); }
 
 /* The unit m's figures are shown in, for rows shaped like r. */
 static const char *metric_unit(const struct report_metric *m, const struct result_row *r, char *buf,
@@ -106,19 +61,21 @@ static const char *metric_unit(const struct report_metric *m, const struct resul
     return buf;
 }
 
-/* A figure of row r with its unit, and " ± " its spread when sd is set. */
-static void put_metric_value(FILE *f, const struct report_metric *m, const struct result_row *r,
-                             const struct result_row *sd)
+/* A figure of row r with its unit, and " ± " its spread when sd is set,
+ * into buf. Returns buf. */
+static char *format_metric_value(char *buf, size_t cap, const struct report_metric *m,
+                                 const struct result_row *r, const struct result_row *sd)
 {
-    char buf[48];
-    const char *unit = metric_unit(m, r, buf, sizeof buf);
-    put_si(f, r->metric[m->index] * m->scale, unit);
-    if (sd) {
-        /* "1.7M msg/s ± 239k", "603 ns ± 54 ns": the unit once, but where
-         * it carries the prefix. */
-        fputs(" ± ", f);
-        put_si(f, sd->metric[m->index] * m->scale, m->unit ? unit : "");
-    }
+    char ubuf[48], v[48], dev[48];
+    const char *unit = metric_unit(m, r, ubuf, sizeof ubuf);
+    si_format(v, sizeof v, r->metric[m->index] * m->scale, unit);
+    /* "1.7M msg/s ± 239k", "603 ns ± 54 ns": the unit once, but where it carries the prefix. */
+    if (sd)
+        snprintf(buf, cap, "%s ± %s", v,
+                 si_format(dev, sizeof dev, sd->metric[m->index] * m->scale, m->unit ? unit : ""));
+    else
+        snprintf(buf, cap, "%s", v);
+    return buf;
 }
 
 /* Splits a row's name into its series and point (see report_group); a
@@ -160,11 +117,20 @@ static unsigned group_point(struct report_group *g, const char *point)
     return g->npoints++;
 }
 
+/* The index of series in g, or g->nseries when it has none of that name. */
+static unsigned group_find_series(const struct report_group *g, const char *series)
+{
+    unsigned s = 0;
+    while (s < g->nseries && strcmp(g->series[s], series))
+        s++;
+    return s;
+}
+
 static unsigned group_series(struct report_group *g, const char *series)
 {
-    for (unsigned s = 0; s < g->nseries; s++)
-        if (!strcmp(g->series[s], series))
-            return s;
+    unsigned s = group_find_series(g, series);
+    if (s < g->nseries)
+        return s;
     if (g->nseries == REPORT_MAX_SERIES)
         return REPORT_MAX_SERIES;
     snprintf(g->series[g->nseries], sizeof g->series[0], "%s", series);
@@ -235,157 +201,106 @@ static bool group_has(const struct report_group *g, enum metric_need need)
     return false;
 }
 
-/* A round axis maximum: 1, 2, 2.5 or 5 times a power of ten per tick. */
-static double nice_step(double max, unsigned ticks)
-{
-    double raw = max / ticks, mag = pow(10, floor(log10(raw))), steps[] = {1, 2, 2.5, 5, 10};
-    for (unsigned i = 0; i < sizeof steps / sizeof steps[0]; i++)
-        if (steps[i] * mag >= raw)
-            return steps[i] * mag;
-    return 10 * mag;
-}
-
-/* A value axis from 0 up to max, in round steps of step, its ticks
- * labelled in unit (scale: from the plotted figures to it). */
-struct axis {
-    double max, step, scale;
-    const char *unit;
-};
-
-static struct axis axis_for(double top, double scale, const char *unit)
-{
-    if (!(top > 0))
-        top = 1;
-    double step = nice_step(top, 5);
-    return (struct axis){step * ceil(top / step), step, scale, unit};
-}
-
-static double axis_y(const struct axis *a, double v) { return CHART_TOP + PLOT_H - v / a->max * PLOT_H; }
-
-static void put_legend_item(FILE *f, const char *color, const char *name)
-{
-    fprintf(f, "<li><span class=\"swatch\" style=\"background:%s\"></span>", color);
-    report_html_escape(f, name);
-    fputs("</li>", f);
-}
-
-static void put_legend(FILE *f, const struct report_group *g)
+/* The legend of every series of g, in g's order, each with its note
+ * (notes NULL: none; see legend_notes). */
+static void put_legend(FILE *f, const struct report_group *g, const char *const *notes)
 {
     fputs("<ul class=\"legend\">", f);
     for (unsigned s = 0; s < g->nseries; s++)
-        put_legend_item(f, series_colors[s], g->series[s]);
+        chart_legend_item(f, chart_color(s), g->series[s], notes ? notes[s] : NULL);
     fputs("</ul>\n", f);
 }
 
-/* Opens a figure (its caption escaped; with the legend of g unless NULL)
- * and its SVG, and draws the value grid with each step's value at the
- * left. */
-static void put_figure_open(FILE *f, const char *caption, const struct report_group *legend,
-                            const struct axis *a)
+/* What a chart's legend says of each series of g that the chart draws
+ * nothing for, so that every contender of the table is accounted for in
+ * every chart: "failed" where a run of it failed, "not run" where it has
+ * no row (shootout run skips a contender's remaining cells once it died),
+ * else absent; NULL where shown[s]. Points p0 .. p1 - 1 are the chart's. */
+static void legend_notes(const struct report_group *g, unsigned p0, unsigned p1, const bool *shown,
+                         const char *absent, const char **notes)
 {
-    fputs("<figure><figcaption>", f);
-    report_html_escape(f, caption);
-    fputs("</figcaption>\n", f);
-    if (legend)
-        put_legend(f, legend);
-    fprintf(f, "<svg viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\">\n", CHART_W,
-            CHART_H, CHART_W, CHART_H);
-    for (double t = 0; t <= a->max * 1.0001; t += a->step) {
-        fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", CHART_LEFT,
-                CHART_W - CHART_RIGHT, axis_y(a, t), axis_y(a, t));
-        fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT - 6, axis_y(a, t) + 4);
-        put_si(f, t * a->scale, a->unit);
-        fputs("</text>\n", f);
+    for (unsigned s = 0; s < g->nseries; s++) {
+        bool failed = false, ran = false;
+        for (unsigned p = p0; p < p1; p++) {
+            ran = ran || g->value[p][s];
+            failed = failed || (g->value[p][s] && g->value[p][s]->error[0]);
+        }
+        notes[s] = shown[s] ? NULL : failed ? "failed" : ran ? absent : "not run";
     }
 }
 
-/* Draws the baseline and closes what put_figure_open opened. */
-static void put_figure_close(FILE *f, const struct axis *a)
+/* Opens a figure with its caption, the legend of g (unless NULL) with
+ * notes, and its SVG on axis a. */
+static void put_figure_open(FILE *f, const char *caption, const struct report_group *legend,
+                            const char *const *notes, const struct chart_axis *a)
 {
-    fprintf(f, "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", CHART_LEFT,
-            CHART_W - CHART_RIGHT, axis_y(a, 0), axis_y(a, 0));
-    fputs("</svg></figure>\n", f);
+    chart_begin(f, caption);
+    if (legend)
+        put_legend(f, legend, notes);
+    chart_open(f, a);
 }
 
-/* A failed run where its bar would stand: a red box on the baseline with
- * a cross, the error in its tooltip. */
-static void put_error_mark(FILE *f, double x, double w, const struct axis *a, const char *series,
-                           const char *point, const char *error)
+/* "series, point: what" for a mark's tooltip, into buf. */
+static char *mark_title(char *buf, size_t cap, const struct report_group *g, unsigned p, unsigned s,
+                        const char *what)
 {
-    double y0 = axis_y(a, 0), h = fmin(PLOT_H / 4, 28);
-    fprintf(f, "<g class=\"failed\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"/>", x, y0 - h,
-            w, h);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">✕</text><title>", x + w / 2, y0 - h / 2 + 5);
-    report_html_escape(f, series);
-    fputs(", ", f);
-    report_html_escape(f, point);
-    fputs(": failed: ", f);
-    report_html_escape(f, error);
-    fputs("</title></g>\n", f);
+    snprintf(buf, cap, "%s, %s: %s", g->series[s], g->point[p], what);
+    return buf;
 }
 
 static void put_chart(FILE *f, const struct report_group *g, const struct report_metric *m)
 {
-    double top = 0;
+    double top = 0, smallest = 0, largest = 0;
     const struct result_row *shape = NULL;
+    bool shown[REPORT_MAX_SERIES] = {false};
+    const char *notes[REPORT_MAX_SERIES];
     for (unsigned p = 0; p < g->npoints; p++)
         for (unsigned s = 0; s < g->nseries; s++) {
             const struct result_row *v = g->value[p][s], *sd = g->spread[p][s];
             shape = shape ? shape : v;
             if (!v || !row_has(v, m->need))
                 continue;
-            top = fmax(top, v->metric[m->index] + (sd ? sd->metric[m->index] : 0));
+            shown[s] = true;
+            double val = v->metric[m->index];
+            top = fmax(top, val + (sd ? sd->metric[m->index] : 0));
+            largest = fmax(largest, val);
+            if (val > 0 && (smallest == 0 || val < smallest))
+                smallest = val;
         }
     char buf[48], caption[128];
     const char *unit = metric_unit(m, shape, buf, sizeof buf);
-    struct axis a = axis_for(top, m->scale, m->unit ? m->unit : "");
-    double gw = PLOT_W / g->npoints, bw = gw * 0.8 / g->nseries;
+    struct chart_axis a = chart_axis_bars(smallest, largest, top, m->scale, m->unit ? m->unit : "");
     /* Ticks in seconds say their unit; a derived unit goes in the caption. */
-    snprintf(caption, sizeof caption, m->unit ? "%s" : "%s (%s)", m->title, unit);
-    put_figure_open(f, caption, NULL, &a);
+    if (m->unit)
+        snprintf(caption, sizeof caption, a.log ? "%s (log scale)" : "%s", m->title);
+    else
+        snprintf(caption, sizeof caption, a.log ? "%s (%s, log scale)" : "%s (%s)", m->title, unit);
+    legend_notes(g, 0, g->npoints, shown, "not measured", notes);
+    put_figure_open(f, caption, g, notes, &a);
     for (unsigned p = 0; p < g->npoints; p++) {
-        double gx = CHART_LEFT + p * gw + gw * 0.1;
         for (unsigned s = 0; s < g->nseries; s++) {
             const struct result_row *v = g->value[p][s], *sd = g->spread[p][s];
-            double x = gx + s * bw;
-            if (v && v->error[0])
-                put_error_mark(f, x, bw * 0.92, &a, g->series[s], g->point[p], v->error);
+            struct chart_slot at = chart_bar_slot(g->npoints, p, g->nseries, s);
+            char what[sizeof v->error + 64], title[sizeof what + 300];
+            if (v && v->error[0]) {
+                snprintf(what, sizeof what, "failed: %s", v->error);
+                chart_error_mark(f, &a, at, mark_title(title, sizeof title, g, p, s, what));
+            }
+            if (!v || (!v->error[0] && !row_has(v, m->need)))
+                chart_missing_mark(f, &a, at,
+                                   mark_title(title, sizeof title, g, p, s, v ? "not measured" : "not run"));
             if (!v || !row_has(v, m->need))
                 continue;
-            double val = v->metric[m->index], dev = sd ? sd->metric[m->index] : 0;
-            fprintf(f, "<rect class=\"bar\" fill=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\">",
-                    series_colors[s], x, axis_y(&a, val), bw * 0.92, axis_y(&a, 0) - axis_y(&a, val));
-            fputs("<title>", f);
-            report_html_escape(f, g->series[s]);
-            fputs(", ", f);
-            report_html_escape(f, g->point[p]);
-            fputs(": ", f);
-            put_metric_value(f, m, v, sd);
-            fputs("</title></rect>\n", f);
-            if (dev > 0) {
-                double cx = x + bw * 0.46;
-                double lo = val - dev > 0 ? val - dev : 0;
-                fprintf(f, "<path class=\"err\" d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\"/>\n", cx,
-                        axis_y(&a, lo), axis_y(&a, val + dev), cx - 3, axis_y(&a, lo), cx + 3, cx - 3,
-                        axis_y(&a, val + dev), cx + 3);
-            }
+            format_metric_value(what, sizeof what, m, v, sd);
+            chart_bar(f, &a, at, chart_color(s), v->metric[m->index], sd ? sd->metric[m->index] : 0,
+                      mark_title(title, sizeof title, g, p, s, what));
         }
-        fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">", CHART_LEFT + p * gw + gw / 2,
-                CHART_H - CHART_BOTTOM + 18);
-        report_html_escape(f, g->point[p]);
-        fputs("</text>\n", f);
+        chart_x_label(f, chart_group_x(g->npoints, p), g->point[p], false);
     }
-    put_figure_close(f, &a);
+    chart_close(f, &a);
 }
 
 /* ---- latency spectrum ------------------------------------------------------ */
-
-/* Percentile p (50 .. 99.99) on the logarithmic 1/(1-p) axis. */
-static double spectrum_x(double p)
-{
-    double lo = log10(2), hi = 4;
-    return CHART_LEFT + (log10(100 / (100 - p)) - lo) / (hi - lo) * PLOT_W;
-}
 
 static bool row_has_spectrum(const struct result_row *r)
 {
@@ -396,7 +311,6 @@ static bool row_has_spectrum(const struct result_row *r)
  * series, from p50 to p99.99. */
 static void put_spectra(FILE *f, const struct report_group *g)
 {
-    static const double ticks[] = {50, 90, 99, 99.9, 99.99};
     for (unsigned p = 0; p < g->npoints; p++) {
         double top = 0;
         for (unsigned s = 0; s < g->nseries; s++)
@@ -404,80 +318,54 @@ static void put_spectra(FILE *f, const struct report_group *g)
                 top = fmax(top, g->value[p][s]->lat_spectrum[RESULT_SPECTRUM_N - 1]);
         if (top == 0)
             continue;
-        struct axis a = axis_for(top, 1e-6, "s");
+        struct chart_axis a = chart_axis_linear(top, 1e-6, "s");
         char caption[200];
         snprintf(caption, sizeof caption, "Latency by percentile, %s%s", g->point[p],
                  g->aggregated ? " (mean over the runs of each percentile)" : "");
-        put_figure_open(f, caption, g, &a);
-        for (size_t t = 0; t < sizeof ticks / sizeof ticks[0]; t++) {
-            double x = spectrum_x(ticks[t]);
-            fprintf(f, "<line class=\"grid\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x, x,
-                    CHART_TOP, axis_y(&a, 0));
-            /* The last one ends at the plot's edge, not past it. */
-            fprintf(f, "<text class=\"point%s\" x=\"%.1f\" y=\"%.1f\">p%g</text>\n",
-                    t + 1 == sizeof ticks / sizeof ticks[0] ? " end" : "", x, CHART_H - CHART_BOTTOM + 18, ticks[t]);
-        }
+        bool shown[REPORT_MAX_SERIES];
+        const char *notes[REPORT_MAX_SERIES];
+        for (unsigned s = 0; s < g->nseries; s++)
+            shown[s] = row_has_spectrum(g->value[p][s]);
+        legend_notes(g, p, p + 1, shown, "no spectrum", notes);
+        put_figure_open(f, caption, g, notes, &a);
+        chart_percentile_ticks(f, &a);
         for (unsigned s = 0; s < g->nseries; s++) {
             const struct result_row *v = g->value[p][s];
             if (!row_has_spectrum(v))
                 continue;
-            fprintf(f, "<polyline class=\"line\" stroke=\"%s\"%s points=\"", series_colors[s], series_dash(s));
+            chart_line_begin(f, chart_color(s), chart_dash(s));
             for (unsigned i = 0; i < RESULT_SPECTRUM_N; i++)
-                fprintf(f, "%s%.1f,%.1f", i ? " " : "", spectrum_x(result_spectrum_p[i]),
-                        axis_y(&a, v->lat_spectrum[i]));
-            fputs("\"><title>", f);
-            report_html_escape(f, g->series[s]);
-            fputs(": p50 ", f);
-            put_si(f, v->lat_spectrum[0] * 1e-6, "s");
-            fputs(", p99.99 ", f);
-            put_si(f, v->lat_spectrum[RESULT_SPECTRUM_N - 1] * 1e-6, "s");
-            fputs("</title></polyline>\n", f);
+                chart_line_point(f, i == 0, chart_percentile_x(result_spectrum_p[i]), &a, v->lat_spectrum[i]);
+            char lo[48], hi[48], title[300];
+            snprintf(title, sizeof title, "%s: p50 %s, p99.99 %s", g->series[s],
+                     si_format(lo, sizeof lo, v->lat_spectrum[0] * 1e-6, "s"),
+                     si_format(hi, sizeof hi, v->lat_spectrum[RESULT_SPECTRUM_N - 1] * 1e-6, "s"));
+            chart_line_end(f, title);
         }
-        fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">percentile (logarithmic in 1/(1 − p))</text>\n",
-                CHART_LEFT + PLOT_W / 2, CHART_H - 6);
-        put_figure_close(f, &a);
+        chart_close(f, &a);
     }
 }
 
 /* ---- time series ----------------------------------------------------------- */
 
-/* Second t of an n-second series across the plot's width. */
-static double time_x(double t, unsigned n) { return CHART_LEFT + (n > 1 ? t / (n - 1) : 0) * PLOT_W; }
-
-static void put_time_ticks(FILE *f, unsigned n)
-{
-    double step = ceil(fmax(1, axis_for(n > 1 ? n - 1 : 1, 1, "").step)); /* whole seconds */
-    for (double t = 0; t <= (n > 1 ? n - 1 : 0) + 1e-9; t += step) {
-        fprintf(f, "<text class=\"point\" x=\"%.1f\" y=\"%.1f\">", time_x(t, n), CHART_H - CHART_BOTTOM + 18);
-        put_si(f, t, "s");
-        fputs("</text>\n", f);
-    }
-}
-
 /* The field of struct result_point at offset off, second by second, over
  * an axis of nx seconds; dash: an attribute or "". */
 static void put_polyline(FILE *f, const struct result_point *pts, unsigned n, unsigned nx, size_t off,
-                         const struct axis *a, const char *color, const char *dash, const char *name)
+                         const struct chart_axis *a, const char *color, const char *dash, const char *name)
 {
-    fprintf(f, "<polyline class=\"line\" stroke=\"%s\"%s points=\"", color, dash);
+    chart_line_begin(f, color, dash);
     for (unsigned i = 0; i < n; i++) {
         double v;
         memcpy(&v, (const char *)&pts[i] + off, sizeof v);
-        fprintf(f, "%s%.1f,%.1f", i ? " " : "", time_x(i, nx), axis_y(a, v));
+        chart_line_point(f, i == 0, chart_time_x(i, nx), a, v);
     }
-    fputs("\"><title>", f);
-    report_html_escape(f, name);
-    fputs("</title></polyline>\n", f);
+    chart_line_end(f, name);
 }
 
-static void put_saturation(FILE *f, unsigned n, int second, const struct axis *a)
+static void put_saturation(FILE *f, unsigned n, int second, const struct chart_axis *a)
 {
-    if (second < 0 || (unsigned)second >= n)
-        return;
-    double x = time_x(second, n);
-    fprintf(f, "<line class=\"sat\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x, x, CHART_TOP,
-            axis_y(a, 0));
-    fprintf(f, "<text class=\"satlabel\" x=\"%.1f\" y=\"%.1f\">saturation</text>\n", x + 4, CHART_TOP + 10);
+    if (second >= 0 && (unsigned)second < n)
+        chart_vmark(f, a, chart_time_x(second, n), "saturation");
 }
 
 void report_html_timeline(FILE *f, const char *label, const struct result_point *pts, unsigned n,
@@ -485,17 +373,16 @@ void report_html_timeline(FILE *f, const char *label, const struct result_point 
 {
     static const char *const active_name = "active users", *const responses_name = "responses per second",
                       *const p95_name = "p95 of OK responses";
-    const char *active_color = series_colors[0], *responses_color = series_colors[2],
-               *p95_color = series_colors[3];
+    const char *active_color = chart_color(0), *responses_color = chart_color(2), *p95_color = chart_color(3);
     double top = 0, top_ms = 0;
     for (unsigned i = 0; i < n; i++) {
         top = fmax(top, fmax(pts[i].active, pts[i].responses));
         top_ms = fmax(top_ms, pts[i].p95_ms);
     }
-    struct axis counts = axis_for(top, 1, ""), ms = axis_for(top_ms, 1e-3, "s");
+    struct chart_axis counts = chart_axis_linear(top, 1, ""), ms = chart_axis_linear(top_ms, 1e-3, "s");
     bool sat = saturation_s >= 0 && (unsigned)saturation_s < n;
     fputs("<div class=\"timeline\"><h3>", f);
-    report_html_escape(f, label);
+    chart_escape(f, label);
     fputs("</h3>\n<p class=\"def\">", f);
     if (sat)
         fprintf(f, "Saturation point (dashed line): %.0f active users at second %d.", pts[saturation_s].active,
@@ -503,22 +390,22 @@ void report_html_timeline(FILE *f, const char *label, const struct result_point 
     else
         fputs("Saturation point: not reached.", f);
     fputs("</p>\n<ul class=\"legend\">", f);
-    put_legend_item(f, active_color, active_name);
-    put_legend_item(f, responses_color, responses_name);
-    put_legend_item(f, p95_color, p95_name);
+    chart_legend_item(f, active_color, active_name, NULL);
+    chart_legend_item(f, responses_color, responses_name, NULL);
+    chart_legend_item(f, p95_color, p95_name, NULL);
     fputs("</ul>\n", f);
-    put_figure_open(f, "Active users and responses per second", NULL, &counts);
-    put_time_ticks(f, n);
+    put_figure_open(f, "Active users and responses per second", NULL, NULL, &counts);
+    chart_time_ticks(f, n);
     put_polyline(f, pts, n, n, offsetof(struct result_point, active), &counts, active_color, "", active_name);
     put_polyline(f, pts, n, n, offsetof(struct result_point, responses), &counts, responses_color, "",
                  responses_name);
     put_saturation(f, n, saturation_s, &counts);
-    put_figure_close(f, &counts);
-    put_figure_open(f, "p95 per second (OK responses that ended in that second)", NULL, &ms);
-    put_time_ticks(f, n);
+    chart_close(f, &counts);
+    put_figure_open(f, "p95 per second (OK responses that ended in that second)", NULL, NULL, &ms);
+    chart_time_ticks(f, n);
     put_polyline(f, pts, n, n, offsetof(struct result_point, p95_ms), &ms, p95_color, "", p95_name);
     put_saturation(f, n, saturation_s, &ms);
-    put_figure_close(f, &ms);
+    chart_close(f, &ms);
     fputs("</div>\n", f);
 }
 
@@ -583,45 +470,88 @@ static unsigned rate_runs_extent(const struct report_group *g, unsigned p, const
     return nx;
 }
 
-/* For every point of g: the field at off of every run's series over time,
- * one line per run in its series' colour, on an axis of unit (scale:
- * from the field to it); op_def, unless NULL, says what one op is. */
-static void put_rate_chart(FILE *f, const struct report_group *g, const struct result_row *rows, unsigned n,
-                           const char *what, const char *op_def, size_t off, double scale, const char *unit)
+/* The field at off of every closed run's series at g's point p over
+ * time, one line per run in its series' colour (a run of one second, one
+ * dot), on an axis of unit (scale: from the field to it); op_def, unless
+ * NULL, says what one op is. Nothing when no run has a non-zero value. */
+static void put_rate_chart(FILE *f, const struct report_group *g, unsigned p, const struct result_row *rows,
+                           unsigned n, const char *what, const char *op_def, size_t off, double scale,
+                           const char *unit)
 {
-    for (unsigned p = 0; p < g->npoints; p++) {
-        double top;
-        unsigned nx = rate_runs_extent(g, p, rows, n, off, &top);
-        if (!nx || top == 0)
-            continue;
-        struct axis a = axis_for(top, scale, unit);
-        char caption[200];
-        snprintf(caption, sizeof caption, "%s, %s, second by second (one line per run)", what, g->point[p]);
-        if (op_def) {
-            /* What the CPU per op counts: for mqtt-ping more than the throughput does. */
-            fputs("<p class=\"def\">Counted each second: ", f);
-            report_html_escape(f, op_def);
-            fputs(".</p>\n", f);
-        }
-        put_figure_open(f, caption, g, &a);
-        put_time_ticks(f, nx);
-        for (unsigned i = 0; i < n; i++) {
-            const struct result_row *r = &rows[i];
-            char series[128], name[200];
-            if (!closed_run_at(g, p, r, series, sizeof series))
-                continue;
-            unsigned s = 0;
-            while (s < g->nseries && strcmp(g->series[s], series))
-                s++;
-            if (s == g->nseries)
-                continue;
-            snprintf(name, sizeof name, "%s, run %u", series, r->repetition_index + 1);
-            put_polyline(f, r->series.points, r->series.n, nx, off, &a, series_colors[s], series_dash(s), name);
-        }
-        put_figure_close(f, &a);
+    double top;
+    unsigned nx = rate_runs_extent(g, p, rows, n, off, &top);
+    if (!nx || top == 0)
+        return;
+    struct chart_axis a = chart_axis_linear(top, scale, unit);
+    char caption[200];
+    snprintf(caption, sizeof caption, "%s, %s, second by second (one line per run)", what, g->point[p]);
+    if (op_def) {
+        /* What the CPU per op counts: for mqtt-ping more than the throughput does. */
+        fputs("<p class=\"def\">Counted each second: ", f);
+        report_html_escape(f, op_def);
+        fputs(".</p>\n", f);
     }
+    bool shown[REPORT_MAX_SERIES] = {false};
+    const char *notes[REPORT_MAX_SERIES];
+    for (unsigned i = 0; i < n; i++) {
+        char series[128];
+        if (closed_run_at(g, p, &rows[i], series, sizeof series) && group_find_series(g, series) < g->nseries)
+            shown[group_find_series(g, series)] = true;
+    }
+    legend_notes(g, p, p + 1, shown, "no series", notes);
+    put_figure_open(f, caption, g, notes, &a);
+    chart_time_ticks(f, nx);
+    for (unsigned i = 0; i < n; i++) {
+        const struct result_row *r = &rows[i];
+        char series[128], name[200];
+        if (!closed_run_at(g, p, r, series, sizeof series))
+            continue;
+        unsigned s = group_find_series(g, series);
+        if (s == g->nseries)
+            continue;
+        snprintf(name, sizeof name, "%s, run %u", series, r->repetition_index + 1);
+        if (r->series.n == 1 && nx > 1) { /* a polyline of one point draws nothing */
+            double v;
+            memcpy(&v, (const char *)&r->series.points[0] + off, sizeof v);
+            chart_dot(f, chart_time_x(0, nx), &a, v, chart_color(s), name);
+        } else {
+            put_polyline(f, r->series.points, r->series.n, nx, off, &a, chart_color(s), chart_dash(s), name);
+        }
+    }
+    chart_close(f, &a);
 }
 
+/* Whether every run at g's point p that completed was too short for a
+ * per-second series (under about a second: one point or none; persec.c
+ * keeps a last part second only from 0.1 s), and there was such a run;
+ * the longest one's duration into longest_s. */
+static bool runs_too_short(const struct report_group *g, unsigned p, const struct result_row *rows, unsigned n,
+                           double *longest_s)
+{
+    bool any = false;
+    *longest_s = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const struct result_row *r = &rows[i];
+        char series[128];
+        const char *point;
+        if (strcmp(r->experiment, g->experiment) || r->aggregate_name || r->error[0] || series_is_open(&r->series))
+            continue;
+        row_name_parts(r, series, sizeof series, &point);
+        if (strcmp(point, g->point[p]))
+            continue;
+        /* Longer runs without a series (a file from before series were
+         * kept), or of no known length, say nothing of it. */
+        if (r->series.n >= 2 || r->duration_s >= 2 || !(r->duration_s > 0))
+            return false;
+        any = true;
+        *longest_s = fmax(*longest_s, r->duration_s);
+    }
+    return any;
+}
+
+/* Per point of g, its closed runs' rate and p99 second by second, or
+ * where the runs were too short for that, a line saying so instead of an
+ * empty chart. */
 static void put_rate_charts(FILE *f, const struct report_group *g, const struct result_row *rows, unsigned n)
 {
     const struct result_row *any = NULL;
@@ -630,19 +560,26 @@ static void put_rate_charts(FILE *f, const struct report_group *g, const struct 
             any = g->value[p][s];
     char what[64];
     snprintf(what, sizeof what, "Rate (%s/s)", result_unit(any));
-    put_rate_chart(f, g, rows, n, what, any->op_def, offsetof(struct result_point, responses), 1, "");
-    put_rate_chart(f, g, rows, n, "Latency p99", NULL, offsetof(struct result_point, p99_ms), 1e-3, "s");
+    for (unsigned p = 0; p < g->npoints; p++) {
+        double longest;
+        if (runs_too_short(g, p, rows, n, &longest)) {
+            char buf[48];
+            fputs("<p class=\"def short\">", f);
+            report_html_escape(f, g->point[p]);
+            fprintf(f, ": the longest run took %s, shorter than 1 s: no per-second series.</p>\n",
+                    si_format(buf, sizeof buf, longest, "s"));
+            continue;
+        }
+        put_rate_chart(f, g, p, rows, n, what, any->op_def, offsetof(struct result_point, responses), 1, "");
+        put_rate_chart(f, g, p, rows, n, "Latency p99", NULL, offsetof(struct result_point, p99_ms), 1e-3, "s");
+    }
 }
 
 static void put_cell(FILE *f, const struct report_metric *m, const struct result_row *v,
                      const struct result_row *sd, bool shown)
 {
-    fputs("<td>", f);
-    if (shown)
-        put_metric_value(f, m, v, sd);
-    else
-        fputs("–", f);
-    fputs("</td>", f);
+    char buf[128];
+    fprintf(f, "<td>%s</td>", shown ? format_metric_value(buf, sizeof buf, m, v, sd) : "–");
 }
 
 static void put_table(FILE *f, const struct report_group *g)
@@ -662,7 +599,7 @@ static void put_table(FILE *f, const struct report_group *g)
                 continue;
             fputs("<tr><td>", f);
             report_html_escape(f, g->point[p]);
-            fprintf(f, "</td><td><span class=\"swatch\" style=\"background:%s\"></span>", series_colors[s]);
+            fprintf(f, "</td><td><span class=\"swatch\" style=\"background:%s\"></span>", chart_color(s));
             report_html_escape(f, g->series[s]);
             fputs("</td>", f);
             if (v->error[0]) {
@@ -701,7 +638,6 @@ static void put_group(FILE *f, const struct report_group *g, const struct result
     fprintf(f, "<p class=\"def\">%s</p>\n",
             g->aggregated ? "Bars: mean over the runs; whiskers: one standard deviation."
                           : "Bars: single runs (no repetitions).");
-    put_legend(f, g);
     for (size_t i = 0; i < NMETRICS; i++)
         if (group_has(g, report_metrics[i].need))
             put_chart(f, g, &report_metrics[i]);
@@ -725,10 +661,14 @@ const char report_html_style[] =
     "th,td{border:1px solid #ddd;padding:3px 6px;text-align:right}"
     "th:nth-child(-n+2),td:nth-child(-n+2){text-align:left}"
     "dl{display:grid;grid-template-columns:max-content auto;gap:.1em 1em;color:#444}dd{margin:0}"
+    ".barval{font-size:10px;text-anchor:middle;fill:#222}.barval.up{text-anchor:start}"
+    ".barval.in{text-anchor:end;fill:#fff}.axislabel{font-size:11px;text-anchor:middle;fill:#555}"
     "h3{font-size:1em;margin:1.6em 0 .3em}.line{fill:none;stroke-width:1.5}"
     ".sat{stroke:#d62728;stroke-dasharray:5 4}.satlabel{font-size:11px;fill:#d62728}"
     ".failed rect{fill:#fde2e2;stroke:#d62728}.failed text{fill:#d62728;font-size:16px;text-anchor:middle}"
-    "td.failed{background:#fde2e2;color:#a51d1d;text-align:left}";
+    "td.failed{background:#fde2e2;color:#a51d1d;text-align:left}"
+    ".legend .note{color:#777;font-style:italic}.legend .note.failed{color:#a51d1d}"
+    ".na text{font-size:10px;text-anchor:middle;fill:#888}";
 
 int report_html_print(FILE *f, const struct result_context *ctx, const struct result_row *rows, unsigned n)
 {

@@ -1,9 +1,13 @@
 """The HTML report in a real browser: headless Chromium (Debian's `chromium`)
 renders the report of real runs (`shootout run --quick --only mqtt`, a
-closed run long enough for a per-second series, a run that fails). The page
-logs nothing to the console (its Content Security Policy turns any script or
-load into a console error), its screenshot is not blank, and its SVG text
-has SI-prefixed ticks. The checks themselves are checked: a page with a
+closed run long enough for a per-second series, one too short for it, a
+run that fails, and a race of contenders orders of magnitude apart: a slow
+Python broker and one that dies mid-run, from tests/e2e/data/fake_peers).
+The page logs nothing to the console (its Content Security Policy turns any
+script or load into a console error), its screenshot is not blank, and its
+SVG text has SI-prefixed ticks; bar axes turn logarithmic when the bars
+span more than 20x, every chart's legend names every contender, failed and
+skipped cells are marked. The checks themselves are checked: a page with a
 script logs, a white page is blank.
 
 SHOOTOUT_REPORT_PNG=docs/img/report.png makes the README's screenshot from
@@ -18,7 +22,7 @@ import zlib
 
 import pytest
 
-from conftest import HOST, MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, free_port, need, require_shootout
+from conftest import HERE, HOST, MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, free_port, need, require_shootout
 
 pytestmark = pytest.mark.shootout_only
 
@@ -30,10 +34,21 @@ CHECK_SCALE = 0.5
 SI_TICK = re.compile(r'<text class="tick"[^>]*>-?[0-9.]+(k|M|G| [nµm]s)</text>')
 
 
-def shootout(*args, cwd, timeout=50):
+FAKES = os.path.join(HERE, "data", "fake_peers")
+# A contender about 20 to 50 times slower than ours: the fakes' Python broker, not told to die.
+SLOW_START = """#!/bin/bash
+set -euo pipefail
+[ "${1:-}" = --version ] && { echo "fake slow broker 0.1 (Python)"; exit 0; }
+port=""
+while [ $# -gt 0 ]; do case "$1" in --port) port=$2; shift 2 ;; *) shift ;; esac; done
+exec /usr/bin/python3 %s/fake_mqtt.py --port "$port"
+""" % FAKES
+
+
+def shootout(*args, cwd, timeout=50, env=None):
     require_shootout()
     p = subprocess.run([SHOOTOUT_BIN] + [str(a) for a in args], cwd=cwd, stdin=subprocess.DEVNULL,
-                       capture_output=True, text=True, timeout=timeout)
+                       capture_output=True, text=True, timeout=timeout, env=env)
     for marker in SANITIZER_MARKERS:
         assert marker not in p.stderr, "sanitizer report:\n" + p.stderr
     return p
@@ -156,6 +171,58 @@ def test_run_report_renders_with_si_ticks_and_spectra(tmp_path):
         shutil.copy(tmp_path / "shot.png", shot)
 
 
+def figures(html):
+    """{caption: the figure's HTML} of every chart of a page section."""
+    out = {}
+    for fig in html.split("<figure><figcaption>")[1:]:
+        caption, rest = fig.split("</figcaption>", 1)
+        out[caption] = rest.split("</figure>")[0]
+    return out
+
+
+def legend(fig):
+    """The names in a figure's legend, in order, each with its note."""
+    items = re.findall(r'<li><span class="swatch"[^>]*></span>(.*?)</li>', fig.split("</ul>")[0])
+    return [re.sub(r"<[^>]+>", "", item) for item in items]
+
+
+def test_contenders_far_apart_get_log_axes_and_full_legends(tmp_path):
+    need(CHROMIUM, "chromium is not installed (scripts/install-deps.sh)")
+    peers = tmp_path / "peers"
+    peers.mkdir()
+    os.symlink(os.path.join(FAKES, "works"), peers / "mosquitto")  # our broker: as fast as ours
+    os.symlink(os.path.join(FAKES, "dies"), peers / "rabbitmq")    # dies on its 150th connection
+    (peers / "aedes").mkdir()
+    (peers / "aedes" / "start").write_text(SLOW_START)
+    os.chmod(peers / "aedes" / "start", 0o755)
+    env = dict(os.environ, SHOOTOUT_PEERS_DIR=str(peers), FAKE_SHOOTOUT_BIN=SHOOTOUT_BIN)
+    p = shootout("run", "--quick", "--runs", "1", "--scale", "0.05", "--timeout", "5", "--only", "mqtt",
+                 "--peers", "mosquitto,rabbitmq,aedes", "--json", tmp_path / "r.json", cwd=tmp_path, env=env,
+                 timeout=120)
+    assert p.returncode == 0, p.stderr
+    page = tmp_path / "shootout-report.html"
+    html = page.read_text()
+    load = html.split("<h2>mqtt-load</h2>")[1].split("<section>")[0]
+    figs = figures(load)
+    # Ours hundreds of k msg/s, the Python broker a few k, over four grid points: far over 20x.
+    throughput = figs["Throughput (msg/s, log scale)"]
+    assert ">log scale</text>" in throughput
+    ticks = re.findall(r'<text class="tick"[^>]*>([^<]*)</text>', throughput)
+    assert "10k" in ticks and "100k" in ticks, ticks
+    assert all(re.fullmatch(r"1(0|00)?[kM]?", t) for t in ticks), "not decades: %s" % ticks
+    bars = throughput.count('class="bar"')
+    assert bars >= 8 and throughput.count('class="barval') == bars  # every bar says its value
+    # Every chart names every contender, in the table's order; rabbitmq died at
+    # 500c or before, so some chart marks it and its cells after are not run.
+    for caption, fig in figs.items():
+        names = [n.split(" (")[0] for n in legend(fig)]
+        assert names == ["shootout", "mosquitto", "rabbitmq", "aedes"], (caption, names)
+    assert '<g class="failed">' in throughput and '<td class="failed"' in load
+    assert "rabbitmq, 1000c: not run" in throughput and ">n/a</text>" in throughput
+    assert any("rabbitmq (not run)" in legend(fig) for fig in figs.values())
+    assert_renders_clean(page, tmp_path)
+
+
 def test_series_and_failed_runs_render(broker, tmp_path):
     # A closed run of about two seconds, sampled each second.
     page = tmp_path / "ping.html"
@@ -166,7 +233,17 @@ def test_series_and_failed_runs_render(broker, tmp_path):
     assert "second by second" in html
     series = re.split(r"Rate \(msg/s\), 10p\d+w, second by second", html)[1].split("</figure>")[0]
     assert series.count("<polyline") == 1 and " s</text>" in series
+    assert "no per-second series" not in html
     assert_renders_clean(page, tmp_path)
+    # A run of a few milliseconds: a line saying so, not an empty chart.
+    short = tmp_path / "short.html"
+    p = shootout("bench", "mqtt-ping", "--target", "%s:%d" % (broker.host, broker.port), "--pairs", "2",
+                 "--messages", "10", "--html", short, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    text = short.read_text()
+    assert re.search(r"2p\d+w: the longest run took [0-9.]+ [mµ]s, shorter than 1 s: no per-second series.", text)
+    assert "second by second" not in text
+    assert_renders_clean(short, tmp_path)
     # Nothing listens: the run fails, and the page says so where its figures would be.
     failed = tmp_path / "failed.html"
     p = shootout("bench", "mqtt-load", "--target", "%s:%d" % (HOST, free_port()), "--conns", "2",

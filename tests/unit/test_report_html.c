@@ -169,6 +169,31 @@ static void test_axes_and_cells_are_si_prefixed(void **state)
     free(html);
 }
 
+/* Contenders orders of magnitude apart: the bar axis turns logarithmic,
+ * says so, and every bar carries its value. */
+static void test_a_wide_spread_gets_a_log_axis(void **state)
+{
+    struct result_row rows[] = {
+        make_row("mqtt-load", "shootout", NULL, 100, 1.7e6),
+        make_row("mqtt-load", "mosquitto", NULL, 100, 400e3),
+        make_row("mqtt-load", "activemq", NULL, 100, 35e3),
+    };
+    char *html = render(rows, 3);
+    assert_non_null(strstr(html, "Throughput (msg/s, log scale)"));
+    assert_non_null(strstr(html, ">log scale</text>"));
+    assert_int_equal(count(html, "class=\"barval"), 3);
+    assert_non_null(strstr(html, ">35k</text>"));
+    assert_non_null(strstr(html, ">10k</text>")); /* the bottom decade */
+    assert_non_null(strstr(html, ">10M</text>"));
+    free(html);
+    /* 1.7M against 400k alone: 4.25x, linear, no printed values. */
+    html = render(rows, 2);
+    assert_non_null(strstr(html, "Throughput (msg/s)</figcaption>"));
+    assert_null(strstr(html, "log scale"));
+    assert_null(strstr(html, "class=\"barval"));
+    free(html);
+}
+
 /* Every latency row draws its spectrum: one line per series from p50 to
  * p99.99 on the 1/(1-p) axis. */
 static void test_latency_spectrum_per_point(void **state)
@@ -216,6 +241,54 @@ static void test_failed_runs_are_drawn_as_errors(void **state)
     assert_int_equal(count(html, "<g class=\"failed\">"), 1);
     assert_non_null(strstr(html, "bro&lt;ken&gt;, 100c: failed: no progress for 10 s &amp; &lt;gone&gt;"));
     assert_non_null(strstr(html, "<td class=\"failed\" colspan=\"1\">failed: no progress"));
+    free(html);
+}
+
+/* Every chart has the legend of every contender of the table, in the
+ * table's order; one the chart has nothing of says why: its run failed,
+ * or the figure was not measured (and "n/a" stands where its bar would). */
+static void test_every_chart_accounts_for_every_contender(void **state)
+{
+    struct result_row rows[] = {
+        make_row("mqtt-ping", "shootout", NULL, 100, 9000),
+        make_row("mqtt-ping", "mosquitto", NULL, 100, 4000),
+        make_row("mqtt-ping", "aedes", NULL, 100, 0),
+        make_row("mqtt-ping", "shootout", NULL, 200, 9500), /* the others did not run there */
+    };
+    snprintf(rows[2].error, sizeof rows[2].error, "connection refused");
+    for (unsigned r = 0; r < 4; r += r == 1 ? 2 : 1) {
+        rows[r].has_latency = true;
+        rows[r].lat_p50 = rows[r].lat_p99 = 10 * (r + 1);
+        for (unsigned i = 0; i < RESULT_SPECTRUM_N; i++)
+            rows[r].lat_spectrum[i] = 10 + i;
+    }
+    rows[0].lat_spectrum[RESULT_SPECTRUM_N - 1] = 0; /* no spectrum kept */
+    rows[0].server_pid = 7;                          /* server CPU of ours only */
+    rows[0].server_cpu_us_per_op = 2;
+    char *html = render(rows, 4);
+    /* One legend per chart: throughput, p50, p99, server CPU, a spectrum per point. */
+    assert_int_equal(count(html, "<ul class=\"legend\">"), 6);
+    for (char *fig = strstr(html, "<figure>"); fig; fig = strstr(fig + 1, "<figure>")) {
+        char *a = strstr(fig, ">shootout"), *b = strstr(fig, ">mosquitto"), *c = strstr(fig, ">aedes");
+        assert_non_null(a);
+        assert_true(a < b && b < c);
+    }
+    assert_int_equal(count(html, "aedes <span class=\"note failed\">(failed)</span>"), 4 + 1);
+    /* Server CPU: mosquitto's was not measured; the spectrum has none of ours. */
+    char *cpu = strstr(html, "Server CPU per operation</figcaption>");
+    assert_non_null(cpu);
+    assert_non_null(strstr(cpu, "mosquitto <span class=\"note\">(not measured)</span>"));
+    assert_non_null(strstr(cpu, "<title>mosquitto, 100c: not measured</title>"));
+    /* n/a: mosquitto's and ours at 200c not measured, 200c not run by the
+     * other two in each of the four bar charts. */
+    assert_int_equal(count(html, ">n/a</text>"), 2 + 2 * 4);
+    assert_int_equal(count(html, "<title>aedes, 200c: not run</title>"), 4);
+    char *spectrum = strstr(html, "Latency by percentile, 100c");
+    assert_non_null(strstr(spectrum, "shootout <span class=\"note\">(no spectrum)</span>"));
+    spectrum = strstr(html, "Latency by percentile, 200c");
+    assert_non_null(strstr(spectrum, "mosquitto <span class=\"note\">(not run)</span>"));
+    /* A failed run is marked in every bar chart. */
+    assert_int_equal(count(html, "<g class=\"failed\">"), 4);
     free(html);
 }
 
@@ -274,6 +347,39 @@ static void test_closed_runs_draw_their_series(void **state)
     assert_int_equal(count(p99, "<polyline"), 2); /* one whose values are all zero is still drawn */
     assert_non_null(strstr(p99, ">4 ms</text>"));
     assert_null(strstr(html, "class=\"timeline\"")); /* no active users: not an open-model run */
+    free(html);
+}
+
+/* Runs under a second have one point or none: the page says so instead
+ * of drawing an empty chart; a one-point run beside longer ones is a dot. */
+static void test_short_runs_say_they_have_no_series(void **state)
+{
+    struct result_point one[1] = {{.responses = 900, .p99_ms = 1}};
+    struct result_point two[2] = {{.responses = 1000, .p99_ms = 2}, {.responses = 800, .p99_ms = 3}};
+    struct result_row rows[] = {
+        make_row("rpc-seq", "shootout", NULL, 1, 1500),
+        make_row("rpc-seq", "grpc-java", NULL, 1, 600),
+        make_row("rpc-seq", "shootout", NULL, 8, 1500),
+        make_row("rpc-seq", "grpc-java", NULL, 8, 650),
+    };
+    rows[0].duration_s = 0.42;
+    rows[1].duration_s = 0.05; /* too short even for one point */
+    rows[0].series = (struct result_series){one, 1, -1};
+    rows[2].duration_s = 0.9;
+    rows[2].series = (struct result_series){one, 1, -1};
+    rows[3].duration_s = 1.6;
+    rows[3].series = (struct result_series){two, 2, -1};
+    char *html = render(rows, 4);
+    assert_non_null(strstr(html, "1c: the longest run took 420 ms, shorter than 1 s: no per-second series."));
+    assert_null(strstr(html, "Rate (msg/s), 1c"));
+    assert_null(strstr(html, "Latency p99, 1c"));
+    /* At 8c grpc-java ran long enough: its line, and shootout's one second a dot. */
+    char *rate = strstr(html, "Rate (msg/s), 8c, second by second");
+    assert_non_null(rate);
+    assert_null(strstr(html, "8c: the longest run"));
+    assert_int_equal(count(rate, "<polyline"), 2); /* rate and p99 */
+    assert_int_equal(count(rate, "<circle class=\"dot\""), 2);
+    assert_non_null(strstr(rate, "r=\"3\"><title>shootout, run 1</title></circle>"));
     free(html);
 }
 
@@ -349,10 +455,13 @@ int main(void)
         cmocka_unit_test(test_experiments_get_their_own_sections),
         cmocka_unit_test(test_series_and_points_come_from_row_names),
         cmocka_unit_test(test_axes_and_cells_are_si_prefixed),
+        cmocka_unit_test(test_a_wide_spread_gets_a_log_axis),
         cmocka_unit_test(test_latency_spectrum_per_point),
         cmocka_unit_test(test_failed_runs_are_drawn_as_errors),
+        cmocka_unit_test(test_every_chart_accounts_for_every_contender),
         cmocka_unit_test(test_many_series_stay_apart),
         cmocka_unit_test(test_closed_runs_draw_their_series),
+        cmocka_unit_test(test_short_runs_say_they_have_no_series),
         cmocka_unit_test(test_no_rows),
         cmocka_unit_test(test_write_to_unwritable_path_reports),
         cmocka_unit_test(test_timeline_draws_the_series_and_the_saturation),

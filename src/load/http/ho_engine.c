@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/mem.h"
 #include "http/http_client.h"
+#include "load/trace.h"
 
 #define HO_TICK_MS 10
 #define HO_BODY_KEEP (1u << 20)
@@ -297,7 +298,7 @@ static bool conn_start(struct ho_user *u)
         .body_keep = th->cfg->keep_bodies ? HO_BODY_KEEP : 0,
         .connect_timeout_ms = th->cfg->connect_timeout_ms,
         .timeout_ms = th->cfg->request_timeout_ms,
-        .trace = th->cfg->trace,
+        .trace = trace_http(th->cfg->trace),
     };
     struct http_events ev = {.connected = conn_on_connected, .done = conn_on_done, .ctx = k};
     int err = 0;

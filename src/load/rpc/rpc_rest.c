@@ -15,6 +15,7 @@
 #include "core/mem.h"
 #include "http/http_client.h"
 #include "load/rpc/rpc_client.h"
+#include "load/trace.h"
 
 /* A response body longer than this is not what we expect, so we only keep
  * its start (the expected one is 20 bytes). */
@@ -110,7 +111,7 @@ static struct rpc_conn *rest_connect(struct ev_loop *loop, const struct rpc_conn
         .max_in_flight = opts->max_in_flight,
         .body_keep = REST_BODY_KEEP,
         .max_body = REST_MAX_BODY,
-        .trace = opts->trace,
+        .trace = trace_http(opts->trace),
     };
     struct http_events he = {.connected = rest_on_connected, .done = rest_on_done, .ctx = c};
     c->http = http_conn_connect(loop, &ho, &he, err);
