@@ -26,6 +26,9 @@ void ho_level_figures(const struct ho_cfg *cfg, const struct ho_level *lv, unsig
         /* ramp-users spreads its users evenly: a constant rate */
         out->load_from = g->s.kind == INJ_RAMP_USERS ? g->s.n / g->s.dur_s : g->s.r1;
         out->load_to = g->s.kind == INJ_RAMP_USERS ? out->load_from : g->s.r2;
+        /* A shard's share of the load, so that the shards' add up. */
+        out->load_from /= cfg->shard_count;
+        out->load_to /= cfg->shard_count;
     }
     const struct hist *h = &lv->st.h;
     out->users_started = (double)lv->started;
