@@ -11,6 +11,7 @@
 #include "load/http/ho_merge.h"
 #include "load/http/ho_report.h"
 #include "report/result_read.h"
+#include "report/seclat.h"
 
 #define MERGE_DEPTH 16
 #define MERGE_TEXT 256 /* longest definition or name kept */
@@ -173,6 +174,45 @@ static bool read_latency(struct mreader *m, struct result_row *row)
     return k == 0;
 }
 
+/* A point of the series: its throughput, and its latency buckets when
+ * the series has them (every point or none). */
+static bool read_point(struct mreader *m, struct result_row *row, unsigned cap)
+{
+    if (!rr_object(&m->ps, "a series point"))
+        return false;
+    struct result_series *sr = &row->series;
+    unsigned i = sr->n;
+    double v = NAN;
+    bool ok = true, lat = false;
+    char key[RR_KEY_CAP];
+    int k;
+    while (ok && (k = rr_next_key(&m->ps, key)) == 1) {
+        if (!strcmp(key, "throughput")) {
+            ok = rr_number(&m->ps, &v, "a series point's throughput");
+        } else if (!strcmp(key, "lat_us_buckets")) {
+            if (lat || (i > 0 && !row->series_lat)) {
+                ok = rr_fail(&m->ps, "byte %zu: %s", "latency buckets twice, or in some points "
+                                                     "only");
+            } else {
+                if (!row->series_lat)
+                    row->series_lat = mem_calloc(cap, sizeof *row->series_lat);
+                ok = lat = seclat_read_json(&m->ps, row->series_lat[i]);
+            }
+        } else {
+            ok = rr_skip(&m->ps);
+        }
+    }
+    if (!ok || k != 0)
+        return false;
+    if (!isfinite(v) || v < 0)
+        return rr_fail(&m->ps, "byte %zu: %s", "a series point without its throughput");
+    if (!lat && row->series_lat)
+        return rr_fail(&m->ps, "byte %zu: %s", "latency buckets in some points only");
+    sr->points[i] = (struct result_point){.responses = v};
+    sr->n++;
+    return true;
+}
+
 static bool read_series(struct mreader *m, struct result_row *row)
 {
     if (!rr_object(&m->ps, "series"))
@@ -180,8 +220,9 @@ static bool read_series(struct mreader *m, struct result_row *row)
     char key[RR_KEY_CAP];
     int k;
     unsigned cap = 0;
+    struct result_series *sr = &row->series;
     while ((k = rr_next_key(&m->ps, key)) == 1) {
-        if (strcmp(key, "points")) {
+        if (strcmp(key, "points") || sr->n) {
             if (!rr_skip(&m->ps))
                 return false;
             continue;
@@ -190,17 +231,16 @@ static bool read_series(struct mreader *m, struct result_row *row)
             return false;
         int e;
         while ((e = jr_next(&m->ps.r)) == 1) {
-            double v = NAN;
-            const struct rr_field fs[] = {RR_NUM("throughput", &v)};
-            if (!rr_fields(&m->ps, "a series point", fs, 1))
-                return false;
-            if (!isfinite(v) || v < 0)
-                return rr_fail(&m->ps, "byte %zu: %s", "a series point without its throughput");
-            if (row->series.n == cap) {
+            if (sr->n == cap) {
                 cap = cap ? 2 * cap : 64;
-                row->series.points = mem_realloc(row->series.points, cap * sizeof(struct result_point));
+                sr->points = mem_realloc(sr->points, cap * sizeof *sr->points);
+                if (row->series_lat) {
+                    row->series_lat = mem_realloc(row->series_lat, cap * sizeof *row->series_lat);
+                    memset(row->series_lat + sr->n, 0, (cap - sr->n) * sizeof *row->series_lat);
+                }
             }
-            row->series.points[row->series.n++] = (struct result_point){.responses = v};
+            if (!read_point(m, row, cap))
+                return false;
         }
         if (e < 0)
             return rr_reader_failed(&m->ps);
@@ -308,6 +348,7 @@ static bool read_row(struct mreader *m)
     if (!ok || strcmp(run_type, "iteration")) {
         mem_free(row.lat_hist);
         mem_free(row.series.points);
+        mem_free(row.series_lat);
         return ok;
     }
     snprintf(row.name, sizeof row.name, "%s", name);
@@ -436,21 +477,34 @@ static void series_offsets(const struct result_row *out, const struct result_row
     }
 }
 
-/* The shards' per-second throughput summed on the common window. */
+/* The shards' per-second throughput summed on the common window, and
+ * their latency buckets where every shard has them, each second's p50 and
+ * p99 then read from the sum. */
 static void merge_series(struct result_row *out, const struct result_row *const *in, unsigned n,
                          const unsigned *off)
 {
     unsigned len = 0;
-    for (unsigned i = 0; i < n; i++)
+    bool lat = true;
+    for (unsigned i = 0; i < n; i++) {
         if (in[i]->series.n && off[i] + in[i]->series.n > len)
             len = off[i] + in[i]->series.n;
+        lat &= in[i]->series_lat != NULL || !in[i]->series.n;
+    }
     if (!len)
         return;
     struct result_point *pts = mem_calloc(len, sizeof *pts);
+    uint32_t (*buckets)[SECLAT_BUCKETS] = lat ? mem_calloc(len, sizeof *buckets) : NULL;
     for (unsigned i = 0; i < n; i++)
-        for (unsigned t = 0; t < in[i]->series.n; t++)
+        for (unsigned t = 0; t < in[i]->series.n; t++) {
             pts[off[i] + t].responses += in[i]->series.points[t].responses;
-    out->series = (struct result_series){pts, len, -1};
+            for (unsigned b = 0; buckets && b < SECLAT_BUCKETS; b++)
+                buckets[off[i] + t][b] += in[i]->series_lat[t][b];
+        }
+    result_set_series(out, pts, len, -1);
+    if (buckets)
+        result_set_series_latency(out, (const uint32_t (*)[SECLAT_BUCKETS])buckets);
+    mem_free(pts);
+    mem_free(buckets);
 }
 
 /* http-open's reports merged (ho_merge.h), kept by keeper; its series
@@ -483,6 +537,7 @@ static int merge_point(struct result_row *out, const struct result_row *const *i
     *out = *in[0];
     out->lat_hist = NULL;
     out->series = (struct result_series){.saturation_s = -1};
+    out->series_lat = NULL;
     out->error[0] = '\0';
     struct result_shard *s = &out->shard;
     s->merged = true;

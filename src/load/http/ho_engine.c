@@ -145,7 +145,7 @@ static void user_record(struct ho_user *u, bool ok, enum ho_err err, int status)
         st->ok++;
         th->all.ok++;
         sec->ok++;
-        sec->lat[ho_sec_bucket(lat / 1000)]++;
+        sec->lat[seclat_bucket(lat / 1000)]++;
     } else {
         st->ko++;
         th->all.ko++;

@@ -13,6 +13,7 @@
 #include "load/http/inject.h"
 #include "report/hist.h"
 #include "report/result_read.h"
+#include "report/seclat.h"
 
 #define HO_MERGE_MAX_SECS (31u * 86400) /* longer than any run may last */
 #define HO_MERGE_NAME 256
@@ -242,28 +243,6 @@ static bool read_levels(struct rr *ps, struct ho_report *rep, unsigned *cap)
     return e == 0 || rr_reader_failed(ps);
 }
 
-/* [[bucket, count], ...] with buckets increasing. */
-static bool read_sec_buckets(struct rr *ps, uint32_t *lat)
-{
-    if (!rr_array(ps, "lat_us_buckets"))
-        return false;
-    int e;
-    int64_t last = -1;
-    while ((e = jr_next(&ps->r)) == 1) {
-        uint64_t b = 0;
-        uint32_t n = 0;
-        if (!rr_array(ps, "a latency bucket") || jr_next(&ps->r) != 1 ||
-            !rr_uint(ps, &b, HO_SEC_BUCKETS - 1, "a bucket index") || jr_next(&ps->r) != 1 ||
-            !count32(ps, &n, "a bucket's count") || jr_next(&ps->r) != 0)
-            return rr_fail(ps, "byte %zu: %s", "a latency bucket that is not [index, count]");
-        if ((int64_t)b <= last)
-            return rr_fail(ps, "byte %zu: %s", "latency buckets out of order");
-        last = (int64_t)b;
-        lat[b] = n;
-    }
-    return e == 0 || rr_reader_failed(ps);
-}
-
 static bool read_sec(struct rr *ps, struct ho_sec *s)
 {
     if (!rr_object(ps, "a second of the series"))
@@ -278,7 +257,7 @@ static bool read_sec(struct rr *ps, struct ho_sec *s)
              : !strcmp(key, "responses_ok")           ? count32(ps, &s->ok, "responses_ok")
              : !strcmp(key, "responses_ko")           ? count32(ps, &s->ko, "responses_ko")
              : !strcmp(key, "responses_ko_generator") ? count32(ps, &s->ko_gen, "ko_generator")
-             : !strcmp(key, "lat_us_buckets")         ? read_sec_buckets(ps, s->lat)
+             : !strcmp(key, "lat_us_buckets")         ? seclat_read_json(ps, s->lat)
                                                       : rr_skip(ps);
     if (!ok || k != 0)
         return false;

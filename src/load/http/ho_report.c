@@ -224,22 +224,6 @@ static void json_level(struct json *j, const struct http_open_level *l,
     json_object_end(j);
 }
 
-/* A second's latency buckets (ho_series.h), sparse: [[bucket, count], ...]. */
-static void json_sec_buckets(struct json *j, const uint32_t *lat)
-{
-    json_flat(j, true);
-    json_array_begin(j);
-    for (unsigned b = 0; b < HO_SEC_BUCKETS; b++)
-        if (lat[b]) {
-            json_array_begin(j);
-            json_int(j, b);
-            json_int(j, lat[b]);
-            json_array_end(j);
-        }
-    json_array_end(j);
-    json_flat(j, false);
-}
-
 void ho_report_json(struct json *j, const void *arg)
 {
     const struct ho_report *rep = arg;
@@ -379,7 +363,7 @@ void ho_report_json(struct json *j, const void *arg)
         json_key(j, "ended");
         json_int(j, rep->secs[s].ended);
         json_key(j, "lat_us_buckets");
-        json_sec_buckets(j, rep->secs[s].lat);
+        seclat_write_json(j, rep->secs[s].lat);
         json_object_end(j);
         json_flat(j, false);
     }
