@@ -10,6 +10,7 @@
 #include "load/bench.h"
 #include "load/mqtt/mqtt_bench.h"
 #include "load/mqtt/mqtt_client.h"
+#include "load/persec.h"
 #include "report/hist.h"
 
 static const char ping_head[] =
@@ -51,6 +52,7 @@ struct ping {
     uint64_t *sent_ns;  /* per pair: when the outstanding request was queued */
     struct hist *hists; /* per thread: round trips in nanoseconds */
     unsigned nhists;
+    struct persec *sec; /* the run's per-second series: round trips by second too */
 };
 
 enum { PING_REQUEST, PING_REPLY };
@@ -110,6 +112,7 @@ static void ping_requester(struct ping *g, struct mc_conn *c, unsigned pair,
         return;
     }
     hist_record(&g->hists[mc_thread(c)], now - g->sent_ns[pair]);
+    persec_record(g->sec, now - g->sent_ns[pair]);
     if (++*n == g->messages)
         mc_complete(c);
     else
@@ -202,7 +205,10 @@ static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
     for (unsigned i = 0; i < g->wsubs; i++)
         mc_set_filter(run, 2 * g->pairs + i, watch, g->qos);
     struct mc_stats st;
-    int rc = mqtt_bench_exec(o, run, conns, row, &st);
+    struct persec sec;
+    g->sec = &sec;
+    int rc = mqtt_bench_exec_sec(o, run, conns, &sec, true, row, &st);
+    g->sec = NULL;
     mc_run_free(run);
 
     struct hist *all = &g->hists[0];
