@@ -29,7 +29,9 @@ static const char ping_head[] =
     "from all subscriptions established to the last message; the round-trip\n"
     "latency (request sent to reply received) with min, mean, stddev, max and\n"
     "percentiles; and the CPU time of this client, and of the broker with\n"
-    "--server-pid, per message delivered to any client.\n"
+    "--server-pid, per message delivered to any client. The JSON's per-second\n"
+    "series has each second's messages and the round trips that ended in it\n"
+    "(their p50, p99 and latency buckets, which `shootout merge` adds up).\n"
     "\n";
 
 #define PING_PAYLOAD "pingtest payload"
