@@ -5,14 +5,15 @@
  * bucket and the percentiles computed again from the sum (never averaged),
  * throughput as all the shards' operations over the common wall-clock
  * window (the earliest start to the latest end), the per-second series
- * summed second by second on that window. The output has the schema the
- * shards were written in (result.h), aggregates recomputed over the merged
- * repetitions.
+ * summed second by second on that window (their latency buckets too,
+ * report/seclat.h, each second's p50 and p99 read from the sum), and
+ * http-open's own object merged by load/http/ho_merge.h. The output has the
+ * schema the shards were written in (result.h), aggregates recomputed over
+ * the merged repetitions.
  *
- * What cannot be merged exactly is said, not guessed: the per-second
- * latency percentiles are dropped (no per-second histograms are written),
- * a server sampled by several shards counts once (the most any shard saw),
- * http-open's own object is merged by load/http/ho_merge.h.
+ * What cannot be merged exactly is said, not guessed: a server sampled by
+ * several shards counts once (the most any shard saw); a shard's series is
+ * placed by its window's start rounded to the second.
  *
  * A shard whose own CPU time over its window is at least MERGE_SATURATED of
  * one core per client thread is flagged: its figures may be the client's
