@@ -46,8 +46,15 @@ void persec_tick(struct persec *s, uint64_t now_ns, uint64_t count)
 
 void persec_finish(struct persec *s, uint64_t now_ns, uint64_t count, struct result_row *row)
 {
-    if (now_ns - s->mark_ns >= PERSEC_MIN_LAST_NS)
+    if (now_ns - s->mark_ns >= PERSEC_MIN_LAST_NS) {
         persec_close(s, now_ns, count);
+    } else if (s->with_latency && s->n) {
+        /* Too short to be a point of its own, but its latencies count:
+         * the second before takes them, so that the buckets hold every
+         * sample of the run. */
+        for (unsigned b = 0; b < SECLAT_BUCKETS; b++)
+            s->lat[s->n - 1][b] += atomic_exchange_explicit(&s->cur[b], 0, memory_order_relaxed);
+    }
     result_set_series(row, s->pts, s->n, -1);
     if (s->with_latency)
         result_set_series_latency(row, (const uint32_t (*)[SECLAT_BUCKETS])s->lat);

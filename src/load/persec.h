@@ -44,8 +44,8 @@ static inline void persec_record(struct persec *s, uint64_t ns)
 }
 /* Closes the second under way if one has passed since it began. */
 void persec_tick(struct persec *s, uint64_t now_ns, uint64_t count);
-/* Closes the last (partial, if at least 100 ms long) second, gives the
- * series to row (result_set_series, and result_set_series_latency with
+/* Closes the last (partial, if at least 100 ms long; a shorter one's
+ * latencies go to the second before) second, gives the series to row (result_set_series, and result_set_series_latency with
  * latency) and frees s's. */
 void persec_finish(struct persec *s, uint64_t now_ns, uint64_t count, struct result_row *row);
 

@@ -43,13 +43,19 @@ static void test_a_late_tick_stretches_the_second_not_the_rate(void **state)
 {
     static struct persec s;
     struct result_row row = {0};
-    persec_start(&s, 0, 0, false);
+    persec_start(&s, 0, 0, true);
     persec_tick(&s, 900 * MS, 900);
     persec_tick(&s, 1200 * MS, 1200); /* the tick that should have come at 1 s */
+    persec_record(&s, 2 * MS);
+    persec_record(&s, 3 * MS);
     persec_finish(&s, 1250 * MS, 1250, &row); /* 50 ms left: too short to keep */
     assert_int_equal(row.series.n, 1);
     assert_float_equal(row.series.points[0].responses, 1000, 1e-6);
+    /* ... but its latencies are the second before's */
+    assert_int_equal(row.series_lat[0][seclat_bucket(2000)], 1);
+    assert_int_equal(row.series_lat[0][seclat_bucket(3000)], 1);
     free(row.series.points);
+    free(row.series_lat);
 }
 
 static void test_latency_per_second(void **state)
