@@ -168,6 +168,11 @@ const struct opt bench_options[] = {
      "the shards start together; a TIME past by more than a second, or more than a day ahead, "
      "fails the run",
      NULL, .set = bench_set_start_at},
+    {"start-every", 0, OPT_DURATION, "D",
+     "with --start-at and --runs R > 1: start run k (from 0) at --start-at + k x D on every "
+     "shard, so that the shards' repetitions run together too; D must cover a run and its "
+     "setup (a run whose start has passed by more than a second fails)",
+     NULL, OPT_FIELD(struct bench_opts, start_every), .dmax = 86400},
     {.kind = OPT_END},
 };
 
@@ -177,6 +182,13 @@ int bench_parse(struct bench_opts *o, const struct opt_cmd *cmd, int argc, char 
     struct opt_error e;
     switch (opt_parse(cmd, argc, argv, base, &e)) {
     case OPT_OK:
+        /* Without a common slot each shard's later runs would start when
+         * its own earlier ones ended, apart from the others'. */
+        if (o->start_at > 0 && o->runs > 1 && !(o->start_every > 0))
+            return bench_usage_error(o, "--runs %u with --start-at needs --start-every D (run k "
+                                        "starts at --start-at + k x D on every shard)", o->runs);
+        if (o->start_every > 0 && !(o->start_at > 0))
+            return bench_usage_error(o, "--start-every needs --start-at");
         return -1;
     case OPT_HELP:
         return BENCH_EXIT_OK;
@@ -337,15 +349,24 @@ static double bench_wall_now(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Sleeps until --start-at; 0, or -1 when it had passed by more than a
- * second (the shards would not run together) or is more than a day away
- * (a mistyped time, which would hang the run). */
-static int bench_wait_start(const struct bench_opts *o, struct result_row *row)
+/* Sleeps until run rep's start, --start-at + rep x --start-every; 0, or -1
+ * when it had passed by more than a second (the shards would not run
+ * together) or is more than a day away (a mistyped time, which would hang
+ * the run). */
+static int bench_wait_start(const struct bench_opts *o, unsigned rep, struct result_row *row)
 {
-    double late = bench_wall_now() - o->start_at;
-    if (late > 1) {
+    double at_s = o->start_at + rep * o->start_every;
+    double late = bench_wall_now() - at_s;
+    if (late > 1 && rep == 0) {
         snprintf(row->error, sizeof row->error, "--start-at %.3f was %.1f s ago: this shard "
                  "would not run with the others", o->start_at, late);
+        return -1;
+    }
+    if (late > 1) {
+        snprintf(row->error, sizeof row->error, "run %u's start (--start-at + %u x "
+                 "--start-every) was %.1f s ago: the run before it outlasted --start-every "
+                 "%.3g s, and this shard would not run with the others", rep + 1, rep, late,
+                 o->start_every);
         return -1;
     }
     if (late < -86400) {
@@ -353,8 +374,7 @@ static int bench_wait_start(const struct bench_opts *o, struct result_row *row)
                  "day: a mistyped time?", o->start_at, -late);
         return -1;
     }
-    struct timespec at = {(time_t)o->start_at,
-                          (long)((o->start_at - floor(o->start_at)) * 1e9)};
+    struct timespec at = {(time_t)at_s, (long)((at_s - floor(at_s)) * 1e9)};
     while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) == EINTR)
         ;
     return 0;
@@ -403,7 +423,8 @@ int bench_repeat(const struct bench_opts *o, const struct result_context *ctx,
         progress_begin(&bar, stderr, live, label, result_unit(row));
         if (o->trace)
             trace_note(o->trace, "%s", label);
-        if (rep == 0 && o->start_at > 0 && bench_wait_start(o, row) < 0)
+        if ((rep == 0 || o->start_every > 0) && o->start_at > 0 &&
+            bench_wait_start(o, rep, row) < 0)
             rc = BENCH_EXIT_RUNTIME;
         double began = bench_wall_now();
         if (rc == BENCH_EXIT_OK)

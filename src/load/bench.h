@@ -50,11 +50,14 @@ struct bench_opts {
      * its options describe; shard_count 0: the whole. */
     unsigned shard_index, shard_count;
     double start_at; /* --start-at, unix seconds; 0: start at once */
+    /* --start-every, seconds: with --start-at, repetition k starts at
+     * start_at + k * start_every on every shard; 0: not given. */
+    double start_every;
 };
 
 /* The options every experiment takes, on a struct bench_opts (core/opt.h):
  * --runs, --json, --html, --server-pid, --label, --progress, --trace,
- * --trace-sample, --trace-body, --shard, --start-at. Each experiment adds its
+ * --trace-sample, --trace-body, --shard, --start-at, --start-every. Each experiment adds its
  * own, --target, --timeout and --threads among them, since what they mean
  * differs. */
 extern const struct opt bench_options[];

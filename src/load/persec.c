@@ -11,12 +11,12 @@
 
 void persec_start(struct persec *s, uint64_t now_ns, uint64_t count, bool with_latency)
 {
-    memset(s, 0, offsetof(struct persec, lat));
+    memset(s, 0, offsetof(struct persec, cur));
     s->mark_ns = now_ns;
     s->mark_count = count;
     s->with_latency = with_latency;
-    if (with_latency)
-        hist_reset(&s->lat);
+    for (unsigned b = 0; b < SECLAT_BUCKETS; b++)
+        atomic_init(&s->cur[b], 0);
 }
 
 static void persec_close(struct persec *s, uint64_t now_ns, uint64_t count)
@@ -24,15 +24,16 @@ static void persec_close(struct persec *s, uint64_t now_ns, uint64_t count)
     if (s->n == s->cap) {
         s->cap = s->cap ? 2 * s->cap : 64;
         s->pts = mem_realloc(s->pts, s->cap * sizeof *s->pts);
+        if (s->with_latency)
+            s->lat = mem_realloc(s->lat, s->cap * sizeof *s->lat);
     }
-    struct result_point *pt = &s->pts[s->n++];
-    *pt = (struct result_point){
+    s->pts[s->n] = (struct result_point){
         .responses = (double)(count - s->mark_count) * 1e9 / (double)(now_ns - s->mark_ns)};
-    if (s->with_latency && s->lat.count) {
-        pt->p50_ms = (double)hist_percentile(&s->lat, 50) / 1e6;
-        pt->p99_ms = (double)hist_percentile(&s->lat, 99) / 1e6;
-        hist_reset(&s->lat);
-    }
+    /* A sample recorded while this runs lands in this second or the
+     * next; none is lost. */
+    for (unsigned b = 0; s->with_latency && b < SECLAT_BUCKETS; b++)
+        s->lat[s->n][b] = atomic_exchange_explicit(&s->cur[b], 0, memory_order_relaxed);
+    s->n++;
     s->mark_ns = now_ns;
     s->mark_count = count;
 }
@@ -45,10 +46,21 @@ void persec_tick(struct persec *s, uint64_t now_ns, uint64_t count)
 
 void persec_finish(struct persec *s, uint64_t now_ns, uint64_t count, struct result_row *row)
 {
-    if (now_ns - s->mark_ns >= PERSEC_MIN_LAST_NS)
+    if (now_ns - s->mark_ns >= PERSEC_MIN_LAST_NS) {
         persec_close(s, now_ns, count);
+    } else if (s->with_latency && s->n) {
+        /* Too short to be a point of its own, but its latencies count:
+         * the second before takes them, so that the buckets hold every
+         * sample of the run. */
+        for (unsigned b = 0; b < SECLAT_BUCKETS; b++)
+            s->lat[s->n - 1][b] += atomic_exchange_explicit(&s->cur[b], 0, memory_order_relaxed);
+    }
     result_set_series(row, s->pts, s->n, -1);
+    if (s->with_latency)
+        result_set_series_latency(row, (const uint32_t (*)[SECLAT_BUCKETS])s->lat);
     mem_free(s->pts);
+    mem_free(s->lat);
     s->pts = NULL;
+    s->lat = NULL;
     s->n = s->cap = 0;
 }

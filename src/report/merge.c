@@ -8,7 +8,10 @@
 #include <string.h>
 
 #include "core/mem.h"
+#include "load/http/ho_merge.h"
+#include "load/http/ho_report.h"
 #include "report/result_read.h"
+#include "report/seclat.h"
 
 #define MERGE_DEPTH 16
 #define MERGE_TEXT 256 /* longest definition or name kept */
@@ -33,6 +36,30 @@ static const char *keep(struct merge_file *f, const char *s)
     f->strs[f->nstrs] = mem_alloc(len);
     memcpy(f->strs[f->nstrs], s, len);
     return f->strs[f->nstrs++];
+}
+
+/* The file keeps rep, to free it with itself. */
+static void keep_report(struct merge_file *f, struct ho_report *rep)
+{
+    if (f->nreports == f->capreports) {
+        f->capreports = f->capreports ? 2 * f->capreports : 8;
+        f->reports = mem_realloc(f->reports, f->capreports * sizeof *f->reports);
+    }
+    f->reports[f->nreports++] = rep;
+}
+
+/* http-open's object, for ho_report_json to write once merged. */
+static bool read_http_open(struct mreader *m, struct result_row *row)
+{
+    if (row->extra_arg)
+        return rr_fail(&m->ps, "byte %zu: %s", "a second http_open object");
+    struct ho_report *rep = ho_merge_read(&m->ps);
+    if (!rep)
+        return false;
+    keep_report(m->f, rep);
+    row->extra_json = ho_report_json;
+    row->extra_arg = rep;
+    return true;
 }
 
 /* A number that must be there and finite (null is the writer's NaN). */
@@ -147,6 +174,45 @@ static bool read_latency(struct mreader *m, struct result_row *row)
     return k == 0;
 }
 
+/* A point of the series: its throughput, and its latency buckets when
+ * the series has them (every point or none). */
+static bool read_point(struct mreader *m, struct result_row *row, unsigned cap)
+{
+    if (!rr_object(&m->ps, "a series point"))
+        return false;
+    struct result_series *sr = &row->series;
+    unsigned i = sr->n;
+    double v = NAN;
+    bool ok = true, lat = false;
+    char key[RR_KEY_CAP];
+    int k;
+    while (ok && (k = rr_next_key(&m->ps, key)) == 1) {
+        if (!strcmp(key, "throughput")) {
+            ok = rr_number(&m->ps, &v, "a series point's throughput");
+        } else if (!strcmp(key, "lat_us_buckets")) {
+            if (lat || (i > 0 && !row->series_lat)) {
+                ok = rr_fail(&m->ps, "byte %zu: %s", "latency buckets twice, or in some points "
+                                                     "only");
+            } else {
+                if (!row->series_lat)
+                    row->series_lat = mem_calloc(cap, sizeof *row->series_lat);
+                ok = lat = seclat_read_json(&m->ps, row->series_lat[i]);
+            }
+        } else {
+            ok = rr_skip(&m->ps);
+        }
+    }
+    if (!ok || k != 0)
+        return false;
+    if (!isfinite(v) || v < 0)
+        return rr_fail(&m->ps, "byte %zu: %s", "a series point without its throughput");
+    if (!lat && row->series_lat)
+        return rr_fail(&m->ps, "byte %zu: %s", "latency buckets in some points only");
+    sr->points[i] = (struct result_point){.responses = v};
+    sr->n++;
+    return true;
+}
+
 static bool read_series(struct mreader *m, struct result_row *row)
 {
     if (!rr_object(&m->ps, "series"))
@@ -154,8 +220,9 @@ static bool read_series(struct mreader *m, struct result_row *row)
     char key[RR_KEY_CAP];
     int k;
     unsigned cap = 0;
+    struct result_series *sr = &row->series;
     while ((k = rr_next_key(&m->ps, key)) == 1) {
-        if (strcmp(key, "points")) {
+        if (strcmp(key, "points") || sr->n) {
             if (!rr_skip(&m->ps))
                 return false;
             continue;
@@ -164,17 +231,16 @@ static bool read_series(struct mreader *m, struct result_row *row)
             return false;
         int e;
         while ((e = jr_next(&m->ps.r)) == 1) {
-            double v = NAN;
-            const struct rr_field fs[] = {RR_NUM("throughput", &v)};
-            if (!rr_fields(&m->ps, "a series point", fs, 1))
-                return false;
-            if (!isfinite(v) || v < 0)
-                return rr_fail(&m->ps, "byte %zu: %s", "a series point without its throughput");
-            if (row->series.n == cap) {
+            if (sr->n == cap) {
                 cap = cap ? 2 * cap : 64;
-                row->series.points = mem_realloc(row->series.points, cap * sizeof(struct result_point));
+                sr->points = mem_realloc(sr->points, cap * sizeof *sr->points);
+                if (row->series_lat) {
+                    row->series_lat = mem_realloc(row->series_lat, cap * sizeof *row->series_lat);
+                    memset(row->series_lat + sr->n, 0, (cap - sr->n) * sizeof *row->series_lat);
+                }
             }
-            row->series.points[row->series.n++] = (struct result_point){.responses = v};
+            if (!read_point(m, row, cap))
+                return false;
         }
         if (e < 0)
             return rr_reader_failed(&m->ps);
@@ -259,7 +325,8 @@ static bool read_row(struct mreader *m)
              : !strcmp(key, "errors")  ? rr_fields(&m->ps, "errors", errors, 6)
              : !strcmp(key, "series")  ? read_series(m, &row)
              : !strcmp(key, "shard")   ? read_shard(m, &row)
-                                       : rr_skip(&m->ps);
+             : !strcmp(key, "http_open") ? read_http_open(m, &row)
+                                         : rr_skip(&m->ps);
     }
     ok = ok && k == 0;
     if (ok && strcmp(run_type, "iteration") && strcmp(run_type, "aggregate")) {
@@ -281,6 +348,7 @@ static bool read_row(struct mreader *m)
     if (!ok || strcmp(run_type, "iteration")) {
         mem_free(row.lat_hist);
         mem_free(row.series.points);
+        mem_free(row.series_lat);
         return ok;
     }
     snprintf(row.name, sizeof row.name, "%s", name);
@@ -364,6 +432,9 @@ void merge_file_free(struct merge_file *f)
     for (unsigned i = 0; i < f->nstrs; i++)
         mem_free(f->strs[i]);
     mem_free(f->strs);
+    for (unsigned i = 0; i < f->nreports; i++)
+        ho_merge_free(f->reports[i]);
+    mem_free(f->reports);
     const char *path = f->path;
     memset(f, 0, sizeof *f);
     f->path = path;
@@ -377,6 +448,7 @@ static bool same_point(const struct result_row *a, const struct result_row *b)
     if (strcmp(a->name, b->name) || strcmp(a->experiment, b->experiment) ||
         a->repetitions != b->repetitions || a->repetition_index != b->repetition_index ||
         a->nconfig != b->nconfig || a->has_latency != b->has_latency ||
+        !a->extra_arg != !b->extra_arg ||
         a->shard.start_at != b->shard.start_at)
         return false;
     for (unsigned i = 0; i < a->nconfig; i++)
@@ -394,32 +466,78 @@ static double cpu_ops(const struct result_row *r)
     return r->throughput * r->duration_s;
 }
 
-/* The shards' per-second throughput summed on the common window: a shard's
+/* Each shard's first second in the common window's seconds: a shard's
  * second t is the window's second t + its offset. */
-static void merge_series(struct result_row *out, const struct result_row *const *in, unsigned n)
+static void series_offsets(const struct result_row *out, const struct result_row *const *in,
+                           unsigned n, unsigned *off)
 {
-    unsigned len = 0, off[MERGE_MAX_SHARDS];
     for (unsigned i = 0; i < n; i++) {
         double d = floor(in[i]->shard.window_start - out->shard.window_start + 0.5);
         off[i] = d > 0 && d < 86400 ? (unsigned)d : 0;
+    }
+}
+
+/* The shards' per-second throughput summed on the common window, and
+ * their latency buckets where every shard has them, each second's p50 and
+ * p99 then read from the sum. */
+static void merge_series(struct result_row *out, const struct result_row *const *in, unsigned n,
+                         const unsigned *off)
+{
+    unsigned len = 0;
+    bool lat = true;
+    for (unsigned i = 0; i < n; i++) {
         if (in[i]->series.n && off[i] + in[i]->series.n > len)
             len = off[i] + in[i]->series.n;
+        lat &= in[i]->series_lat != NULL || !in[i]->series.n;
     }
     if (!len)
         return;
     struct result_point *pts = mem_calloc(len, sizeof *pts);
+    uint32_t (*buckets)[SECLAT_BUCKETS] = lat ? mem_calloc(len, sizeof *buckets) : NULL;
     for (unsigned i = 0; i < n; i++)
-        for (unsigned t = 0; t < in[i]->series.n; t++)
+        for (unsigned t = 0; t < in[i]->series.n; t++) {
             pts[off[i] + t].responses += in[i]->series.points[t].responses;
-    out->series = (struct result_series){pts, len, -1};
+            for (unsigned b = 0; buckets && b < SECLAT_BUCKETS; b++)
+                buckets[off[i] + t][b] += in[i]->series_lat[t][b];
+        }
+    result_set_series(out, pts, len, -1);
+    if (buckets)
+        result_set_series_latency(out, (const uint32_t (*)[SECLAT_BUCKETS])buckets);
+    mem_free(pts);
+    mem_free(buckets);
 }
 
-static void merge_point(struct result_row *out, const struct result_row *const *in, unsigned n,
-                        const struct merge_file *const *by, char *warn, size_t warnlen)
+/* http-open's reports merged (ho_merge.h), kept by keeper; its series
+ * is the row's. 0, or -1 with a message in err. */
+static int merge_http_open(struct result_row *out, const struct result_row *const *in,
+                           unsigned n, const unsigned *off, struct merge_file *keeper, char *err,
+                           size_t errlen)
+{
+    const struct ho_report *reps[MERGE_MAX_SHARDS];
+    for (unsigned i = 0; i < n; i++)
+        reps[i] = in[i]->extra_arg;
+    char why[200];
+    struct ho_report *m = ho_merge_reports(reps, off, n, out->duration_s, why, sizeof why);
+    if (!m) {
+        snprintf(err, errlen, "%s run %u: %s", out->name, out->repetition_index + 1, why);
+        return -1;
+    }
+    keep_report(keeper, m);
+    m->server_rss_kb = out->server_rss_max_kb;
+    m->server_threads = out->server_threads_max;
+    out->extra_arg = m;
+    result_set_series(out, m->points, m->nsecs, m->saturation_s);
+    return 0;
+}
+
+static int merge_point(struct result_row *out, const struct result_row *const *in, unsigned n,
+                       struct merge_file *const *by, char *warn, size_t warnlen, char *err,
+                       size_t errlen)
 {
     *out = *in[0];
     out->lat_hist = NULL;
     out->series = (struct result_series){.saturation_s = -1};
+    out->series_lat = NULL;
     out->error[0] = '\0';
     struct result_shard *s = &out->shard;
     s->merged = true;
@@ -488,16 +606,21 @@ static void merge_point(struct result_row *out, const struct result_row *const *
         result_set_latency(out, h);
         mem_free(h);
     }
-    merge_series(out, in, n);
+    unsigned off[MERGE_MAX_SHARDS];
+    series_offsets(out, in, n, off);
+    if (in[0]->extra_arg)
+        return merge_http_open(out, in, n, off, by[0], err, errlen);
+    merge_series(out, in, n, off);
+    return 0;
 }
 
 /* Each file one shard of the same count, every index once. */
-static int check_shards(const struct merge_file *files, unsigned n, const struct merge_file **by,
+static int check_shards(struct merge_file *files, unsigned n, struct merge_file **by,
                         char *err, size_t errlen)
 {
     unsigned count = 0;
     for (unsigned i = 0; i < n; i++) {
-        const struct merge_file *f = &files[i];
+        struct merge_file *f = &files[i];
         if (!f->rows.n) {
             snprintf(err, errlen, "%s has no iteration rows to merge", f->path);
             return -1;
@@ -554,7 +677,7 @@ static void merge_aggregates(struct result_set *out)
     }
 }
 
-int merge_combine(const struct merge_file *files, unsigned n, struct result_set *out,
+int merge_combine(struct merge_file *files, unsigned n, struct result_set *out,
                   char *warn, size_t warnlen, char *err, size_t errlen)
 {
     *out = (struct result_set){0};
@@ -563,7 +686,7 @@ int merge_combine(const struct merge_file *files, unsigned n, struct result_set 
         snprintf(err, errlen, "wants 1 to %d shards' files", MERGE_MAX_SHARDS);
         return -1;
     }
-    const struct merge_file *by[MERGE_MAX_SHARDS] = {0};
+    struct merge_file *by[MERGE_MAX_SHARDS] = {0};
     if (check_shards(files, n, by, err, errlen) < 0)
         return -1;
     const struct merge_file *first = by[0];
@@ -584,8 +707,12 @@ int merge_combine(const struct merge_file *files, unsigned n, struct result_set 
         for (unsigned i = 0; i < n; i++)
             in[i] = &by[i]->rows.rows[k];
         struct result_row row;
-        merge_point(&row, in, n, by, warn, warnlen);
+        int rc = merge_point(&row, in, n, by, warn, warnlen, err, errlen);
         result_set_append(out, &row, 1);
+        if (rc < 0) {
+            result_set_free(out);
+            return -1;
+        }
     }
     merge_aggregates(out);
     return 0;

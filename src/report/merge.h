@@ -5,14 +5,15 @@
  * bucket and the percentiles computed again from the sum (never averaged),
  * throughput as all the shards' operations over the common wall-clock
  * window (the earliest start to the latest end), the per-second series
- * summed second by second on that window. The output has the schema the
- * shards were written in (result.h), aggregates recomputed over the merged
- * repetitions.
+ * summed second by second on that window (their latency buckets too,
+ * report/seclat.h, each second's p50 and p99 read from the sum), and
+ * http-open's own object merged by load/http/ho_merge.h. The output has the
+ * schema the shards were written in (result.h), aggregates recomputed over
+ * the merged repetitions.
  *
- * What cannot be merged exactly is said, not guessed: the per-second
- * latency percentiles are dropped (no per-second histograms are written),
- * a server sampled by several shards counts once (the most any shard saw),
- * an experiment's own extra fields (http-open's) are not carried over.
+ * What cannot be merged exactly is said, not guessed: a server sampled by
+ * several shards counts once (the most any shard saw); a shard's series is
+ * placed by its window's start rounded to the second.
  *
  * A shard whose own CPU time over its window is at least MERGE_SATURATED of
  * one core per client thread is flagged: its figures may be the client's
@@ -37,6 +38,11 @@ struct merge_file {
      * owned here. */
     char **strs;
     unsigned nstrs, capstrs;
+    /* The http-open reports its rows' "http_open" objects were read into
+     * (load/http/ho_merge.h; a row's extra_arg), and the merged ones that
+     * merge_combine hangs on the first shard's file; owned here. */
+    struct ho_report **reports;
+    unsigned nreports, capreports;
 };
 
 /* Reads a results document text[0..len) into f (zeroed first, path set).
@@ -49,13 +55,13 @@ void merge_file_free(struct merge_file *f);
 
 /* Merges the n shards' files into out (iteration rows, then the
  * aggregates of each point with more than one repetition). The rows of out
- * point at the files' texts: free out before the files. Refuses files that
+ * point at the files' texts and reports: free out before the files. Refuses files that
  * are not shards, shards of different runs (another experiment, command
  * or count of shards, or a different --start-at), an index given twice or
  * one missing. 0, or -1 with a message in err. A saturated shard is
  * flagged in the merged rows' shard.saturated, and said in warn (one line
  * each, "" for none). */
-int merge_combine(const struct merge_file *files, unsigned n, struct result_set *out,
+int merge_combine(struct merge_file *files, unsigned n, struct result_set *out,
                   char *warn, size_t warnlen, char *err, size_t errlen);
 
 #endif

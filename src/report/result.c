@@ -115,10 +115,27 @@ void result_set_series(struct result_row *row, const struct result_point *pts, u
                        int saturation_s)
 {
     mem_free(row->series.points);
+    mem_free(row->series_lat);
     row->series = (struct result_series){NULL, n, saturation_s};
+    row->series_lat = NULL;
     if (n) {
         row->series.points = mem_alloc(n * sizeof *pts);
         memcpy(row->series.points, pts, n * sizeof *pts);
+    }
+}
+
+void result_set_series_latency(struct result_row *row, const uint32_t (*lat)[SECLAT_BUCKETS])
+{
+    struct result_series *s = &row->series;
+    mem_free(row->series_lat);
+    row->series_lat = NULL;
+    if (!s->n)
+        return;
+    row->series_lat = mem_alloc(s->n * sizeof *row->series_lat);
+    memcpy(row->series_lat, lat, s->n * sizeof *row->series_lat);
+    for (unsigned i = 0; i < s->n; i++) {
+        s->points[i].p50_ms = seclat_percentile_ms(row->series_lat[i], 50);
+        s->points[i].p99_ms = seclat_percentile_ms(row->series_lat[i], 99);
     }
 }
 
@@ -136,6 +153,7 @@ void result_set_free(struct result_set *set)
 {
     for (unsigned i = 0; i < set->n; i++) {
         mem_free(set->rows[i].series.points);
+        mem_free(set->rows[i].series_lat);
         mem_free(set->rows[i].lat_hist);
     }
     mem_free(set->rows);
@@ -159,6 +177,7 @@ void result_aggregate(const struct result_row *iters, unsigned n, struct result_
         out[k].repetition_index = 0;
         out[k].error[0] = '\0';
         out[k].series = (struct result_series){.saturation_s = -1};
+        out[k].series_lat = NULL;
         out[k].lat_hist = NULL;
     }
     double *v = mem_alloc(n * sizeof *v);
@@ -214,11 +233,13 @@ static void json_series(struct json *j, const struct result_row *r)
     json_object_begin(j);
     json_kstr(j, "unit", per_s);
     json_kstr(j, "definition", "every op (see client.op) per second, and the latency of the ops "
-                               "that ended in that second where measured");
+                               "that ended in that second where measured (p50 and p99 from "
+                               "lat_us_buckets: 8 per power of two of microseconds)");
     json_key(j, "points");
     json_array_begin(j);
     for (unsigned i = 0; i < r->series.n; i++) {
         const struct result_point *pt = &r->series.points[i];
+        json_flat(j, true); /* a second a line */
         json_object_begin(j);
         json_kv(j, "t", i);
         json_kv(j, "throughput", pt->responses);
@@ -226,7 +247,12 @@ static void json_series(struct json *j, const struct result_row *r)
             json_kv(j, "p50_ms", pt->p50_ms);
             json_kv(j, "p99_ms", pt->p99_ms);
         }
+        if (r->series_lat) {
+            json_key(j, "lat_us_buckets");
+            seclat_write_json(j, r->series_lat[i]);
+        }
         json_object_end(j);
+        json_flat(j, false);
     }
     json_array_end(j);
     json_object_end(j);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "report/hist.h"
+#include "report/seclat.h"
 #include "report/texttab.h"
 
 struct json;
@@ -108,6 +109,10 @@ struct result_row {
     void (*extra_json)(struct json *j, const void *extra_arg);
     const void *extra_arg;
     struct result_series series;
+    /* Each series point's latencies, the buckets its p50_ms and p99_ms
+     * are read from (report/seclat.h), written in the JSON so that shards'
+     * series merge exactly; NULL: none. Owned like the series. */
+    uint32_t (*series_lat)[SECLAT_BUCKETS];
     struct result_shard shard;
     char error[256]; /* empty, or why this iteration failed */
     /* Every number that aggregates over repetitions, so that aggregates are
@@ -182,6 +187,10 @@ void result_set_latency(struct result_row *row, const struct hist *ns);
  * replacing any it had. */
 void result_set_series(struct result_row *row, const struct result_point *pts, unsigned n,
                        int saturation_s);
+
+/* Gives row's series (n points, set first) a copy of the points' latency
+ * buckets lat[0..n), and their p50 and p99. */
+void result_set_series_latency(struct result_row *row, const uint32_t (*lat)[SECLAT_BUCKETS]);
 
 /* Fills out[0..2] with the mean, median and stddev (sample, n - 1) rows of
  * the n >= 1 iteration rows, which must share one configuration. */

@@ -1,6 +1,9 @@
 """`shootout bench ... --shard I/N --start-at T` and `shootout merge`, end to
-end: N shard processes on loopback against our broker and car-server, their
-results merged and set against one unsharded run of the same options.
+end: N shard processes on loopback against our broker and car-server (and
+http-open's fake server, whose log shows which feeder records each shard
+used), their results merged and set against one unsharded run of the same
+options; repetitions that start together (--start-every); per-second
+series, latency included, merged by wall-clock second.
 
 What is comparable, honestly: the counts (messages, calls, histogram
 samples) are the experiment's, so they must equal the unsharded run's
@@ -22,6 +25,7 @@ import pytest
 
 from conftest import HOST, SANITIZER_MARKERS, SHOOTOUT_BIN, require_shootout
 from test_bench import iterations, target
+from test_bench_http_open import fake  # noqa: F401 (a fixture)
 
 EXIT_RUNTIME = 1
 EXIT_USAGE = 2
@@ -60,11 +64,11 @@ def check_clean(p):
         assert marker not in p.stderr, "sanitizer report:\n" + p.stderr
 
 
-def run_shards(tmp_path, experiment, n, *args, start_in=2.0):
-    """Starts n shard processes together (--start-at now + start_in) and
-    returns their JSON paths once all have exited 0."""
+def run_shards(tmp_path, experiment, n, *args, start_in=2.0, start=None):
+    """Starts n shard processes together (--start-at now + start_in, or
+    start) and returns their JSON paths once all have exited 0."""
     require_shootout()
-    start = time.time() + start_in
+    start = start or time.time() + start_in
     procs, paths = [], []
     for i in range(n):
         path = tmp_path / ("shard%d.json" % i)
@@ -183,7 +187,7 @@ def test_mqtt_load_three_shards(broker, tmp_path):
 def test_mqtt_ping_three_shards_with_repetitions(broker, tmp_path):
     args = ("--target", target(broker), "--pairs", 9, "--wsubs", 3, "--messages", 100,
             "--runs", 2)
-    paths = run_shards(tmp_path, "mqtt-ping", 3, *args)
+    paths = run_shards(tmp_path, "mqtt-ping", 3, *args, "--start-every", "4s")
     shards = [load(p) for p in paths]
     merged, _ = merged_doc(*paths)
     its = iterations(merged)
@@ -268,9 +272,203 @@ def test_start_at_long_past_fails_the_run(car_server, tmp_path):
     assert "more than a day" in p.stderr
 
 
-def test_http_open_refuses_shard():
+def check_series_merged(merged, shards):
+    """The merged per-second series: each shard's second t at the merged
+    window's second t + its offset, throughput and latency buckets summed,
+    each second's p50 and p99 those of the summed buckets."""
+    m = iterations(merged)[0]
+    start = m["shard"]["window_start"]
+    total, buckets = {}, {}
+    for doc in shards:
+        r = iterations(doc)[0]
+        off = int(math.floor(r["shard"]["window_start"] - start + 0.5))
+        for t, pt in enumerate(r["series"]["points"]):
+            total[off + t] = total.get(off + t, 0) + pt["throughput"]
+            b = buckets.setdefault(off + t, {})
+            for i, n in pt["lat_us_buckets"]:
+                b[i] = b.get(i, 0) + n
+    pts = m["series"]["points"]
+    assert len(pts) == max(total) + 1
+    for t, pt in enumerate(pts):
+        assert pt["throughput"] == pytest.approx(total.get(t, 0)), t
+        assert dict(pt["lat_us_buckets"]) == buckets.get(t, {}), t
+        if buckets.get(t):
+            assert pt["p50_ms"] == pytest.approx(seclat_percentile_ms(buckets[t], 50)), t
+            assert pt["p99_ms"] == pytest.approx(seclat_percentile_ms(buckets[t], 99)), t
+
+
+def seclat_bucket_mid_us(b):
+    """report/seclat.h's bucket midpoints: exact below 16 us, then 8 buckets
+    per power of two."""
+    if b < 16:
+        return b
+    msb, sub = (b - 16) // 8 + 4, (b - 16) % 8
+    return (8 + sub) * (1 << (msb - 3)) + (1 << (msb - 3)) / 2
+
+
+def seclat_percentile_ms(buckets, p):
+    n = sum(buckets.values())
+    rank, seen = max(math.ceil(p / 100.0 * n), 1), 0
+    for b in sorted(buckets):
+        seen += buckets[b]
+        if seen >= rank:
+            return seclat_bucket_mid_us(b) / 1e3
+    raise AssertionError("rank beyond the buckets")
+
+
+def test_per_second_latency_merged(broker, tmp_path):
+    args = ("--target", target(broker), "--pairs", 4, "--wsubs", 2, "--messages", 4000)
+    paths = run_shards(tmp_path, "mqtt-ping", 2, *args)
+    shards = [load(p) for p in paths]
+    for doc in shards:  # the pingtest's series carries latency per second
+        pts = iterations(doc)[0]["series"]["points"]
+        assert pts and all("lat_us_buckets" in pt for pt in pts)
+        assert sum(n for pt in pts for _, n in pt["lat_us_buckets"]) == 4000 * 2
+        assert any(pt.get("p99_ms", 0) > 0 for pt in pts)
+    merged, _ = merged_doc(*paths)
+    check_series_merged(merged, shards)
+
+
+HC_SCENARIO = """scenario hc
+feed id 1 1000
+request GET /healthz?id=${id} health
+pause 0.01
+request GET /healthz ping
+"""
+
+
+def test_http_open_two_shards(car_server, tmp_path):
+    scn = tmp_path / "hc.scn"
+    scn.write_text(HC_SCENARIO)
+    args = ("--target", "%s:%d" % (HOST, car_server.rest_port), "--scenario", scn,
+            "--inject", "constant-users-per-sec 60 2s", "--inject", "at-once 7", "--threads", 2)
+    paths = run_shards(tmp_path, "http-open", 2, *args)
+    shards = [load(p) for p in paths]
+    rows = [iterations(s)[0] for s in shards]
+    # Each shard every other arrival of the whole profile: 60 and 3 or 4.
+    assert sorted(r["http_open"]["users_started"] for r in rows) == [63, 64]
+    assert [r["http_open"]["levels"][0]["load_from"] for r in rows] == [30, 30]
+    merged, _ = merged_doc(*paths)
+    check_merge_exact(merged, shards)
+    whole = unsharded(tmp_path, "http-open", *args)
+    check_against_unsharded(merged, whole)
+    m, w = iterations(merged)[0]["http_open"], iterations(whole)[0]["http_open"]
+    # The merged report: what counts is the unsharded run's exactly...
+    assert m["users_started"] == w["users_started"] == 127
+    assert m["requests_sent"] == w["requests_sent"] == 254
+    assert m["global"]["count"] == w["global"]["count"]
+    for mr, wr in zip(m["requests"], w["requests"]):
+        assert (mr["name"], mr["count"], mr["ok"]) == (wr["name"], wr["count"], wr["ok"])
+    assert m["errors"]["server_total"] == w["errors"]["server_total"] == 0
+    # ... each request's histogram is the shards' added bucket by bucket,
+    # its percentiles those of the sum ...
+    for i, mr in enumerate(m["requests"]):
+        total = {}
+        for r in rows:
+            for b, n in r["http_open"]["requests"][i]["histogram"]["buckets"]:
+                total[b] = total.get(b, 0) + n
+        assert dict(mr["histogram"]["buckets"]) == total
+        assert mr["p95_ms"] == pytest.approx(percentile_ns(mr["histogram"], 95) / 1e6, abs=1e-6)
+    # ... the levels' loads and rates sum to the unsharded run's ...
+    for ml, wl in zip(m["levels"], w["levels"]):
+        assert ml["load_from"] == wl["load_from"]
+        assert ml["requests"] == wl["requests"]
+        assert ml["rps"] == pytest.approx(sum(r["http_open"]["levels"][0]["rps"] for r in rows))
+        assert ml["rps"] == pytest.approx(wl["rps"], rel=0.05)
+    # ... and the series is the shards' by wall-clock second.
+    assert sum(s["requests"] for s in m["series"]) == 254
+    assert sum(n for s in m["series"] for _, n in s["lat_us_buckets"]) == m["global"]["ok"]
+    assert len(iterations(merged)[0]["series"]["points"]) == len(m["series"])
+
+
+FEED_SCENARIO = """scenario feed
+feed-csv {csv} queue
+feed u 1 9
+request GET /item/${{rec}}?u=${{u}} item
+"""
+
+
+def test_http_open_shards_feed_disjoint_records(fake, tmp_path):
+    csv = tmp_path / "recs.csv"
+    csv.write_text("rec\n" + "".join("%d\n" % i for i in range(100, 110)))
+    scn = tmp_path / "feed.scn"
+    scn.write_text(FEED_SCENARIO.format(csv=csv))
+    seen = []
+    for i in range(3):  # one after the other, to tell their requests apart
+        before = len(fake.paths("/item/"))
+        p = subprocess.run([SHOOTOUT_BIN, "bench", "http-open", "--target", fake.target,
+                            "--scenario", str(scn), "--inject", "at-once 10", "--shard",
+                            "%d/3" % i], stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        check_clean(p)
+        # Each shard starts every third of the 10 users, as many as its
+        # records of the queue feeder (the fake answers 404 for them).
+        assert p.returncode == 0, p.stderr
+        paths = fake.paths("/item/")[before:]
+        recs = [int(x.split("/")[2].split("?")[0]) for x in paths]
+        us = [int(x.split("u=")[1]) for x in paths]
+        # record j goes to shard j mod 3; the range 1..9 in blocks of 3
+        assert sorted(recs) == [100 + j for j in range(10) if j % 3 == i]
+        assert all(3 * i + 1 <= u <= 3 * i + 3 for u in us), us
+        seen += recs
+    assert sorted(seen) == list(range(100, 110))
+
+
+def test_runs_start_together(car_server, tmp_path):
+    start = time.time() + 2
+    paths = run_shards(tmp_path, "rpc-seq", 2, "--target",
+                       "%s:%d" % (HOST, car_server.rest_port), "--requests", 400,
+                       "--concurrency", 2, "--runs", 2, "--start-every", "3s", start=start)
+    for path in paths:
+        for r in iterations(load(path)):
+            k = r["repetition_index"]
+            began = r["shard"]["window_start"] - r["setup_s"]
+            assert r["shard"]["start_at"] == pytest.approx(start, abs=1e-3)
+            # run k of every shard starts at --start-at + k x 3 s
+            assert start + 3 * k - 0.01 <= began < start + 3 * k + 0.5, (path, k, began - start)
+    merged, _ = merged_doc(*paths)
+    its = iterations(merged)
+    assert len(its) == 2 and its[1]["shard"]["window_start"] >= start + 3
+    assert [i["messages"]["sent"] for i in its] == [400, 400]
+
+
+def test_start_every_too_short_fails(car_server, tmp_path):
     require_shootout()
-    p = subprocess.run([SHOOTOUT_BIN, "bench", "http-open", "--shard", "0/2"],
+    scn = tmp_path / "hc.scn"
+    scn.write_text(HC_SCENARIO)
+    # A profile of 2.5 s cannot start again a second later.
+    p = subprocess.run([SHOOTOUT_BIN, "bench", "http-open", "--target",
+                        "%s:%d" % (HOST, car_server.rest_port), "--scenario", str(scn),
+                        "--inject", "constant-users-per-sec 4 2500ms", "--runs", "2",
+                        "--start-every", "1s", "--start-at", "%.3f" % (time.time() + 0.5)],
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT)
-    assert p.returncode == EXIT_USAGE
-    assert "not supported by http-open" in p.stderr
+    check_clean(p)
+    assert p.returncode == EXIT_RUNTIME, p.stderr
+    assert "outlasted --start-every" in p.stderr
+
+
+@pytest.mark.parametrize("experiment, args, message", [
+    ("rpc-seq", ("--runs", 2, "--start-at", "%d" % (time.time() + 600)),
+     "--runs 2 with --start-at needs --start-every"),
+    ("rpc-seq", ("--start-every", "5s"), "--start-every needs --start-at"),
+    ("http-open", ("--shard", "0/2", "--until-saturated"), "--until-saturated cannot be sharded"),
+])
+def test_start_every_and_http_open_shard_refused(experiment, args, message):
+    require_shootout()
+    p = subprocess.run([SHOOTOUT_BIN, "bench", experiment] + [str(a) for a in args],
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TIMEOUT)
+    assert p.returncode == EXIT_USAGE, p.stderr
+    assert message in p.stderr
+
+
+def test_http_open_shard_needs_a_record_each(tmp_path):
+    require_shootout()
+    csv = tmp_path / "two.csv"
+    csv.write_text("rec\n1\n2\n")
+    scn = tmp_path / "s.scn"
+    scn.write_text("scenario s\nfeed-csv %s\nrequest GET /x x\n" % csv)
+    p = subprocess.run([SHOOTOUT_BIN, "bench", "http-open", "--scenario", str(scn), "--shard",
+                        "0/3"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert p.returncode == EXIT_USAGE, p.stderr
+    assert "has 2 records, fewer than the 3 shards" in p.stderr

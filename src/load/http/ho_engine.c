@@ -146,7 +146,7 @@ static void user_record(struct ho_user *u, bool ok, enum ho_err err, int status)
         st->ok++;
         th->all.ok++;
         sec->ok++;
-        sec->lat[ho_sec_bucket(lat / 1000)]++;
+        sec->lat[seclat_bucket(lat / 1000)]++;
     } else {
         st->ko++;
         th->all.ko++;
@@ -483,14 +483,19 @@ static void user_start(struct ho_thread *th, uint64_t intended_ns)
 
 /* ---- threads ----------------------------------------------------------- */
 
-/* Our share of the open profile's arrivals: every threads-th one, up to
- * the profile's end (which --until-saturated may bring forward). */
+/* Our share of the open profile's arrivals: of the whole profile's, every
+ * shard_count-th one from our shard's index (so that the shards' arrivals
+ * together are exactly an unsharded run's), and of those every threads-th
+ * one, up to the profile's end (which --until-saturated may bring
+ * forward). */
 static void th_next_arrival(struct ho_thread *th)
 {
     double t;
     th->next_t = -1;
     while (th->injecting && inj_gen_next(&th->gen, &t) && t < cfg_cut_s(th->cfg)) {
-        if (th->next_k++ % th->cfg->threads == th->index) {
+        uint64_t k = th->next_k++;
+        unsigned shards = th->cfg->shard_count;
+        if (k % shards == th->cfg->shard_index && k / shards % th->cfg->threads == th->index) {
             th->next_t = t;
             return;
         }
@@ -550,8 +555,11 @@ static void th_on_tick(struct ev_loop *loop, struct ev_timer *t)
         if (!inj_closed_target(cfg->prof, el, &target)) {
             th->injecting = false;
         } else {
-            /* Our share of the target, the remainder to the first threads. */
-            unsigned total = (unsigned)target;
+            /* Our shard's share of the target, split as bench_share splits
+             * (the shards' shares add up to it), then our thread's, the
+             * remainder to the first threads. */
+            uint64_t whole = (uint64_t)target, n = cfg->shard_count, i = cfg->shard_index;
+            unsigned total = (unsigned)(whole * (i + 1) / n - whole * i / n);
             unsigned share = total / cfg->threads + (th->index < total % cfg->threads);
             while (th->injecting && th->alive < share)
                 user_start(th, now);
@@ -589,7 +597,8 @@ int ho_thread_start(struct ho_thread *th, const struct ho_cfg *cfg, unsigned ind
     th->cfg = cfg;
     th->index = index;
     th->t0_ns = t0_ns;
-    th->rng = cfg->seed * 1000003u + index;
+    /* Each shard's threads draw other numbers (pauses, ${uuid}, picks). */
+    th->rng = cfg->seed * 1000003u + index + ((uint64_t)cfg->shard_index << 32);
     th->loop = ev_loop_new();
     th->by_name = mem_calloc(cfg->scn->nnames, sizeof *th->by_name);
     th->levels = mem_calloc(cfg->nlevels + 1, sizeof *th->levels);

@@ -82,6 +82,10 @@ struct ho_cfg {
      * read it; it only ever shrinks, to a boundary still ahead of them. */
     _Atomic unsigned *kept;
     struct trace *trace; /* --trace, NULL: none */
+    /* --shard I/N (count 1: the whole run): this process starts every
+     * N-th arrival of the whole profile, from the I-th, and its share of a
+     * closed profile's users; see docs/http_open.md, Shards. */
+    unsigned shard_index, shard_count;
 };
 
 struct ho_user;

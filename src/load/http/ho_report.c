@@ -26,7 +26,15 @@ void ho_level_figures(const struct ho_cfg *cfg, const struct ho_level *lv, unsig
         /* ramp-users spreads its users evenly: a constant rate */
         out->load_from = g->s.kind == INJ_RAMP_USERS ? g->s.n / g->s.dur_s : g->s.r1;
         out->load_to = g->s.kind == INJ_RAMP_USERS ? out->load_from : g->s.r2;
+        /* A shard's share of the load, so that the shards' add up. */
+        out->load_from /= cfg->shard_count;
+        out->load_to /= cfg->shard_count;
     }
+    ho_level_stats(lv, out);
+}
+
+void ho_level_stats(const struct ho_level *lv, struct http_open_level *out)
+{
     const struct hist *h = &lv->st.h;
     out->users_started = (double)lv->started;
     out->requests = (double)lv->sent;
@@ -48,34 +56,34 @@ static void report_levels(struct ho_report *rep, const struct ho_cfg *cfg, struc
     unsigned kept = atomic_load(cfg->kept);
     rep->nlevels = kept + 1;
     rep->levels = mem_calloc(rep->nlevels, sizeof *rep->levels);
+    rep->level_counts = mem_calloc(rep->nlevels, sizeof *rep->level_counts);
     rep->until_saturated = cfg->until_saturated;
     rep->stopped_after = kept < cfg->nlevels ? (int)kept - 1 : -1;
-    struct ho_level *m = mem_calloc(1, sizeof *m);
     for (unsigned i = 0; i < rep->nlevels; i++) {
         unsigned from = i < kept ? i : cfg->nlevels; /* the threads keep "after" last */
-        ho_levels_merge(m, ths, n, from);
-        ho_level_figures(cfg, m, from, rep->duration_s, &rep->levels[i]);
+        ho_levels_merge(&rep->level_counts[i], ths, n, from);
+        ho_level_figures(cfg, &rep->level_counts[i], from, rep->duration_s, &rep->levels[i]);
     }
-    mem_free(m);
     ho_level_saturation(rep->levels, rep->nlevels, &rep->level_sat);
 }
 
-/* The saturation point of the merged series, and the profile's load and
- * the demand at it. After report_levels. */
-static void report_saturation(struct ho_report *rep, const struct ho_cfg *cfg, unsigned w)
+void ho_report_saturation(struct ho_report *rep, unsigned w)
 {
     rep->sat_window = w;
-    rep->closed = inj_profile_closed(cfg->prof);
     rep->saturation_s = ho_saturation(rep->points, rep->nsecs, w, &rep->saturation_cause);
     if (rep->saturation_s < 0)
         return;
     unsigned s = (unsigned)rep->saturation_s;
     double t = s + 0.5;
-    unsigned i = ho_cfg_level_at(cfg, t);
-    rep->saturation_level = i < rep->nlevels - 1 ? i : rep->nlevels - 1;
-    if (i < cfg->nlevels) { /* along a ramp, where t is; 0 after the profile */
-        const struct http_open_level *l = &rep->levels[i];
-        double f = (t - cfg->levels[i].start_s) / cfg->levels[i].s.dur_s;
+    /* The last level started by t: the time after the profile (last) from
+     * the profile's end on. */
+    unsigned i = 0;
+    while (i + 1 < rep->nlevels && rep->levels[i + 1].start_s <= t)
+        i++;
+    rep->saturation_level = i;
+    const struct http_open_level *l = &rep->levels[i];
+    if (l->step && l->dur_s > 0) { /* along a ramp, where t is; 0 after the profile */
+        double f = fmin(1, (t - l->start_s) / l->dur_s);
         rep->saturation_load = l->load_from + (l->load_to - l->load_from) * f;
     }
     for (unsigned k = s; k < s + w; k++) {
@@ -129,7 +137,8 @@ struct ho_report *ho_report_new(const struct ho_cfg *cfg, struct ho_thread *ths,
     rep->duration_s = duration_s;
     report_merge(rep, ths, n);
     report_levels(rep, cfg, ths, n);
-    report_saturation(rep, cfg, sat_window);
+    rep->closed = inj_profile_closed(cfg->prof);
+    ho_report_saturation(rep, sat_window);
     return rep;
 }
 
@@ -139,6 +148,7 @@ void ho_report_free(struct ho_report *rep)
     mem_free(rep->secs);
     mem_free(rep->points);
     mem_free(rep->levels);
+    mem_free(rep->level_counts);
     mem_free(rep);
 }
 
@@ -170,10 +180,13 @@ static void json_stat(struct json *j, const char *name, const struct ho_stat *st
     }
     json_key(j, "rps");
     json_number(j, dur > 0 ? (double)h->count / dur : 0);
+    json_key(j, "histogram");
+    hist_write_json(j, h);
     json_object_end(j);
 }
 
-static void json_level(struct json *j, const struct http_open_level *l)
+static void json_level(struct json *j, const struct http_open_level *l,
+                       const struct ho_level *counts)
 {
     json_object_begin(j);
     if (l->step) {
@@ -204,6 +217,10 @@ static void json_level(struct json *j, const struct http_open_level *l)
     json_kv(j, "p50_ms", l->p50_ms);
     json_kv(j, "p95_ms", l->p95_ms);
     json_kv(j, "p99_ms", l->p99_ms);
+    json_key(j, "answered");
+    json_int(j, (int64_t)counts->answered);
+    json_key(j, "histogram");
+    hist_write_json(j, &counts->st.h);
     json_object_end(j);
 }
 
@@ -218,6 +235,9 @@ void ho_report_json(struct json *j, const void *arg)
     json_int(j, (int64_t)rep->users_started);
     json_key(j, "users_done");
     json_int(j, (int64_t)rep->users_done);
+    json_key(j, "requests_sent");
+    json_int(j, (int64_t)rep->requests);
+    json_kv(j, "saturation_window_s", rep->sat_window);
     json_key(j, "global");
     json_stat(j, "all", &rep->all, rep->duration_s);
     json_key(j, "requests");
@@ -315,13 +335,14 @@ void ho_report_json(struct json *j, const void *arg)
     json_key(j, "levels");
     json_array_begin(j);
     for (unsigned i = 0; i + 1 < rep->nlevels; i++)
-        json_level(j, &rep->levels[i]);
+        json_level(j, &rep->levels[i], &rep->level_counts[i]);
     json_array_end(j);
     json_key(j, "after_levels");
-    json_level(j, &rep->levels[rep->nlevels - 1]);
+    json_level(j, &rep->levels[rep->nlevels - 1], &rep->level_counts[rep->nlevels - 1]);
     json_key(j, "series");
     json_array_begin(j);
     for (unsigned s = 0; s < rep->nsecs; s++) {
+        json_flat(j, true); /* a second a line */
         json_object_begin(j);
         json_key(j, "t");
         json_int(j, s);
@@ -339,7 +360,12 @@ void ho_report_json(struct json *j, const void *arg)
         json_int(j, rep->secs[s].ko_gen);
         json_key(j, "p95_ms");
         json_number(j, rep->points[s].p95_ms);
+        json_key(j, "ended");
+        json_int(j, rep->secs[s].ended);
+        json_key(j, "lat_us_buckets");
+        seclat_write_json(j, rep->secs[s].lat);
         json_object_end(j);
+        json_flat(j, false);
     }
     json_array_end(j);
     json_object_end(j);

@@ -37,6 +37,9 @@ struct ho_report {
     bool closed; /* the profile's model: its load is in concurrent users */
     double duration_s;
     struct http_open_level *levels; /* the time after the profile last */
+    /* The levels' counts and histograms behind their figures, written in
+     * the JSON for `shootout merge`. */
+    struct ho_level *level_counts;
     unsigned nlevels;
     struct ho_level_verdict level_sat; /* the level rule on levels */
     bool until_saturated;
@@ -59,6 +62,16 @@ void ho_report_free(struct ho_report *rep);
  * profile) in a run of run_s seconds. */
 void ho_level_figures(const struct ho_cfg *cfg, const struct ho_level *lv, unsigned i,
                       double run_s, struct http_open_level *out);
+
+/* The figures of a level's counts and latencies into out (the rest of
+ * ho_level_figures, without the profile: what a merge of shards can
+ * recompute). */
+void ho_level_stats(const struct ho_level *lv, struct http_open_level *out);
+
+/* The saturation point of rep's series (points, nsecs) with the rule's
+ * window of w seconds, and the level and load at it from rep's levels
+ * (rep->closed set). */
+void ho_report_saturation(struct ho_report *rep, unsigned w);
 
 /* The "http_open" member of a row's JSON (a result_row's extra_json; arg
  * is the report). */

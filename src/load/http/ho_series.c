@@ -6,32 +6,6 @@
 
 #include "core/mem.h"
 
-/* The midpoint of a bucket, in microseconds. */
-static double sec_bucket_mid(unsigned b)
-{
-    if (b < 16)
-        return b;
-    unsigned msb = (b - 16) / 8 + 4, sub = (b - 16) % 8;
-    double low = (double)((8u + sub) * (UINT64_C(1) << (msb - 3)));
-    return low + (double)(UINT64_C(1) << (msb - 3)) / 2;
-}
-
-static double sec_p95_ms(const uint32_t *lat)
-{
-    uint64_t n = 0;
-    for (unsigned b = 0; b < HO_SEC_BUCKETS; b++)
-        n += lat[b];
-    if (!n)
-        return 0;
-    uint64_t rank = (uint64_t)ceil(0.95 * (double)n), seen = 0;
-    for (unsigned b = 0; b < HO_SEC_BUCKETS; b++) {
-        seen += lat[b];
-        if (seen >= rank)
-            return sec_bucket_mid(b) / 1e3;
-    }
-    return 0;
-}
-
 void ho_sec_add(struct ho_sec *a, const struct ho_sec *b)
 {
     a->started += b->started;
@@ -51,7 +25,7 @@ void ho_series_points(const struct ho_sec *secs, unsigned n, struct result_point
         active += (double)secs[s].started - (s ? (double)secs[s - 1].ended : 0);
         points[s].active = active;
         points[s].responses = secs[s].ok + secs[s].ko;
-        points[s].p95_ms = sec_p95_ms(secs[s].lat);
+        points[s].p95_ms = seclat_percentile_ms(secs[s].lat, 95);
         points[s].sent = secs[s].sent;
         points[s].ok = secs[s].ok;
         points[s].ko_server = secs[s].ko - secs[s].ko_gen;

@@ -12,26 +12,17 @@
 #include <stdint.h>
 
 #include "report/result.h"
+#include "report/seclat.h"
 
-/* Per-second histograms: 8 buckets per power of two of microseconds. */
-#define HO_SEC_BUCKETS 304
+/* Per-second histograms (report/seclat.h): 8 buckets per power of two of
+ * microseconds. */
+#define HO_SEC_BUCKETS SECLAT_BUCKETS
 
 /* One second of a run, as a thread counts it (and the merge adds up). */
 struct ho_sec {
     uint32_t started, ended, sent, ok, ko, ko_gen; /* ko includes ko_gen */
     uint32_t lat[HO_SEC_BUCKETS]; /* OK responses, by end second */
 };
-
-/* The bucket of a latency of us microseconds; inline, as every answer
- * lands in one. */
-static inline unsigned ho_sec_bucket(uint64_t us)
-{
-    if (us < 16)
-        return (unsigned)us;
-    unsigned msb = 63u - (unsigned)__builtin_clzll(us);
-    unsigned b = 16 + (msb - 4) * 8 + (unsigned)((us >> (msb - 3)) & 7);
-    return b < HO_SEC_BUCKETS ? b : HO_SEC_BUCKETS - 1;
-}
 
 /* Adds b's counts to a's. */
 void ho_sec_add(struct ho_sec *a, const struct ho_sec *b);

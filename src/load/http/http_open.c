@@ -195,22 +195,24 @@ int http_open_main(int argc, char **argv, const struct result_context *ctx)
     int rc = bench_parse(o, &ho_command, argc, argv, &c);
     if (rc >= 0)
         return rc;
-    /* Dividing an injection profile and the feeders' records between
-     * shards is not written yet; running it all in every shard would
-     * multiply the load. */
-    if (o->shard_count)
-        return bench_usage_error(o, "--shard is not supported by http-open yet (its users and "
-                                    "feeders are not divided): run one generator");
     if (c.prof.n == 0)
         http_open_reference_profile(&c.prof);
     if (c.t.until_saturated && inj_profile_closed(&c.prof))
         return bench_usage_error(o, "--until-saturated needs an open profile (users/s): "
                                     "the level rule reads arrival rates");
+    /* Each shard would stop on its own verdict, at levels of its own. */
+    if (c.t.until_saturated && o->shard_count)
+        return bench_usage_error(o, "--until-saturated cannot be sharded: each shard would stop "
+                                    "its profile on its own figures");
     struct scenario scn = {0};
     rc = load_scenario(o, c.scenario, &scn);
     if (rc)
         return rc;
-    rc = bench_finish_options(o, argc, argv, 1);
+    char err[256];
+    if (o->shard_count && scn_set_shard(&scn, o->shard_index, o->shard_count, err, sizeof err) < 0)
+        rc = bench_usage_error(o, "--shard: %s", err);
+    if (!rc)
+        rc = bench_finish_options(o, argc, argv, 1);
     if (rc) {
         scn_free(&scn);
         return rc;
@@ -266,6 +268,8 @@ int http_open_exec(const struct bench_opts *o, struct http_open_test *t,
             .share_connections = t->share_connections,
             .until_saturated = t->until_saturated && !inj_profile_closed(t->prof),
             .trace = o->trace,
+            .shard_index = o->shard_index,
+            .shard_count = o->shard_count ? o->shard_count : 1,
         },
         .sat_window = t->sat_window,
     };

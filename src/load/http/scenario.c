@@ -595,6 +595,9 @@ struct scn_csv_feed {
     char *path;
     enum scn_order order;
     atomic_uint_fast64_t next; /* circular and queue: records handed out since the rewind */
+    /* This shard's records (scn_set_shard): the record i (from 0) such
+     * that i mod stride is offset, nown of them; 1, 0 and all unsharded. */
+    uint32_t stride, offset, nown;
 };
 
 static const char *const a2b_route_vars[] = {"originId", "destinationId", "date"};
@@ -633,6 +636,7 @@ static int feed_csv(struct parser *ps, const char *path, size_t pl, enum scn_ord
     struct scn_csv_feed *cf = f->csv = mem_calloc(1, sizeof *cf);
     cf->path = mem_strndup(path, pl);
     cf->order = order;
+    cf->stride = 1;
     atomic_init(&cf->next, 0);
     char *text, err[256];
     size_t len;
@@ -642,6 +646,7 @@ static int feed_csv(struct parser *ps, const char *path, size_t pl, enum scn_ord
     mem_free(text);
     if (rc < 0)
         return perr(ps, "feed-csv: %s", err);
+    cf->nown = cf->csv.nrows;
     for (unsigned i = 0; i < cf->csv.ncols; i++) {
         const char *h = scn_csv_field(&cf->csv, 0, i);
         if (feeder_var(ps, f, h, strlen(h)) < 0)
@@ -706,11 +711,11 @@ int scn_feed(const struct scenario *s, char **vals, uint64_t *rng)
         } else {
             struct scn_csv_feed *cf = f->csv;
             uint64_t r = cf->order == SCN_ORDER_RANDOM ? inj_rand(rng) : atomic_fetch_add(&cf->next, 1);
-            if (cf->order == SCN_ORDER_QUEUE && r >= cf->csv.nrows) {
+            if (cf->order == SCN_ORDER_QUEUE && r >= cf->nown) {
                 feed_clear(s, vals); /* dry: the user gets nothing */
                 return -1;
             }
-            r %= cf->csv.nrows;
+            r = cf->offset + (r % cf->nown) * cf->stride;
             /* One walk along the record: looking each field up from the
              * first would cost columns times the record's length. */
             const char *field = scn_csv_field(&cf->csv, (uint32_t)r + 1, 0);
@@ -732,10 +737,42 @@ const char *scn_feed_dry(const struct scenario *s)
 {
     for (unsigned i = 0; i < s->nfeeders; i++) {
         const struct scn_csv_feed *cf = s->feeders[i].csv;
-        if (cf && cf->order == SCN_ORDER_QUEUE && atomic_load(&cf->next) > cf->csv.nrows)
+        if (cf && cf->order == SCN_ORDER_QUEUE && atomic_load(&cf->next) > cf->nown)
             return cf->path;
     }
     return NULL;
+}
+
+int scn_set_shard(struct scenario *s, unsigned index, unsigned count, char *err, size_t errlen)
+{
+    for (unsigned i = 0; i < s->nfeeders; i++) {
+        struct scn_feeder *f = &s->feeders[i];
+        if (f->kind == SCN_FEED_RANGE) {
+            /* Contiguous blocks, as bench_share splits items. */
+            uint64_t width = f->max - f->min + 1; /* max <= UINT64_MAX / 2: no overflow */
+            if (width < count) {
+                snprintf(err, errlen, "feed %s %llu %llu has fewer values than the %u shards",
+                         s->vars[f->var], (unsigned long long)f->min,
+                         (unsigned long long)f->max, count);
+                return -1;
+            }
+            unsigned __int128 w = width;
+            uint64_t lo = f->min + (uint64_t)(w * index / count);
+            f->max = f->min + (uint64_t)(w * (index + 1) / count) - 1;
+            f->min = lo;
+        } else if (f->kind == SCN_FEED_CSV) {
+            struct scn_csv_feed *cf = f->csv;
+            if (cf->csv.nrows < count) {
+                snprintf(err, errlen, "feed-csv %s has %u records, fewer than the %u shards",
+                         cf->path, (unsigned)cf->csv.nrows, count);
+                return -1;
+            }
+            cf->stride = count;
+            cf->offset = index;
+            cf->nown = (uint32_t)((cf->csv.nrows - index + count - 1) / count);
+        }
+    }
+    return 0;
 }
 
 static void feeder_free(struct scn_feeder *f)

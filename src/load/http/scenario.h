@@ -170,6 +170,15 @@ void scn_feed_rewind(const struct scenario *s);
  * (it ran dry), or NULL. */
 const char *scn_feed_dry(const struct scenario *s);
 
+/* Makes s the feeders of shard index of count (`--shard I/N`), so that no
+ * two shards give a user the same record or value: record i of a CSV
+ * feeder (from 0) goes to the shard i mod count, and a range feeder's
+ * MIN..MAX is cut into count contiguous blocks, the index-th this shard's.
+ * An a2b route is data to search, not an identity, and is drawn from all.
+ * 0, or -1 with a message in err when a feeder has fewer records or values
+ * than shards. Before the run, once. */
+int scn_set_shard(struct scenario *s, unsigned index, unsigned count, char *err, size_t errlen);
+
 /* Whether status passes the request's expectations. */
 bool scn_status_ok(const struct scn_request *r, int status);
 

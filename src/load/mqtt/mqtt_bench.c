@@ -200,13 +200,20 @@ static int mqtt_bench_run(const struct bench_opts *o, struct mc_run *run, unsign
 int mqtt_bench_exec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
                     struct result_row *row, struct mc_stats *st)
 {
-    struct probe probe;
     struct persec sec;
-    struct mqtt_bench_tick tick = {&probe, &sec, run};
+    return mqtt_bench_exec_sec(o, run, conns, &sec, false, row, st);
+}
+
+int mqtt_bench_exec_sec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                        struct persec *sec, bool with_latency, struct result_row *row,
+                        struct mc_stats *st)
+{
+    struct probe probe;
+    struct mqtt_bench_tick tick = {&probe, sec, run};
     probe_start(&probe, o->server_pid);
-    persec_start(&sec, clock_now_ns(), 0, false);
+    persec_start(sec, clock_now_ns(), 0, with_latency);
     int rc = mqtt_bench_run(o, run, conns, &tick, row, st);
-    persec_finish(&sec, clock_now_ns(), st->received, row);
+    persec_finish(sec, clock_now_ns(), st->received, row);
     probe_finish(&probe, (double)st->received, row);
     if (st->t_ready_ns)
         row->setup_s = (double)(st->t_ready_ns - st->t_start_ns) / 1e9;

@@ -91,6 +91,14 @@ void mqtt_bench_place(const struct mqtt_bench_opts *m, struct mc_run *run, unsig
  * missing into row->error and returns BENCH_EXIT_MISSED. */
 int mqtt_bench_exec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
                     struct result_row *row, struct mc_stats *st);
+/* mqtt_bench_exec with the caller's per-second series (load/persec.h),
+ * started here; with_latency: the caller's threads persec_record each
+ * operation's latency into *sec while the run goes, and the series
+ * carries each second's. */
+struct persec;
+int mqtt_bench_exec_sec(const struct bench_opts *o, struct mc_run *run, unsigned conns,
+                        struct persec *sec, bool with_latency, struct result_row *row,
+                        struct mc_stats *st);
 /* One run of an experiment made of several (phases), for a caller that
  * opens and closes the probe window itself: executes run, sampling probe
  * (NULL: none), adds its messages and errors to row's and returns as

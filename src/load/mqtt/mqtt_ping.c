@@ -10,6 +10,7 @@
 #include "load/bench.h"
 #include "load/mqtt/mqtt_bench.h"
 #include "load/mqtt/mqtt_client.h"
+#include "load/persec.h"
 #include "report/hist.h"
 
 static const char ping_head[] =
@@ -28,7 +29,9 @@ static const char ping_head[] =
     "from all subscriptions established to the last message; the round-trip\n"
     "latency (request sent to reply received) with min, mean, stddev, max and\n"
     "percentiles; and the CPU time of this client, and of the broker with\n"
-    "--server-pid, per message delivered to any client.\n"
+    "--server-pid, per message delivered to any client. The JSON's per-second\n"
+    "series has each second's messages and the round trips that ended in it\n"
+    "(their p50, p99 and latency buckets, which `shootout merge` adds up).\n"
     "\n";
 
 #define PING_PAYLOAD "pingtest payload"
@@ -52,6 +55,7 @@ struct ping {
     uint64_t *sent_ns;  /* per pair: when the outstanding request was queued */
     struct hist *hists; /* per thread: round trips in nanoseconds */
     unsigned nhists;
+    struct persec *sec; /* the run's per-second series: round trips by second too */
 };
 
 enum { PING_REQUEST, PING_REPLY };
@@ -111,6 +115,7 @@ static void ping_requester(struct ping *g, struct mc_conn *c, unsigned pair,
         return;
     }
     hist_record(&g->hists[mc_thread(c)], now - g->sent_ns[pair]);
+    persec_record(g->sec, now - g->sent_ns[pair]);
     if (++*n == g->messages)
         mc_complete(c);
     else
@@ -221,7 +226,10 @@ static int ping_run(const struct bench_opts *o, void *arg, unsigned rep, struct 
         mc_set_filter(run, 2 * g->pairs + i, watch, g->qos);
     ping_place(g, run);
     struct mc_stats st;
-    int rc = mqtt_bench_exec(o, run, conns, row, &st);
+    struct persec sec;
+    g->sec = &sec;
+    int rc = mqtt_bench_exec_sec(o, run, conns, &sec, true, row, &st);
+    g->sec = NULL;
     mc_run_free(run);
 
     struct hist *all = &g->hists[0];

@@ -178,7 +178,7 @@ static void seq_done(void *ctx, struct rpc_conn *c, void *call_ctx, enum rpc_out
     }
     if (r->phase == SEQ_TIMED) {
         hist_record(r->lat, now - slot->sent_ns);
-        hist_record(&r->sec.lat, now - slot->sent_ns);
+        persec_record(&r->sec, now - slot->sent_ns);
     }
     if (++r->answered == r->total) {
         if (r->phase == SEQ_TIMED)
