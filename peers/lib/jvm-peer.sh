@@ -5,7 +5,8 @@
 # build/peers/), MAIN (the class to run) and PACKAGES (the Debian packages
 # it runs from), defines peer_version (prints "<product> <version>") and
 # calls jvm_peer_main "$@". An a2b contender also sets PEER_OPTIONS=(--db
-# --pool): options it requires, each with a value, passed on to MAIN.
+# --pool): options it requires, each with a value, passed on to MAIN; and
+# any may set JVM_HEAP (the -Xms and -Xmx, default 256m).
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CLASSPATH_FILE=$REPO/build/peers/$PEER/classpath
@@ -87,11 +88,12 @@ jvm_peer_main() {
   jvm_peer_check
   dir=$(cd "$dir" && pwd)
   cd "$dir" || exit 1
-  # The heap is fixed so that the JVM does not resize it during a race;
+  # The heap is fixed (JVM_HEAP, a start script's, else 256m) so that the
+  # JVM does not resize it during a race;
   # nothing is written outside DIR: no hsperfdata in /tmp, no attach
   # socket, crash logs and java.io.tmpdir (Netty, Jetty) in DIR.
   # shellcheck disable=SC2086  # PEER_ARGS is a list of words
-  exec java -Xms256m -Xmx256m -XX:+ExitOnOutOfMemoryError \
+  exec java -Xms"${JVM_HEAP:-256m}" -Xmx"${JVM_HEAP:-256m}" -XX:+ExitOnOutOfMemoryError \
     -XX:-UsePerfData -XX:+DisableAttachMechanism -XX:ErrorFile="$dir/hs_err_%p.log" \
     -Djava.io.tmpdir="$dir" "${JVM_ARGS[@]}" \
     -cp "$(<"$CLASSPATH_FILE")" "$MAIN" --port "$port" ${threads:+$(peer_threads "$threads")} "${passed[@]}"

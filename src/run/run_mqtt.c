@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/mem.h"
 #include "load/bench.h"
 #include "load/mqtt/mqtt_bench.h"
@@ -64,6 +65,8 @@ struct broker {
     char note[320];      /* not measured: why; "" if it was */
     bool ran;
     struct run_cell cells[NEXPERIMENTS][MAX_POINTS];
+    unsigned runs[NEXPERIMENTS][MAX_POINTS]; /* each cell's: --runs, or fewer by the cap */
+    double run_s[NEXPERIMENTS]; /* a run's wall time in its last cell that ran, 0: none yet */
 };
 
 struct mqtt_job {
@@ -101,6 +104,21 @@ static uint64_t point_messages(const struct mqtt_job *j, int e, const struct poi
     return m < 1 ? 1 : (uint64_t)m;
 }
 
+/* The runs of b's next cell of experiment e: --runs, or for a contender
+ * whose runs in its previous cell took so long that --runs of them would
+ * pass the cell's time cap, as many as fit, RUN_MQTT_MIN_RUNS at least.
+ * Every run keeps the article's message count; only the repetitions are
+ * fewer (docs/run.md, "Time budget"). */
+static unsigned cell_runs(const struct mqtt_job *j, const struct broker *b, int e)
+{
+    unsigned runs = j->o->runs;
+    double cap = j->o->cell_cap_s, t = b->run_s[e];
+    if (b == &j->b[0] || cap <= 0 || t <= 0 || runs <= RUN_MQTT_MIN_RUNS || runs * t <= cap)
+        return runs;
+    double fit = floor(cap / t);
+    return fit < RUN_MQTT_MIN_RUNS ? RUN_MQTT_MIN_RUNS : (unsigned)fit;
+}
+
 /* Runs grid point p of experiment e against broker b, which runs as proc
  * (its server process pid) on port. Returns the cell's exit code. */
 static int measure(struct mqtt_job *j, struct broker *b, struct child *proc, int pid, int port,
@@ -123,12 +141,18 @@ static int measure(struct mqtt_job *j, struct broker *b, struct child *proc, int
     o.port = port;
     snprintf(o.target, sizeof o.target, "%s", b->name);
     o.server_pid = pid;
-    o.runs = j->o->runs;
+    o.runs = b->runs[e][p] = cell_runs(j, b, e);
+    if (o.runs < j->o->runs)
+        fprintf(stderr, "  %s, %s %s: %u runs of %u: a run took %.1f s in its previous cell, "
+                        "and %u would pass the cell's time cap of %g s\n",
+                b->name, experiments[e].title, pt->label, o.runs, j->o->runs, b->run_s[e],
+                j->o->runs, j->o->cell_cap_s);
     o.threads = j->o->threads;
     if (j->o->timeout_s)
         o.timeout_s = j->o->timeout_s;
     o.brief = true;
     m.messages = point_messages(j, e, pt);
+    uint64_t t0 = clock_now_ns();
     if (e == LOADTEST) {
         struct mqtt_load_opts l = {.mqtt = m, .conns = pt->a};
         cell->rc = mqtt_load_exec(&o, &l, j->o->ctx, rows);
@@ -136,6 +160,8 @@ static int measure(struct mqtt_job *j, struct broker *b, struct child *proc, int
         struct mqtt_ping_opts g = {.mqtt = m, .pairs = pt->a, .wsubs = pt->b};
         cell->rc = mqtt_ping_exec(&o, &g, j->o->ctx, rows);
     }
+    if (cell->rc == BENCH_EXIT_OK)
+        b->run_s[e] = (double)(clock_now_ns() - t0) / 1e9 / o.runs;
     cell->n = rows->n - cell->first;
     run_rows_version(rows, cell->first, b->version);
     if (cell->rc != BENCH_EXIT_OK)
@@ -240,6 +266,34 @@ static void print_table(FILE *f, const struct mqtt_job *j, int e, const char *ti
     run_table_print(f, j->o->rows, &t, metric, scale, prec);
 }
 
+/* Beneath experiment e's first table: the cells the time cap gave fewer
+ * runs than the tables' titles say, which hold for all its tables. */
+static void print_capped(FILE *f, const struct mqtt_job *j, int e)
+{
+    const struct experiment *x = &experiments[e];
+    bool any = false;
+    for (unsigned i = 1; i < j->n; i++) {
+        const struct broker *b = &j->b[i];
+        bool named = false;
+        for (unsigned p = 0; p < x->npoints; p++) {
+            const struct run_cell *c = &b->cells[e][p];
+            if (!c->measured || c->rc != BENCH_EXIT_OK || b->runs[e][p] >= j->o->runs)
+                continue;
+            if (!any)
+                fprintf(f, "(fewer runs in these %s cells, by the time cap of %g s a cell "
+                           "(--cell-cap):", x->title, j->o->cell_cap_s);
+            if (named)
+                fputc(',', f);
+            else
+                fprintf(f, "%s %s:", any ? ";" : "", b->name);
+            fprintf(f, " %u at %s", b->runs[e][p], x->points[p].label);
+            any = named = true;
+        }
+    }
+    if (any)
+        fputs(")\n", f);
+}
+
 /* A measured row of experiment e, for the definitions it carries. */
 static const struct result_row *some_row(const struct mqtt_job *j, int e)
 {
@@ -261,6 +315,7 @@ static void print_experiment(FILE *f, const struct mqtt_job *j, int e)
              x->title, e == LOADTEST ? "throughput" : "throughput constrained by latency",
              j->o->runs, j->o->runs > 1 ? "s" : "");
     print_table(f, j, e, title, RESULT_METRIC(throughput), 1e-3, 1, false, true);
+    print_capped(f, j, e);
     snprintf(title, sizeof title, "%s: broker CPU time per message (us, user + system - smaller is "
              "better)", x->title);
     print_table(f, j, e, title, RESULT_METRIC(server_cpu_us_per_op), 1, 2, true, false);

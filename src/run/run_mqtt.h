@@ -22,11 +22,18 @@
  * server starts, so that they inherit it too. */
 #define RUN_MQTT_FDS_NEEDED (1000 + 64)
 
+#define RUN_MQTT_CELL_CAP_S 20.0 /* --cell-cap's default */
+#define RUN_MQTT_MIN_RUNS 2u     /* a capped cell's runs, so that it keeps a stddev */
+
 struct run_mqtt_opts {
     unsigned runs;    /* runs per grid point and broker */
     unsigned threads; /* client threads, one event loop each */
     double scale;     /* multiplies every message count */
     unsigned timeout_s; /* per run, 0: the experiments' own */
+    /* A contender's cell (not ours) gets fewer runs, RUN_MQTT_MIN_RUNS at
+     * least, when its runs would take longer than this by the time a run
+     * took in its previous cell of the experiment; 0: no cap. */
+    double cell_cap_s;
     const char *exe;  /* our binary, which serves `broker` */
     const char *version; /* ours */
     const struct contender_roster *roster;

@@ -109,6 +109,7 @@ struct run {
     bool no_peer;
     const char *peers; /* --peers, NULL: all */
     unsigned timeout_s; /* hidden --timeout, 0: the experiments' own */
+    double cell_cap_s;  /* --cell-cap, 0: none */
     int parts; /* PART_* */
     char exe[4096];
     char version[64]; /* ours, "shootout X" */
@@ -187,6 +188,11 @@ static const struct opt run_options[] = {
      "shootout-results.json", OPT_FIELD(struct run, json_path)},
     {"html", 0, OPT_CALL, "FILE", "where to write the HTML report ('none' to skip it)",
      "shootout-report.html", OPT_FIELD(struct run, html_path), .set = opt_set_or_none},
+    {"cell-cap", 0, OPT_DOUBLE, "S",
+     "an MQTT contender's cell whose runs would take more than S seconds, by a run's time in "
+     "its previous cell, gets as many runs as fit, 2 at least (each with the article's "
+     "message count; the tables say which); 0: every cell gets --runs", "20",
+     OPT_FIELD(struct run, cell_cap_s), .dmin = 0, .dmax = 1e6, .wants = "seconds, 0 or more"},
     {"threads", 0, OPT_UINT, "T", "MQTT client threads, one event loop each", "1",
      OPT_FIELD(struct run, threads), .min = 1, .max = 256},
     {"peers", 0, OPT_STRING, "LIST",
@@ -282,6 +288,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
     struct run r = {
         .threads = 1,
         .scale = 1,
+        .cell_cap_s = RUN_MQTT_CELL_CAP_S,
         .test_scale = 1,
         .json_path = "shootout-results.json",
         .html_path = "shootout-report.html",
@@ -326,6 +333,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
             .threads = r.threads,
             .scale = r.scale,
             .timeout_s = r.timeout_s,
+            .cell_cap_s = r.cell_cap_s,
             .exe = r.exe,
             .version = r.version,
             .roster = &r.roster,

@@ -198,13 +198,14 @@ def test_help():
     p = run("--help")
     assert p.returncode == 0
     assert p.stdout.startswith("usage: shootout run")
-    for opt in ("--runs", "--quick", "--json", "--threads", "--no-peer"):
+    for opt in ("--runs", "--quick", "--json", "--threads", "--no-peer", "--cell-cap"):
         assert opt in p.stdout
 
 
 @pytest.mark.parametrize("args", [["--bogus"], ["--runs", "0"], ["--threads", "x"],
                                   ["--scale", "0"], ["stray"], ["--only", "a2c"],
-                                  ["--a2b-time-scale", "0.5"], ["--pg", "mysql://x"]])
+                                  ["--a2b-time-scale", "0.5"], ["--pg", "mysql://x"],
+                                  ["--cell-cap", "-1"], ["--cell-cap", "x"]])
 def test_usage_errors(args):
     p = run(*args)
     assert p.returncode == EXIT_USAGE

@@ -176,6 +176,36 @@ def test_a_contender_that_dies_mid_run_is_marked_and_ours_still_counts(tmp_path)
     assert not leftovers(before, text)
 
 
+def test_the_cell_cap_gives_a_slow_contender_fewer_runs_never_ours(tmp_path):
+    """--cell-cap: a contender whose runs in a cell took so long that --runs
+    of them would pass the cap in its next cell gets as many as fit there,
+    two at least, each a whole run; its first cell of each experiment and
+    every cell of ours keep --runs; the tables say which cells. A cap far
+    below a run's time makes the fake (our broker) that slow contender."""
+    peers = peers_dir(tmp_path, mosquitto="works")
+    before = contender_dirs()
+    p = shootout("run", "--only", "mqtt", "--peers", "mosquitto", "--runs", "3", "--scale", "0.005",
+                 "--timeout", "2", "--html", "none", "--cell-cap", "0.001", "--json", "-", peers=peers)
+    assert p.returncode == 0, p.stderr
+    text = p.stderr
+    assert re.search(r"^  mosquitto, loadtest 500: 2 runs of 3: a run took \d+\.\d s in its previous "
+                     r"cell, and 3 would pass the cell's time cap of 0\.001 s$", text, re.M), text
+    load = table(text, "loadtest (throughput")
+    assert load[0].endswith("over 3 runs - bigger is better)")
+    assert load[-1] == ("(fewer runs in these loadtest cells, by the time cap of 0.001 s a cell "
+                        "(--cell-cap): mosquitto: 2 at 500, 2 at 750, 2 at 1000)"), load
+    assert "+/-" in rows(load)["mosquitto"]  # a capped cell keeps its stddev
+    assert table(text, "pingtest (throughput")[-1].endswith("mosquitto: 2 at 200p 200w, 2 at 100p 400w)")
+    reps = {}
+    for b in json.loads(p.stdout)["benchmarks"]:
+        assert not b["errors"].get("message"), b
+        reps.setdefault((b["target"], b["name"].rsplit("/", 1)[1]), set()).add(b["repetitions"])
+    assert {k: v for k, v in reps.items() if v != {3}} == {
+        ("mosquitto", c): {2} for c in ("500c", "750c", "1000c", "200p200w", "100p400w")}, reps
+    assert len(reps) == 14
+    assert not leftovers(before, text)
+
+
 def test_peers_selects_and_orders_contenders(tmp_path):
     peers = peers_dir(tmp_path, mosquitto="works", aedes="wrapper")
     before = contender_dirs()
