@@ -88,6 +88,11 @@ struct conn {
      * is not read until it is done. */
     struct sub_job *job;
     struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
+    /* Its CONNECT names a session another loop owns: at the end of this
+     * iteration it goes to that loop, which reads the CONNECT again; the
+     * input is not read meanwhile (broker_int.h, "moving"). */
+    struct broker_loop *move_to;
+    struct conn *move_next;
 };
 
 /* Queues the connection for a flush at the end of this loop iteration. */

@@ -70,7 +70,7 @@ void session_free(struct session *s)
 static void session_drop(struct broker_loop *l, struct session *s, uint64_t *counter,
                          const char *why)
 {
-    (*counter)++;
+    STAT_ADD(*counter, 1);
     uint64_t now = ev_now(l->ev);
     if (now - l->stats.last_drop_log_ms < 1000)
         return;
@@ -141,7 +141,7 @@ static bool session_write5(struct broker_loop *l, struct conn *c, struct msg *m,
         /* The largest form: whole topic and an alias. */
         x.topic_alias = c->alias_out_max ? 1 : 0;
         if (msg_publish5_size(m, d->qos, &x) > c->max_packet_out) {
-            l->stats.dropped_too_large++;
+            STAT_ADD(l->stats.dropped_too_large, 1);
             return false;
         }
         x.topic_alias = 0;
@@ -171,7 +171,7 @@ static void session_send_qos0(struct broker_loop *l, struct conn *c, struct msg 
                               const struct delivery *d)
 {
     if (session_write(l, c, m, d, 0, false))
-        l->stats.msgs_out++;
+        STAT_ADD(l->stats.msgs_out, 1);
 }
 
 /* A new slot at the end of the inflight window. */
@@ -203,7 +203,7 @@ static void session_send_inflight(struct broker_loop *l, struct session *s, stru
     f->d.entry = persist_out(b, s, m, d, PLOG_PUBLISH_SENT, packet_id);
     f->packet_id = packet_id;
     f->state = d->qos == 1 ? WAIT_PUBACK : WAIT_PUBREC;
-    l->stats.msgs_out++;
+    STAT_ADD(l->stats.msgs_out, 1);
 }
 
 static void session_enqueue(struct broker_loop *l, struct session *s, struct msg *m,
@@ -260,7 +260,7 @@ static void session_pump(struct broker_loop *l, struct session *s)
         s->qhead = (s->qhead + 1) % s->qcap;
         s->qlen--;
         if (e.msg->expires_ms && msg_expired(e.msg, now)) {
-            l->stats.dropped_expired++; /* [MQTT-3.3.2-5] */
+            STAT_ADD(l->stats.dropped_expired, 1); /* [MQTT-3.3.2-5] */
             persist_entry_del(b, &e.d, false);
         } else if (e.d.qos == 0) {
             session_send_qos0(l, s->conn, e.msg, &e.d);
@@ -310,7 +310,7 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
     if (s->waiters)
         s->waiters->wait_prev = p;
     s->waiters = p;
-    l->stats.publisher_waits++;
+    STAT_ADD(l->stats.publisher_waits, 1);
 }
 
 void session_forget_publisher(struct conn *c)
@@ -352,7 +352,7 @@ void session_flag_slow(struct broker_loop *l, struct session *s)
 {
     uint64_t now = ev_now(l->ev);
     s->slow_consumer = true;
-    l->stats.slow_consumers++;
+    STAT_ADD(l->stats.slow_consumers, 1);
     log_warn("client %s is a slow consumer: publishers no longer wait for it, messages to it are "
              "dropped at its limits",
              s->client_id);
@@ -366,7 +366,7 @@ void session_deliver(struct broker_loop *l, struct session *s, struct msg *m,
 {
     struct conn *c = s->conn;
     if (m->expires_ms && msg_expired(m, ev_now(l->ev))) {
-        l->stats.dropped_expired++;
+        STAT_ADD(l->stats.dropped_expired, 1);
         return;
     }
     if (d->qos == 0) {
@@ -379,7 +379,7 @@ void session_deliver(struct broker_loop *l, struct session *s, struct msg *m,
         } else if (l->cfg->queue_qos0) {
             session_enqueue(l, s, m, d);
         } else {
-            l->stats.dropped_offline_qos0++;
+            STAT_ADD(l->stats.dropped_offline_qos0, 1);
         }
         return;
     }

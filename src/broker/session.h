@@ -109,13 +109,30 @@ struct session {
     uint64_t congested_ms; /* since when it holds up publishers; 0 = it does not */
     uint64_t progress_ms;  /* its client last acknowledged or took output */
     bool slow_consumer;   /* made publishers wait too long: they no longer do */
-    /* router.c's: the last match that met the session, and its entry in
-     * that match, so that overlapping subscriptions merge into one copy. */
-    uint32_t match_gen;
-    uint32_t match_idx;
     bool persisted;     /* persist.c: its SESSION record is live in the log */
     struct session_auth auth; /* auth.c: its ACL handle */
+    /* Threads (broker_int.h): the loop that owns the session, for its whole
+     * life; whether it has a connection, for other loops' shared groups
+     * (relaxed atomic); references other loops' deliveries hold, in their
+     * way to it (xloop.h; atomic); and whether it ended with some still
+     * held, the last one freeing it. */
+    struct broker_loop *loop;
+    bool online;
+    bool gone;
+    uint32_t refs;
+    /* router.c's, one per loop: the last match on that loop that met the
+     * session, and its entry in that match, so that overlapping
+     * subscriptions merge into one copy. */
+    struct session_stamp {
+        uint32_t gen, idx;
+    } match[];
 };
+
+/* Whether s has a connection, as other loops see it. */
+static inline bool session_online(const struct session *s)
+{
+    return __atomic_load_n(&s->online, __ATOMIC_RELAXED);
+}
 
 /* Frees what the session holds (subscriptions, messages) and the session;
  * what others keep of it is session_destroy's (session_life.h). */
