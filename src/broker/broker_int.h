@@ -96,6 +96,7 @@ struct broker_loop {
     struct xloop_box x_taken; /* the inbox being handled (conn_take_handoffs) */
     struct ev_io x_wake;    /* x.efd: another loop handed us a batch */
     struct conn *moving;    /* connections to hand to their session's loop */
+    struct conn *remote_waiters; /* publishers waiting for other loops' sessions */
 };
 
 struct broker {

@@ -93,7 +93,18 @@ struct conn {
      * input is not read meanwhile (broker_int.h, "moving"). */
     struct broker_loop *move_to;
     struct conn *move_next;
+    /* Back-pressure across loops (session.h): waiting for another loop's
+     * session (a reference held), on its loop's remote_waiters list
+     * through wait_prev/wait_next. */
+    struct session *remote_on;
 };
+
+/* Whether c's input waits: for a subscriber, a sliced SUBSCRIBE, or a
+ * move to another loop. */
+static inline bool conn_paused(const struct conn *c)
+{
+    return c->blocked_on || c->remote_on || c->job || c->move_to;
+}
 
 /* Queues the connection for a flush at the end of this loop iteration. */
 void conn_mark_dirty(struct broker_loop *l, struct conn *c);

@@ -116,7 +116,7 @@ static void conn_over_partial(struct broker_loop *l, struct conn *c)
 static long conn_parse(struct broker_loop *l, struct conn *c, const uint8_t *data, size_t len)
 {
     size_t off = 0;
-    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on && !c->job && !c->move_to) {
+    while (off < len && c->state <= CONN_ACTIVE && !conn_paused(c)) {
         struct mqtt_header h;
         int n = c->v5    ? mqtt5_frame(data + off, len - off, l->cfg->max_packet_size, &h)
                 : c->v31 ? mqtt31_frame(data + off, len - off, l->cfg->max_packet_size, &h)
@@ -145,7 +145,7 @@ static long conn_parse(struct broker_loop *l, struct conn *c, const uint8_t *dat
 static void conn_read(struct broker_loop *l, struct conn *c, bool hup)
 {
     size_t budget = CONN_READ_BUDGET;
-    while (c->state <= CONN_ACTIVE && !c->blocked_on && !c->job && !c->move_to) {
+    while (c->state <= CONN_ACTIVE && !conn_paused(c)) {
         size_t cap;
         uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
         if (conn_count_input(l, c)) {
@@ -181,7 +181,7 @@ static void conn_read(struct broker_loop *l, struct conn *c, bool hup)
         /* A tail after a complete packet is a packet begun in this read. */
         if (c->in.len && (fresh || used > 0))
             c->in_since_ms = ev_now(l->ev);
-        if (c->blocked_on || c->job || c->move_to)
+        if (conn_paused(c))
             return; /* released or done, it is read again where this stopped */
         if ((size_t)n < cap && !hup && !c->tp)
             return; /* a transport is read until EAGAIN (transport.h) */
@@ -339,6 +339,9 @@ void conn_take_handoffs(struct broker_loop *l)
         case XLOOP_CONN:
             conn_adopt(l, e->p, e->aux);
             break;
+        case XLOOP_RECHECK:
+            session_recheck_remote(l);
+            break;
         case XLOOP_PARK:
             broker_park(l->b, (unsigned)(uintptr_t)e->aux);
             break;
@@ -403,7 +406,7 @@ static bool conn_packet_late(const struct broker *b, const struct conn *c, uint6
     uint64_t age = now - c->in_since_ms;
     /* Input we are not reading (back-pressure, a sliced SUBSCRIBE, the
      * read budget) is our delay, not the client's. */
-    if (c->in.len == 0 || c->blocked_on || c->job || c->read_pending ||
+    if (c->in.len == 0 || c->blocked_on || c->remote_on || c->job || c->read_pending ||
         age <= b->cfg->packet_timeout_ms)
         return false;
     return (uint64_t)c->in.len * 1000 < (uint64_t)b->cfg->min_packet_rate *
@@ -446,7 +449,7 @@ void conn_sweep(struct broker_loop *l)
             /* No reason code says "too slow"; 0x80 is for none applying. */
             metrics_bound_hit(b, BOUND_PACKET_TIMEOUT, conn_name(c));
             conn_kick(l, c, MQTT5_RC_UNSPECIFIED_ERROR, "packet not received in time", false);
-        } else if (c->state == CONN_ACTIVE && c->keepalive && !c->blocked_on) {
+        } else if (c->state == CONN_ACTIVE && c->keepalive && !c->blocked_on && !c->remote_on) {
             /* The spec allows one and a half keepalive periods of silence;
              * a waiting publisher's silence is ours: we stopped reading it. */
             if (now - c->last_rx_ms > (uint64_t)c->keepalive * 1500u)
@@ -457,4 +460,6 @@ void conn_sweep(struct broker_loop *l)
         if (c->state == CONN_LINGER && now >= c->last_rx_ms)
             conn_release(c);
     session_sweep(l); /* this loop's offline sessions */
+    if (l->remote_waiters) /* a wake-up lost is a quarter second late */
+        session_recheck_remote(l);
 }

@@ -323,15 +323,17 @@ void metrics_log_connect(struct broker *b, const struct conn *c, const struct mq
     if (!b->cfg->obs.connection_messages || LOG_INFO > log_threshold)
         return;
     const struct session *s = c->session;
-    char id[160], user[160], addr[80];
+    char id[160], user[160], addr[80], loop[24] = "";
+    if (b->nloops > 1) /* which loop has the client (and its session) */
+        snprintf(loop, sizeof loop, " loop=%u", s->loop->index);
     log_info("event=connect client=%s addr=%s protocol=%s username=%s clean=%d keepalive=%u "
-             "session_present=%d",
+             "session_present=%d%s",
              metrics_log_value(id, sizeof id, s->client_id, s->client_id_len),
              metrics_peer(c, addr, sizeof addr), c->v5 ? "5.0" : c->v31 ? "3.1" : "3.1.1",
              ci->has_username
                  ? metrics_log_value(user, sizeof user, ci->username.ptr, ci->username.len)
                  : "-",
-             ci->clean_start, ci->keepalive, session_present);
+             ci->clean_start, ci->keepalive, session_present, loop);
 }
 
 void metrics_log_connect_refused(struct broker *b, const struct conn *c,

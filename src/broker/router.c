@@ -265,14 +265,17 @@ __attribute__((cold, noinline)) static uint32_t *route_ids(struct route_scratch 
 /* m to s, which loop l does not own, as d says: an entry for s's loop,
  * which takes over the reference to s its match took (route_push). */
 static void route_remote(struct broker_loop *l, struct session *s, struct msg *m,
-                         const struct delivery *d)
+                         const struct delivery *d, bool publisher)
 {
     msg_share(m);
+    __atomic_fetch_add(&s->xpending, 1, __ATOMIC_SEQ_CST);
     struct xloop_entry *e = xloop_push(&l->x, s->loop->index);
     e->kind = XLOOP_DELIVER;
     e->p = s;
     e->m = msg_ref(m);
     e->d = *d;
+    e->publisher = publisher;
+    e->aux = NULL;
     if (d->sub_ids) {
         size_t size = (d->sub_ids[0] + 1) * sizeof *d->sub_ids;
         e->d.sub_ids = memcpy(mem_alloc(size), d->sub_ids, size);
@@ -288,6 +291,12 @@ void router_take(struct broker_loop *l, struct xloop_entry *e)
     if (!s->gone && !(s->auth.filtered && !e->d.shared &&
                       !auth_may_deliver(l->b, s, msg_topic(m), m->topic_len)))
         session_deliver(l, s, m, &e->d, NULL);
+    __atomic_sub_fetch(&s->xpending, 1, __ATOMIC_SEQ_CST);
+    if (!s->gone) {
+        if (e->publisher)
+            session_push_back_remote(l, s);
+        session_wake_remote(l, s);
+    }
     mem_free(e->d.sub_ids);
     msg_unref(m);
     session_put(s);
@@ -319,10 +328,13 @@ static inline void route_deliver(struct broker_loop *l, struct msg *m, struct co
             d.sub_ids = route_ids(r, rm);
             d.sub_id = 0;
         }
-        if (remote)
-            route_remote(l, rm->s, m, &d);
-        else
+        if (!remote) {
             session_deliver(l, rm->s, m, &d, publisher);
+            continue;
+        }
+        route_remote(l, rm->s, m, &d, publisher != NULL);
+        if (publisher)
+            session_wait_remote(l, rm->s, publisher);
     }
 }
 
@@ -420,7 +432,7 @@ static bool route_hand_off(void *ctx, struct session *s, struct msg *m, const st
         .shared = true,
     };
     if (remote)
-        route_remote(x->l, to, m, &copy);
+        route_remote(x->l, to, m, &copy, false);
     else
         session_deliver(x->l, to, m, &copy, NULL);
     return true;

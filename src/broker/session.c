@@ -16,6 +16,8 @@
 #include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/plog.h"
+#include "broker/session_life.h"
+#include "broker/xloop.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/outq.h"
@@ -40,10 +42,8 @@ static inline void session_let_go(struct delivery *d)
         mem_free(d->sub_ids);
 }
 
-void session_free(struct session *s)
+void session_drop_messages(struct session *s)
 {
-    for (uint32_t i = 0; i < s->nsubs; i++)
-        mem_free(s->subs[i].filter);
     for (uint32_t i = 0; i < s->ninflight; i++) {
         if (s->inflight[i].msg)
             msg_unref(s->inflight[i].msg);
@@ -54,6 +54,14 @@ void session_free(struct session *s)
         msg_unref(e->msg);
         session_let_go(&e->d);
     }
+    s->ninflight = s->qlen = 0;
+}
+
+void session_free(struct session *s)
+{
+    for (uint32_t i = 0; i < s->nsubs; i++)
+        mem_free(s->subs[i].filter);
+    session_drop_messages(s);
     mem_free(s->subs);
     hmap_free(&s->sub_index);
     mem_free(s->inflight);
@@ -313,8 +321,26 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
     STAT_ADD(l->stats.publisher_waits, 1);
 }
 
+/* Takes p off its loop's list of publishers waiting for other loops. */
+static void session_unwait_remote(struct conn *p)
+{
+    struct broker_loop *l = p->io.data;
+    struct session *s = p->remote_on;
+    if (p->wait_prev)
+        p->wait_prev->wait_next = p->wait_next;
+    else
+        l->remote_waiters = p->wait_next;
+    if (p->wait_next)
+        p->wait_next->wait_prev = p->wait_prev;
+    p->remote_on = NULL;
+    p->wait_prev = p->wait_next = NULL;
+    session_put(s);
+}
+
 void session_forget_publisher(struct conn *c)
 {
+    if (c->remote_on)
+        session_unwait_remote(c);
     struct session *s = c->blocked_on;
     if (!s)
         return;
@@ -339,6 +365,79 @@ void session_release_publishers(struct broker_loop *l, struct session *s, bool u
     while (s->waiters) {
         struct conn *p = s->waiters;
         session_forget_publisher(p);
+        conn_read_later(l, p);
+    }
+    if (__atomic_load_n(&s->held, __ATOMIC_RELAXED))
+        __atomic_store_n(&s->held, false, __ATOMIC_SEQ_CST);
+    session_wake_remote(l, s);
+}
+
+/* ---- back-pressure across loops (session.h) ------------------------------ */
+
+/* Whether another loop's publisher should wait for s. Sequentially
+ * consistent, with the stores of remote_waiting and the loads of
+ * session_wake_remote: either the publisher sees s let go, or s's loop
+ * sees it waits. */
+static bool session_full_remote(const struct broker *b, const struct session *s)
+{
+    return __atomic_load_n(&s->held, __ATOMIC_SEQ_CST) ||
+           __atomic_load_n(&s->xpending, __ATOMIC_SEQ_CST) >= b->queue_high;
+}
+
+void session_wait_remote(struct broker_loop *l, struct session *s, struct conn *p)
+{
+    if (p->blocked_on || p->remote_on || p->state >= CONN_LINGER || !session_full_remote(l->b, s))
+        return;
+    __atomic_store_n(&s->remote_waiting, true, __ATOMIC_SEQ_CST);
+    if (!session_full_remote(l->b, s))
+        return;
+    /* s lives: the delivery just handed to its loop holds it. */
+    __atomic_fetch_add(&s->refs, 1, __ATOMIC_RELAXED);
+    p->remote_on = s;
+    p->blocked_since_ms = ev_now(l->ev);
+    p->wait_prev = NULL;
+    p->wait_next = l->remote_waiters;
+    if (l->remote_waiters)
+        l->remote_waiters->wait_prev = p;
+    l->remote_waiters = p;
+    STAT_ADD(l->stats.publisher_waits, 1);
+}
+
+void session_push_back_remote(struct broker_loop *l, struct session *s)
+{
+    struct broker *b = l->b;
+    if (!s->conn || s->slow_consumer || s->conn->blocked_on ||
+        !session_above(s, b->out_high, b->queue_high))
+        return;
+    if (!s->congested_ms)
+        s->congested_ms = ev_now(l->ev);
+    if (!__atomic_load_n(&s->held, __ATOMIC_RELAXED))
+        __atomic_store_n(&s->held, true, __ATOMIC_SEQ_CST);
+}
+
+void session_wake_remote(struct broker_loop *l, struct session *s)
+{
+    if (!__atomic_load_n(&s->remote_waiting, __ATOMIC_SEQ_CST) ||
+        __atomic_load_n(&s->held, __ATOMIC_RELAXED) ||
+        !__atomic_exchange_n(&s->remote_waiting, false, __ATOMIC_SEQ_CST))
+        return;
+    /* Which loops wait is not kept: every other one checks. */
+    for (unsigned i = 0; i < l->b->nloops; i++) {
+        if (i == l->index)
+            continue;
+        struct xloop_entry *e = xloop_push(&l->x, i);
+        *e = (struct xloop_entry){.kind = XLOOP_RECHECK};
+    }
+}
+
+void session_recheck_remote(struct broker_loop *l)
+{
+    struct conn *next;
+    for (struct conn *p = l->remote_waiters; p; p = next) {
+        next = p->wait_next;
+        if (session_full_remote(l->b, p->remote_on))
+            continue;
+        session_unwait_remote(p);
         conn_read_later(l, p);
     }
 }

@@ -31,6 +31,7 @@ struct session *session_new(struct broker_loop *l, const uint8_t *client_id, siz
         s->client_id = mem_strndup(client_id, len);
         s->client_id_len = (uint16_t)len;
         s->loop = l;
+        s->refs = 1;
         hmap_put(&b->sessions, s->client_id, len, s);
     }
     pthread_mutex_unlock(&b->sessions_lock);
@@ -39,7 +40,7 @@ struct session *session_new(struct broker_loop *l, const uint8_t *client_id, siz
 
 void session_put(struct session *s)
 {
-    if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0 && s->gone)
+    if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0)
         session_free(s);
 }
 
@@ -101,12 +102,11 @@ void session_destroy(struct broker_loop *l, struct session *s)
     pthread_mutex_unlock(&b->sessions_lock);
     auth_session_free(s);
     /* Out of the tree now: no other loop can take a reference any more,
-     * and those taken are counted (under the router's lock). The last one,
-     * handed back here through our inbox, frees it. */
-    if (__atomic_load_n(&s->refs, __ATOMIC_ACQUIRE) == 0)
-        session_free(s);
-    else
-        s->gone = true;
+     * and those taken are counted (under the router's lock). Its messages
+     * go now, on their loop; the last reference frees the rest. */
+    s->gone = true;
+    session_drop_messages(s);
+    session_put(s);
     /* A will whose delay outlasted the session goes when the session ends
      * [MQTT-3.1.3-9]; last, so that it cannot reach the session itself. */
     if (will)

@@ -23,8 +23,9 @@ struct session *session_find(struct broker *b, const uint8_t *client_id, size_t 
 /* A new session of client_id owned by loop l; or the one another loop
  * created since session_find said there was none (its loop is not l). */
 struct session *session_new(struct broker_loop *l, const uint8_t *client_id, size_t len);
-/* Drops a reference another loop's delivery held (xloop.h), on s's loop;
- * the last one frees a session that ended meanwhile. */
+/* Drops a reference to s: its owner's when it ends, or one another loop
+ * held (xloop.h, a waiting publisher); the last one frees it, on any loop
+ * (its messages went when it ended). */
 void session_put(struct session *s);
 /* Removes the session's subscriptions, drops its messages, publishes a
  * will it still owes and frees it. */

@@ -20,6 +20,7 @@
 enum xloop_kind {
     XLOOP_DELIVER, /* m to session p, as d says (session_deliver) */
     XLOOP_CONN,    /* connection p, before CONNECT, for the session it names */
+    XLOOP_RECHECK, /* a session another loop's publishers wait for drained */
     XLOOP_PARK,    /* stop until the world resumes (broker_stop_world) */
 };
 
@@ -29,6 +30,7 @@ struct xloop_entry {
     struct msg *m;     /* XLOOP_DELIVER: a message reference */
     struct delivery d; /* XLOOP_DELIVER: sub_ids owned (mem_free) */
     void *aux;         /* XLOOP_CONN: its srv ticket (owned); XLOOP_PARK: the stop's number */
+    bool publisher;    /* XLOOP_DELIVER: from a client's PUBLISH, which may be held */
 };
 
 struct xloop_box {

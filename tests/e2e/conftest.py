@@ -375,6 +375,31 @@ class Broker(ServerProcess):
         c.connect_ok(client_id, clean_session, keepalive, **kw)
         return c
 
+    def loop_of(self, client_id):
+        """The event loop of client_id's session, from its last connect
+        line (loop=N, logged with --threads above 1); None with one loop."""
+        found = None
+        for m in re.finditer(r"event=connect client=(\S+) .*? loop=(\d+)", self.stderr_text()):
+            if m.group(1) == client_id:
+                found = int(m.group(2))
+        return found
+
+    def raw_connected_apart(self, client_id, other_loops, tries=40, **kw):
+        """raw_connected(client_id) on a loop not in other_loops: the kernel
+        spreads connections over the loops' SO_REUSEPORT listeners by
+        address and port, so a new connection (a new port) tries again,
+        as client_id-1, client_id-2 ... Returns the client and its id; with
+        one loop, the first client."""
+        cid = client_id
+        for k in range(tries):
+            c = self.raw_connected(cid, **kw)
+            loop = self.loop_of(cid)
+            if loop is None or loop not in other_loops:
+                return c, cid
+            c.close()
+            cid = "%s-%d" % (client_id, k + 1)
+        raise AssertionError("%d connections all landed on loops %s" % (tries, other_loops))
+
     def paho(self, client_id, clean_session=True, keepalive=60, will=None, connect=True):
         c = PahoClient(self.host, self.port, client_id, clean_session, keepalive, will)
         self.clients.append(c)
