@@ -303,6 +303,8 @@ static void broker_settle(struct broker *b)
         any = false;
         for (unsigned i = 0; i < b->nloops; i++) {
             struct broker_loop *l = &b->loops[i];
+            if (!l->b)
+                continue; /* its worker never started */
             conn_prepare(l);
             for (struct conn *c = l->closed; c; c = c->next)
                 conn_close(l, c, "", true);
@@ -316,7 +318,7 @@ static void broker_settle(struct broker *b)
         }
         for (unsigned i = 0; i < b->nloops; i++) {
             struct conn *c;
-            while ((c = b->loops[i].conns))
+            while (b->loops[i].b && (c = b->loops[i].conns))
                 conn_close(&b->loops[i], c, "server shutting down", true);
         }
     }
@@ -367,6 +369,7 @@ void broker_fini(struct broker *b)
     }
     mem_free(b->xs);
     mem_free(b->loops);
+    b->loops = NULL;
     pthread_mutex_destroy(&b->sessions_lock);
     pthread_mutex_destroy(&b->retained_lock);
     pthread_mutex_destroy(&b->world_lock);
@@ -427,11 +430,13 @@ static void broker_srv_drain(struct srv_worker *w) { broker_drain(w->data); }
 
 static void broker_srv_close_all(struct srv_worker *w) { broker_close_all(w->data); }
 
-static void broker_worker_fini(struct srv_worker *w, void *ctx)
+/* Every loop stopped (their ev loops still exist): the broker goes, once,
+ * unless a failed start took it down already. */
+static void broker_stopped(void *ctx)
 {
-    struct broker_loop *l = w->data;
-    if (l == l->b->home)
-        broker_fini(l->b);
+    struct broker *b = &((struct broker_proc *)ctx)->b;
+    if (b->loops)
+        broker_fini(b);
 }
 
 static void broker_listening(void *ctx, const int *ports)
@@ -471,7 +476,7 @@ int broker_run(const struct broker_config *cfg)
         .close_all = broker_srv_close_all,
         .listening = broker_listening,
         .reload = broker_reload,
-        .worker_fini = broker_worker_fini,
+        .stopped = broker_stopped,
     };
     /* The broker refuses clients over max_connections itself, with a
      * CONNACK (docs/broker.md), so srv refuses none; connections still

@@ -234,6 +234,15 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
         conn_read(l, c, events & EV_HUP);
 }
 
+/* With several loops, at debug level: which loop has connection c now
+ * (what the tests spread their clients by). */
+static void conn_log_loop(struct broker_loop *l, const struct conn *c, const char *how)
+{
+    char addr[80];
+    if (l->b->nloops > 1 && LOG_DEBUG <= log_threshold)
+        log_debug("connection %s %s loop %u", metrics_peer(c, addr, sizeof addr), how, l->index);
+}
+
 struct conn *conn_accept(struct broker_loop *l, int fd)
 {
     struct broker *b = l->b;
@@ -256,6 +265,7 @@ struct conn *conn_accept(struct broker_loop *l, int fd)
     if (l->conns)
         l->conns->prev = c;
     l->conns = c;
+    conn_log_loop(l, c, "accepted on");
     return c;
 }
 
@@ -298,6 +308,7 @@ static void conn_adopt(struct broker_loop *l, struct conn *c, struct srv_fd_addr
         conn_close(l, c, "server shutting down", true);
         return;
     }
+    conn_log_loop(l, c, "handed to its session's");
     conn_read_later(l, c);
 }
 

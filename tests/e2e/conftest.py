@@ -384,6 +384,27 @@ class Broker(ServerProcess):
                 found = int(m.group(2))
         return found
 
+    def raw_accepted_apart(self, other_loops, tries=40):
+        """A new raw connection (no CONNECT sent yet) that a loop not in
+        other_loops accepted, from the broker's debug lines (start it with
+        verbose=True and --threads)."""
+        for _ in range(tries):
+            before = len(re.findall(r"accepted on loop", self.stderr_text()))
+            c = self.raw()
+            pat = r"connection 127\.0\.0\.1:%d accepted on loop (\d+)" % c.sock.getsockname()[1]
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                text = self.stderr_text()
+                found = re.findall(pat, text)
+                if found and len(re.findall(r"accepted on loop", text)) > before:
+                    break
+                time.sleep(0.01)
+            assert found, "no accept line for the new connection"
+            if int(found[-1]) not in other_loops:
+                return c
+            c.close()
+        raise AssertionError("%d connections all accepted on loops %s" % (tries, other_loops))
+
     def raw_connected_apart(self, client_id, other_loops, tries=40, **kw):
         """raw_connected(client_id) on a loop not in other_loops: the kernel
         spreads connections over the loops' SO_REUSEPORT listeners by
