@@ -27,6 +27,26 @@ void conn_read_later(struct broker_loop *l, struct conn *c)
     l->read_list = c;
 }
 
+void conn_unlink(struct broker_loop *l, struct conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        l->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+void conn_link(struct broker_loop *l, struct conn *c)
+{
+    c->prev = NULL;
+    c->next = l->conns;
+    if (l->conns)
+        l->conns->prev = c;
+    l->conns = c;
+}
+
 bool conn_count_input(struct broker_loop *l, struct conn *c)
 {
     struct broker *b = l->b;

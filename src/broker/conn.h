@@ -112,6 +112,9 @@ void conn_mark_dirty(struct broker_loop *l, struct conn *c);
  * iteration: its read budget was spent, or a publisher it waited for
  * released it. */
 void conn_read_later(struct broker_loop *l, struct conn *c);
+/* Puts c on / takes c off its loop's list of connections (l->conns). */
+void conn_link(struct broker_loop *l, struct conn *c);
+void conn_unlink(struct broker_loop *l, struct conn *c);
 /* Brings the broker's count of input memory held for partial packets up
  * to date with c's input buffer; true if that total is now over
  * max_partial_packet_bytes. */

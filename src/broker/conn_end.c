@@ -21,16 +21,6 @@
 #include "core/mem.h"
 #include "mqtt/mqtt_codec.h"
 
-static void conn_unlink(struct broker_loop *l, struct conn *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-}
 
 static void conn_free_aliases(struct topic_alias *a, unsigned n)
 {

@@ -116,7 +116,8 @@ static void conn_over_partial(struct broker_loop *l, struct conn *c)
 static long conn_parse(struct broker_loop *l, struct conn *c, const uint8_t *data, size_t len)
 {
     size_t off = 0;
-    while (off < len && c->state <= CONN_ACTIVE && !conn_paused(c)) {
+    /* A move (move_to) is set by a CONNECT, which breaks out below. */
+    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on && !c->remote_on && !c->job) {
         struct mqtt_header h;
         int n = c->v5    ? mqtt5_frame(data + off, len - off, l->cfg->max_packet_size, &h)
                 : c->v31 ? mqtt31_frame(data + off, len - off, l->cfg->max_packet_size, &h)
@@ -261,10 +262,7 @@ struct conn *conn_accept(struct broker_loop *l, int fd)
     c->last_rx_ms = ev_now(l->ev);
     STAT_ADD(l->nconns, 1);
     __atomic_fetch_add(&b->obs.accepted, 1, __ATOMIC_RELAXED);
-    c->next = l->conns;
-    if (l->conns)
-        l->conns->prev = c;
-    l->conns = c;
+    conn_link(l, c);
     conn_log_loop(l, c, "accepted on");
     return c;
 }
@@ -291,11 +289,7 @@ static void conn_adopt(struct broker_loop *l, struct conn *c, struct srv_fd_addr
 {
     c->io.data = l;
     c->move_to = NULL;
-    c->next = l->conns;
-    c->prev = NULL;
-    if (l->conns)
-        l->conns->prev = c;
-    l->conns = c;
+    conn_link(l, c);
     STAT_ADD(l->nconns, 1);
     if (l->srv)
         srv_worker_conn_join(l->srv, c->io.fd, ticket);
@@ -321,12 +315,7 @@ static void conn_hand_over(struct broker_loop *l)
         if (c->state != CONN_NEW) /* closed meanwhile (a timeout, a drain) */
             continue;
         ev_io_stop(l->ev, &c->io);
-        if (c->prev)
-            c->prev->next = c->next;
-        else
-            l->conns = c->next;
-        if (c->next)
-            c->next->prev = c->prev;
+        conn_unlink(l, c);
         STAT_ADD(l->nconns, -1);
         struct srv_fd_addr *ticket = mem_calloc(1, sizeof *ticket);
         if (l->srv)
@@ -338,7 +327,7 @@ static void conn_hand_over(struct broker_loop *l)
 
 void conn_take_handoffs(struct broker_loop *l)
 {
-    if (l->b->nloops == 1 || !xloop_take(&l->x, &l->x_taken))
+    if (!xloop_take(&l->x, &l->x_taken))
         return;
     struct xloop_box *box = &l->x_taken;
     for (uint32_t i = 0; i < box->n; i++) {
@@ -364,7 +353,8 @@ void conn_take_handoffs(struct broker_loop *l)
 bool conn_prepare(struct broker_loop *l)
 {
     struct broker *b = l->b;
-    conn_take_handoffs(l);
+    if (b->nloops > 1)
+        conn_take_handoffs(l);
     struct conn *list = l->read_list;
     l->read_list = NULL;
     while (list) {

@@ -164,11 +164,11 @@ static void connack(struct broker_loop *l, struct conn *c, bool session_present,
 
 /* The session s is another loop's: c goes to that loop, which reads this
  * CONNECT again (conn_prepare hands it over). Returns true if so. */
-static bool connect_elsewhere(struct broker_loop *l, struct conn *c, const struct session *s)
+static bool connect_elsewhere(struct broker_loop *l, struct conn *c, struct broker_loop *owner)
 {
-    if (!s || s->loop == l)
+    if (!owner || owner == l)
         return false;
-    c->move_to = s->loop;
+    c->move_to = owner;
     return true;
 }
 
@@ -179,14 +179,15 @@ static bool connect_accept(struct broker_loop *l, struct conn *c, const struct m
                            const uint8_t *id, size_t id_len, const char *assigned_id)
 {
     struct broker *b = l->b;
-    struct session *s = session_find(b, id, id_len);
-    if (connect_elsewhere(l, c, s))
+    struct broker_loop *owner;
+    struct session *s = session_find(l, id, id_len, &owner);
+    if (connect_elsewhere(l, c, owner))
         return false;
     if (s && s->conn) {
         log_info("client %s: session taken over by a new connection", s->client_id);
         conn_kick(l, s->conn, MQTT5_RC_SESSION_TAKEN_OVER, "session taken over", false);
         /* A session ending with its connection is gone now. */
-        s = session_find(b, id, id_len);
+        s = session_find(l, id, id_len, &owner);
     }
     if (s && ci->clean_start) {
         session_destroy(l, s);
@@ -194,9 +195,9 @@ static bool connect_accept(struct broker_loop *l, struct conn *c, const struct m
     }
     bool session_present = s != NULL;
     if (!s) {
-        s = session_new(l, id, id_len);
+        s = session_new(l, id, id_len, &owner);
         /* Another loop's connection made it meanwhile: that loop's. */
-        if (connect_elsewhere(l, c, s))
+        if (connect_elsewhere(l, c, owner))
             return false;
     }
     if (c->v5)
@@ -269,9 +270,12 @@ int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, u
         } while (hmap_get(&b->sessions, assigned, id_len));
         pthread_mutex_unlock(&b->sessions_lock);
         id = (const uint8_t *)assigned;
-    } else if (connect_elsewhere(l, c, session_find(b, id, id_len))) {
+    } else {
+        struct broker_loop *owner;
+        session_find(l, id, id_len, &owner);
         /* Its session's loop answers it, and asks for a password then. */
-        return 0;
+        if (connect_elsewhere(l, c, owner))
+            return 0;
     }
     /* use_identity_as_username: the verified client certificate names the
      * user, whatever CONNECT says (auth_connect then asks no password). */

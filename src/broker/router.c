@@ -227,14 +227,16 @@ static inline uint32_t route_collect(struct broker_loop *l, const uint8_t *topic
     }
     struct route_walk w = {l, r, origin};
     struct router *rt = b->router;
-    router_read_lock(b);
+    if (rt->locked) /* router_read_lock, inline on the hot path */
+        pthread_rwlock_rdlock(&rt->lock);
     subtree_match(rt->subs, topic, len, route_match, &w);
     if (share_any(&rt->shared)) {
         uint64_t unread = share_route(&rt->shared, topic, len, route_shared, &w);
         if (unread)
             __atomic_fetch_add(&b->auth.denied_deliver, unread, __ATOMIC_RELAXED);
     }
-    router_unlock(b);
+    if (rt->locked)
+        pthread_rwlock_unlock(&rt->lock);
     return r->nmatches;
 }
 

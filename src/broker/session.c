@@ -299,7 +299,7 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
     struct broker *b = l->b;
     /* Waits form chains, never cycles; and a subscriber that is itself a
      * waiting publisher is behind because we stopped reading it. */
-    if (!p || p->session == s || s->slow_consumer || s->conn->blocked_on ||
+    if (!p || p->session == s || s->slow_consumer || s->conn->blocked_on || s->conn->remote_on ||
         !session_above(s, b->out_high, b->queue_high))
         return;
     uint64_t now = ev_now(l->ev);
@@ -307,7 +307,7 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
         s->congested_ms = now;
     /* A publisher closed while its packet was handled has nothing left to
      * pause; one already waiting waits for one subscriber at a time. */
-    if (p->state >= CONN_LINGER || p->blocked_on)
+    if (p->state >= CONN_LINGER || p->blocked_on || p->remote_on)
         return;
     p->blocked_on = s;
     p->blocked_since_ms = now;
@@ -322,18 +322,24 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
 }
 
 /* Takes p off its loop's list of publishers waiting for other loops. */
+/* Takes p off the wait list that starts at *head. */
+static void session_wait_unlink(struct conn **head, struct conn *p)
+{
+    if (p->wait_prev)
+        p->wait_prev->wait_next = p->wait_next;
+    else
+        *head = p->wait_next;
+    if (p->wait_next)
+        p->wait_next->wait_prev = p->wait_prev;
+    p->wait_prev = p->wait_next = NULL;
+}
+
 static void session_unwait_remote(struct conn *p)
 {
     struct broker_loop *l = p->io.data;
     struct session *s = p->remote_on;
-    if (p->wait_prev)
-        p->wait_prev->wait_next = p->wait_next;
-    else
-        l->remote_waiters = p->wait_next;
-    if (p->wait_next)
-        p->wait_next->wait_prev = p->wait_prev;
+    session_wait_unlink(&l->remote_waiters, p);
     p->remote_on = NULL;
-    p->wait_prev = p->wait_next = NULL;
     session_put(s);
 }
 
@@ -344,14 +350,8 @@ void session_forget_publisher(struct conn *c)
     struct session *s = c->blocked_on;
     if (!s)
         return;
-    if (c->wait_prev)
-        c->wait_prev->wait_next = c->wait_next;
-    else
-        s->waiters = c->wait_next;
-    if (c->wait_next)
-        c->wait_next->wait_prev = c->wait_prev;
+    session_wait_unlink(&s->waiters, c);
     c->blocked_on = NULL;
-    c->wait_prev = c->wait_next = NULL;
 }
 
 void session_release_publishers(struct broker_loop *l, struct session *s, bool unconditionally)
@@ -406,7 +406,7 @@ void session_wait_remote(struct broker_loop *l, struct session *s, struct conn *
 void session_push_back_remote(struct broker_loop *l, struct session *s)
 {
     struct broker *b = l->b;
-    if (!s->conn || s->slow_consumer || s->conn->blocked_on ||
+    if (!s->conn || s->slow_consumer || s->conn->blocked_on || s->conn->remote_on ||
         !session_above(s, b->out_high, b->queue_high))
         return;
     if (!s->congested_ms)

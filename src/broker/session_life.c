@@ -13,20 +13,29 @@
 #include "core/log.h"
 #include "core/mem.h"
 
-struct session *session_find(struct broker *b, const uint8_t *client_id, size_t len)
-{
-    pthread_mutex_lock(&b->sessions_lock);
-    struct session *s = hmap_get(&b->sessions, client_id, len);
-    pthread_mutex_unlock(&b->sessions_lock);
-    return s;
-}
-
-struct session *session_new(struct broker_loop *l, const uint8_t *client_id, size_t len)
+/* Another loop's session may end as soon as the lock is let go: only its
+ * loop is read, under the lock. */
+struct session *session_find(struct broker_loop *l, const uint8_t *client_id, size_t len,
+                             struct broker_loop **owner)
 {
     struct broker *b = l->b;
     pthread_mutex_lock(&b->sessions_lock);
     struct session *s = hmap_get(&b->sessions, client_id, len);
-    if (!s) {
+    *owner = s ? s->loop : NULL;
+    pthread_mutex_unlock(&b->sessions_lock);
+    return *owner == l ? s : NULL;
+}
+
+struct session *session_new(struct broker_loop *l, const uint8_t *client_id, size_t len,
+                            struct broker_loop **owner)
+{
+    struct broker *b = l->b;
+    pthread_mutex_lock(&b->sessions_lock);
+    struct session *s = hmap_get(&b->sessions, client_id, len);
+    *owner = s ? s->loop : l;
+    if (s) {
+        s = NULL; /* another loop's, made since session_find */
+    } else {
         s = mem_calloc(1, sizeof *s + b->nloops * sizeof s->match[0]);
         s->client_id = mem_strndup(client_id, len);
         s->client_id_len = (uint16_t)len;

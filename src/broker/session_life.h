@@ -18,11 +18,15 @@ struct conn;
 struct msg;
 struct session;
 
-/* The session of client_id, or NULL; it may be another loop's. */
-struct session *session_find(struct broker *b, const uint8_t *client_id, size_t len);
-/* A new session of client_id owned by loop l; or the one another loop
- * created since session_find said there was none (its loop is not l). */
-struct session *session_new(struct broker_loop *l, const uint8_t *client_id, size_t len);
+/* The session of client_id if loop l owns it, else NULL; *owner is the
+ * loop that owns it (NULL: there is none). */
+struct session *session_find(struct broker_loop *l, const uint8_t *client_id, size_t len,
+                             struct broker_loop **owner);
+/* A new session of client_id owned by loop l (*owner = l); NULL if
+ * another loop made one since session_find said there was none (*owner is
+ * that loop). */
+struct session *session_new(struct broker_loop *l, const uint8_t *client_id, size_t len,
+                            struct broker_loop **owner);
 /* Drops a reference to s: its owner's when it ends, or one another loop
  * held (xloop.h, a waiting publisher); the last one frees it, on any loop
  * (its messages went when it ended). */
