@@ -236,6 +236,17 @@ void broker_park(struct broker *b, unsigned gen)
 
 /* ---- figures, every loop's together -------------------------------------- */
 
+bool broker_log_due(uint64_t *last_ms, uint64_t now)
+{
+    uint64_t last = __atomic_load_n(last_ms, __ATOMIC_RELAXED);
+    /* Another loop's clock may be a little ahead of ours. */
+    if (now < last || now - last < 1000)
+        return false;
+    /* Two loops at once: one of them logs. */
+    return __atomic_compare_exchange_n(last_ms, &last, now, false, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED);
+}
+
 uint32_t broker_nsessions(struct broker *b)
 {
     pthread_mutex_lock(&b->sessions_lock);

@@ -52,8 +52,6 @@ struct broker_stats {
     uint64_t refused_connections, protocol_errors;
     uint64_t publisher_waits, slow_consumers;
     uint64_t subscriptions_refused; /* at max_subscriptions */
-    /* Drops and refused subscriptions are logged at most once a second. */
-    uint64_t last_drop_log_ms, last_sub_refused_log_ms;
 };
 
 /* What one event loop owns: its connections and the per-iteration lists
@@ -146,6 +144,10 @@ struct broker {
     bool world_stopped;
     bool draining;          /* some loop began the shutdown: no more stops */
 
+    /* Drops and refused subscriptions are logged at most once a second,
+     * whichever loop they happen on (broker_log_due). */
+    uint64_t drop_logged_ms, sub_refused_logged_ms;
+
     /* The other concerns, each its module's. */
     struct persist *persist; /* persist.h; NULL with persistence off */
     struct broker_auth auth; /* auth.h: password file, ACL, their counters */
@@ -184,6 +186,10 @@ bool broker_stop_world(struct broker *b);
 void broker_resume_world(struct broker *b);
 void broker_park(struct broker *b, unsigned gen);
 
+/* Whether a line throttled to once a second, last logged at *last_ms,
+ * may be logged at loop time now (and then *last_ms = now); any loop may
+ * ask (atomic). */
+bool broker_log_due(uint64_t *last_ms, uint64_t now);
 /* Sessions, every loop's. */
 uint32_t broker_nsessions(struct broker *b);
 /* Open connections and connected clients, every loop's together. */

@@ -78,13 +78,12 @@ static void sub_over_quota(struct broker_loop *l, const struct session *s)
 {
     struct broker *b = l->b;
     STAT_ADD(l->stats.subscriptions_refused, 1);
-    uint64_t now = ev_now(l->ev);
-    if (now - l->stats.last_sub_refused_log_ms < 1000)
+    if (!broker_log_due(&b->sub_refused_logged_ms, ev_now(l->ev)))
         return;
-    l->stats.last_sub_refused_log_ms = now;
+    struct broker_stats st;
+    broker_stats_sum(b, &st);
     log_warn("client %s: subscription refused (max-subscriptions %u reached); refused so far: %llu",
-             s->client_id, b->cfg->max_subscriptions,
-             (unsigned long long)l->stats.subscriptions_refused);
+             s->client_id, b->cfg->max_subscriptions, (unsigned long long)st.subscriptions_refused);
 }
 
 /* Grants one subscription: returns its SUBACK code and whether retained

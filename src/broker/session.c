@@ -79,13 +79,13 @@ static void session_drop(struct broker_loop *l, struct session *s, uint64_t *cou
                          const char *why)
 {
     STAT_ADD(*counter, 1);
-    uint64_t now = ev_now(l->ev);
-    if (now - l->stats.last_drop_log_ms < 1000)
+    if (!broker_log_due(&l->b->drop_logged_ms, ev_now(l->ev)))
         return;
-    l->stats.last_drop_log_ms = now;
+    struct broker_stats st;
+    broker_stats_sum(l->b, &st);
     log_warn("client %s: message dropped (%s); dropped so far: %llu queue full, %llu output full",
-             s->client_id, why, (unsigned long long)l->stats.dropped_queue_full,
-             (unsigned long long)l->stats.dropped_output_full);
+             s->client_id, why, (unsigned long long)st.dropped_queue_full,
+             (unsigned long long)st.dropped_output_full);
 }
 
 static uint16_t session_next_packet_id(struct session *s)
