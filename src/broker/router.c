@@ -60,8 +60,8 @@ struct route_id {
 struct router {
     struct subtree *subs; /* filter -> struct session */
     struct share shared;  /* the shared subscriptions' groups */
-    /* Both, with more than one loop: one loop alone takes no lock (it costs
-     * about 2 % of a QoS 0 message at --threads 1, docs/broker.md). */
+    /* Both, with more than one loop: one loop alone has nothing to share
+     * and takes no lock (a test of `locked` per message). */
     bool locked;
     pthread_rwlock_t lock;
 };
