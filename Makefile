@@ -4,10 +4,11 @@
 #   make SANITIZE=1      ASan + UBSan build in build/asan/
 #   make SANITIZE=thread ThreadSanitizer build in build/tsan/
 #   make tsan-e2e        the broker's end-to-end tests on the TSan build
+#   make e2e-threads4    the broker's end-to-end tests with the broker on 4 loops
 #   make test            unit tests (cmocka) then end-to-end tests (pytest)
-#   make check           `make test` with gcc and with ASan + UBSan, plus the
-#                        unit tests built with clang, the fuzz corpora
-#                        replayed and tsan-e2e (builds the peers first)
+#   make check           `make test` with gcc and with ASan + UBSan, plus
+#                        e2e-threads4, the unit tests built with clang, the
+#                        fuzz corpora replayed and tsan-e2e (builds the peers first)
 #   make peers           the gRPC C++, grpc-java, Spring REST and a2b Spring peers in build/peers/
 #   make node-peer       the Node.js peers' npm packages (every peers/*/package.json)
 #   make json-bench      the car_json vs cJSON measurement (build/perf/json_bench)
@@ -84,7 +85,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all test unit e2e tsan-e2e check fuzz fuzz-regress fuzz-run run json-bench clean
+.PHONY: all test unit e2e tsan-e2e e2e-threads4 check fuzz fuzz-regress fuzz-run run json-bench clean
 all: $(B)/shootout $(B)/tests/nats_smoke
 
 $(foreach p,$(PROTOS),$(eval $(call protoc_rule,$(GEN),$(p)))$(eval $(call protoc_rule,$(FUZZ_GEN),$(p))))
@@ -146,14 +147,24 @@ test: unit e2e
 TSAN_E2E := $(filter-out $(addprefix tests/e2e/test_,a2b_journey.py a2b_server.py bench_http_open.py \
 	bench_rpc.py car_grpc.py car_grpc_tls.py car_rest.py car_server.py compare.py peer_a2b_node.py \
 	peer_grpc_cpp.py peer_java.py peer_mq.py run.py natsd_fixture.py),$(wildcard tests/e2e/test_*.py))
+# Then the same files with every broker on 4 loops, where the races would
+# be (docs/broker.md, "Threads"): about 9 minutes more.
 tsan-e2e:
 	$(MAKE) SANITIZE=thread all
 	SHOOTOUT_BIN=$(abspath build/tsan/shootout) $(PYTHON) -m pytest -q -rfEs $(TSAN_E2E)
+	SHOOTOUT_E2E_THREADS=4 SHOOTOUT_BIN=$(abspath build/tsan/shootout) $(PYTHON) -m pytest -q -rfEs \
+	  $(TSAN_E2E)
+
+# The broker's end-to-end tests (the files tsan-e2e runs) with every broker
+# on 4 loops (--threads 4; those with persistence keep one, conftest.py).
+e2e-threads4: $(B)/shootout
+	SHOOTOUT_E2E_THREADS=4 SHOOTOUT_BIN=$(abspath $(B)/shootout) $(PYTHON) -m pytest -q -rfEs $(TSAN_E2E)
 
 # The peers are built first so that their end-to-end tests run too.
 check:
 	$(MAKE) peers node-peer
 	$(MAKE) test
+	$(MAKE) e2e-threads4
 	$(MAKE) CC=clang all unit
 	$(MAKE) fuzz-regress
 	$(MAKE) test SANITIZE=1

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "broker/acl.h"
+#include "broker/router.h"
 #include "broker/broker_int.h"
 #include "broker/passwd.h"
 #include "broker/session.h"
@@ -132,7 +133,7 @@ uint8_t auth_connect(struct broker *b, const struct mqtt5_connect *ci, bool iden
     *why = NULL;
     if (!ci->has_username) {
         if (!b->cfg->auth.allow_anonymous) {
-            b->auth.refused_anonymous++;
+            __atomic_fetch_add(&b->auth.refused_anonymous, 1, __ATOMIC_RELAXED);
             *why = "anonymous";
             reason = MQTT5_RC_NOT_AUTHORIZED;
         }
@@ -142,12 +143,12 @@ uint8_t auth_connect(struct broker *b, const struct mqtt5_connect *ci, bool iden
         case PASSWD_OK:
             break;
         case PASSWD_WRONG_PASSWORD:
-            b->auth.refused_bad_password++;
+            __atomic_fetch_add(&b->auth.refused_bad_password, 1, __ATOMIC_RELAXED);
             *why = "bad_password";
             reason = MQTT5_RC_BAD_USERNAME_OR_PASSWORD;
             break;
         case PASSWD_UNKNOWN_USER:
-            b->auth.refused_unknown_user++;
+            __atomic_fetch_add(&b->auth.refused_unknown_user, 1, __ATOMIC_RELAXED);
             *why = "unknown_user";
             reason = MQTT5_RC_BAD_USERNAME_OR_PASSWORD;
             break;
@@ -158,7 +159,7 @@ uint8_t auth_connect(struct broker *b, const struct mqtt5_connect *ci, bool iden
                               ci->has_username ? user : NULL, ulen);
         if (ci->has_will &&
             !acl_client_check(*acl, ci->will_topic.ptr, ci->will_topic.len, ACL_WRITE)) {
-            b->auth.denied_will++;
+            __atomic_fetch_add(&b->auth.denied_will, 1, __ATOMIC_RELAXED);
             acl_client_free(*acl);
             *acl = NULL;
             *why = "will_denied";
@@ -192,7 +193,7 @@ bool auth_may_publish(struct broker *b, struct session *s, const uint8_t *topic,
 {
     if (acl_client_check(s->auth.acl, topic, len, ACL_WRITE))
         return true;
-    b->auth.denied_publish++;
+    __atomic_fetch_add(&b->auth.denied_publish, 1, __ATOMIC_RELAXED);
     log_debug("client %s: PUBLISH to %.*s denied by the ACL", s->client_id, (int)len,
               (const char *)topic);
     return false;
@@ -202,7 +203,7 @@ bool auth_may_deliver(struct broker *b, struct session *s, const uint8_t *topic,
 {
     if (acl_client_check(s->auth.acl, topic, len, ACL_READ))
         return true;
-    b->auth.denied_deliver++;
+    __atomic_fetch_add(&b->auth.denied_deliver, 1, __ATOMIC_RELAXED);
     return false;
 }
 
@@ -214,11 +215,13 @@ enum acl_sub_result auth_subscribe(struct broker *b, struct session *s, const ui
     auth_inner_filter(&filter, &len);
     enum acl_sub_result r = acl_client_check_subscribe(s->auth.acl, filter, len);
     if (r == ACL_SUB_DENIED) {
-        b->auth.denied_subscribe++;
+        __atomic_fetch_add(&b->auth.denied_subscribe, 1, __ATOMIC_RELAXED);
         log_debug("client %s: SUBSCRIBE to %.*s denied by the ACL", s->client_id, (int)len,
                   (const char *)filter);
-    } else if (r == ACL_SUB_FILTERED) {
+    } else if (r == ACL_SUB_FILTERED && !s->auth.filtered) {
+        router_write_lock(b); /* other loops read it (share.c) */
         s->auth.filtered = true;
+        router_unlock(b);
     }
     return r;
 }

@@ -2,13 +2,17 @@
  * with a guard against running out of file descriptors and routes the
  * signals: defaults, setting up the broker on the worker's loop, the
  * periodic sweep, SIGHUP's reload, and the graceful shutdown on SIGTERM or
- * SIGINT (every client sent DISCONNECT and given LINGER_MS to leave).
+ * SIGINT (every client sent DISCONNECT and given LINGER_MS to leave); with
+ * --threads, the loops, their hand-offs and stopping them for a reload.
  */
 #include "broker/broker.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "broker/broker_int.h"
 #include "broker/conn.h"
@@ -24,6 +28,7 @@
 #include "broker/session_life.h"
 #include "broker/sys_tree.h"
 #include "broker/transport.h"
+#include "broker/xloop.h"
 #include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -39,6 +44,7 @@ void broker_config_defaults(struct broker_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->bind = "127.0.0.1";
     cfg->port = 1883;
+    cfg->threads = 1;
     cfg->max_connections = 100000;
     cfg->max_packet_size = 1024 * 1024;
     cfg->max_queued = 1000;
@@ -80,8 +86,15 @@ void broker_init(struct broker *b, const struct broker_config *cfg, unsigned nlo
     b->cfg = cfg;
     b->nloops = nloops;
     b->loops = mem_calloc(nloops, sizeof *b->loops);
+    b->xs = mem_calloc(nloops, sizeof *b->xs);
+    for (unsigned i = 0; i < nloops; i++)
+        b->xs[i] = &b->loops[i].x;
     b->home = &b->loops[0];
-    b->router = router_new();
+    pthread_mutex_init(&b->sessions_lock, NULL);
+    pthread_mutex_init(&b->retained_lock, NULL);
+    pthread_mutex_init(&b->world_lock, NULL);
+    pthread_cond_init(&b->world_cond, NULL);
+    b->router = router_new(nloops);
     b->sub_slice = BROKER_SUB_SLICE;
     b->retained = retain_new(broker_release_retained);
     /* Wait early enough that the hard limits, twice as high, are rarely
@@ -91,6 +104,29 @@ void broker_init(struct broker *b, const struct broker_config *cfg, unsigned nlo
     b->out_low = b->out_high / 4;
     b->queue_high = cfg->max_queued / 2 ? cfg->max_queued / 2 : 1;
     b->queue_low = b->queue_high / 4;
+}
+
+static void broker_on_handoff(struct ev_loop *loop, struct ev_io *io, uint32_t events)
+{
+    struct broker_loop *l = io->data;
+    xloop_clear(&l->x);
+    conn_take_handoffs(l);
+}
+
+/* With more than one loop: the loop's hand-offs and their eventfd. */
+static int broker_loop_xloop(struct broker_loop *l)
+{
+    struct broker *b = l->b;
+    if (b->nloops == 1)
+        return 0;
+    if (xloop_init(&l->x, l->index, b->nloops) < 0) {
+        log_error("cannot create an eventfd: %s", strerror(errno));
+        return -1;
+    }
+    l->x_wake.fd = l->x.efd;
+    l->x_wake.cb = broker_on_handoff;
+    l->x_wake.data = l;
+    return ev_io_start(l->ev, &l->x_wake, EV_READ);
 }
 
 void broker_loop_init(struct broker_loop *l, struct broker *b, unsigned index, struct ev_loop *ev)
@@ -124,7 +160,12 @@ void broker_drain(struct broker_loop *l)
     }
     ev_timer_stop(l->ev, &l->sweep);
     ev_timer_stop(l->ev, &l->stall);
-    b->defer_wills = b->persist != NULL;
+    if (b->persist) /* one loop: persistence needs --threads 1 */
+        b->defer_wills = true;
+    pthread_mutex_lock(&b->world_lock);
+    b->draining = true; /* a stop of the world waits no more */
+    pthread_cond_broadcast(&b->world_cond);
+    pthread_mutex_unlock(&b->world_lock);
     struct conn *c;
     while ((c = l->conns))
         conn_kick(l, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down", !b->defer_wills);
@@ -139,11 +180,86 @@ void broker_close_all(struct broker_loop *l)
     conn_prepare(l);
 }
 
+/* ---- stopping the world (broker_int.h) ---------------------------------- */
+
+bool broker_stop_world(struct broker *b)
+{
+    if (b->nloops == 1)
+        return true;
+    pthread_mutex_lock(&b->world_lock);
+    bool ok = !b->draining;
+    unsigned gen = ++b->world_gen;
+    b->world_parked = 0;
+    b->world_stopped = ok;
+    pthread_mutex_unlock(&b->world_lock);
+    if (!ok)
+        return false;
+    for (unsigned i = 1; i < b->nloops; i++) {
+        struct xloop_entry *e = xloop_push(&b->home->x, i);
+        *e = (struct xloop_entry){.kind = XLOOP_PARK, .aux = (void *)(uintptr_t)gen};
+    }
+    xloop_flush(b->xs, 0);
+    /* A loop that began its shutdown may never take the entry. */
+    pthread_mutex_lock(&b->world_lock);
+    while (b->world_parked < b->nloops - 1 && !b->draining)
+        pthread_cond_wait(&b->world_cond, &b->world_lock);
+    ok = b->world_parked == b->nloops - 1;
+    if (!ok) {
+        b->world_stopped = false;
+        pthread_cond_broadcast(&b->world_cond);
+    }
+    pthread_mutex_unlock(&b->world_lock);
+    return ok;
+}
+
+void broker_resume_world(struct broker *b)
+{
+    if (b->nloops == 1)
+        return;
+    pthread_mutex_lock(&b->world_lock);
+    b->world_stopped = false;
+    pthread_cond_broadcast(&b->world_cond);
+    pthread_mutex_unlock(&b->world_lock);
+}
+
+void broker_park(struct broker *b, unsigned gen)
+{
+    pthread_mutex_lock(&b->world_lock);
+    if (gen == b->world_gen && b->world_stopped) {
+        b->world_parked++;
+        pthread_cond_broadcast(&b->world_cond);
+        while (gen == b->world_gen && b->world_stopped)
+            pthread_cond_wait(&b->world_cond, &b->world_lock);
+    }
+    pthread_mutex_unlock(&b->world_lock);
+}
+
+/* ---- figures, every loop's together -------------------------------------- */
+
+bool broker_log_due(uint64_t *last_ms, uint64_t now)
+{
+    uint64_t last = __atomic_load_n(last_ms, __ATOMIC_RELAXED);
+    /* Another loop's clock may be a little ahead of ours. */
+    if (now < last || now - last < 1000)
+        return false;
+    /* Two loops at once: one of them logs. */
+    return __atomic_compare_exchange_n(last_ms, &last, now, false, __ATOMIC_RELAXED,
+                                       __ATOMIC_RELAXED);
+}
+
+uint32_t broker_nsessions(struct broker *b)
+{
+    pthread_mutex_lock(&b->sessions_lock);
+    uint32_t n = (uint32_t)hmap_count(&b->sessions);
+    pthread_mutex_unlock(&b->sessions_lock);
+    return n;
+}
+
 uint32_t broker_nconns(const struct broker *b)
 {
     uint32_t n = 0;
     for (unsigned i = 0; i < b->nloops; i++)
-        n += b->loops[i].nconns;
+        n += STAT_GET(b->loops[i].nconns);
     return n;
 }
 
@@ -151,29 +267,29 @@ uint32_t broker_nclients(const struct broker *b)
 {
     uint32_t n = 0;
     for (unsigned i = 0; i < b->nloops; i++)
-        n += b->loops[i].nclients;
+        n += STAT_GET(b->loops[i].nclients);
     return n;
 }
 
 void broker_stats_sum(const struct broker *b, struct broker_stats *st)
 {
-    *st = b->loops[0].stats;
-    for (unsigned i = 1; i < b->nloops; i++) {
+    memset(st, 0, sizeof *st);
+    for (unsigned i = 0; i < b->nloops; i++) {
         const struct broker_stats *x = &b->loops[i].stats;
-        st->msgs_in += x->msgs_in;
-        st->msgs_out += x->msgs_out;
-        st->bytes_in += x->bytes_in;
-        st->bytes_out += x->bytes_out;
-        st->dropped_queue_full += x->dropped_queue_full;
-        st->dropped_output_full += x->dropped_output_full;
-        st->dropped_offline_qos0 += x->dropped_offline_qos0;
-        st->dropped_expired += x->dropped_expired;
-        st->dropped_too_large += x->dropped_too_large;
-        st->refused_connections += x->refused_connections;
-        st->protocol_errors += x->protocol_errors;
-        st->publisher_waits += x->publisher_waits;
-        st->slow_consumers += x->slow_consumers;
-        st->subscriptions_refused += x->subscriptions_refused;
+        st->msgs_in += STAT_GET(x->msgs_in);
+        st->msgs_out += STAT_GET(x->msgs_out);
+        st->bytes_in += STAT_GET(x->bytes_in);
+        st->bytes_out += STAT_GET(x->bytes_out);
+        st->dropped_queue_full += STAT_GET(x->dropped_queue_full);
+        st->dropped_output_full += STAT_GET(x->dropped_output_full);
+        st->dropped_offline_qos0 += STAT_GET(x->dropped_offline_qos0);
+        st->dropped_expired += STAT_GET(x->dropped_expired);
+        st->dropped_too_large += STAT_GET(x->dropped_too_large);
+        st->refused_connections += STAT_GET(x->refused_connections);
+        st->protocol_errors += STAT_GET(x->protocol_errors);
+        st->publisher_waits += STAT_GET(x->publisher_waits);
+        st->slow_consumers += STAT_GET(x->slow_consumers);
+        st->subscriptions_refused += STAT_GET(x->subscriptions_refused);
     }
 }
 
@@ -182,9 +298,41 @@ uint64_t broker_refused_connections(const struct broker *b)
     uint64_t n = 0;
     for (unsigned i = 0; i < b->nloops; i++) {
         const struct broker_loop *l = &b->loops[i];
-        n += l->stats.refused_connections + (l->srv ? l->srv->refused_connections : 0);
+        n += STAT_GET(l->stats.refused_connections) +
+             (l->srv ? STAT_GET(l->srv->refused_connections) : 0);
     }
     return n;
+}
+
+/* With the loops stopped: what they still hand each other (the wills of
+ * the sessions that end, connections on their way) until nothing is left. */
+static void broker_settle(struct broker *b)
+{
+    if (b->nloops == 1)
+        return;
+    for (bool any = true; any;) {
+        any = false;
+        for (unsigned i = 0; i < b->nloops; i++) {
+            struct broker_loop *l = &b->loops[i];
+            if (!l->b)
+                continue; /* its worker never started */
+            conn_prepare(l);
+            for (struct conn *c = l->closed; c; c = c->next)
+                conn_close(l, c, "", true);
+            conn_prepare(l);
+            any |= l->x_taken.n > 0 || l->conns != NULL;
+        }
+        for (unsigned i = 0; i < b->nloops && !any; i++) {
+            pthread_mutex_lock(&b->loops[i].x.lock);
+            any = b->loops[i].x.in.n > 0;
+            pthread_mutex_unlock(&b->loops[i].x.lock);
+        }
+        for (unsigned i = 0; i < b->nloops; i++) {
+            struct conn *c;
+            while (b->loops[i].b && (c = b->loops[i].conns))
+                conn_close(&b->loops[i], c, "server shutting down", true);
+        }
+    }
 }
 
 void broker_fini(struct broker *b)
@@ -202,9 +350,13 @@ void broker_fini(struct broker *b)
             msg_unref(s->will);
         s->will = NULL;
     }
+    broker_settle(b);
     i = 0;
-    while ((slot = hmap_next(&b->sessions, &i)))
-        session_destroy(b->home, slot->val);
+    while ((slot = hmap_next(&b->sessions, &i))) {
+        struct session *s = slot->val;
+        session_destroy(s->loop, s);
+    }
+    broker_settle(b);
     hmap_free(&b->sessions);
     auth_free(b);
     router_free(b->router);
@@ -221,9 +373,18 @@ void broker_fini(struct broker *b)
              (unsigned long long)st.dropped_too_large, (unsigned long long)st.publisher_waits,
              (unsigned long long)st.slow_consumers, (unsigned long long)st.protocol_errors,
              (unsigned long long)broker_refused_connections(b));
-    for (unsigned n = 0; n < b->nloops; n++)
+    for (unsigned n = 0; n < b->nloops; n++) {
         route_scratch_free(&b->loops[n].route);
+        xloop_fini(&b->loops[n].x);
+        mem_free(b->loops[n].x_taken.v);
+    }
+    mem_free(b->xs);
     mem_free(b->loops);
+    b->loops = NULL;
+    pthread_mutex_destroy(&b->sessions_lock);
+    pthread_mutex_destroy(&b->retained_lock);
+    pthread_mutex_destroy(&b->world_lock);
+    pthread_cond_destroy(&b->world_cond);
 }
 
 /* ---- core/srv.c's hooks: a worker is a broker loop ------------------- */
@@ -244,6 +405,8 @@ static int broker_worker_init(struct srv_worker *w, void *ctx)
     broker_loop_init(l, b, w->index, w->loop);
     l->srv = w;
     w->data = l;
+    if (broker_loop_xloop(l) < 0)
+        return -1;
     if (w->index != 0)
         return 0;
     if ((p->cfg->persistence.on && persist_load(b) < 0) || auth_init(b) < 0 ||
@@ -278,11 +441,13 @@ static void broker_srv_drain(struct srv_worker *w) { broker_drain(w->data); }
 
 static void broker_srv_close_all(struct srv_worker *w) { broker_close_all(w->data); }
 
-static void broker_worker_fini(struct srv_worker *w, void *ctx)
+/* Every loop stopped (their ev loops still exist): the broker goes, once,
+ * unless a failed start took it down already. */
+static void broker_stopped(void *ctx)
 {
-    struct broker_loop *l = w->data;
-    if (l == l->b->home)
-        broker_fini(l->b);
+    struct broker *b = &((struct broker_proc *)ctx)->b;
+    if (b->loops)
+        broker_fini(b);
 }
 
 static void broker_listening(void *ctx, const int *ports)
@@ -299,8 +464,18 @@ static void broker_listening(void *ctx, const int *ports)
 }
 
 /* As Mosquitto: the password file and the ACL are read again; the other
- * settings stay as they were read at start. */
-static void broker_reload(void *ctx) { auth_reload(&((struct broker_proc *)ctx)->b); }
+ * settings stay as they were read at start. Every session's ACL handle is
+ * rebound, so the other loops stop meanwhile. */
+static void broker_reload(void *ctx)
+{
+    struct broker *b = &((struct broker_proc *)ctx)->b;
+    if (!broker_stop_world(b)) {
+        log_info("SIGHUP received while shutting down: nothing reloaded");
+        return;
+    }
+    auth_reload(b);
+    broker_resume_world(b);
+}
 
 int broker_run(const struct broker_config *cfg)
 {
@@ -312,15 +487,24 @@ int broker_run(const struct broker_config *cfg)
         .close_all = broker_srv_close_all,
         .listening = broker_listening,
         .reload = broker_reload,
-        .worker_fini = broker_worker_fini,
+        .stopped = broker_stopped,
     };
-    /* One loop; the broker refuses clients over max_connections itself,
-     * with a CONNACK (docs/broker.md), so srv refuses none; connections
-     * still lingering when LINGER_MS is up are closed. */
+    /* The broker refuses clients over max_connections itself, with a
+     * CONNACK (docs/broker.md), so srv refuses none; connections still
+     * lingering when LINGER_MS is up are closed. */
+    unsigned threads = cfg->threads;
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n < 1 ? 1 : n > BROKER_THREADS_MAX ? BROKER_THREADS_MAX : (unsigned)n;
+    }
+    if (threads > 1 && cfg->persistence.on) {
+        log_error("persistence needs --threads 1 for now (docs/persistence.md)");
+        return 1;
+    }
     struct srv_config sc = {
         .bind = cfg->bind,
         .nports = cfg->listeners.n,
-        .threads = 1,
+        .threads = threads,
         .max_connections = UINT_MAX,
         .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = LINGER_MS,

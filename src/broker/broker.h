@@ -13,6 +13,8 @@
 /* Listeners: the default one (port, bind_address) and those a
  * configuration file adds with `listener PORT [ADDRESS]`. */
 #define BROKER_LISTENERS_MAX 8
+/* --threads at most (a loop per thread; more than the cores buys nothing). */
+#define BROKER_THREADS_MAX 256
 #define BROKER_PATH_MAX 256
 
 /* How one listener's connections carry MQTT (mosquitto.conf's names). A
@@ -32,6 +34,7 @@ struct broker_config {
     const char *bind;          /* listen address; default 127.0.0.1 */
     char bind_storage[256];    /* holds bind when it came from a flag or a file */
     int port;                  /* default 1883; 0 picks a free port */
+    uint32_t threads;          /* event loops; 0 = one per online CPU (default 1) */
     uint32_t max_connections;  /* simultaneous clients */
     uint32_t max_per_address;  /* connections from one address; 0 = no limit (core/srv.h) */
     uint32_t max_packet_size;  /* whole packet, bytes, in either direction */

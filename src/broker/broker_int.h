@@ -7,11 +7,15 @@
  * (the types are in conn.h, session.h, router.h and the others). The code
  * of a connection takes its loop explicitly; the broker is l->b.
  *
- * Ownership: a loop owns its connections; the broker owns every session.
+ * Ownership (docs/broker.md, "Threads"): a loop owns its connections and
+ * the sessions created on it (session.loop, for the session's whole life);
+ * only the owner touches a session's queue, window, waiters and connection.
+ * What other loops route to a session reaches it through xloop.h.
  */
 #ifndef SHOOTOUT_BROKER_INT_H
 #define SHOOTOUT_BROKER_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +24,7 @@
 #include "broker/broker.h"
 #include "broker/metrics.h"
 #include "broker/router.h"
+#include "broker/xloop.h"
 #include "core/ev.h"
 #include "core/hmap.h"
 #include "core/srv.h"
@@ -31,6 +36,14 @@ struct router;
 struct session;
 struct transport_listeners;
 
+/* A counter one loop writes and other threads read ($SYS, /metrics, the
+ * connection limit): relaxed atomic accesses keep those reads free of data
+ * races and cost a plain load, add and store on x86 (no locked
+ * instruction), as the single writer needs no read-modify-write. */
+#define STAT_ADD(x, n)                                                                      \
+    __atomic_store_n(&(x), __atomic_load_n(&(x), __ATOMIC_RELAXED) + (n), __ATOMIC_RELAXED)
+#define STAT_GET(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
 struct broker_stats {
     uint64_t msgs_in, msgs_out;
     uint64_t bytes_in, bytes_out;
@@ -39,8 +52,6 @@ struct broker_stats {
     uint64_t refused_connections, protocol_errors;
     uint64_t publisher_waits, slow_consumers;
     uint64_t subscriptions_refused; /* at max_subscriptions */
-    /* Drops and refused subscriptions are logged at most once a second. */
-    uint64_t last_drop_log_ms, last_sub_refused_log_ms;
 };
 
 /* What one event loop owns: its connections and the per-iteration lists
@@ -70,6 +81,20 @@ struct broker_loop {
     struct conn *closed;    /* lingering, or closed and to be freed */
 
     struct route_scratch route; /* router.h: the message being routed */
+    /* The MQTT 5 reason code conn_kick is closing a connection with, for
+     * the disconnect line conn_close then writes; 0 outside conn_kick. */
+    uint8_t kick_reason;
+
+    /* Sessions (session_life.h): the offline ones of this loop that expire
+     * or owe a will; each loop sweeps its own. */
+    struct session *timers;
+
+    /* Other loops (xloop.h): what this loop hands them and they it. */
+    struct xloop x;
+    struct xloop_box x_taken; /* the inbox being handled (conn_take_handoffs) */
+    struct ev_io x_wake;    /* x.efd: another loop handed us a batch */
+    struct conn *moving;    /* connections to hand to their session's loop */
+    struct conn *remote_waiters; /* publishers waiting for other loops' sessions */
 };
 
 struct broker {
@@ -78,17 +103,21 @@ struct broker {
     struct broker_loop *home; /* loops[0] */
     struct broker_loop *loops;
     unsigned nloops;
+    struct xloop **xs;      /* [nloops]: &loops[i].x, as xloop_flush takes them */
     uint64_t started_ms;
     struct ev_timer sys;    /* on the home loop: publishes the $SYS tree (sys_tree.h) */
 
     /* Connections (conn.h): */
-    size_t partial_bytes;   /* input buffers of partial packets, all connections */
+    size_t partial_bytes;   /* input buffers of partial packets, all connections
+                             * (atomic: every loop adds its own) */
     struct transport_listeners *transports; /* transport.h */
 
     /* Sessions (session.h, session_life.h): */
-    struct hmap sessions;   /* client id -> struct session */
-    struct session *timers; /* offline sessions that expire or owe a will */
-    uint32_t next_auto_id;  /* for client ids the broker assigns */
+    /* client id -> struct session, under sessions_lock with more than one
+     * loop (looked up at CONNECT, changed when a session begins or ends) */
+    struct hmap sessions;
+    pthread_mutex_t sessions_lock;
+    uint32_t next_auto_id;  /* for client ids the broker assigns; under sessions_lock */
     /* Back-pressure watermarks, from the limits: a publisher waits for a
      * subscriber above the high marks, until it is back under the low. */
     size_t out_high, out_low;
@@ -104,6 +133,20 @@ struct broker {
      * test harnesses make it small, so that short inputs reach slicing. */
     uint32_t sub_slice;
     struct retain *retained;
+    pthread_mutex_t retained_lock; /* the retained store, every loop's */
+
+    /* Stopping the other loops for a change no lock covers (SIGHUP's
+     * reload, broker_stop_world): under world_lock. */
+    pthread_mutex_t world_lock;
+    pthread_cond_t world_cond;
+    unsigned world_parked;  /* loops parked in stop number world_gen */
+    unsigned world_gen;     /* stops so far */
+    bool world_stopped;
+    bool draining;          /* some loop began the shutdown: no more stops */
+
+    /* Drops and refused subscriptions are logged at most once a second,
+     * whichever loop they happen on (broker_log_due). */
+    uint64_t drop_logged_ms, sub_refused_logged_ms;
 
     /* The other concerns, each its module's. */
     struct persist *persist; /* persist.h; NULL with persistence off */
@@ -135,6 +178,20 @@ void broker_drain(struct broker_loop *l);
 void broker_close_all(struct broker_loop *l);
 void broker_fini(struct broker *b);
 
+/* Stops every other loop at a safe point (between two iterations), for a
+ * change of state no lock covers (SIGHUP's reload); on the home loop.
+ * False, and nothing stopped, once the shutdown began. broker_park is what
+ * a loop does on the XLOOP_PARK entry of stop number gen. */
+bool broker_stop_world(struct broker *b);
+void broker_resume_world(struct broker *b);
+void broker_park(struct broker *b, unsigned gen);
+
+/* Whether a line throttled to once a second, last logged at *last_ms,
+ * may be logged at loop time now (and then *last_ms = now); any loop may
+ * ask (atomic). */
+bool broker_log_due(uint64_t *last_ms, uint64_t now);
+/* Sessions, every loop's. */
+uint32_t broker_nsessions(struct broker *b);
 /* Open connections and connected clients, every loop's together. */
 uint32_t broker_nconns(const struct broker *b);
 uint32_t broker_nclients(const struct broker *b);

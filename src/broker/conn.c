@@ -27,13 +27,36 @@ void conn_read_later(struct broker_loop *l, struct conn *c)
     l->read_list = c;
 }
 
+void conn_unlink(struct broker_loop *l, struct conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        l->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+}
+
+void conn_link(struct broker_loop *l, struct conn *c)
+{
+    c->prev = NULL;
+    c->next = l->conns;
+    if (l->conns)
+        l->conns->prev = c;
+    l->conns = c;
+}
+
 bool conn_count_input(struct broker_loop *l, struct conn *c)
 {
     struct broker *b = l->b;
-    b->partial_bytes += c->in.cap;
-    b->partial_bytes -= c->in_counted;
-    c->in_counted = c->in.cap;
-    return c->in.cap && b->partial_bytes > b->cfg->max_partial_bytes;
+    /* Every loop adds to the total: an atomic add, only when it changed
+     * (most reads leave no partial packet, before as after). */
+    if (c->in.cap != c->in_counted) {
+        __atomic_fetch_add(&b->partial_bytes, (size_t)c->in.cap - c->in_counted, __ATOMIC_RELAXED);
+        c->in_counted = c->in.cap;
+    }
+    return c->in.cap && __atomic_load_n(&b->partial_bytes, __ATOMIC_RELAXED) > b->cfg->max_partial_bytes;
 }
 
 void conn_write_reason(struct conn *c, uint8_t type, uint16_t packet_id, uint8_t reason,

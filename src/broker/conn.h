@@ -88,7 +88,23 @@ struct conn {
      * is not read until it is done. */
     struct sub_job *job;
     struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
+    /* Its CONNECT names a session another loop owns: at the end of this
+     * iteration it goes to that loop, which reads the CONNECT again; the
+     * input is not read meanwhile (broker_int.h, "moving"). */
+    struct broker_loop *move_to;
+    struct conn *move_next;
+    /* Back-pressure across loops (session.h): waiting for another loop's
+     * session (a reference held), on its loop's remote_waiters list
+     * through wait_prev/wait_next. */
+    struct session *remote_on;
 };
+
+/* Whether c's input waits: for a subscriber, a sliced SUBSCRIBE, or a
+ * move to another loop. */
+static inline bool conn_paused(const struct conn *c)
+{
+    return c->blocked_on || c->remote_on || c->job || c->move_to;
+}
 
 /* Queues the connection for a flush at the end of this loop iteration. */
 void conn_mark_dirty(struct broker_loop *l, struct conn *c);
@@ -96,6 +112,9 @@ void conn_mark_dirty(struct broker_loop *l, struct conn *c);
  * iteration: its read budget was spent, or a publisher it waited for
  * released it. */
 void conn_read_later(struct broker_loop *l, struct conn *c);
+/* Puts c on / takes c off its loop's list of connections (l->conns). */
+void conn_link(struct broker_loop *l, struct conn *c);
+void conn_unlink(struct broker_loop *l, struct conn *c);
 /* Brings the broker's count of input memory held for partial packets up
  * to date with c's input buffer; true if that total is now over
  * max_partial_packet_bytes. */

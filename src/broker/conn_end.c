@@ -21,16 +21,6 @@
 #include "core/mem.h"
 #include "mqtt/mqtt_codec.h"
 
-static void conn_unlink(struct broker_loop *l, struct conn *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    c->prev = c->next = NULL;
-}
 
 static void conn_free_aliases(struct topic_alias *a, unsigned n)
 {
@@ -47,7 +37,7 @@ static void conn_end(struct broker_loop *l, struct conn *c, const char *reason, 
 {
     struct broker *b = l->b;
     metrics_log_disconnect(b, c, reason);
-    l->nconns--;
+    STAT_ADD(l->nconns, -1);
     conn_unlink(l, c);
     c->next = l->closed;
     l->closed = c;
@@ -69,7 +59,7 @@ static void conn_end(struct broker_loop *l, struct conn *c, const char *reason, 
         will = NULL;
     }
     if (s) {
-        l->nclients--;
+        STAT_ADD(l->nclients, -1);
         session_detach(l, s, will, c->will_delay_s);
     } else if (will) {
         msg_unref(will);
@@ -125,12 +115,11 @@ void conn_linger_read(struct conn *c)
 void conn_kick(struct broker_loop *l, struct conn *c, uint8_t reason, const char *why,
                bool graceful)
 {
-    struct broker *b = l->b;
     if (c->state >= CONN_LINGER)
         return;
     if (c->v5 && c->state == CONN_ACTIVE)
         conn_write_reason(c, MQTT_DISCONNECT, 0, reason, why);
-    b->obs.kick_reason = reason;
+    l->kick_reason = reason;
     conn_linger(l, c, why, graceful);
 }
 

@@ -16,7 +16,9 @@
 #include "broker/persist.h"
 #include "broker/session.h"
 #include "broker/session_life.h"
+#include "broker/router.h"
 #include "broker/transport.h"
+#include "broker/xloop.h"
 #include "core/inbuf.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -43,7 +45,7 @@ static int conn_write_out(struct broker_loop *l, struct conn *c)
     size_t before = outq_pending(&c->out);
     int r = c->tp ? transport_flush(l, c) : outq_flush(&c->out, c->io.fd);
     size_t sent = before - outq_pending(&c->out);
-    l->stats.bytes_out += sent;
+    STAT_ADD(l->stats.bytes_out, sent);
     if (sent && c->session)
         c->session->progress_ms = ev_now(l->ev); /* its client takes output */
     return r;
@@ -95,7 +97,7 @@ static void conn_protocol_error(struct broker_loop *l, struct conn *c, int err)
 {
     uint8_t reason = err < 0 ? mqtt5_err_reason(err) : (uint8_t)err;
     const char *why = err < 0 ? mqtt5_strerror(err) : mqtt5_reason_str(reason);
-    l->stats.protocol_errors++;
+    STAT_ADD(l->stats.protocol_errors, 1);
     log_info("client %s (fd %d): protocol error (%s), closing", conn_name(c), c->io.fd, why);
     conn_kick(l, c, reason, why, false);
 }
@@ -114,7 +116,8 @@ static void conn_over_partial(struct broker_loop *l, struct conn *c)
 static long conn_parse(struct broker_loop *l, struct conn *c, const uint8_t *data, size_t len)
 {
     size_t off = 0;
-    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on && !c->job) {
+    /* A move (move_to) is set by a CONNECT, which breaks out below. */
+    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on && !c->remote_on && !c->job) {
         struct mqtt_header h;
         int n = c->v5    ? mqtt5_frame(data + off, len - off, l->cfg->max_packet_size, &h)
                 : c->v31 ? mqtt31_frame(data + off, len - off, l->cfg->max_packet_size, &h)
@@ -125,6 +128,12 @@ static long conn_parse(struct broker_loop *l, struct conn *c, const uint8_t *dat
         if (err != 0) {
             conn_protocol_error(l, c, err);
             return -1;
+        }
+        if (c->move_to) {
+            /* The CONNECT stays in the input, for the session's loop. */
+            c->move_next = l->moving;
+            l->moving = c;
+            break;
         }
         off += (size_t)n;
     }
@@ -137,7 +146,7 @@ static long conn_parse(struct broker_loop *l, struct conn *c, const uint8_t *dat
 static void conn_read(struct broker_loop *l, struct conn *c, bool hup)
 {
     size_t budget = CONN_READ_BUDGET;
-    while (c->state <= CONN_ACTIVE && !c->blocked_on && !c->job) {
+    while (c->state <= CONN_ACTIVE && !conn_paused(c)) {
         size_t cap;
         uint8_t *buf = inbuf_read_target(&c->in, conn_rbuf, sizeof conn_rbuf, &cap);
         if (conn_count_input(l, c)) {
@@ -156,7 +165,7 @@ static void conn_read(struct broker_loop *l, struct conn *c, bool hup)
                 conn_close(l, c, c->tp ? transport_error(c) : strerror(errno), false);
             return;
         }
-        l->stats.bytes_in += (uint64_t)n;
+        STAT_ADD(l->stats.bytes_in, (uint64_t)n);
         if (c->state == CONN_ACTIVE)
             c->last_rx_ms = ev_now(l->ev);
         bool fresh = c->in.len == 0;
@@ -173,7 +182,7 @@ static void conn_read(struct broker_loop *l, struct conn *c, bool hup)
         /* A tail after a complete packet is a packet begun in this read. */
         if (c->in.len && (fresh || used > 0))
             c->in_since_ms = ev_now(l->ev);
-        if (c->blocked_on || c->job)
+        if (conn_paused(c))
             return; /* released or done, it is read again where this stopped */
         if ((size_t)n < cap && !hup && !c->tp)
             return; /* a transport is read until EAGAIN (transport.h) */
@@ -226,6 +235,15 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
         conn_read(l, c, events & EV_HUP);
 }
 
+/* With several loops, at debug level: which loop has connection c now
+ * (what the tests spread their clients by). */
+static void conn_log_loop(struct broker_loop *l, const struct conn *c, const char *how)
+{
+    char addr[80];
+    if (l->b->nloops > 1 && LOG_DEBUG <= log_threshold)
+        log_debug("connection %s %s loop %u", metrics_peer(c, addr, sizeof addr), how, l->index);
+}
+
 struct conn *conn_accept(struct broker_loop *l, int fd)
 {
     struct broker *b = l->b;
@@ -242,12 +260,10 @@ struct conn *conn_accept(struct broker_loop *l, int fd)
     c->state = CONN_NEW;
     c->over_limit = broker_nconns(b) >= l->cfg->max_connections;
     c->last_rx_ms = ev_now(l->ev);
-    l->nconns++;
-    b->obs.accepted++;
-    c->next = l->conns;
-    if (l->conns)
-        l->conns->prev = c;
-    l->conns = c;
+    STAT_ADD(l->nconns, 1);
+    __atomic_fetch_add(&b->obs.accepted, 1, __ATOMIC_RELAXED);
+    conn_link(l, c);
+    conn_log_loop(l, c, "accepted on");
     return c;
 }
 
@@ -266,9 +282,79 @@ static void conn_flush(struct broker_loop *l, struct conn *c)
         session_release_publishers(l, c->session, false);
 }
 
+/* A connection another loop handed us, whose session is ours (as far as
+ * that loop knew): watched by our loop now, and its CONNECT read again at
+ * once. */
+static void conn_adopt(struct broker_loop *l, struct conn *c, struct srv_fd_addr *ticket)
+{
+    c->io.data = l;
+    c->move_to = NULL;
+    conn_link(l, c);
+    STAT_ADD(l->nconns, 1);
+    if (l->srv)
+        srv_worker_conn_join(l->srv, c->io.fd, ticket);
+    mem_free(ticket);
+    if (ev_io_start(l->ev, &c->io, EV_READ | EV_WRITE | EV_EDGE) < 0) {
+        conn_close(l, c, strerror(errno), true);
+        return;
+    }
+    if (l->srv && l->srv->draining) {
+        conn_close(l, c, "server shutting down", true);
+        return;
+    }
+    conn_log_loop(l, c, "handed to its session's");
+    conn_read_later(l, c);
+}
+
+/* Hands each connection on l->moving to its session's loop. */
+static void conn_hand_over(struct broker_loop *l)
+{
+    while (l->moving) {
+        struct conn *c = l->moving;
+        l->moving = c->move_next;
+        if (c->state != CONN_NEW) /* closed meanwhile (a timeout, a drain) */
+            continue;
+        ev_io_stop(l->ev, &c->io);
+        conn_unlink(l, c);
+        STAT_ADD(l->nconns, -1);
+        struct srv_fd_addr *ticket = mem_calloc(1, sizeof *ticket);
+        if (l->srv)
+            srv_worker_conn_leave(l->srv, c->io.fd, ticket);
+        struct xloop_entry *e = xloop_push(&l->x, c->move_to->index);
+        *e = (struct xloop_entry){.kind = XLOOP_CONN, .p = c, .aux = ticket};
+    }
+}
+
+void conn_take_handoffs(struct broker_loop *l)
+{
+    if (!xloop_take(&l->x, &l->x_taken))
+        return;
+    struct xloop_box *box = &l->x_taken;
+    for (uint32_t i = 0; i < box->n; i++) {
+        struct xloop_entry *e = &box->v[i];
+        switch (e->kind) {
+        case XLOOP_DELIVER:
+            router_take(l, e);
+            break;
+        case XLOOP_CONN:
+            conn_adopt(l, e->p, e->aux);
+            break;
+        case XLOOP_RECHECK:
+            session_recheck_remote(l);
+            break;
+        case XLOOP_PARK:
+            broker_park(l->b, (unsigned)(uintptr_t)e->aux);
+            break;
+        }
+    }
+    box->n = 0;
+}
+
 bool conn_prepare(struct broker_loop *l)
 {
     struct broker *b = l->b;
+    if (b->nloops > 1)
+        conn_take_handoffs(l);
     struct conn *list = l->read_list;
     l->read_list = NULL;
     while (list) {
@@ -290,6 +376,10 @@ bool conn_prepare(struct broker_loop *l)
         c->dirty = false;
         if (c->state != CONN_CLOSED && !c->write_blocked && !c->shut)
             conn_flush(l, c);
+    }
+    if (b->nloops > 1) {
+        conn_hand_over(l);
+        xloop_flush(b->xs, l->index);
     }
     /* Free closed connections no list still points to. */
     struct conn **pp = &l->closed;
@@ -317,7 +407,7 @@ static bool conn_packet_late(const struct broker *b, const struct conn *c, uint6
     uint64_t age = now - c->in_since_ms;
     /* Input we are not reading (back-pressure, a sliced SUBSCRIBE, the
      * read budget) is our delay, not the client's. */
-    if (c->in.len == 0 || c->blocked_on || c->job || c->read_pending ||
+    if (c->in.len == 0 || c->blocked_on || c->remote_on || c->job || c->read_pending ||
         age <= b->cfg->packet_timeout_ms)
         return false;
     return (uint64_t)c->in.len * 1000 < (uint64_t)b->cfg->min_packet_rate *
@@ -360,7 +450,7 @@ void conn_sweep(struct broker_loop *l)
             /* No reason code says "too slow"; 0x80 is for none applying. */
             metrics_bound_hit(b, BOUND_PACKET_TIMEOUT, conn_name(c));
             conn_kick(l, c, MQTT5_RC_UNSPECIFIED_ERROR, "packet not received in time", false);
-        } else if (c->state == CONN_ACTIVE && c->keepalive && !c->blocked_on) {
+        } else if (c->state == CONN_ACTIVE && c->keepalive && !c->blocked_on && !c->remote_on) {
             /* The spec allows one and a half keepalive periods of silence;
              * a waiting publisher's silence is ours: we stopped reading it. */
             if (now - c->last_rx_ms > (uint64_t)c->keepalive * 1500u)
@@ -370,6 +460,7 @@ void conn_sweep(struct broker_loop *l)
     for (struct conn *c = l->closed; c; c = c->next)
         if (c->state == CONN_LINGER && now >= c->last_rx_ms)
             conn_release(c);
-    if (l == b->home)
-        session_sweep(l); /* the sessions are the broker's: one loop sweeps them */
+    session_sweep(l); /* this loop's offline sessions */
+    if (l->remote_waiters) /* a wake-up lost is a quarter second late */
+        session_recheck_remote(l);
 }

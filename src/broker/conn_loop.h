@@ -25,12 +25,15 @@ struct conn;
 /* A new connection on fd, watched by the loop; NULL (fd closed) if the
  * loop cannot watch it. */
 struct conn *conn_accept(struct broker_loop *l, int fd);
-/* Loop-iteration work: pending reads, the commit, flushes, frees. True if
- * reads remain. */
+/* Loop-iteration work: what other loops handed us, pending reads, the
+ * commit, flushes, connections to hand to another loop, what we hand the
+ * others, frees. True if reads remain. */
 bool conn_prepare(struct broker_loop *l);
+/* What other loops handed l (xloop.h): deliveries, connections, a stop. */
+void conn_take_handoffs(struct broker_loop *l);
 /* Periodic: CONNECT and keep alive timeouts, publishers that waited too
- * long, the end of lingering of l's connections; then, on the home loop,
- * the sessions' timers. */
+ * long, the end of lingering of l's connections; then l's sessions'
+ * timers. */
 void conn_sweep(struct broker_loop *l);
 /* l->stall's: flags the subscribers that publishers which spent their grace
  * wait for, once they made no progress for BROKER_STALL_MS (session.h);

@@ -16,6 +16,7 @@
 #include "broker/metrics.h"
 #include "broker/msg.h"
 #include "broker/persist.h"
+#include "broker/router.h"
 #include "broker/session.h"
 #include "broker/session_life.h"
 #include "broker/transport.h"
@@ -161,32 +162,50 @@ static void connack(struct broker_loop *l, struct conn *c, bool session_present,
     conn_mark_dirty(l, c);
 }
 
+/* The session s is another loop's: c goes to that loop, which reads this
+ * CONNECT again (conn_prepare hands it over). Returns true if so. */
+static bool connect_elsewhere(struct broker_loop *l, struct conn *c, struct broker_loop *owner)
+{
+    if (!owner || owner == l)
+        return false;
+    c->move_to = owner;
+    return true;
+}
+
 /* Lets the client in: takes over or discards an older session, attaches
- * one, keeps its will and answers CONNACK. */
-static void connect_accept(struct broker_loop *l, struct conn *c, const struct mqtt5_connect *ci,
+ * one, keeps its will and answers CONNACK. Returns false, having done
+ * nothing, if the session turned out to be another loop's. */
+static bool connect_accept(struct broker_loop *l, struct conn *c, const struct mqtt5_connect *ci,
                            const uint8_t *id, size_t id_len, const char *assigned_id)
 {
     struct broker *b = l->b;
-    struct session *s = hmap_get(&b->sessions, id, id_len);
+    struct broker_loop *owner;
+    struct session *s = session_find(l, id, id_len, &owner);
+    if (connect_elsewhere(l, c, owner))
+        return false;
     if (s && s->conn) {
         log_info("client %s: session taken over by a new connection", s->client_id);
         conn_kick(l, s->conn, MQTT5_RC_SESSION_TAKEN_OVER, "session taken over", false);
         /* A session ending with its connection is gone now. */
-        s = hmap_get(&b->sessions, id, id_len);
+        s = session_find(l, id, id_len, &owner);
     }
     if (s && ci->clean_start) {
         session_destroy(l, s);
         s = NULL;
     }
     bool session_present = s != NULL;
-    if (!s)
-        s = session_new(b, id, id_len);
+    if (!s) {
+        s = session_new(l, id, id_len, &owner);
+        /* Another loop's connection made it meanwhile: that loop's. */
+        if (connect_elsewhere(l, c, owner))
+            return false;
+    }
     if (c->v5)
         s->expiry_s = has_prop(&ci->props, MQTT_PROP_SESSION_EXPIRY) ? ci->props.session_expiry : 0;
     else
         s->expiry_s = ci->clean_start ? 0 : SESSION_NEVER;
     session_attach(b, s, c);
-    l->nclients++;
+    STAT_ADD(l->nclients, 1);
     c->keepalive = connect_keepalive(b, ci->keepalive);
     c->state = CONN_ACTIVE;
     c->last_rx_ms = ev_now(l->ev);
@@ -202,6 +221,7 @@ static void connect_accept(struct broker_loop *l, struct conn *c, const struct m
     connack(l, c, session_present, assigned_id, c->keepalive != ci->keepalive);
     if (session_present)
         session_resume(l, s);
+    return true;
 }
 
 int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len)
@@ -217,12 +237,12 @@ int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, u
         if (!c->v5)
             return rc;
         /* MQTT 5 can say what was wrong [MQTT-3.1.4-1]. */
-        l->stats.protocol_errors++;
+        STAT_ADD(l->stats.protocol_errors, 1);
         log_info("fd %d: invalid CONNECT (%s)", c->io.fd, mqtt5_strerror(rc));
         return refuse(l, c, 0, mqtt5_err_reason(rc));
     }
     if (c->over_limit) {
-        l->stats.refused_connections++;
+        STAT_ADD(l->stats.refused_connections, 1);
         log_warn("connection limit (%u) reached: refusing a client", b->cfg->max_connections);
         return refuse(l, c, MQTT_CONNACK_UNAVAILABLE, MQTT5_RC_SERVER_UNAVAILABLE);
     }
@@ -244,10 +264,18 @@ int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, u
     if (id_len == 0) {
         if (c->v31 || (!c->v5 && !ci.clean_start))
             return refuse(l, c, MQTT_CONNACK_ID_REJECTED, 0);
+        pthread_mutex_lock(&b->sessions_lock);
         do {
             id_len = (size_t)snprintf(assigned, sizeof assigned, "auto-%08x", ++b->next_auto_id);
         } while (hmap_get(&b->sessions, assigned, id_len));
+        pthread_mutex_unlock(&b->sessions_lock);
         id = (const uint8_t *)assigned;
+    } else {
+        struct broker_loop *owner;
+        session_find(l, id, id_len, &owner);
+        /* Its session's loop answers it, and asks for a password then. */
+        if (connect_elsewhere(l, c, owner))
+            return 0;
     }
     /* use_identity_as_username: the verified client certificate names the
      * user, whatever CONNECT says (auth_connect then asks no password). */
@@ -284,8 +312,14 @@ int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, u
         conn_close(l, c, "maximum packet size below the CONNACK", true);
         return 0;
     }
-    connect_accept(l, c, &ci, id, id_len, assigned_id);
+    if (!connect_accept(l, c, &ci, id, id_len, assigned_id)) {
+        acl_client_free(acl);
+        return 0;
+    }
+    /* Other loops read the handle when they pick a group's member. */
+    router_write_lock(b);
     auth_session_bind(b, c->session, acl, &ci);
+    router_unlock(b);
     return 0;
 }
 

@@ -93,7 +93,7 @@ int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const u
         if (denied && c->v5 && p.qos == 2)
             session_qos2_release(origin, packet_id); /* no PUBREL follows 0x87 */
     } else {
-        l->stats.msgs_in++;
+        STAT_ADD(l->stats.msgs_in, 1);
         if (p.retain && !router_retain_fits(b, p.topic.ptr, p.topic.len, p.payload.len,
                                             origin->client_id))
             p.retain = false, over = true;

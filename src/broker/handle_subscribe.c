@@ -77,14 +77,13 @@ static uint8_t sub_refused(const struct session *s, uint8_t reason5, uint8_t opt
 static void sub_over_quota(struct broker_loop *l, const struct session *s)
 {
     struct broker *b = l->b;
-    l->stats.subscriptions_refused++;
-    uint64_t now = ev_now(l->ev);
-    if (now - l->stats.last_sub_refused_log_ms < 1000)
+    STAT_ADD(l->stats.subscriptions_refused, 1);
+    if (!broker_log_due(&b->sub_refused_logged_ms, ev_now(l->ev)))
         return;
-    l->stats.last_sub_refused_log_ms = now;
+    struct broker_stats st;
+    broker_stats_sum(b, &st);
     log_warn("client %s: subscription refused (max-subscriptions %u reached); refused so far: %llu",
-             s->client_id, b->cfg->max_subscriptions,
-             (unsigned long long)l->stats.subscriptions_refused);
+             s->client_id, b->cfg->max_subscriptions, (unsigned long long)st.subscriptions_refused);
 }
 
 /* Grants one subscription: returns its SUBACK code and whether retained
@@ -177,7 +176,10 @@ static void sub_job_step(struct broker_loop *l, struct session *s, struct sub_jo
         j->codes[j->n] = sub_grant(l, s, filter, options, j->sub_id, &j->retained[j->n]);
     } else if (j->retained[j->n]) {
         struct retained_ctx r = {l, s, sub_opts(options, j->sub_id), j};
+        /* Held while the session takes them: it is ours, and routes nothing. */
+        pthread_mutex_lock(&b->retained_lock);
         j->budget -= (long)retain_match(b->retained, filter.ptr, filter.len, deliver_retained, &r);
+        pthread_mutex_unlock(&b->retained_lock);
     }
     j->n++;
     j->budget--;

@@ -21,6 +21,7 @@
 #include "broker/retain.h"
 #include "broker/router.h"
 #include "broker/session.h"
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/net.h"
@@ -87,11 +88,13 @@ _Static_assert(sizeof metrics_bounds / sizeof metrics_bounds[0] == BOUND_N + 1, 
 
 void metrics_bound_hit(struct broker *b, enum metrics_bound bound, const char *who)
 {
-    uint64_t now = ev_now(b->home->ev);
-    uint64_t n = ++b->obs.bound_hits[bound];
-    if (n > 1 && now - b->obs.bound_logged_ms[bound] < 1000)
+    /* Any loop hits a bound: its own clock, and atomics (two loops may
+     * both log one second's first hit). */
+    uint64_t now = clock_now_ms();
+    uint64_t n = __atomic_add_fetch(&b->obs.bound_hits[bound], 1, __ATOMIC_RELAXED);
+    if (n > 1 && now - __atomic_load_n(&b->obs.bound_logged_ms[bound], __ATOMIC_RELAXED) < 1000)
         return;
-    b->obs.bound_logged_ms[bound] = now;
+    __atomic_store_n(&b->obs.bound_logged_ms[bound], now, __ATOMIC_RELAXED);
     log_warn("bound %s hit by %s; %llu hits so far", metrics_bounds[bound], who,
              (unsigned long long)n);
 }
@@ -112,9 +115,9 @@ char *metrics_render(struct broker *b, size_t *len)
     metric(&p, "shootout_broker_connections", PROM_GAUGE,
            "Open TCP connections, with or without CONNECT.", broker_nconns(b));
     metric(&p, "shootout_broker_sessions", PROM_GAUGE,
-           "Sessions, connected or persistent and offline.", hmap_count(&b->sessions));
+           "Sessions, connected or persistent and offline.", broker_nsessions(b));
     metric(&p, "shootout_broker_connections_total", PROM_COUNTER, "TCP connections accepted.",
-           (double)b->obs.accepted);
+           (double)STAT_GET(b->obs.accepted));
     metric(&p, "shootout_broker_connections_refused_total", PROM_COUNTER,
            "Connections refused at max_connections or for want of file descriptors.",
            (double)broker_refused_connections(b));
@@ -129,12 +132,15 @@ char *metrics_render(struct broker *b, size_t *len)
     metric(&p, "shootout_broker_subscriptions", PROM_GAUGE,
            "Subscriptions over all sessions, shared ones included.",
            (double)(router_subscriptions(b) + router_shared_subscriptions(b)));
+    pthread_mutex_lock(&b->retained_lock);
+    size_t retained = retain_count(b->retained), retained_bytes = retain_bytes(b->retained);
+    pthread_mutex_unlock(&b->retained_lock);
     metric(&p, "shootout_broker_retained_messages", PROM_GAUGE, "Retained topics.",
-           (double)retain_count(b->retained));
+           (double)retained);
     metric(&p, "shootout_broker_retained_bytes", PROM_GAUGE,
-           "Topic and payload bytes of the retained messages.", (double)retain_bytes(b->retained));
+           "Topic and payload bytes of the retained messages.", (double)retained_bytes);
     metric(&p, "shootout_broker_partial_packet_bytes", PROM_GAUGE,
-           "Input memory held for packets not yet complete.", (double)b->partial_bytes);
+           "Input memory held for packets not yet complete.", (double)STAT_GET(b->partial_bytes));
     static const char *const drops[] = {"queue_full", "output_full", "offline_qos0", "expired",
                                         "too_large"};
     const uint64_t dropped[] = {st->dropped_queue_full, st->dropped_output_full,
@@ -151,19 +157,20 @@ char *metrics_render(struct broker *b, size_t *len)
     metric(&p, "shootout_broker_protocol_errors_total", PROM_COUNTER,
            "Connections closed for breaking the protocol.", (double)st->protocol_errors);
     uint64_t hits[BOUND_N + 1];
-    memcpy(hits, b->obs.bound_hits, sizeof b->obs.bound_hits);
+    for (int i = 0; i < BOUND_N; i++)
+        hits[i] = STAT_GET(b->obs.bound_hits[i]);
     hits[BOUND_N] = srv_refused_per_address();
     metric_by(&p, "shootout_broker_bounds_hit_total",
               "Times a bound on what one client may hold was hit (docs/broker.md, Bounds).",
               "bound", metrics_bounds, hits, BOUND_N + 1);
     static const char *const refusals[] = {"bad_password", "unknown_user", "anonymous"};
-    const uint64_t refused[] = {a->refused_bad_password, a->refused_unknown_user,
-                                a->refused_anonymous};
+    const uint64_t refused[] = {STAT_GET(a->refused_bad_password),
+                                STAT_GET(a->refused_unknown_user), STAT_GET(a->refused_anonymous)};
     metric_by(&p, "shootout_broker_auth_failures_total", "CONNECTs refused by authentication.",
               "reason", refusals, refused, 3);
     static const char *const actions[] = {"publish", "subscribe", "deliver", "will"};
-    const uint64_t denied[] = {a->denied_publish, a->denied_subscribe, a->denied_deliver,
-                               a->denied_will};
+    const uint64_t denied[] = {STAT_GET(a->denied_publish), STAT_GET(a->denied_subscribe),
+                               STAT_GET(a->denied_deliver), STAT_GET(a->denied_will)};
     metric_by(&p, "shootout_broker_acl_denials_total", "Operations the ACL denied.", "action",
               actions, denied, 4);
     *len = p.len;
@@ -316,15 +323,17 @@ void metrics_log_connect(struct broker *b, const struct conn *c, const struct mq
     if (!b->cfg->obs.connection_messages || LOG_INFO > log_threshold)
         return;
     const struct session *s = c->session;
-    char id[160], user[160], addr[80];
+    char id[160], user[160], addr[80], loop[24] = "";
+    if (b->nloops > 1) /* which loop has the client (and its session) */
+        snprintf(loop, sizeof loop, " loop=%u", s->loop->index);
     log_info("event=connect client=%s addr=%s protocol=%s username=%s clean=%d keepalive=%u "
-             "session_present=%d",
+             "session_present=%d%s",
              metrics_log_value(id, sizeof id, s->client_id, s->client_id_len),
              metrics_peer(c, addr, sizeof addr), c->v5 ? "5.0" : c->v31 ? "3.1" : "3.1.1",
              ci->has_username
                  ? metrics_log_value(user, sizeof user, ci->username.ptr, ci->username.len)
                  : "-",
-             ci->clean_start, ci->keepalive, session_present);
+             ci->clean_start, ci->keepalive, session_present, loop);
 }
 
 void metrics_log_connect_refused(struct broker *b, const struct conn *c,
@@ -371,8 +380,9 @@ static const char *metrics_reason(uint8_t kick, const char *why)
 
 void metrics_log_disconnect(struct broker *b, const struct conn *c, const char *why)
 {
-    uint8_t kick = b->obs.kick_reason;
-    b->obs.kick_reason = 0;
+    struct broker_loop *l = c->io.data;
+    uint8_t kick = l->kick_reason;
+    l->kick_reason = 0;
     if (!c->session) {
         log_debug("fd %d closed before CONNECT: %s", c->io.fd, why);
         return;

@@ -33,13 +33,11 @@ enum metrics_bound {
 
 /* The broker's state (struct broker.obs). */
 struct broker_obs {
+    /* Every loop's (atomic). */
     uint64_t bound_hits[BOUND_N];
-    uint64_t bound_logged_ms[BOUND_N]; /* when each was last logged */
+    uint64_t bound_logged_ms[BOUND_N]; /* when each was last logged (clock_now_ms) */
     struct metrics_server *server; /* NULL while there is no endpoint */
     uint64_t accepted;             /* TCP connections accepted */
-    /* The MQTT 5 reason code conn_kick is closing a connection with, for
-     * the disconnect line conn_close then writes; 0 outside conn_kick. */
-    uint8_t kick_reason;
 };
 
 /* Opens the endpoint if one is configured. Returns 0, or -1 after logging

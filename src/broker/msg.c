@@ -42,6 +42,7 @@ struct msg *msg_new(const uint8_t *topic, size_t topic_len, const uint8_t *paylo
     size_t hdr = 1 + mqtt_varint_size(rl);
     struct msg *m = mem_alloc(sizeof *m + hdr + rl + props_size);
     m->rc.refs = 1;
+    m->rc.atomic = false;
     m->rc.release = msg_release;
     m->enc_len = (uint32_t)(hdr + rl);
     m->payload_len = (uint32_t)payload_len;
@@ -211,25 +212,51 @@ static uint8_t *msg_put_head5(uint8_t *p, const struct msg *m, uint8_t first, ui
 /* The MQTT 5 QoS 0 encoding with nothing added per copy, built when the
  * first MQTT 5 subscriber needs it and shared by all such copies after,
  * as enc[] is by MQTT 3.1.1 ones. */
-static void msg_build_enc5(struct msg *m)
+static const struct msg_copy5 msg_plain5;
+
+/* enc5's sizes, set before it is built (by msg_share, before other
+ * threads see m, for a shared message). */
+static void msg_size_enc5(struct msg *m)
 {
-    static const struct msg_copy5 none;
-    uint32_t rl = msg_head5_len(m, 0, &none, m->props_len) + m->payload_len;
-    size_t hdr = 1 + mqtt_varint_size(rl);
-    m->enc5 = mem_alloc(hdr + rl);
-    m->enc5_len = (uint32_t)(hdr + rl);
-    m->hdr5_len = (uint8_t)hdr;
-    uint8_t *p = msg_put_head5(m->enc5, m, MQTT_PUBLISH << 4, rl, 0, 0, m->props_len, &none);
+    uint32_t rl = msg_head5_len(m, 0, &msg_plain5, m->props_len) + m->payload_len;
+    m->hdr5_len = (uint8_t)(1 + mqtt_varint_size(rl));
+    m->enc5_len = m->hdr5_len + rl;
+}
+
+/* A shared message's enc5 may be built by two loops at once: the first
+ * to publish its copy wins, the other frees its own. */
+static uint8_t *msg_build_enc5(struct msg *m)
+{
+    if (!m->rc.atomic)
+        msg_size_enc5(m);
+    uint32_t rl = m->enc5_len - m->hdr5_len;
+    uint8_t *e = mem_alloc(m->enc5_len);
+    uint8_t *p = msg_put_head5(e, m, MQTT_PUBLISH << 4, rl, 0, 0, m->props_len, &msg_plain5);
     memcpy(p, msg_payload(m), m->payload_len);
+    uint8_t *none = NULL;
+    if (__atomic_compare_exchange_n(&m->enc5, &none, e, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+        return e;
+    mem_free(e);
+    return none;
+}
+
+void msg_share(struct msg *m)
+{
+    if (m->rc.atomic)
+        return;
+    if (!m->enc5)
+        msg_size_enc5(m);
+    m->rc.atomic = true;
 }
 
 void msg_write_publish5(struct msg *m, struct outq *q, uint8_t qos, uint16_t packet_id, bool dup,
                         bool retain, const struct msg_copy5 *x)
 {
     if (!x->topic_alias && !x->nsub_ids && !m->expires_ms) {
-        if (!m->enc5)
-            msg_build_enc5(m);
-        msg_write_encoded(m, m->enc5, m->enc5_len, m->hdr5_len, q, qos, packet_id, dup, retain);
+        uint8_t *enc5 = __atomic_load_n(&m->enc5, __ATOMIC_ACQUIRE);
+        if (!enc5)
+            enc5 = msg_build_enc5(m);
+        msg_write_encoded(m, enc5, m->enc5_len, m->hdr5_len, q, qos, packet_id, dup, retain);
         return;
     }
     uint8_t first = (uint8_t)(MQTT_PUBLISH << 4 | (dup && qos ? 0x08 : 0) | qos << 1 | (retain ? 1 : 0));

@@ -58,6 +58,10 @@ static inline struct msg *msg_ref(struct msg *m)
     return m;
 }
 static inline void msg_unref(struct msg *m) { outq_rc_put(&m->rc); }
+/* Before m reaches another thread (another loop, the retained store with
+ * several loops): its count becomes atomic and its lazily built MQTT 5
+ * encoding safe to build from any thread. */
+void msg_share(struct msg *m);
 
 static inline const uint8_t *msg_topic(const struct msg *m) { return m->enc + m->hdr_len + 2; }
 static inline const uint8_t *msg_payload(const struct msg *m)

@@ -62,7 +62,8 @@ static struct msg *rebuild_msg_new(struct plog_bytes topic, struct plog_bytes pa
 
 static void rebuild_session(struct broker *b, const struct plog_session *r)
 {
-    struct session *s = session_new(b, r->client_id.p, r->client_id.len);
+    struct broker_loop *owner;
+    struct session *s = session_new(b->home, r->client_id.p, r->client_id.len, &owner);
     s->expiry_s = r->expiry;
     s->v5 = r->protocol == MQTT5_PROTOCOL_LEVEL;
     s->v31 = r->protocol == MQTT31_PROTOCOL_LEVEL;

@@ -9,10 +9,20 @@
  * publisher takes no part [MQTT-3.8.3-3]. A shared subscription's group
  * adds one copy, to one member, whatever else matched (4.8.2).
  *
- * Merging costs no lookup: each session carries the stamp of the last
- * match that met it (session.match_gen) and its entry in that match.
+ * Merging costs no lookup: each session carries, for each loop, the stamp
+ * of the last match of that loop that met it (session.match) and its entry
+ * in that match.
+ *
+ * Threads (docs/broker.md): the tree and the groups are read under a
+ * read lock while a message is matched, and changed under the write lock;
+ * so once SUBSCRIBE returns, every loop's next match sees the
+ * subscription. A session another loop owns gets its copy through that
+ * loop's inbox (xloop.h), holding a reference to the session taken under
+ * the read lock, before the session can end.
  */
 #include "broker/router.h"
+
+#include <string.h>
 
 #include "broker/auth.h"
 #include "broker/broker_int.h"
@@ -21,7 +31,9 @@
 #include "broker/persist.h"
 #include "broker/retain.h"
 #include "broker/session.h"
+#include "broker/session_life.h"
 #include "broker/share.h"
+#include "broker/xloop.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_topic.h"
 
@@ -48,13 +60,24 @@ struct route_id {
 struct router {
     struct subtree *subs; /* filter -> struct session */
     struct share shared;  /* the shared subscriptions' groups */
+    /* Both, with more than one loop: one loop alone has nothing to share
+     * and takes no lock (a test of `locked` per message). */
+    bool locked;
+    pthread_rwlock_t lock;
 };
 
-struct router *router_new(void)
+struct router *router_new(unsigned nloops)
 {
     struct router *r = mem_calloc(1, sizeof *r);
     r->subs = subtree_new();
     share_init(&r->shared);
+    r->locked = nloops > 1;
+    pthread_rwlockattr_t a;
+    pthread_rwlockattr_init(&a);
+    /* Routing never stops: a waiting SUBSCRIBE must not starve. */
+    pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&r->lock, &a);
+    pthread_rwlockattr_destroy(&a);
     return r;
 }
 
@@ -62,7 +85,26 @@ void router_free(struct router *r)
 {
     share_free(&r->shared);
     subtree_free(r->subs);
+    pthread_rwlock_destroy(&r->lock);
     mem_free(r);
+}
+
+void router_read_lock(struct broker *b)
+{
+    if (b->router->locked)
+        pthread_rwlock_rdlock(&b->router->lock);
+}
+
+void router_write_lock(struct broker *b)
+{
+    if (b->router->locked)
+        pthread_rwlock_wrlock(&b->router->lock);
+}
+
+void router_unlock(struct broker *b)
+{
+    if (b->router->locked)
+        pthread_rwlock_unlock(&b->router->lock);
 }
 
 void route_scratch_free(struct route_scratch *r)
@@ -77,27 +119,42 @@ bool router_subscribe(struct broker *b, struct session *s, const uint8_t *filter
 {
     size_t inner;
     bool is_new = session_add_sub(s, filter, len, opts);
+    router_write_lock(b);
     if (mqtt_topic_shared(filter, len, &inner) > 0)
         share_add(&b->router->shared, filter, len, inner, s, opts);
     else
         subtree_add(b->router->subs, filter, len, s, opts);
+    router_unlock(b);
     return is_new;
 }
 
 void router_unsubscribe(struct broker *b, struct session *s, const uint8_t *filter, size_t len)
 {
     size_t inner;
+    router_write_lock(b);
     if (mqtt_topic_shared(filter, len, &inner) > 0)
         share_remove(&b->router->shared, filter, len, s);
     else
         subtree_remove(b->router->subs, filter, len, s);
+    router_unlock(b);
 }
 
 /* ---- matching ------------------------------------------------------------ */
 
-static inline void route_push(struct route_scratch *r, struct session *s, subtree_opts opts,
+/* One walk of the tree for route_collect. */
+struct route_walk {
+    struct broker_loop *l;
+    struct route_scratch *r;
+    const struct session *origin;
+};
+
+static inline void route_push(struct route_walk *w, struct session *s, subtree_opts opts,
                               bool shared)
 {
+    struct route_scratch *r = w->r;
+    /* Another loop's session: held until its loop has its copy. */
+    if (s->loop != w->l)
+        __atomic_fetch_add(&s->refs, 1, __ATOMIC_RELAXED);
     if (r->nmatches == r->matches_cap) {
         r->matches_cap = r->matches_cap ? r->matches_cap * 2 : 64;
         r->matches = mem_realloc(r->matches, r->matches_cap * sizeof *r->matches);
@@ -127,12 +184,6 @@ static void route_merge(struct route_scratch *r, struct route_match *m, subtree_
     m->opts = keep;
 }
 
-/* One walk of the tree for route_collect. */
-struct route_walk {
-    struct route_scratch *r;
-    const struct session *origin;
-};
-
 static void route_match(void *ctx, void *subscriber, subtree_opts opts)
 {
     struct route_walk *w = ctx;
@@ -140,13 +191,14 @@ static void route_match(void *ctx, void *subscriber, subtree_opts opts)
     struct session *s = subscriber;
     if ((opts & MQTT5_SUB_NO_LOCAL) && s == w->origin)
         return; /* [MQTT-3.8.3-3] */
-    if (s->match_gen == r->match_gen) {
-        route_merge(r, &r->matches[s->match_idx], opts);
+    struct session_stamp *st = &s->match[w->l->index];
+    if (st->gen == r->match_gen) {
+        route_merge(r, &r->matches[st->idx], opts);
         return;
     }
-    s->match_gen = r->match_gen;
-    s->match_idx = r->nmatches;
-    route_push(r, s, opts, false);
+    st->gen = r->match_gen;
+    st->idx = r->nmatches;
+    route_push(w, s, opts, false);
 }
 
 static void route_shared(void *ctx, struct session *s, subtree_opts opts)
@@ -164,18 +216,27 @@ static inline uint32_t route_collect(struct broker_loop *l, const uint8_t *topic
     r->nmatches = 0;
     r->nids = 0;
     if (++r->match_gen == 0) {
-        /* After 2^32 messages a stale stamp could collide: clear them. */
+        /* After 2^32 messages a stale stamp could collide: clear ours. */
+        pthread_mutex_lock(&b->sessions_lock);
         size_t i = 0;
         struct hmap_slot *slot;
         while ((slot = hmap_next(&b->sessions, &i)))
-            ((struct session *)slot->val)->match_gen = 0;
+            ((struct session *)slot->val)->match[l->index].gen = 0;
+        pthread_mutex_unlock(&b->sessions_lock);
         r->match_gen = 1;
     }
-    struct route_walk w = {r, origin};
+    struct route_walk w = {l, r, origin};
     struct router *rt = b->router;
+    if (rt->locked) /* router_read_lock, inline on the hot path */
+        pthread_rwlock_rdlock(&rt->lock);
     subtree_match(rt->subs, topic, len, route_match, &w);
-    if (share_any(&rt->shared))
-        b->auth.denied_deliver += share_route(&rt->shared, topic, len, route_shared, r);
+    if (share_any(&rt->shared)) {
+        uint64_t unread = share_route(&rt->shared, topic, len, route_shared, &w);
+        if (unread)
+            __atomic_fetch_add(&b->auth.denied_deliver, unread, __ATOMIC_RELAXED);
+    }
+    if (rt->locked)
+        pthread_rwlock_unlock(&rt->lock);
     return r->nmatches;
 }
 
@@ -203,6 +264,46 @@ __attribute__((cold, noinline)) static uint32_t *route_ids(struct route_scratch 
     return ids;
 }
 
+/* m to s, which loop l does not own, as d says: an entry for s's loop,
+ * which takes over the reference to s its match took (route_push). */
+static void route_remote(struct broker_loop *l, struct session *s, struct msg *m,
+                         const struct delivery *d, bool publisher)
+{
+    msg_share(m);
+    __atomic_fetch_add(&s->xpending, 1, __ATOMIC_SEQ_CST);
+    struct xloop_entry *e = xloop_push(&l->x, s->loop->index);
+    e->kind = XLOOP_DELIVER;
+    e->p = s;
+    e->m = msg_ref(m);
+    e->d = *d;
+    e->publisher = publisher;
+    e->aux = NULL;
+    if (d->sub_ids) {
+        size_t size = (d->sub_ids[0] + 1) * sizeof *d->sub_ids;
+        e->d.sub_ids = memcpy(mem_alloc(size), d->sub_ids, size);
+    }
+}
+
+void router_take(struct broker_loop *l, struct xloop_entry *e)
+{
+    struct session *s = e->p;
+    struct msg *m = e->m;
+    /* The ACL is asked here, by the loop that owns the session's handle;
+     * a group's member was asked when it was picked. */
+    if (!s->gone && !(s->auth.filtered && !e->d.shared &&
+                      !auth_may_deliver(l->b, s, msg_topic(m), m->topic_len)))
+        session_deliver(l, s, m, &e->d, NULL);
+    __atomic_sub_fetch(&s->xpending, 1, __ATOMIC_SEQ_CST);
+    if (!s->gone) {
+        if (e->publisher)
+            session_push_back_remote(l, s);
+        session_wake_remote(l, s);
+    }
+    mem_free(e->d.sub_ids);
+    msg_unref(m);
+    session_put(s);
+}
+
 /* Delivers m to the sessions the last route_collect found, each as its
  * subscriptions ask and the ACL lets it read. */
 static inline void route_deliver(struct broker_loop *l, struct msg *m, struct conn *publisher)
@@ -211,8 +312,9 @@ static inline void route_deliver(struct broker_loop *l, struct msg *m, struct co
     struct route_scratch *r = &l->route;
     for (uint32_t i = 0; i < r->nmatches; i++) {
         const struct route_match *rm = &r->matches[i];
+        bool remote = rm->s->loop != l;
         /* A group's member was picked among those that may read it. */
-        if (rm->s->auth.filtered && !rm->shared &&
+        if (!remote && rm->s->auth.filtered && !rm->shared &&
             !auth_may_deliver(b, rm->s, msg_topic(m), m->topic_len))
             continue;
         uint8_t qos = sub_opts_qos(rm->opts);
@@ -228,7 +330,13 @@ static inline void route_deliver(struct broker_loop *l, struct msg *m, struct co
             d.sub_ids = route_ids(r, rm);
             d.sub_id = 0;
         }
-        session_deliver(l, rm->s, m, &d, publisher);
+        if (!remote) {
+            session_deliver(l, rm->s, m, &d, publisher);
+            continue;
+        }
+        route_remote(l, rm->s, m, &d, publisher != NULL);
+        if (publisher)
+            session_wait_remote(l, rm->s, publisher);
     }
 }
 
@@ -238,13 +346,16 @@ bool router_retain_fits(struct broker *b, const uint8_t *topic, size_t len, size
     if (payload_len == 0)
         return true;
     size_t old = 0;
+    pthread_mutex_lock(&b->retained_lock);
     bool replaces = retain_get(b->retained, topic, len, &old);
-    if (!replaces && retain_count(b->retained) >= b->cfg->max_retained_messages) {
+    size_t count = retain_count(b->retained), now = retain_bytes(b->retained);
+    pthread_mutex_unlock(&b->retained_lock);
+    if (!replaces && count >= b->cfg->max_retained_messages) {
         metrics_bound_hit(b, BOUND_RETAINED_MESSAGES, who);
         return false;
     }
     /* What is stored already stays counted even past a lowered bound. */
-    size_t size = len + payload_len, now = retain_bytes(b->retained);
+    size_t size = len + payload_len;
     if (size > old && now - old + size > b->cfg->max_retained_bytes) {
         metrics_bound_hit(b, BOUND_RETAINED_BYTES, who);
         return false;
@@ -255,11 +366,16 @@ bool router_retain_fits(struct broker *b, const uint8_t *topic, size_t len, size
 static void route_retain(struct broker *b, struct msg *m)
 {
     persist_retain(b, m);
+    /* Every loop's SUBSCRIBE may send it. */
+    if (b->nloops > 1)
+        msg_share(m);
+    pthread_mutex_lock(&b->retained_lock);
     if (m->payload_len == 0)
         retain_set(b->retained, msg_topic(m), m->topic_len, NULL, 0);
     else
         retain_set(b->retained, msg_topic(m), m->topic_len, msg_ref(m),
                    (size_t)m->topic_len + m->payload_len);
+    pthread_mutex_unlock(&b->retained_lock);
 }
 
 uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_t now_ms,
@@ -307,6 +423,9 @@ static bool route_hand_off(void *ctx, struct session *s, struct msg *m, const st
     struct session *to = share_hand_off(&x->h, s, m, &opts);
     if (!to)
         return false;
+    bool remote = to->loop != x->l;
+    if (remote)
+        __atomic_fetch_add(&to->refs, 1, __ATOMIC_RELAXED);
     uint8_t granted = sub_opts_qos(opts);
     struct delivery copy = {
         .sub_id = sub_opts_id(opts),
@@ -314,22 +433,37 @@ static bool route_hand_off(void *ctx, struct session *s, struct msg *m, const st
         .retain = d->retain,
         .shared = true,
     };
-    session_deliver(x->l, to, m, &copy, NULL);
+    if (remote)
+        route_remote(x->l, to, m, &copy, false);
+    else
+        session_deliver(x->l, to, m, &copy, NULL);
     return true;
 }
 
 void router_hand_off(struct broker_loop *l, struct session *s)
 {
     struct route_hand_off_ctx x = {.l = l};
+    /* The groups and their members stay as they are while we pick. */
+    router_read_lock(l->b);
     share_hand_off_begin(&l->b->router->shared, s, &x.h);
     if (x.h.n)
         session_hand_off(l, s, route_hand_off, &x);
     share_hand_off_end(&x.h);
+    router_unlock(l->b);
 }
 
-size_t router_subscriptions(const struct broker *b) { return subtree_count(b->router->subs); }
-
-size_t router_shared_subscriptions(const struct broker *b)
+size_t router_subscriptions(struct broker *b)
 {
-    return share_members(&b->router->shared);
+    router_read_lock(b);
+    size_t n = subtree_count(b->router->subs);
+    router_unlock(b);
+    return n;
+}
+
+size_t router_shared_subscriptions(struct broker *b)
+{
+    router_read_lock(b);
+    size_t n = share_members(&b->router->shared);
+    router_unlock(b);
+    return n;
 }

@@ -35,9 +35,16 @@ static inline subtree_opts sub_opts(uint8_t options, uint32_t sub_id)
 static inline uint8_t sub_opts_qos(subtree_opts o) { return o & MQTT5_SUB_QOS; }
 static inline uint32_t sub_opts_id(subtree_opts o) { return o >> SUB_OPT_ID_SHIFT; }
 
-struct router *router_new(void);
+/* A router for nloops loops (more than one: it locks). */
+struct router *router_new(unsigned nloops);
 /* Every subscription must be gone (their sessions destroyed). */
 void router_free(struct router *r);
+/* The lock of the tree and the groups (none with one loop): what other
+ * loops read while they match, a session's ACL handle included
+ * (share.c), is changed under the write lock. */
+void router_read_lock(struct broker *b);
+void router_write_lock(struct broker *b);
+void router_unlock(struct broker *b);
 /* A loop's scratch of the message it routes (router.c's): route_collect
  * fills it, route_deliver reads it. Zeroed is empty. */
 struct route_match;
@@ -101,7 +108,13 @@ void router_publish(struct broker_loop *l, struct msg *m);
 void router_hand_off(struct broker_loop *l, struct session *s);
 
 /* Subscriptions in the tree; shared ones (a member each) apart. */
-size_t router_subscriptions(const struct broker *b);
-size_t router_shared_subscriptions(const struct broker *b);
+size_t router_subscriptions(struct broker *b);
+size_t router_shared_subscriptions(struct broker *b);
+
+/* On the loop that owns e's session: another loop's XLOOP_DELIVER entry
+ * (xloop.h), delivered unless the session ended or the ACL says no, and
+ * its references dropped. */
+struct xloop_entry;
+void router_take(struct broker_loop *l, struct xloop_entry *e);
 
 #endif

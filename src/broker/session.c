@@ -16,6 +16,8 @@
 #include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/plog.h"
+#include "broker/session_life.h"
+#include "broker/xloop.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/outq.h"
@@ -40,10 +42,8 @@ static inline void session_let_go(struct delivery *d)
         mem_free(d->sub_ids);
 }
 
-void session_free(struct session *s)
+void session_drop_messages(struct session *s)
 {
-    for (uint32_t i = 0; i < s->nsubs; i++)
-        mem_free(s->subs[i].filter);
     for (uint32_t i = 0; i < s->ninflight; i++) {
         if (s->inflight[i].msg)
             msg_unref(s->inflight[i].msg);
@@ -54,6 +54,14 @@ void session_free(struct session *s)
         msg_unref(e->msg);
         session_let_go(&e->d);
     }
+    s->ninflight = s->qlen = 0;
+}
+
+void session_free(struct session *s)
+{
+    for (uint32_t i = 0; i < s->nsubs; i++)
+        mem_free(s->subs[i].filter);
+    session_drop_messages(s);
     mem_free(s->subs);
     hmap_free(&s->sub_index);
     mem_free(s->inflight);
@@ -70,14 +78,14 @@ void session_free(struct session *s)
 static void session_drop(struct broker_loop *l, struct session *s, uint64_t *counter,
                          const char *why)
 {
-    (*counter)++;
-    uint64_t now = ev_now(l->ev);
-    if (now - l->stats.last_drop_log_ms < 1000)
+    STAT_ADD(*counter, 1);
+    if (!broker_log_due(&l->b->drop_logged_ms, ev_now(l->ev)))
         return;
-    l->stats.last_drop_log_ms = now;
+    struct broker_stats st;
+    broker_stats_sum(l->b, &st);
     log_warn("client %s: message dropped (%s); dropped so far: %llu queue full, %llu output full",
-             s->client_id, why, (unsigned long long)l->stats.dropped_queue_full,
-             (unsigned long long)l->stats.dropped_output_full);
+             s->client_id, why, (unsigned long long)st.dropped_queue_full,
+             (unsigned long long)st.dropped_output_full);
 }
 
 static uint16_t session_next_packet_id(struct session *s)
@@ -141,7 +149,7 @@ static bool session_write5(struct broker_loop *l, struct conn *c, struct msg *m,
         /* The largest form: whole topic and an alias. */
         x.topic_alias = c->alias_out_max ? 1 : 0;
         if (msg_publish5_size(m, d->qos, &x) > c->max_packet_out) {
-            l->stats.dropped_too_large++;
+            STAT_ADD(l->stats.dropped_too_large, 1);
             return false;
         }
         x.topic_alias = 0;
@@ -171,7 +179,7 @@ static void session_send_qos0(struct broker_loop *l, struct conn *c, struct msg 
                               const struct delivery *d)
 {
     if (session_write(l, c, m, d, 0, false))
-        l->stats.msgs_out++;
+        STAT_ADD(l->stats.msgs_out, 1);
 }
 
 /* A new slot at the end of the inflight window. */
@@ -203,7 +211,7 @@ static void session_send_inflight(struct broker_loop *l, struct session *s, stru
     f->d.entry = persist_out(b, s, m, d, PLOG_PUBLISH_SENT, packet_id);
     f->packet_id = packet_id;
     f->state = d->qos == 1 ? WAIT_PUBACK : WAIT_PUBREC;
-    l->stats.msgs_out++;
+    STAT_ADD(l->stats.msgs_out, 1);
 }
 
 static void session_enqueue(struct broker_loop *l, struct session *s, struct msg *m,
@@ -260,7 +268,7 @@ static void session_pump(struct broker_loop *l, struct session *s)
         s->qhead = (s->qhead + 1) % s->qcap;
         s->qlen--;
         if (e.msg->expires_ms && msg_expired(e.msg, now)) {
-            l->stats.dropped_expired++; /* [MQTT-3.3.2-5] */
+            STAT_ADD(l->stats.dropped_expired, 1); /* [MQTT-3.3.2-5] */
             persist_entry_del(b, &e.d, false);
         } else if (e.d.qos == 0) {
             session_send_qos0(l, s->conn, e.msg, &e.d);
@@ -291,7 +299,7 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
     struct broker *b = l->b;
     /* Waits form chains, never cycles; and a subscriber that is itself a
      * waiting publisher is behind because we stopped reading it. */
-    if (!p || p->session == s || s->slow_consumer || s->conn->blocked_on ||
+    if (!p || p->session == s || s->slow_consumer || s->conn->blocked_on || s->conn->remote_on ||
         !session_above(s, b->out_high, b->queue_high))
         return;
     uint64_t now = ev_now(l->ev);
@@ -299,7 +307,7 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
         s->congested_ms = now;
     /* A publisher closed while its packet was handled has nothing left to
      * pause; one already waiting waits for one subscriber at a time. */
-    if (p->state >= CONN_LINGER || p->blocked_on)
+    if (p->state >= CONN_LINGER || p->blocked_on || p->remote_on)
         return;
     p->blocked_on = s;
     p->blocked_since_ms = now;
@@ -310,22 +318,40 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
     if (s->waiters)
         s->waiters->wait_prev = p;
     s->waiters = p;
-    l->stats.publisher_waits++;
+    STAT_ADD(l->stats.publisher_waits, 1);
+}
+
+/* Takes p off its loop's list of publishers waiting for other loops. */
+/* Takes p off the wait list that starts at *head. */
+static void session_wait_unlink(struct conn **head, struct conn *p)
+{
+    if (p->wait_prev)
+        p->wait_prev->wait_next = p->wait_next;
+    else
+        *head = p->wait_next;
+    if (p->wait_next)
+        p->wait_next->wait_prev = p->wait_prev;
+    p->wait_prev = p->wait_next = NULL;
+}
+
+static void session_unwait_remote(struct conn *p)
+{
+    struct broker_loop *l = p->io.data;
+    struct session *s = p->remote_on;
+    session_wait_unlink(&l->remote_waiters, p);
+    p->remote_on = NULL;
+    session_put(s);
 }
 
 void session_forget_publisher(struct conn *c)
 {
+    if (c->remote_on)
+        session_unwait_remote(c);
     struct session *s = c->blocked_on;
     if (!s)
         return;
-    if (c->wait_prev)
-        c->wait_prev->wait_next = c->wait_next;
-    else
-        s->waiters = c->wait_next;
-    if (c->wait_next)
-        c->wait_next->wait_prev = c->wait_prev;
+    session_wait_unlink(&s->waiters, c);
     c->blocked_on = NULL;
-    c->wait_prev = c->wait_next = NULL;
 }
 
 void session_release_publishers(struct broker_loop *l, struct session *s, bool unconditionally)
@@ -341,6 +367,79 @@ void session_release_publishers(struct broker_loop *l, struct session *s, bool u
         session_forget_publisher(p);
         conn_read_later(l, p);
     }
+    if (__atomic_load_n(&s->held, __ATOMIC_RELAXED))
+        __atomic_store_n(&s->held, false, __ATOMIC_SEQ_CST);
+    session_wake_remote(l, s);
+}
+
+/* ---- back-pressure across loops (session.h) ------------------------------ */
+
+/* Whether another loop's publisher should wait for s. Sequentially
+ * consistent, with the stores of remote_waiting and the loads of
+ * session_wake_remote: either the publisher sees s let go, or s's loop
+ * sees it waits. */
+static bool session_full_remote(const struct broker *b, const struct session *s)
+{
+    return __atomic_load_n(&s->held, __ATOMIC_SEQ_CST) ||
+           __atomic_load_n(&s->xpending, __ATOMIC_SEQ_CST) >= b->queue_high;
+}
+
+void session_wait_remote(struct broker_loop *l, struct session *s, struct conn *p)
+{
+    if (p->blocked_on || p->remote_on || p->state >= CONN_LINGER || !session_full_remote(l->b, s))
+        return;
+    __atomic_store_n(&s->remote_waiting, true, __ATOMIC_SEQ_CST);
+    if (!session_full_remote(l->b, s))
+        return;
+    /* s lives: the delivery just handed to its loop holds it. */
+    __atomic_fetch_add(&s->refs, 1, __ATOMIC_RELAXED);
+    p->remote_on = s;
+    p->blocked_since_ms = ev_now(l->ev);
+    p->wait_prev = NULL;
+    p->wait_next = l->remote_waiters;
+    if (l->remote_waiters)
+        l->remote_waiters->wait_prev = p;
+    l->remote_waiters = p;
+    STAT_ADD(l->stats.publisher_waits, 1);
+}
+
+void session_push_back_remote(struct broker_loop *l, struct session *s)
+{
+    struct broker *b = l->b;
+    if (!s->conn || s->slow_consumer || s->conn->blocked_on || s->conn->remote_on ||
+        !session_above(s, b->out_high, b->queue_high))
+        return;
+    if (!s->congested_ms)
+        s->congested_ms = ev_now(l->ev);
+    if (!__atomic_load_n(&s->held, __ATOMIC_RELAXED))
+        __atomic_store_n(&s->held, true, __ATOMIC_SEQ_CST);
+}
+
+void session_wake_remote(struct broker_loop *l, struct session *s)
+{
+    if (!__atomic_load_n(&s->remote_waiting, __ATOMIC_SEQ_CST) ||
+        __atomic_load_n(&s->held, __ATOMIC_RELAXED) ||
+        !__atomic_exchange_n(&s->remote_waiting, false, __ATOMIC_SEQ_CST))
+        return;
+    /* Which loops wait is not kept: every other one checks. */
+    for (unsigned i = 0; i < l->b->nloops; i++) {
+        if (i == l->index)
+            continue;
+        struct xloop_entry *e = xloop_push(&l->x, i);
+        *e = (struct xloop_entry){.kind = XLOOP_RECHECK};
+    }
+}
+
+void session_recheck_remote(struct broker_loop *l)
+{
+    struct conn *next;
+    for (struct conn *p = l->remote_waiters; p; p = next) {
+        next = p->wait_next;
+        if (session_full_remote(l->b, p->remote_on))
+            continue;
+        session_unwait_remote(p);
+        conn_read_later(l, p);
+    }
 }
 
 bool session_grace_spent(const struct conn *p, uint64_t now)
@@ -352,7 +451,7 @@ void session_flag_slow(struct broker_loop *l, struct session *s)
 {
     uint64_t now = ev_now(l->ev);
     s->slow_consumer = true;
-    l->stats.slow_consumers++;
+    STAT_ADD(l->stats.slow_consumers, 1);
     log_warn("client %s is a slow consumer: publishers no longer wait for it, messages to it are "
              "dropped at its limits",
              s->client_id);
@@ -366,7 +465,7 @@ void session_deliver(struct broker_loop *l, struct session *s, struct msg *m,
 {
     struct conn *c = s->conn;
     if (m->expires_ms && msg_expired(m, ev_now(l->ev))) {
-        l->stats.dropped_expired++;
+        STAT_ADD(l->stats.dropped_expired, 1);
         return;
     }
     if (d->qos == 0) {
@@ -379,7 +478,7 @@ void session_deliver(struct broker_loop *l, struct session *s, struct msg *m,
         } else if (l->cfg->queue_qos0) {
             session_enqueue(l, s, m, d);
         } else {
-            l->stats.dropped_offline_qos0++;
+            STAT_ADD(l->stats.dropped_offline_qos0, 1);
         }
         return;
     }

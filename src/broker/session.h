@@ -109,17 +109,43 @@ struct session {
     uint64_t congested_ms; /* since when it holds up publishers; 0 = it does not */
     uint64_t progress_ms;  /* its client last acknowledged or took output */
     bool slow_consumer;   /* made publishers wait too long: they no longer do */
-    /* router.c's: the last match that met the session, and its entry in
-     * that match, so that overlapping subscriptions merge into one copy. */
-    uint32_t match_gen;
-    uint32_t match_idx;
     bool persisted;     /* persist.c: its SESSION record is live in the log */
     struct session_auth auth; /* auth.c: its ACL handle */
+    /* Threads (broker_int.h): the loop that owns the session, for its whole
+     * life; whether it has a connection, for other loops' shared groups
+     * (relaxed atomic); references other loops' deliveries hold, in their
+     * way to it (xloop.h; atomic); and whether it ended with some still
+     * held, the last one freeing it. */
+    struct broker_loop *loop;
+    bool online;
+    bool gone;
+    uint32_t refs;      /* 1, the owner's, until it ends; then the others' */
+    /* Back-pressure across loops (atomic): deliveries other loops handed
+     * it, not yet taken; held above its high marks by another loop's
+     * publisher; and whether a publisher of another loop waits for it. */
+    uint32_t xpending;
+    bool held;
+    bool remote_waiting;
+    /* router.c's, one per loop: the last match on that loop that met the
+     * session, and its entry in that match, so that overlapping
+     * subscriptions merge into one copy. */
+    struct session_stamp {
+        uint32_t gen, idx;
+    } match[];
 };
+
+/* Whether s has a connection, as other loops see it. */
+static inline bool session_online(const struct session *s)
+{
+    return __atomic_load_n(&s->online, __ATOMIC_RELAXED);
+}
 
 /* Frees what the session holds (subscriptions, messages) and the session;
  * what others keep of it is session_destroy's (session_life.h). */
 void session_free(struct session *s);
+/* Drops the messages s holds (queued, in flight): before its last
+ * reference goes, which another loop may hold (session_put). */
+void session_drop_messages(struct session *s);
 
 /* Delivers m to the session: now, into the inflight window or the queue,
  * or drops it (counted) when that is full or the message expired.
@@ -192,7 +218,8 @@ void session_release_publishers(struct broker_loop *l, struct session *s, bool u
  * wants session_release_publishers when it drains. */
 static inline bool session_holds_up(const struct session *s)
 {
-    return s->waiters || s->congested_ms || s->slow_consumer;
+    return s->waiters || s->congested_ms || s->slow_consumer ||
+           __atomic_load_n(&s->held, __ATOMIC_RELAXED);
 }
 /* Flags s a slow consumer (logged) and resumes its publishers, whose grace
  * is then spent. */
@@ -201,5 +228,20 @@ void session_flag_slow(struct broker_loop *l, struct session *s);
 bool session_grace_spent(const struct conn *p, uint64_t now);
 /* Takes a closing connection off the wait list it is on. */
 void session_forget_publisher(struct conn *c);
+
+/* Back-pressure across loops (docs/broker.md, "Threads"). A publisher of
+ * loop A that delivered to a session s of loop B waits
+ * (session_wait_remote, on A) while s is held (B found it above its high
+ * marks after such a delivery: session_push_back_remote) or has
+ * queue_high deliveries on their way to it; B wakes the loops whose
+ * publishers wait (XLOOP_RECHECK) when s is no longer held or takes them,
+ * and A resumes every publisher whose session let go
+ * (session_recheck_remote; also at each sweep). Slow consumers are
+ * flagged as on one loop, and then hold nobody; a remote publisher's grace
+ * is not tracked. */
+void session_wait_remote(struct broker_loop *l, struct session *s, struct conn *p);
+void session_push_back_remote(struct broker_loop *l, struct session *s);
+void session_wake_remote(struct broker_loop *l, struct session *s);
+void session_recheck_remote(struct broker_loop *l);
 
 #endif

@@ -13,35 +13,67 @@
 #include "core/log.h"
 #include "core/mem.h"
 
-struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len)
+/* Another loop's session may end as soon as the lock is let go: only its
+ * loop is read, under the lock. */
+struct session *session_find(struct broker_loop *l, const uint8_t *client_id, size_t len,
+                             struct broker_loop **owner)
 {
-    struct session *s = mem_calloc(1, sizeof *s);
-    s->client_id = mem_strndup(client_id, len);
-    s->client_id_len = (uint16_t)len;
-    hmap_put(&b->sessions, s->client_id, len, s);
+    struct broker *b = l->b;
+    pthread_mutex_lock(&b->sessions_lock);
+    struct session *s = hmap_get(&b->sessions, client_id, len);
+    *owner = s ? s->loop : NULL;
+    pthread_mutex_unlock(&b->sessions_lock);
+    return *owner == l ? s : NULL;
+}
+
+struct session *session_new(struct broker_loop *l, const uint8_t *client_id, size_t len,
+                            struct broker_loop **owner)
+{
+    struct broker *b = l->b;
+    pthread_mutex_lock(&b->sessions_lock);
+    struct session *s = hmap_get(&b->sessions, client_id, len);
+    *owner = s ? s->loop : l;
+    if (s) {
+        s = NULL; /* another loop's, made since session_find */
+    } else {
+        s = mem_calloc(1, sizeof *s + b->nloops * sizeof s->match[0]);
+        s->client_id = mem_strndup(client_id, len);
+        s->client_id_len = (uint16_t)len;
+        s->loop = l;
+        s->refs = 1;
+        hmap_put(&b->sessions, s->client_id, len, s);
+    }
+    pthread_mutex_unlock(&b->sessions_lock);
     return s;
 }
 
-static void timers_add(struct broker *b, struct session *s)
+void session_put(struct session *s)
 {
+    if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        session_free(s);
+}
+
+static void timers_add(struct session *s)
+{
+    struct broker_loop *l = s->loop;
     if (s->on_timers)
         return;
     s->on_timers = true;
     s->timer_prev = NULL;
-    s->timer_next = b->timers;
-    if (b->timers)
-        b->timers->timer_prev = s;
-    b->timers = s;
+    s->timer_next = l->timers;
+    if (l->timers)
+        l->timers->timer_prev = s;
+    l->timers = s;
 }
 
-static void timers_remove(struct broker *b, struct session *s)
+static void timers_remove(struct session *s)
 {
     if (!s->on_timers)
         return;
     if (s->timer_prev)
         s->timer_prev->timer_next = s->timer_next;
     else
-        b->timers = s->timer_next;
+        s->loop->timers = s->timer_next;
     if (s->timer_next)
         s->timer_next->timer_prev = s->timer_prev;
     s->on_timers = false;
@@ -53,7 +85,7 @@ static void session_publish_will(struct broker_loop *l, struct msg *will)
      * expires_ms held the interval alone. */
     if (will->expires_ms)
         will->expires_ms += ev_now(l->ev);
-    l->stats.msgs_in++;
+    STAT_ADD(l->stats.msgs_in, 1);
     router_publish(l, will);
     msg_unref(will);
 }
@@ -62,7 +94,7 @@ void session_owe_will(struct broker *b, struct session *s, struct msg *will, uin
 {
     s->will = will;
     s->will_ms = will_ms;
-    timers_add(b, s);
+    timers_add(s);
 }
 
 void session_destroy(struct broker_loop *l, struct session *s)
@@ -70,13 +102,20 @@ void session_destroy(struct broker_loop *l, struct session *s)
     struct broker *b = l->b;
     struct msg *will = s->will;
     persist_session_del(b, s);
-    timers_remove(b, s);
+    timers_remove(s);
     session_release_publishers(l, s, true);
     for (uint32_t i = 0; i < s->nsubs; i++)
         router_unsubscribe(b, s, s->subs[i].filter, s->subs[i].len);
+    pthread_mutex_lock(&b->sessions_lock);
     hmap_del(&b->sessions, s->client_id, s->client_id_len);
+    pthread_mutex_unlock(&b->sessions_lock);
     auth_session_free(s);
-    session_free(s);
+    /* Out of the tree now: no other loop can take a reference any more,
+     * and those taken are counted (under the router's lock). Its messages
+     * go now, on their loop; the last reference frees the rest. */
+    s->gone = true;
+    session_drop_messages(s);
+    session_put(s);
     /* A will whose delay outlasted the session goes when the session ends
      * [MQTT-3.1.3-9]; last, so that it cannot reach the session itself. */
     if (will)
@@ -88,6 +127,7 @@ void session_detach(struct broker_loop *l, struct session *s, struct msg *will,
 {
     struct broker *b = l->b;
     s->conn = NULL;
+    __atomic_store_n(&s->online, false, __ATOMIC_RELAXED);
     router_hand_off(l, s);
     if (s->expiry_s == 0) {
         s->will = will;
@@ -103,18 +143,19 @@ void session_detach(struct broker_loop *l, struct session *s, struct msg *will,
     if (s->expiry_s != SESSION_NEVER)
         s->expires_ms = now + (uint64_t)s->expiry_s * 1000;
     if (s->will || s->expiry_s != SESSION_NEVER)
-        timers_add(b, s);
+        timers_add(s);
     persist_session(b, s);
 }
 
 void session_attach(struct broker *b, struct session *s, struct conn *c)
 {
-    timers_remove(b, s);
+    timers_remove(s);
     if (s->will) {
         msg_unref(s->will);
         s->will = NULL;
     }
     s->conn = c;
+    __atomic_store_n(&s->online, true, __ATOMIC_RELAXED);
     c->session = s;
     s->v5 = c->v5;
     s->v31 = c->v31;
@@ -125,7 +166,7 @@ void session_sweep(struct broker_loop *l)
     struct broker *b = l->b;
     uint64_t now = ev_now(l->ev);
     struct session *next;
-    for (struct session *s = b->timers; s; s = next) {
+    for (struct session *s = l->timers; s; s = next) {
         next = s->timer_next;
         bool will_due = s->will && now >= s->will_ms;
         if (will_due) {
@@ -141,7 +182,7 @@ void session_sweep(struct broker_loop *l)
         if (will_due)
             persist_session(b, s); /* it owes no will any more */
         if (!s->will && s->expiry_s == SESSION_NEVER)
-            timers_remove(b, s);
+            timers_remove(s);
     }
 }
 

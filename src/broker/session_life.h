@@ -3,8 +3,8 @@
  * offline for its Session Expiry Interval, ended; and the will a client's
  * connection leaves, published when the connection ends or after its Will
  * Delay Interval (MQTT 5), whichever the session's end does not precede.
- * Offline sessions with an end or a will in sight wait on the broker's
- * timer list, which the sweep walks.
+ * Offline sessions with an end or a will in sight wait on their loop's
+ * timer list, which that loop's sweep walks.
  */
 #ifndef SHOOTOUT_SESSION_LIFE_H
 #define SHOOTOUT_SESSION_LIFE_H
@@ -18,7 +18,19 @@ struct conn;
 struct msg;
 struct session;
 
-struct session *session_new(struct broker *b, const uint8_t *client_id, size_t len);
+/* The session of client_id if loop l owns it, else NULL; *owner is the
+ * loop that owns it (NULL: there is none). */
+struct session *session_find(struct broker_loop *l, const uint8_t *client_id, size_t len,
+                             struct broker_loop **owner);
+/* A new session of client_id owned by loop l (*owner = l); NULL if
+ * another loop made one since session_find said there was none (*owner is
+ * that loop). */
+struct session *session_new(struct broker_loop *l, const uint8_t *client_id, size_t len,
+                            struct broker_loop **owner);
+/* Drops a reference to s: its owner's when it ends, or one another loop
+ * held (xloop.h, a waiting publisher); the last one frees it, on any loop
+ * (its messages went when it ended). */
+void session_put(struct session *s);
 /* Removes the session's subscriptions, drops its messages, publishes a
  * will it still owes and frees it. */
 void session_destroy(struct broker_loop *l, struct session *s);

@@ -1,5 +1,11 @@
 /* share.c - shared subscriptions' groups and the choice of a member
  * (share.h).
+ *
+ * Threads: members are picked under the router's read lock, by every loop
+ * at once; the round-robin cursor is the one thing a pick changes, with
+ * relaxed atomic loads and stores (two loops picking at once may pick the
+ * same member: the turn is fair on average, not exact), and a member's
+ * connection is asked through session_online.
  */
 #include "broker/share.h"
 
@@ -80,7 +86,7 @@ void share_remove(struct share *sh, const uint8_t *filter, size_t len, struct se
         return;
     *m = g->members[--g->n];
     if (g->next >= g->n)
-        g->next = 0;
+        g->next = 0; /* under the write lock: no pick runs */
     if (g->n > 0)
         return;
     subtree_remove(sh->tree, g->key + g->filter_off, g->key_len - g->filter_off, g);
@@ -108,13 +114,14 @@ static struct share_member *share_pick(struct share_group *g, const struct sessi
                                        bool connected_only, const struct share_topic *t)
 {
     struct share_member *fallback = NULL;
+    uint32_t next = __atomic_load_n(&g->next, __ATOMIC_RELAXED);
     for (uint32_t k = 0; k < g->n; k++) {
-        uint32_t i = (g->next + k) % g->n;
+        uint32_t i = (next + k) % g->n;
         struct share_member *m = &g->members[i];
         if (m->s == except || !share_may_read(m->s, t))
             continue;
-        if (m->s->conn) {
-            g->next = (i + 1) % g->n;
+        if (session_online(m->s)) {
+            __atomic_store_n(&g->next, (i + 1) % g->n, __ATOMIC_RELAXED);
             return m;
         }
         if (!fallback)
@@ -122,7 +129,7 @@ static struct share_member *share_pick(struct share_group *g, const struct sessi
     }
     if (connected_only || !fallback)
         return NULL;
-    g->next = (uint32_t)(fallback - g->members + 1) % g->n;
+    __atomic_store_n(&g->next, (uint32_t)(fallback - g->members + 1) % g->n, __ATOMIC_RELAXED);
     return fallback;
 }
 
@@ -164,7 +171,7 @@ void share_hand_off_begin(struct share *sh, const struct session *s, struct shar
         struct share_group *g = hmap_get(&sh->groups, sub->filter, sub->len);
         bool other = false;
         for (uint32_t k = 0; g && k < g->n && !other; k++)
-            other = g->members[k].s != s && g->members[k].s->conn;
+            other = g->members[k].s != s && session_online(g->members[k].s);
         if (!other)
             continue;
         if (!h->groups)

@@ -42,7 +42,7 @@ void sys_tree_publish(struct broker_loop *l)
     sys_put(l, "$SYS/broker/version", "shootout %s", SHOOTOUT_VERSION);
     sys_put(l, "$SYS/broker/uptime", "%" PRIu64 " seconds", (ev_now(l->ev) - b->started_ms) / 1000);
     sys_put(l, "$SYS/broker/clients/connected", "%u", broker_nclients(b));
-    sys_put(l, "$SYS/broker/clients/total", "%u", hmap_count(&b->sessions));
+    sys_put(l, "$SYS/broker/clients/total", "%u", broker_nsessions(b));
     sys_put(l, "$SYS/broker/messages/received", "%" PRIu64, st->msgs_in);
     sys_put(l, "$SYS/broker/messages/sent", "%" PRIu64, st->msgs_out);
     sys_put(l, "$SYS/broker/messages/dropped", "%" PRIu64, dropped);
@@ -50,5 +50,8 @@ void sys_tree_publish(struct broker_loop *l)
     sys_put(l, "$SYS/broker/bytes/sent", "%" PRIu64, st->bytes_out);
     sys_put(l, "$SYS/broker/subscriptions/count", "%zu", router_subscriptions(b));
     /* Includes the $SYS topics themselves from the second round on. */
-    sys_put(l, "$SYS/broker/retained messages/count", "%zu", retain_count(b->retained));
+    pthread_mutex_lock(&b->retained_lock);
+    size_t retained = retain_count(b->retained);
+    pthread_mutex_unlock(&b->retained_lock);
+    sys_put(l, "$SYS/broker/retained messages/count", "%zu", retained);
 }

@@ -12,20 +12,31 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdbool.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
 /* A shared block's reference count; embed it in the shared object and
- * give a release function that frees the object when the count is 0. */
+ * give a release function that frees the object when the count is 0. A
+ * block that threads share is made atomic (before another thread sees it):
+ * its count then changes with atomic operations, which a block one thread
+ * keeps does not pay for. */
 struct outq_rc {
     uint32_t refs;
+    bool atomic;
     void (*release)(struct outq_rc *rc);
 };
 
-static inline void outq_rc_get(struct outq_rc *rc) { rc->refs++; }
+static inline void outq_rc_get(struct outq_rc *rc)
+{
+    if (rc->atomic)
+        __atomic_fetch_add(&rc->refs, 1, __ATOMIC_RELAXED);
+    else
+        rc->refs++;
+}
 static inline void outq_rc_put(struct outq_rc *rc)
 {
-    if (--rc->refs == 0)
+    if (rc->atomic ? __atomic_sub_fetch(&rc->refs, 1, __ATOMIC_ACQ_REL) == 0 : --rc->refs == 0)
         rc->release(rc);
 }
 

@@ -30,15 +30,25 @@ struct srv {
     uint64_t addr_logged_ms;   /* under addr_lock: the last refusal logged */
 };
 
-/* What an accepted descriptor was counted under, with max_per_address. */
-struct srv_fd_addr {
-    uint8_t key[ADDRCOUNT_KEY_LEN];
-    bool counted;
-};
 
 static atomic_uint_fast64_t srv_refused_addr;
 
 uint64_t srv_refused_per_address(void) { return atomic_load(&srv_refused_addr); }
+
+/* Records that fd's connection is counted under key. */
+static void srv_fd_addr_set(struct srv_worker *w, int fd, const uint8_t *key)
+{
+    if ((unsigned)fd >= w->nfd_addrs) {
+        unsigned n = w->nfd_addrs ? w->nfd_addrs : 1024;
+        while (n <= (unsigned)fd)
+            n *= 2;
+        w->fd_addrs = mem_realloc(w->fd_addrs, n * sizeof *w->fd_addrs);
+        memset(w->fd_addrs + w->nfd_addrs, 0, (n - w->nfd_addrs) * sizeof *w->fd_addrs);
+        w->nfd_addrs = n;
+    }
+    memcpy(w->fd_addrs[fd].key, key, ADDRCOUNT_KEY_LEN);
+    w->fd_addrs[fd].counted = true;
+}
 
 /* Counts fd's connection under its peer's address; false (counted as a
  * refusal, logged at most once a second) if that address has
@@ -66,16 +76,7 @@ static bool srv_take_address(struct srv_worker *w, int fd, const struct sockaddr
                      (unsigned long long)n);
         return false;
     }
-    if ((unsigned)fd >= w->nfd_addrs) {
-        unsigned n = w->nfd_addrs ? w->nfd_addrs : 1024;
-        while (n <= (unsigned)fd)
-            n *= 2;
-        w->fd_addrs = mem_realloc(w->fd_addrs, n * sizeof *w->fd_addrs);
-        memset(w->fd_addrs + w->nfd_addrs, 0, (n - w->nfd_addrs) * sizeof *w->fd_addrs);
-        w->nfd_addrs = n;
-    }
-    memcpy(w->fd_addrs[fd].key, key, sizeof key);
-    w->fd_addrs[fd].counted = true;
+    srv_fd_addr_set(w, fd, key);
     return true;
 }
 
@@ -109,6 +110,25 @@ void srv_worker_conn_closed(struct srv_worker *w, int fd)
         ev_stop(w->loop);
 }
 
+void srv_worker_conn_leave(struct srv_worker *w, int fd, struct srv_fd_addr *t)
+{
+    t->counted = fd >= 0 && (unsigned)fd < w->nfd_addrs && w->fd_addrs[fd].counted;
+    if (t->counted) {
+        *t = w->fd_addrs[fd];
+        w->fd_addrs[fd].counted = false;
+    }
+    w->nconns--;
+    if (w->draining && w->nconns == 0)
+        ev_stop(w->loop);
+}
+
+void srv_worker_conn_join(struct srv_worker *w, int fd, const struct srv_fd_addr *t)
+{
+    w->nconns++;
+    if (t->counted)
+        srv_fd_addr_set(w, fd, t->key);
+}
+
 static void srv_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
     struct srv_worker *w = io->data;
@@ -120,7 +140,8 @@ static void srv_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t event
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             if (errno == EMFILE || errno == ENFILE) {
-                w->refused_connections++;
+                __atomic_store_n(&w->refused_connections, w->refused_connections + 1,
+                                 __ATOMIC_RELAXED);
                 log_warn("out of file descriptors at %u connections: dropped a new one", w->nconns);
             }
             return;
@@ -133,7 +154,7 @@ static void srv_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t event
         }
         if (!srv_worker_conn_opened(w)) {
             srv_give_address(w, fd);
-            w->refused_connections++;
+            __atomic_store_n(&w->refused_connections, w->refused_connections + 1, __ATOMIC_RELAXED);
             close(fd);
             continue;
         }

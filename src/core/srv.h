@@ -16,12 +16,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/addrcount.h"
 #include "core/ev.h"
 
 #define SRV_MAX_LISTENERS 8
 
 struct srv;
-struct srv_fd_addr;
+
+/* What an accepted descriptor was counted under, with max_per_address;
+ * also the ticket of a connection moving to another worker. */
+struct srv_fd_addr {
+    uint8_t key[ADDRCOUNT_KEY_LEN];
+    bool counted;
+};
 
 /* One event loop and what the skeleton keeps for it; the protocol keeps
  * its own per-worker state in data. */
@@ -32,7 +39,9 @@ struct srv_worker {
     void *data;                /* the protocol's; set by hooks->worker_init */
     bool draining;
     unsigned nconns;
-    uint64_t refused_connections; /* over max_connections or out of descriptors */
+    /* Over max_connections or out of descriptors; other threads read it
+     * (relaxed atomic). */
+    uint64_t refused_connections;
     struct srv_fd_addr *fd_addrs; /* by fd: the address counted for it (max_per_address) */
     unsigned nfd_addrs;
     struct ev_io listeners[SRV_MAX_LISTENERS];
@@ -89,6 +98,14 @@ bool srv_worker_conn_opened(struct srv_worker *w);
  * or not by now), -1 for one srv_worker_conn_opened counted. When draining
  * and none is left, the worker stops. */
 void srv_worker_conn_closed(struct srv_worker *w, int fd);
+
+/* A connection moves to another worker (the broker hands a client to the
+ * loop of its session): srv_worker_conn_leave, on the thread of the worker
+ * it leaves, takes it off that worker's count and fills *t (a drain that
+ * waited for it alone ends); srv_worker_conn_join, on the thread of the
+ * worker it joins, counts it there. The process-wide count is unchanged. */
+void srv_worker_conn_leave(struct srv_worker *w, int fd, struct srv_fd_addr *t);
+void srv_worker_conn_join(struct srv_worker *w, int fd, const struct srv_fd_addr *t);
 
 /* Connections this process refused at max_per_address (each is closed at
  * once, and logged at most once a second). */

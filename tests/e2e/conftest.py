@@ -34,6 +34,9 @@ SHOOTOUT_BIN = os.environ.get("SHOOTOUT_BIN", os.path.join(REPO, "build", "relea
 PEER = os.environ.get("SHOOTOUT_TEST_PEER", "").strip()
 MOSQUITTO_BIN = os.environ.get("MOSQUITTO_BIN", "/usr/sbin/mosquitto")
 IS_PEER = PEER == "mosquitto"
+# The broker's event loops in every test that starts one (--threads; 1 by
+# default; make e2e-threads4 runs the suite at 4).
+E2E_THREADS = int(os.environ.get("SHOOTOUT_E2E_THREADS", "1"))
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 10.0
@@ -285,6 +288,12 @@ class Broker(ServerProcess):
                 argv += [flag_names[key], str(value)]
             if persistence_dir:
                 argv += ["--persistence", "--persistence-location", persistence_dir]
+            if E2E_THREADS != 1 and not persistence_dir and not any(
+                    a in ("--persistence", "--threads") for a in extra_args) and not any(
+                    line.split()[:1] == ["persistence"] for line in conf_lines):
+                # The suite at --threads N (make e2e-threads4); persistence
+                # needs one loop for now (docs/persistence.md).
+                argv += ["--threads", str(E2E_THREADS)]
             if conf_lines or conf_text:
                 # Global lines first; conf_text follows the default listener
                 # and adds to it (or adds more listeners).
@@ -366,6 +375,52 @@ class Broker(ServerProcess):
         c = self.raw()
         c.connect_ok(client_id, clean_session, keepalive, **kw)
         return c
+
+    def loop_of(self, client_id):
+        """The event loop of client_id's session, from its last connect
+        line (loop=N, logged with --threads above 1); None with one loop."""
+        found = None
+        for m in re.finditer(r"event=connect client=(\S+) .*? loop=(\d+)", self.stderr_text()):
+            if m.group(1) == client_id:
+                found = int(m.group(2))
+        return found
+
+    def raw_accepted_apart(self, other_loops, tries=40):
+        """A new raw connection (no CONNECT sent yet) that a loop not in
+        other_loops accepted, from the broker's debug lines (start it with
+        verbose=True and --threads)."""
+        for _ in range(tries):
+            before = len(re.findall(r"accepted on loop", self.stderr_text()))
+            c = self.raw()
+            pat = r"connection 127\.0\.0\.1:%d accepted on loop (\d+)" % c.sock.getsockname()[1]
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                text = self.stderr_text()
+                found = re.findall(pat, text)
+                if found and len(re.findall(r"accepted on loop", text)) > before:
+                    break
+                time.sleep(0.01)
+            assert found, "no accept line for the new connection"
+            if int(found[-1]) not in other_loops:
+                return c
+            c.close()
+        raise AssertionError("%d connections all accepted on loops %s" % (tries, other_loops))
+
+    def raw_connected_apart(self, client_id, other_loops, tries=40, **kw):
+        """raw_connected(client_id) on a loop not in other_loops: the kernel
+        spreads connections over the loops' SO_REUSEPORT listeners by
+        address and port, so a new connection (a new port) tries again,
+        as client_id-1, client_id-2 ... Returns the client and its id; with
+        one loop, the first client."""
+        cid = client_id
+        for k in range(tries):
+            c = self.raw_connected(cid, **kw)
+            loop = self.loop_of(cid)
+            if loop is None or loop not in other_loops:
+                return c, cid
+            c.close()
+            cid = "%s-%d" % (client_id, k + 1)
+        raise AssertionError("%d connections all landed on loops %s" % (tries, other_loops))
 
     def paho(self, client_id, clean_session=True, keepalive=60, will=None, connect=True):
         c = PahoClient(self.host, self.port, client_id, clean_session, keepalive, will)

@@ -1,6 +1,8 @@
 """Back-pressure: a publisher faster than its subscriber waits for it instead of
 losing messages at the subscriber's queue limit, and a subscriber that stops
-reading altogether is flagged a slow consumer so publishers move on."""
+reading altogether is flagged a slow consumer so publishers move on. Each
+test runs on one loop and on four (--threads 4) with the publisher on
+another loop than its subscriber, where the wait crosses loops."""
 import time
 
 import pytest
@@ -10,19 +12,34 @@ import mqtt_raw as R
 pytestmark = pytest.mark.shootout_only  # Mosquitto drops at max_queued_messages instead
 
 
+# One loop, and four with publisher and subscriber apart.
+THREADS = pytest.mark.parametrize("threads", [1, 4])
+
+
+def start(broker_factory, threads, extra_args=(), **limits):
+    return broker_factory(extra_args=tuple(extra_args) + ("--threads", str(threads)), **limits)
+
+
+def publisher(b, sub_id, pub_id):
+    """The publisher, on another loop than the subscriber sub_id's when the
+    broker has several."""
+    return b.raw_connected_apart(pub_id, {b.loop_of(sub_id)})[0]
+
+
 def flood(pub, topic, n, qos):
     """Sends n PUBLISHes without waiting, as a fast publisher does."""
     pub.send(b"".join(R.publish(topic, b"m%04d" % i, qos=qos, packet_id=(i % 65535) + 1 if qos else None) for i in range(n)))
 
 
+@THREADS
 @pytest.mark.parametrize("qos", [1, 2])
-def test_fast_publisher_waits_for_slow_subscriber_without_loss(broker_factory, qos):
+def test_fast_publisher_waits_for_slow_subscriber_without_loss(broker_factory, qos, threads):
     # A queue of 10 behind a window of 2: without back-pressure most of 300
     # messages published at once would be dropped.
-    b = broker_factory(max_queued_messages=10, max_inflight_messages=2)
+    b = start(broker_factory, threads, max_queued_messages=10, max_inflight_messages=2)
     sub = b.raw_connected("bp-sub")
     sub.subscribe(1, [("bp/t", 2)])
-    pub = b.raw_connected("bp-pub")
+    pub = publisher(b, "bp-sub", "bp-pub")
     n = 300
     flood(pub, "bp/t", n, qos)
     got = []
@@ -38,11 +55,12 @@ def test_fast_publisher_waits_for_slow_subscriber_without_loss(broker_factory, q
     assert "dropped" not in b.stderr_text()
 
 
-def test_subscriber_that_never_acks_becomes_slow_consumer(broker_factory):
-    b = broker_factory(max_queued_messages=10, max_inflight_messages=2)
+@THREADS
+def test_subscriber_that_never_acks_becomes_slow_consumer(broker_factory, threads):
+    b = start(broker_factory, threads, max_queued_messages=10, max_inflight_messages=2)
     stuck = b.raw_connected("bp-stuck")
     stuck.subscribe(1, [("bp/s", 1)])
-    pub = b.raw_connected("bp-pub2")
+    pub = publisher(b, "bp-stuck", "bp-pub2")
     n = 100
     t0 = time.monotonic()
     flood(pub, "bp/s", n, 1)
@@ -61,13 +79,14 @@ def test_subscriber_that_never_acks_becomes_slow_consumer(broker_factory):
     assert other.next_publish().payload == b"still here"
 
 
-def test_qos0_flood_to_reading_subscriber_loses_nothing(broker_factory):
+@THREADS
+def test_qos0_flood_to_reading_subscriber_loses_nothing(broker_factory, threads):
     # Output bound of 64 KiB per client: a 20,000-message flood far exceeds
     # it, so only waiting for the subscriber keeps every message.
-    b = broker_factory(extra_args=("--max-output-bytes", "65536"))
+    b = start(broker_factory, threads, ("--max-output-bytes", "65536"))
     sub = b.raw_connected("bp0-sub")
     sub.subscribe(1, [("bp0/t", 0)])
-    pub = b.raw_connected("bp0-pub")
+    pub = publisher(b, "bp0-sub", "bp0-pub")
     n = 20000
     flood(pub, "bp0/t", n, 0)
     pub.send(R.pingreq())

@@ -3,11 +3,14 @@ taken over by a new connection mid-stream: every subscriber gets every
 message of each publisher and QoS in publish order, QoS 1 at least once,
 QoS 2 exactly once, across the takeover too (MQTT 3.1.1 4.3, 4.6, 3.1.4-2).
 
-Written for the broker on several event loops (issue 14), where the
-publishers, the subscribers and the connection taking a session over land
-on different loops; on one loop it checks the same guarantees."""
+Run on one event loop and on four (--threads 4): there every publisher is
+on another loop than a subscriber, the connection taking a session over is
+accepted on another loop than the session's (and handed to it), and a will
+published on one loop reaches subscribers on the others, once each."""
 
 import time
+
+import pytest
 
 import mqtt_raw as R
 from test_session import publish_qos
@@ -36,11 +39,19 @@ class Receiver:
 
     def take_over(self, broker):
         """A new connection with the same client id takes the session; the
-        old one is dropped unread, as a client that lost it would."""
+        old one is dropped unread, as a client that lost it would. With
+        several loops the new connection is accepted on another loop than
+        the session's, which the session's loop then takes."""
         old = self.conn
-        self.conn = broker.raw()
+        loop = broker.loop_of(self.client_id)
+        self.conn = broker.raw() if loop is None else broker.raw_accepted_apart({loop})
         ack = self.conn.connect(self.client_id, clean_session=False)
         assert ack.rc == 0 and ack.session_present, "the session must survive its takeover"
+        if loop is not None:
+            port = self.conn.sock.getsockname()[1]
+            assert "connection 127.0.0.1:%d handed to its session's loop %d" % (
+                port, loop) in broker.stderr_text()
+            assert broker.loop_of(self.client_id) == loop
         old.wait_closed(5)  # [MQTT-3.1.4-2]: the old connection is closed
         old.close()
 
@@ -87,9 +98,22 @@ def expected(qos):
     return [s for s in range(MESSAGES) if s % 3 == qos]
 
 
-def test_interleaved_publishers_subscribers_and_a_takeover(broker):
+THREADS = pytest.mark.parametrize("threads", [1, 4])
+
+
+def start(broker_factory, threads):
+    # Debug lines say which loop accepted each connection.
+    return broker_factory(verbose=threads > 1, extra_args=("--threads", str(threads)))
+
+
+@THREADS
+def test_interleaved_publishers_subscribers_and_a_takeover(broker_factory, threads):
+    broker = start(broker_factory, threads)
     subs = [Receiver(broker, i) for i in range(SUBSCRIBERS)]
-    pubs = [broker.raw_connected("stress-pub-%d" % i) for i in range(PUBLISHERS)]
+    # Publisher i on another loop than subscriber i's (mod SUBSCRIBERS).
+    pubs = [broker.raw_connected_apart("stress-pub-%d" % i,
+                                       {broker.loop_of(subs[i % SUBSCRIBERS].client_id)})[0]
+            for i in range(PUBLISHERS)]
     takeover = MESSAGES // 2
     for seq in range(MESSAGES):
         for i, pub in enumerate(pubs):
@@ -126,3 +150,27 @@ def test_interleaved_publishers_subscribers_and_a_takeover(broker):
                 else:
                     assert got == sorted(set(got)), "%s: in order, none twice" % what
         assert not s.awaiting_rel, "%s: QoS 2 left unreleased: %r" % (s.client_id, s.awaiting_rel)
+
+
+@THREADS
+def test_will_reaches_subscribers_on_every_loop_once(broker_factory, threads):
+    broker = start(broker_factory, threads)
+    subs = [broker.raw_connected("will-sub-%d" % i) for i in range(6)]
+    for s in subs:
+        assert s.subscribe(1, [("will/#", 1)]).granted == [1]
+    loops = {broker.loop_of("will-sub-%d" % i) for i in range(6)}
+    # The dying client on another loop than some subscriber (with several);
+    # chosen before its CONNECT, as a will would go with every other try.
+    apart = {next(iter(loops))}
+    dying = broker.raw_accepted_apart(apart) if threads > 1 else broker.raw()
+    dying.connect_ok("will-dying", will_topic="will/gone", will_message=b"bye", will_qos=1)
+    if threads > 1:
+        assert broker.loop_of("will-dying") not in apart
+    dying.close()  # no DISCONNECT: the will goes
+    for s in subs:
+        p = s.next_publish(timeout=5)
+        assert (p.topic, p.payload) == ("will/gone", b"bye")
+        s.send(R.puback(p.packet_id))
+    for s in subs:
+        with pytest.raises(AssertionError, match="no PUBLISH"):
+            s.next_publish(timeout=0.3)  # once

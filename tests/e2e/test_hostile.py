@@ -127,7 +127,10 @@ def test_slow_consumers_cost_one_grace_period(broker_factory, layout):
     # A queue of 100 (behind at 50): a healthy subscriber wrongly flagged would
     # lose messages only 50 behind; 60 a topic put each slow one behind.
     slow_n, per_topic = 30, 60
-    b = broker_factory(max_queued_messages=100, max_inflight_messages=2)
+    # One loop: a publisher's grace period is not tracked across loops yet
+    # (docs/broker.md, Threads), and this counts on it.
+    b = broker_factory(max_queued_messages=100, max_inflight_messages=2,
+                       extra_args=("--threads", "1"))
     for i in range(slow_n):
         s = b.raw_connected("slow-%02d" % i)
         s.subscribe(1, [("slow/t" if layout == "one_topic" else "slow/%02d" % i, 1)])

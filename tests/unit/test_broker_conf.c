@@ -51,6 +51,11 @@ static void test_flag_and_keyword_names_set_the_same_field(void **state)
     assert_int_equal(cfg.packet_timeout_ms, 3000);
     assert_int_equal(broker_conf_set(&cfg, "min-packet-rate", "100", err, sizeof err), 0);
     assert_int_equal(cfg.min_packet_rate, 100);
+    assert_int_equal(cfg.threads, 1); /* one loop unless asked */
+    assert_int_equal(broker_conf_set(&cfg, "threads", "0", err, sizeof err), 0);
+    assert_int_equal(cfg.threads, 0);
+    assert_int_equal(broker_conf_set(&cfg, "threads", "4", err, sizeof err), 0);
+    assert_int_equal(cfg.threads, 4);
 }
 
 static void test_ranges_and_bad_values_refused(void **state)
@@ -63,6 +68,7 @@ static void test_ranges_and_bad_values_refused(void **state)
     assert_int_equal(broker_conf_set(&cfg, "max_keepalive", "65536", err, sizeof err), -1);
     assert_int_equal(broker_conf_set(&cfg, "packet_timeout", "0", err, sizeof err), -1);
     assert_int_equal(broker_conf_set(&cfg, "min_packet_rate", "0", err, sizeof err), -1);
+    assert_int_equal(broker_conf_set(&cfg, "threads", "257", err, sizeof err), -1);
     assert_int_equal(broker_conf_set(&cfg, "queue_qos0_messages", "yes", err, sizeof err), -1);
     assert_non_null(strstr(err, "true or false"));
     assert_int_equal(broker_conf_set(&cfg, "no_such_thing", "1", err, sizeof err), -1);

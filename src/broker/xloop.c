@@ -1,0 +1,96 @@
+/* xloop.c - hand-offs between broker loops (xloop.h). */
+#include "broker/xloop.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "core/mem.h"
+
+int xloop_init(struct xloop *x, unsigned self, unsigned n)
+{
+    memset(x, 0, sizeof *x);
+    x->self = self;
+    x->n = n;
+    x->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (x->efd < 0)
+        return -1;
+    x->out = mem_calloc(n, sizeof *x->out);
+    pthread_mutex_init(&x->lock, NULL);
+    return 0;
+}
+
+void xloop_fini(struct xloop *x)
+{
+    if (!x->out)
+        return;
+    for (unsigned i = 0; i < x->n; i++)
+        mem_free(x->out[i].v);
+    mem_free(x->out);
+    mem_free(x->in.v);
+    close(x->efd);
+    pthread_mutex_destroy(&x->lock);
+    x->out = NULL;
+}
+
+void xloop_grow(struct xloop_box *o)
+{
+    o->cap = o->cap ? o->cap * 2 : 64;
+    o->v = mem_realloc(o->v, o->cap * sizeof *o->v);
+}
+
+unsigned xloop_flush(struct xloop *const *all, unsigned self)
+{
+    struct xloop *x = all[self];
+    unsigned woke = 0;
+    for (unsigned to = 0; to < x->n; to++) {
+        struct xloop_box *o = &x->out[to];
+        if (o->n == 0)
+            continue;
+        struct xloop *t = all[to];
+        pthread_mutex_lock(&t->lock);
+        bool was_empty = t->in.n == 0;
+        if (was_empty) {
+            /* The common case: the batch becomes the inbox, no copy. */
+            struct xloop_box spare = t->in;
+            t->in = *o;
+            *o = spare;
+        } else {
+            while (t->in.cap < t->in.n + o->n)
+                xloop_grow(&t->in);
+            memcpy(t->in.v + t->in.n, o->v, o->n * sizeof *o->v);
+            t->in.n += o->n;
+            o->n = 0;
+        }
+        if (was_empty)
+            t->wakes++;
+        pthread_mutex_unlock(&t->lock);
+        if (was_empty) {
+            uint64_t one = 1;
+            /* Cannot fail but for an overflow of 2^64 - 1 pending wakes. */
+            (void)!write(t->efd, &one, sizeof one);
+            woke++;
+        }
+    }
+    return woke;
+}
+
+void xloop_clear(struct xloop *x)
+{
+    uint64_t v;
+    (void)!read(x->efd, &v, sizeof v);
+}
+
+bool xloop_take(struct xloop *x, struct xloop_box *box)
+{
+    pthread_mutex_lock(&x->lock);
+    bool any = x->in.n > 0;
+    if (any) {
+        struct xloop_box spare = *box;
+        *box = x->in;
+        x->in = spare;
+    }
+    pthread_mutex_unlock(&x->lock);
+    return any;
+}
