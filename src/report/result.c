@@ -419,6 +419,8 @@ int result_write_json(const char *path, const struct result_context *ctx,
     json_kstr(&j, "cpu_model", ctx->cpu_model);
     json_kstr(&j, "command_line", ctx->command_line);
     json_kstr(&j, "build_type", ctx->build_type);
+    if (ctx->cpu_idle)
+        json_kstr(&j, "cpu_idle", ctx->cpu_idle);
     if (ctx->extra_json)
         ctx->extra_json(&j, ctx->extra_arg);
     json_object_end(&j);

@@ -152,6 +152,9 @@ struct result_context {
     char *command_line; /* owned */
     const char *version;
     const char *build_type;
+    /* How the CPUs idled during the runs (shootout run's --no-keep-awake,
+     * load/awake.h); NULL: not written. */
+    const char *cpu_idle;
     /* More of the context (shootout run's contenders), written by
      * extra_json into the context object; NULL for none. */
     void (*extra_json)(struct json *j, const void *extra_arg);

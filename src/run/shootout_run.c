@@ -14,6 +14,7 @@
 #include "core/clock.h"
 #include "core/net.h"
 #include "core/opt.h"
+#include "load/awake.h"
 #include "load/bench.h"
 #include "load/http/inject.h"
 #include "report/report_html.h"
@@ -107,6 +108,7 @@ struct run {
     const char *json_path;
     const char *html_path; /* NULL: no HTML report */
     bool no_peer;
+    bool no_keep_awake; /* --no-keep-awake: let idle CPUs halt (load/awake.h) */
     const char *peers; /* --peers, NULL: all */
     unsigned timeout_s; /* hidden --timeout, 0: the experiments' own */
     double cell_cap_s;  /* --cell-cap, 0: none */
@@ -200,6 +202,10 @@ static const struct opt run_options[] = {
      "all: every one that is installed", OPT_FIELD(struct run, peers)},
     {"no-peer", 0, OPT_FLAG, NULL, "measure our servers alone: the same as --peers none", NULL,
      OPT_FIELD(struct run, no_peer)},
+    {"no-keep-awake", 0, OPT_FLAG, NULL,
+     "let idle CPUs halt between requests; by default a SCHED_IDLE spinner per CPU keeps them "
+     "awake, so that one-at-a-time runs measure the servers, not a CPU's wake-up (a JVM's busy "
+     "threads keep its CPUs awake by themselves)", NULL, OPT_FIELD(struct run, no_keep_awake)},
     /* For the tests, which need a job of seconds. */
     {"scale", 0, OPT_DOUBLE, "X", "multiply every message and call count by X", "1",
      OPT_FIELD(struct run, scale), .dmin = 0, .dmin_open = true, .dmax = 100,
@@ -326,6 +332,19 @@ int shootout_run_main(int argc, char **argv, const char *version)
         fprintf(out, "shootout run: %s: measuring our servers alone\n",
                 r.no_peer ? "--no-peer" : "--peers none");
 
+    struct awake awake = {0};
+    r.ctx.cpu_idle = "halting when idle (--no-keep-awake)";
+    if (!r.no_keep_awake) {
+        char why[256];
+        if (awake_start(&awake, why, sizeof why) < 0) {
+            fprintf(stderr, "shootout run: %s\n", why);
+            return BENCH_EXIT_RUNTIME;
+        }
+        r.ctx.cpu_idle = "kept awake by a SCHED_IDLE spinner per CPU";
+        fprintf(out, "shootout run: %u CPUs kept awake by SCHED_IDLE spinners (pid %d; "
+                     "--no-keep-awake lets them halt)\n", awake.ncpus, (int)awake.pid);
+    }
+
     rc = 0;
     if (r.parts & PART_MQTT) {
         struct run_mqtt_opts mo = {
@@ -383,6 +402,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
         part_took(out, "a2b", t);
     }
 
+    awake_stop(&awake);
     char err[256];
     if (result_write_json(r.json_path, &r.ctx, r.rows.rows, r.rows.n, err, sizeof err) < 0) {
         fprintf(stderr, "shootout run: %s\n", err);

@@ -132,6 +132,27 @@ def test_run_no_peer_measures_ours_alone():
         assert row_names(table(p.stderr, title)) == ["shootout"]
     assert "mosquitto" not in p.stderr
     assert_gone(broker_pids(p.stderr).values())
+    assert doc["context"]["cpu_idle"] == "kept awake by a SCHED_IDLE spinner per CPU"
+    assert_gone([spinner_pid(p.stderr)])
+
+
+def spinner_pid(out):
+    m = re.search(r"CPUs kept awake by SCHED_IDLE spinners \(pid (\d+);", out)
+    assert m, "no line about the CPU spinners:\n" + out
+    return int(m.group(1))
+
+
+def sched_policy(pid):
+    """The scheduling policy of pid's main thread (5: SCHED_IDLE)."""
+    with open("/proc/%d/stat" % pid) as f:
+        return int(f.read().rsplit(")", 1)[1].split()[38])
+
+
+def test_cpus_can_be_left_to_halt(tmp_path):
+    p = run(*TINY, "--no-peer", "--no-keep-awake", "--json", "-", "--html", "none")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["context"]["cpu_idle"] == "halting when idle (--no-keep-awake)"
+    assert "kept awake" not in p.stderr
 
 
 def test_runs_give_aggregate_rows_and_the_html_report(tmp_path):
@@ -181,8 +202,9 @@ def test_no_broker_survives_an_interrupted_run(tmp_path, sig, whom):
             line = proc.stdout.readline()
             assert line, "shootout run ended early:\n" + seen
             seen += line
-        pids = [broker_pids(seen)[whom]]
+        pids = [broker_pids(seen)[whom], spinner_pid(seen)]
         assert all(running(pid) for pid in pids)
+        assert sched_policy(pids[1]) == 5  # the spinners take no CPU from anyone
         time.sleep(0.3)  # into the first experiment
         proc.send_signal(sig)
         assert proc.wait(10) == -sig
