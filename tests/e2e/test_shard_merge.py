@@ -428,7 +428,9 @@ def test_runs_start_together(car_server, tmp_path):
             assert start + 3 * k - 0.01 <= began < start + 3 * k + 0.5, (path, k, began - start)
     merged, _ = merged_doc(*paths)
     its = iterations(merged)
-    assert len(its) == 2 and its[1]["shard"]["window_start"] >= start + 3
+    # (the same 10 ms allowance as above: the times pass through the JSON
+    # and back, and the merged window is the earliest shard's)
+    assert len(its) == 2 and its[1]["shard"]["window_start"] >= start + 3 - 0.01
     assert [i["messages"]["sent"] for i in its] == [400, 400]
 
 
