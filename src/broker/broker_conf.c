@@ -41,8 +41,8 @@ const struct opt broker_options[] = {
      .keyword = "port", .min = 0, .max = 65535},
     {"threads", 0, OPT_UINT, "N",
      "event loops (threads); 0: one per online CPU (one with persistence); connections "
-     "spread over them (docs/broker.md, \"Threads\")", "0", CFG(threads), .keyword = "threads", .min = 0,
-     .max = BROKER_THREADS_MAX},
+     "spread over them (docs/broker.md, \"Threads\")", "0", CFG(threads), .keyword = "threads",
+     .min = 0, .max = BROKER_THREADS_MAX},
     {"max-connections", 0, OPT_UINT, "N",
      "simultaneous clients; more are answered CONNACK 3 and closed", "100000",
      CFG(max_connections), .keyword = "max_connections", .min = 1, .max = UINT32_MAX},
