@@ -12,6 +12,7 @@ child inherits it) and put it back afterwards, so nothing changes globally."""
 
 import errno
 import json
+import os
 import resource
 import selectors
 import signal
@@ -135,6 +136,22 @@ def accept_queue(port):
     return sum(int(line.split()[1]) for line in out.splitlines() if line.strip())
 
 
+def wait_stopped(pid, timeout=5):
+    """Until every thread of pid is stopped (SIGSTOP reaches a thread running
+    on another CPU a moment later, and one still running would accept)."""
+    deadline = time.monotonic() + timeout
+    task = "/proc/%d/task" % pid
+    while True:
+        states = []
+        for tid in os.listdir(task):
+            with open(os.path.join(task, tid, "stat")) as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        if all(st in ("T", "t") for st in states):
+            return
+        assert time.monotonic() < deadline, "the broker's threads did not stop: %s" % states
+        time.sleep(0.01)
+
+
 @pytest.mark.shootout_only
 def test_storm_while_the_broker_does_not_accept_drops_no_connect(many_fds, broker_factory):
     """A storm of STORM connects that arrives while no loop accepts (the
@@ -153,6 +170,7 @@ def test_storm_while_the_broker_does_not_accept_drops_no_connect(many_fds, broke
     socks = []
     b.proc.send_signal(signal.SIGSTOP)
     try:
+        wait_stopped(b.proc.pid)
         for _ in range(storm):
             s = socket.socket()
             s.setblocking(False)
