@@ -44,7 +44,7 @@ void broker_config_defaults(struct broker_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->bind = "127.0.0.1";
     cfg->port = 1883;
-    cfg->threads = 1;
+    cfg->threads = 0;
     cfg->max_connections = 100000;
     cfg->max_packet_size = 1024 * 1024;
     cfg->max_queued = 1000;
@@ -493,7 +493,9 @@ int broker_run(const struct broker_config *cfg)
      * CONNACK (docs/broker.md), so srv refuses none; connections still
      * lingering when LINGER_MS is up are closed. */
     unsigned threads = cfg->threads;
-    if (threads == 0) {
+    if (threads == 0 && cfg->persistence.on) {
+        threads = 1; /* what "one per CPU" can give persistence for now */
+    } else if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n < 1 ? 1 : n > BROKER_THREADS_MAX ? BROKER_THREADS_MAX : (unsigned)n;
     }

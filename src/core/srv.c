@@ -17,6 +17,11 @@
 #include "core/net.h"
 
 #define SRV_ACCEPTS_PER_WAKE 256
+/* Asked of listen(); the kernel caps it at net.core.somaxconn (4096 by
+ * default since Linux 5.4). A full accept queue drops the SYN and the
+ * client retries a second later: a 10,000-a-second storm overflowed 1024
+ * while a busy loop was not accepting (docs/broker.md, "Threads"). */
+#define SRV_LISTEN_BACKLOG 65535
 
 struct srv {
     const struct srv_config *cfg;
@@ -233,8 +238,8 @@ static int srv_worker_listen(struct srv_worker *w, unsigned i, int *port, int fl
         return 0;
     const struct srv_config *cfg = w->srv->cfg;
     struct ev_io *l = &w->listeners[i];
-    int fd = net_listen(cfg->binds[i] ? cfg->binds[i] : cfg->bind, *port, 1024, flags, err,
-                        sizeof err);
+    int fd = net_listen(cfg->binds[i] ? cfg->binds[i] : cfg->bind, *port, SRV_LISTEN_BACKLOG,
+                        flags, err, sizeof err);
     if (fd < 0) {
         log_error("%s", err);
         return -1;

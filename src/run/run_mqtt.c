@@ -88,7 +88,9 @@ static int ours_launch(struct child *c, int port, void *arg, char *err, size_t l
     struct ours_launch *l = arg;
     char port_s[16];
     snprintf(port_s, sizeof port_s, "%d", port);
-    char *argv[] = {(char *)l->exe, "broker", "--bind", CHILD_HOST, "--port", port_s, NULL};
+    /* One loop: the article ran every broker on one thread. */
+    char *argv[] = {(char *)l->exe, "broker", "--bind", CHILD_HOST, "--port", port_s,
+                    "--threads", "1", NULL};
     if (child_spawn(c, argv, -1, err, len) < 0)
         return -1;
     l->port = port;

@@ -34,8 +34,9 @@ SHOOTOUT_BIN = os.environ.get("SHOOTOUT_BIN", os.path.join(REPO, "build", "relea
 PEER = os.environ.get("SHOOTOUT_TEST_PEER", "").strip()
 MOSQUITTO_BIN = os.environ.get("MOSQUITTO_BIN", "/usr/sbin/mosquitto")
 IS_PEER = PEER == "mosquitto"
-# The broker's event loops in every test that starts one (--threads; 1 by
-# default; make e2e-threads4 runs the suite at 4).
+# The broker's event loops in every test that starts one (--threads; 1
+# unless set, whatever the broker's default; make e2e-threads4 runs the
+# suite at 4).
 E2E_THREADS = int(os.environ.get("SHOOTOUT_E2E_THREADS", "1"))
 
 HOST = "127.0.0.1"
@@ -288,11 +289,13 @@ class Broker(ServerProcess):
                 argv += [flag_names[key], str(value)]
             if persistence_dir:
                 argv += ["--persistence", "--persistence-location", persistence_dir]
-            if E2E_THREADS != 1 and not persistence_dir and not any(
+            if not persistence_dir and not any(
                     a in ("--persistence", "--threads") for a in extra_args) and not any(
-                    line.split()[:1] == ["persistence"] for line in conf_lines):
-                # The suite at --threads N (make e2e-threads4); persistence
-                # needs one loop for now (docs/persistence.md).
+                    line.split()[:1] in (["persistence"], ["threads"]) for line in conf_lines):
+                # Always given, so that the suite runs at the loops it names
+                # and not at the default's one per CPU (make e2e-threads4);
+                # persistence needs one loop for now (docs/persistence.md),
+                # which the default gives it.
                 argv += ["--threads", str(E2E_THREADS)]
             if conf_lines or conf_text:
                 # Global lines first; conf_text follows the default listener

@@ -128,6 +128,8 @@ def test_run_no_peer_measures_ours_alone():
     doc = json.loads(p.stdout)  # nothing but JSON on stdout; the tables go to stderr
     assert {b["target"] for b in doc["benchmarks"]} == {"shootout"}
     assert len(doc["benchmarks"]) == len(LOAD_POINTS) + len(PING_POINTS)
+    # The article's race: our broker on one loop, whatever its default.
+    assert {b["server"]["threads_max"] for b in doc["benchmarks"]} == {1}
     for title in ("loadtest (throughput", "pingtest (throughput", "loadtest: broker CPU"):
         assert row_names(table(p.stderr, title)) == ["shootout"]
     assert "mosquitto" not in p.stderr

@@ -7,8 +7,16 @@ the machine to measure, results go to docs/BENCHMARKS.md.
 
     /usr/bin/python3 tests/perf/broker_scale.py [--threads-list 1,2,4,...,64]
         [--broker-cpus 0-31 --client-cpus 32-63] [--client-threads T]
-        [--runs R] [--load 'ARGS'] [--ping 'ARGS'] [--bin build/release/shootout]
-        [--json-dir DIR]
+        [--runs R] [--rounds K] [--load 'ARGS'] [--ping 'ARGS']
+        [--bin build/release/shootout] [--json-dir DIR]
+
+--rounds K runs the whole list K times, one after the other, so that on a
+shared machine every N sees the same neighbours; each cell is then the
+median of the K rounds, with their lowest and highest. A connection lands on
+a loop by the kernel's SO_REUSEPORT hash: with N > 1 the broker runs with -v
+and the "cross" column is the share of deliveries whose publisher and
+subscriber were on different loops (from its "event=connect ... loop=N"
+lines and the bench's client indexes).
 
 --threads 1 is passed to the broker only if its --help names --threads (the
 single-threaded broker is "threads 1" without it); a larger N needs the
@@ -19,8 +27,10 @@ scaling: give --broker-cpus with as many CPUs as the largest N.
 import argparse
 import json
 import os
+import re
 import shlex
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,7 +78,7 @@ def start_broker(binary, threads, with_flag, cpus, log):
     port = free_port()
     argv = [binary, "broker", "--bind", "127.0.0.1", "--port", str(port)]
     if with_flag:
-        argv += ["--threads", str(threads)]
+        argv += ["--threads", str(threads)] + (["-v"] if threads > 1 else [])
     proc = subprocess.Popen(pinned(cpus, argv), stdin=subprocess.DEVNULL, stdout=log,
                             stderr=subprocess.STDOUT)
     if not wait_listening(port, proc):
@@ -76,6 +86,38 @@ def start_broker(binary, threads, with_flag, cpus, log):
         proc.wait()
         return None, port
     return proc, port
+
+
+CONNECT_LINE = re.compile(r"event=connect client=(\S+)-(\d+) .* loop=(\d+)")
+
+
+def cross_share(log_path, name, args):
+    """The share of the deliveries whose publisher and subscriber were on
+    different loops, over every run in the broker's -v log; None without
+    loop= lines (one loop)."""
+    runs = {}
+    with open(log_path) as f:
+        for line in f:
+            m = CONNECT_LINE.search(line)
+            if m:
+                runs.setdefault(m.group(1), {})[int(m.group(2))] = int(m.group(3))
+    if not runs:
+        return None
+    words = shlex.split(args)
+    cross = total = 0
+    for loop in runs.values():
+        if name == "loadtest":  # subscriber i and publisher subs + i
+            subs = len(loop) // 2
+            cross += sum(loop[i] != loop[subs + i] for i in range(subs))
+            total += subs
+        else:  # responder i, requester pairs + i; wildcards of pair 0 after them
+            pairs = int(words[words.index("--pairs") + 1])
+            wsubs = len(loop) - 2 * pairs
+            cross += 2 * sum(loop[i] != loop[pairs + i] for i in range(pairs))
+            cross += sum((loop[2 * pairs + w] != loop[0]) + (loop[2 * pairs + w] != loop[pairs])
+                         for w in range(wsubs))
+            total += 2 * pairs + 2 * wsubs
+    return cross / total
 
 
 def bench(binary, experiment, args, port, pid, client_threads, runs, cpus, out):
@@ -102,6 +144,7 @@ def main():
     ap.add_argument("--client-cpus", default="", help="taskset CPU list for the load generator")
     ap.add_argument("--client-threads", type=int, default=min(4, os.cpu_count() or 1))
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=1, help="the whole list this many times")
     ap.add_argument("--load", default=EXPERIMENTS["loadtest"][1], help="mqtt-load arguments")
     ap.add_argument("--ping", default=EXPERIMENTS["pingtest"][1], help="mqtt-ping arguments")
     ap.add_argument("--bin", default=os.path.join(ROOT, "build/release/shootout"))
@@ -122,37 +165,58 @@ def main():
     args = {"loadtest": a.load, "pingtest": a.ping}
     print("broker scaling: %s, client threads %d, runs %d, broker CPUs %s, client CPUs %s" % (
         a.bin, a.client_threads, a.runs, a.broker_cpus or "any", a.client_cpus or "any"))
-    print("%-8s %-9s %14s %16s %16s" % ("threads", "test", "k msg/s", "broker us/msg",
-                                        "client us/msg"))
-    base = {}
+    cells = {}
     stopped = None
-    for n in threads:
-        if n > 1 and not has_flag:
-            stopped = ("the broker does not take --threads (its --help names no such option): "
-                       "stopped before threads %d" % n)
-            break
-        for name in ("loadtest", "pingtest"):
-            experiment = EXPERIMENTS[name][0]
-            with open(os.path.join(jdir, "broker-t%d-%s.log" % (n, name)), "w") as log:
-                proc, port = start_broker(a.bin, n, has_flag, a.broker_cpus, log)
-            if proc is None:
-                stopped = "the broker did not start with --threads %d (see %s)" % (n, jdir)
+    for k in range(a.rounds):
+        for n in threads:
+            if n > 1 and not has_flag:
+                stopped = ("the broker does not take --threads (its --help names no such "
+                           "option): stopped before threads %d" % n)
                 break
-            try:
-                out = os.path.join(jdir, "t%d-%s.json" % (n, name))
-                tput, server, client = bench(a.bin, experiment, args[name], port, proc.pid,
-                                             a.client_threads, a.runs, a.client_cpus, out)
-            finally:
-                proc.terminate()
-                proc.wait(10)
-            base.setdefault(name, (tput, server))
-            ratio = "  (x%.2f tput, x%.2f cpu)" % (tput / base[name][0],
-                                                    server / base[name][1]) if n != threads[0] else ""
-            print("%-8d %-9s %14.1f %16.3f %16.3f%s" % (n, name, tput / 1e3, server, client,
-                                                        ratio))
-            sys.stdout.flush()
+            for name in ("loadtest", "pingtest"):
+                experiment = EXPERIMENTS[name][0]
+                log_path = os.path.join(jdir, "broker-r%d-t%d-%s.log" % (k, n, name))
+                with open(log_path, "w") as log:
+                    proc, port = start_broker(a.bin, n, has_flag, a.broker_cpus, log)
+                if proc is None:
+                    stopped = "the broker did not start with --threads %d (see %s)" % (n, jdir)
+                    break
+                try:
+                    out = os.path.join(jdir, "r%d-t%d-%s.json" % (k, n, name))
+                    got = bench(a.bin, experiment, args[name], port, proc.pid, a.client_threads,
+                                a.runs, a.client_cpus, out)
+                finally:
+                    proc.terminate()
+                    proc.wait(10)
+                cells.setdefault((n, name), []).append(got + (cross_share(log_path, name,
+                                                                          args[name]),))
+                print("round %d, threads %d, %s: %.1f k msg/s, broker %.3f us/msg" % (
+                    k + 1, n, name, got[0] / 1e3, got[1]), file=sys.stderr)
+            if stopped:
+                break
         if stopped:
             break
+    print("%-8s %-9s %20s %22s %16s %6s %s" % ("threads", "test", "k msg/s", "broker us/msg",
+                                               "client us/msg", "cross", "vs threads %d" %
+                                               threads[0]))
+
+    def med(rows, i):
+        v = [r[i] for r in rows]
+        return statistics.median(v), min(v), max(v)
+
+    for n in threads:
+        for name in ("loadtest", "pingtest"):
+            rows = cells.get((n, name))
+            if not rows:
+                continue
+            (t, tlo, thi), (c, clo, chi), (cl, _, _) = med(rows, 0), med(rows, 1), med(rows, 2)
+            shares = [r[3] for r in rows if r[3] is not None]
+            base = cells[(threads[0], name)]
+            ratio = "" if n == threads[0] else "x%.2f tput, x%.2f cpu" % (
+                t / med(base, 0)[0], c / med(base, 1)[0])
+            print("%-8d %-9s %8.1f (%5.1f-%5.1f) %8.3f (%5.3f-%5.3f) %16.3f %6s %s" % (
+                n, name, t / 1e3, tlo / 1e3, thi / 1e3, c, clo, chi, cl,
+                "%.0f%%" % (100 * statistics.median(shares)) if shares else "-", ratio))
     print("JSON of every run: %s" % jdir)
     if stopped:
         print(stopped)

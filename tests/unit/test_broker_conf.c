@@ -51,9 +51,9 @@ static void test_flag_and_keyword_names_set_the_same_field(void **state)
     assert_int_equal(cfg.packet_timeout_ms, 3000);
     assert_int_equal(broker_conf_set(&cfg, "min-packet-rate", "100", err, sizeof err), 0);
     assert_int_equal(cfg.min_packet_rate, 100);
-    assert_int_equal(cfg.threads, 1); /* one loop unless asked */
-    assert_int_equal(broker_conf_set(&cfg, "threads", "0", err, sizeof err), 0);
-    assert_int_equal(cfg.threads, 0);
+    assert_int_equal(cfg.threads, 0); /* one loop per online CPU unless asked */
+    assert_int_equal(broker_conf_set(&cfg, "threads", "1", err, sizeof err), 0);
+    assert_int_equal(cfg.threads, 1);
     assert_int_equal(broker_conf_set(&cfg, "threads", "4", err, sizeof err), 0);
     assert_int_equal(cfg.threads, 4);
 }
