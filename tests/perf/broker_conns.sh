@@ -83,7 +83,9 @@ start_broker() {
     case $1 in
     shootout)
         targs=()
-        [ "$threads" != 1 ] && targs=(--threads "$threads")
+        # Always said: the default is one loop per CPU, and a binary older
+        # than --threads has one loop (the check above refuses N > 1 there).
+        "$bin" broker --help | grep -q -- '--threads' && targs=(--threads "$threads")
         "$bin" broker --bind 127.0.0.1 --port "$port" --max-connections $((n + est + spare)) \
             "${targs[@]}" >"$out/broker-$1-$port.log" 2>&1 &
         ;;

@@ -38,9 +38,13 @@ ir() {
     bin=$1 tag=$2
     shift 2
     out="$tmp/$tag.cg"
+    # One loop unless -a says otherwise (a later --threads wins), as the
+    # article's race runs it; a binary older than --threads has one anyway.
+    one=""
+    "$bin" broker --help | grep -q -- '--threads' && one="--threads 1"
     # shellcheck disable=SC2086
     valgrind --tool=callgrind --callgrind-out-file="$out" "$bin" broker --port 0 \
-        --sys-interval 0 $args >"$tmp/$tag.log" 2>&1 &
+        --sys-interval 0 $one $args >"$tmp/$tag.log" 2>&1 &
     vp=$!
     # Under valgrind the broker takes a few seconds to listen; port 0
     # picks a free port, which the log line names.

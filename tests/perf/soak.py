@@ -165,7 +165,7 @@ class Server:
 def start_servers(workdir, a2b_scale):
     servers = {}
     servers["broker"] = Server("broker", [
-        SHOOTOUT, "broker", "--bind", HOST, "--port", "0", "--sys-interval", "10",
+        SHOOTOUT, "broker", "--bind", HOST, "--port", "0", "--threads", "1", "--sys-interval", "10",
         "--connection-messages", "false"], r"listening on (\S+) ", workdir)
     servers["car-server"] = Server("car-server", [
         SHOOTOUT, "car-server", "--bind", HOST, "--rest-port", "0", "--grpc-port", "0"],

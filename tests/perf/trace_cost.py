@@ -50,7 +50,7 @@ def main():
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="trace_cost.")
     trace = os.path.join(tmp, "trace.txt")
-    broker, m = start([SHOOTOUT, "broker", "--bind", "127.0.0.1", "--port", "0"],
+    broker, m = start([SHOOTOUT, "broker", "--bind", "127.0.0.1", "--port", "0", "--threads", "1"],
                       r"listening on \S+:(\d+)", os.path.join(tmp, "broker.log"))
     mqtt_port = m.group(1)
     car, m = start([SHOOTOUT, "car-server", "--bind", "127.0.0.1", "--rest-port", "0", "--grpc-port", "0"],

@@ -55,7 +55,7 @@ def start(name, workdir):
                     % (port, getpass.getuser()))
         argv = [MOSQUITTO, "-c", conf]
     else:
-        argv = [SHOOTOUT, "broker", "--bind", "127.0.0.1", "--port", str(port),
+        argv = [SHOOTOUT, "broker", "--bind", "127.0.0.1", "--port", str(port), "--threads", "1",
                 "--connection-messages", "false"]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=workdir)
     deadline = time.monotonic() + 10
