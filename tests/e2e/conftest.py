@@ -288,11 +288,8 @@ class Broker(ServerProcess):
                 argv += [flag_names[key], str(value)]
             if persistence_dir:
                 argv += ["--persistence", "--persistence-location", persistence_dir]
-            if E2E_THREADS != 1 and not persistence_dir and not any(
-                    a in ("--persistence", "--threads") for a in extra_args) and not any(
-                    line.split()[:1] == ["persistence"] for line in conf_lines):
-                # The suite at --threads N (make e2e-threads4); persistence
-                # needs one loop for now (docs/persistence.md).
+            if E2E_THREADS != 1 and "--threads" not in extra_args:
+                # The suite at --threads N (make e2e-threads4).
                 argv += ["--threads", str(E2E_THREADS)]
             if conf_lines or conf_text:
                 # Global lines first; conf_text follows the default listener
