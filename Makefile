@@ -156,7 +156,7 @@ tsan-e2e:
 	  $(TSAN_E2E)
 
 # The broker's end-to-end tests (the files tsan-e2e runs) with every broker
-# on 4 loops (--threads 4; those with persistence keep one, conftest.py).
+# on 4 loops (--threads 4), persistence included.
 e2e-threads4: $(B)/shootout
 	SHOOTOUT_E2E_THREADS=4 SHOOTOUT_BIN=$(abspath $(B)/shootout) $(PYTHON) -m pytest -q -rfEs $(TSAN_E2E)
 

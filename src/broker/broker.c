@@ -160,15 +160,16 @@ void broker_drain(struct broker_loop *l)
     }
     ev_timer_stop(l->ev, &l->sweep);
     ev_timer_stop(l->ev, &l->stall);
-    if (b->persist) /* one loop: persistence needs --threads 1 */
-        b->defer_wills = true;
+    if (b->persist) /* read by every loop's session_detach */
+        __atomic_store_n(&b->defer_wills, true, __ATOMIC_RELAXED);
     pthread_mutex_lock(&b->world_lock);
     b->draining = true; /* a stop of the world waits no more */
     pthread_cond_broadcast(&b->world_cond);
     pthread_mutex_unlock(&b->world_lock);
     struct conn *c;
     while ((c = l->conns))
-        conn_kick(l, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down", !b->defer_wills);
+        conn_kick(l, c, MQTT5_RC_SERVER_SHUTTING_DOWN, "server shutting down",
+                  !__atomic_load_n(&b->defer_wills, __ATOMIC_RELAXED));
 }
 
 void broker_close_all(struct broker_loop *l)
@@ -493,15 +494,9 @@ int broker_run(const struct broker_config *cfg)
      * CONNACK (docs/broker.md), so srv refuses none; connections still
      * lingering when LINGER_MS is up are closed. */
     unsigned threads = cfg->threads;
-    if (threads == 0 && cfg->persistence.on) {
-        threads = 1; /* what "one per CPU" can give persistence for now */
-    } else if (threads == 0) {
+    if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n < 1 ? 1 : n > BROKER_THREADS_MAX ? BROKER_THREADS_MAX : (unsigned)n;
-    }
-    if (threads > 1 && cfg->persistence.on) {
-        log_error("persistence needs --threads 1 for now (docs/persistence.md)");
-        return 1;
     }
     struct srv_config sc = {
         .bind = cfg->bind,

@@ -40,7 +40,7 @@ const struct opt broker_options[] = {
     {"port", 'p', OPT_UINT, "N", "TCP port; 0 picks a free one", "1883", CFG(port),
      .keyword = "port", .min = 0, .max = 65535},
     {"threads", 0, OPT_UINT, "N",
-     "event loops (threads); 0: one per online CPU (one with persistence); connections "
+     "event loops (threads); 0: one per online CPU; connections "
      "spread over them (docs/broker.md, \"Threads\")", "0", CFG(threads), .keyword = "threads",
      .min = 0, .max = BROKER_THREADS_MAX},
     {"max-connections", 0, OPT_UINT, "N",

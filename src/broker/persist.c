@@ -9,9 +9,19 @@
  * Received QoS 2 ids live in the session as bare packet ids; the log entry
  * of each, needed to delete it at PUBREL, is kept here in a map keyed by
  * session and packet id.
+ *
+ * Loops (--threads): one log for every loop, under one mutex (taken only
+ * with more than one loop). Every hook appends under it, and a hook that
+ * appends several records (a message and its entry) holds it across them
+ * all, so that no other loop's commit comes between. The commit is group
+ * commit across loops: a loop about to flush makes everything appended so
+ * far durable with one write and one fdatasync under the mutex, whoever
+ * appended it, and a loop whose records another loop's commit already
+ * covered finds nothing left to do (docs/persistence.md, "Loops").
  */
 #include "broker/persist.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -19,6 +29,7 @@
 #include "broker/msg.h"
 #include "broker/plog.h"
 #include "broker/session.h"
+#include "core/clock.h"
 #include "core/mem.h"
 #include "mqtt/mqtt5.h"
 #include "mqtt/mqtt_codec.h"
@@ -34,8 +45,32 @@ struct qos2_in {
 struct persist {
     struct plog *log;
     bool periodic_sync;
+    bool shared;       /* more than one loop: the mutex is taken */
+    pthread_mutex_t lock; /* the log, qos2 and the counts below */
     struct hmap qos2;  /* key -> struct qos2_in */
+    /* Records appended, and how many of them the last commit made durable:
+     * written under the lock, read without it by a loop that asks whether
+     * it has anything to commit. */
+    uint64_t appended, committed;
 };
+
+static void persist_lock(struct persist *p)
+{
+    if (p->shared)
+        pthread_mutex_lock(&p->lock);
+}
+static void persist_unlock(struct persist *p)
+{
+    if (p->shared)
+        pthread_mutex_unlock(&p->lock);
+}
+
+/* Every append goes through here, under the lock. */
+static uint64_t append(struct persist *p, const struct plog_rec *r)
+{
+    __atomic_store_n(&p->appended, p->appended + 1, __ATOMIC_RELEASE);
+    return plog_append(p->log, r);
+}
 
 static uint64_t wall_ms(void)
 {
@@ -44,16 +79,18 @@ static uint64_t wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* A loop time in the future as wall-clock time (and back: persist_to_loop). */
+/* A loop time in the future as wall-clock time (and back: persist_to_loop).
+ * Every loop's time is clock_now_ms() as its iteration began, so the clock
+ * itself is read: any loop's thread may ask. */
 static uint64_t to_wall(const struct broker *b, uint64_t loop_ms)
 {
-    uint64_t now = ev_now(b->home->ev);
+    uint64_t now = clock_now_ms();
     return wall_ms() + (loop_ms > now ? loop_ms - now : 0);
 }
 uint64_t persist_to_loop(const struct broker *b, uint64_t at_ms)
 {
     uint64_t wall = wall_ms();
-    uint64_t t = ev_now(b->home->ev) + (at_ms > wall ? at_ms - wall : 0);
+    uint64_t t = clock_now_ms() + (at_ms > wall ? at_ms - wall : 0);
     return t ? t : 1; /* 0 means "never" */
 }
 
@@ -75,7 +112,24 @@ static void qos2_key(uint8_t key[QOS2_KEY_LEN], const struct session *s, uint16_
 
 /* ---- recording changes --------------------------------------------------- */
 
-bool persist_commit_(struct broker *b) { return plog_commit(b->persist->log) == 0; }
+bool persist_commit_(struct broker *b)
+{
+    struct persist *p = b->persist;
+    /* Nothing appended since the last commit (by any loop whose appends
+     * this loop's output may depend on: they happened before what this
+     * loop read of them); a periodic sync is due whether or not. */
+    if (!p->periodic_sync &&
+        __atomic_load_n(&p->committed, __ATOMIC_ACQUIRE) ==
+            __atomic_load_n(&p->appended, __ATOMIC_ACQUIRE))
+        return true;
+    persist_lock(p);
+    uint64_t upto = p->appended;
+    bool ok = plog_commit(p->log) == 0;
+    if (ok)
+        __atomic_store_n(&p->committed, upto, __ATOMIC_RELEASE);
+    persist_unlock(p);
+    return ok;
+}
 
 /* The session's will, connected (its connection's, due its delay after
  * the connection ends) or offline (due at s->will_ms), into r. Returns
@@ -110,34 +164,16 @@ static uint8_t *persist_will(const struct broker *b, const struct session *s,
     return props;
 }
 
-void persist_session_(struct broker *b, struct session *s)
-{
-    if (s->expiry_s == 0) {
-        persist_session_del(b, s);
-        return;
-    }
-    struct plog_rec r = {.type = PLOG_SESSION};
-    r.session = (struct plog_session){
-        .client_id = client_id(s),
-        .expiry = s->expiry_s,
-        .expires_at_ms = !s->conn && s->expiry_s != SESSION_NEVER ? to_wall(b, s->expires_ms) : 0,
-        .protocol = s->v5 ? MQTT5_PROTOCOL_LEVEL : s->v31 ? MQTT31_PROTOCOL_LEVEL : MQTT311_PROTOCOL_LEVEL,
-    };
-    uint8_t *props = persist_will(b, s, &r.session);
-    plog_append(b->persist->log, &r);
-    mem_free(props);
-    s->persisted = true;
-}
+/* The records, appended under the lock (persist_lock), and the hooks
+ * that take it around them. */
 
-void persist_session_del_(struct broker *b, struct session *s)
+static void session_del_rec(struct persist *p, struct session *s)
 {
-    s->persisted = false;
-    struct persist *p = b->persist;
-    if (!p)
-        return; /* shutting down: the log is closed and keeps the session */
+    /* Other loops read it when they route to s (persist_remote). */
+    __atomic_store_n(&s->persisted, false, __ATOMIC_RELAXED);
     struct plog_rec r = {.type = PLOG_SESSION_DEL};
     r.session.client_id = client_id(s);
-    plog_append(p->log, &r);
+    append(p, &r);
     /* Its received QoS 2 ids went with it. */
     size_t i = 0;
     struct hmap_slot *slot;
@@ -150,16 +186,54 @@ void persist_session_del_(struct broker *b, struct session *s)
     }
 }
 
+void persist_session_(struct broker *b, struct session *s)
+{
+    struct persist *p = b->persist;
+    if (s->expiry_s == 0) {
+        persist_session_del(b, s);
+        return;
+    }
+    struct plog_rec r = {.type = PLOG_SESSION};
+    r.session = (struct plog_session){
+        .client_id = client_id(s),
+        .expiry = s->expiry_s,
+        .expires_at_ms = !s->conn && s->expiry_s != SESSION_NEVER ? to_wall(b, s->expires_ms) : 0,
+        .protocol = s->v5 ? MQTT5_PROTOCOL_LEVEL : s->v31 ? MQTT31_PROTOCOL_LEVEL : MQTT311_PROTOCOL_LEVEL,
+    };
+    uint8_t *props = persist_will(b, s, &r.session);
+    persist_lock(p);
+    append(p, &r);
+    __atomic_store_n(&s->persisted, true, __ATOMIC_RELAXED);
+    persist_unlock(p);
+    mem_free(props);
+}
+
+void persist_session_del_(struct broker *b, struct session *s)
+{
+    struct persist *p = b->persist;
+    if (!p) {
+        s->persisted = false;
+        return; /* shutting down: the log is closed and keeps the session */
+    }
+    persist_lock(p);
+    session_del_rec(p, s);
+    persist_unlock(p);
+}
+
 void persist_sub_(struct broker *b, struct session *s, const uint8_t *filter, size_t len,
                   uint8_t options, uint32_t sub_id, bool add)
 {
+    struct persist *p = b->persist;
     struct plog_rec r = {.type = add ? PLOG_SUB : PLOG_SUB_DEL};
     r.sub = (struct plog_sub){client_id(s), bytes(filter, len), options, sub_id};
-    plog_append(b->persist->log, &r);
+    persist_lock(p);
+    append(p, &r);
+    persist_unlock(p);
 }
 
-/* Stores m in the log once, whoever references it first. */
-static uint64_t persist_msg(struct broker *b, struct msg *m)
+/* Stores m in the log once, whoever references it first (on whichever
+ * loop: m->plog_id is read and written under the lock). */
+static uint64_t msg_rec(struct broker *b, struct msg *m)
 {
     if (m->plog_id)
         return m->plog_id;
@@ -173,31 +247,52 @@ static uint64_t persist_msg(struct broker *b, struct msg *m)
         .payload = bytes(msg_payload(m), m->payload_len),
         .props = bytes(msg_props(m), m->props_len),
     };
-    m->plog_id = plog_append(b->persist->log, &r);
+    m->plog_id = append(b->persist, &r);
     return m->plog_id;
 }
 
 void persist_retain_(struct broker *b, struct msg *m)
 {
+    struct persist *p = b->persist;
     if (m->topic_len && msg_topic(m)[0] == '$')
         return; /* $SYS: the broker's own figures, published again at start */
     struct plog_rec r = {.type = m->payload_len ? PLOG_RETAIN : PLOG_RETAIN_CLEAR};
     r.retain.topic = bytes(msg_topic(m), m->topic_len);
+    persist_lock(p);
     if (m->payload_len)
-        r.retain.msg_id = persist_msg(b, m);
-    plog_append(b->persist->log, &r);
+        r.retain.msg_id = msg_rec(b, m);
+    append(p, &r);
+    persist_unlock(p);
+}
+
+static void entry_state_rec(struct persist *p, uint64_t entry, uint8_t state, uint16_t packet_id,
+                            bool lazy)
+{
+    struct plog_rec r = {.type = PLOG_ENTRY_STATE, .lazy = lazy};
+    r.entry = (struct plog_entry){.id = entry, .state = state, .packet_id = packet_id};
+    append(p, &r);
+}
+
+static void entry_del_rec(struct persist *p, uint64_t entry, bool lazy)
+{
+    struct plog_rec r = {.type = PLOG_ENTRY_DEL, .lazy = lazy};
+    r.entry.id = entry;
+    append(p, &r);
 }
 
 uint64_t persist_out_(struct broker *b, struct session *s, struct msg *m,
                       const struct delivery *d, uint8_t state, uint16_t packet_id)
 {
-    if (!b->persist)
+    struct persist *p = b->persist;
+    if (!p)
         return 0;
     if (d->entry) {
         /* Sent: a QoS 2 copy's packet id must be on disk before the
          * subscriber sees it; a QoS 1 copy whose record is lost is sent
          * again, as QoS 1 allows. */
-        persist_entry_state_(b, d->entry, state, packet_id, d->qos < 2);
+        persist_lock(p);
+        entry_state_rec(p, d->entry, state, packet_id, d->qos < 2);
+        persist_unlock(p);
         return d->entry;
     }
     /* A QoS 0 copy may be lost (at most once); a QoS 1/2 one is owed to
@@ -205,32 +300,49 @@ uint64_t persist_out_(struct broker *b, struct session *s, struct msg *m,
     struct plog_rec r = {.type = PLOG_ENTRY, .lazy = d->qos == 0};
     r.entry = (struct plog_entry){
         .client_id = client_id(s),
-        .msg_id = persist_msg(b, m),
         .dir = PLOG_OUT,
         .state = state,
         .qos = d->qos,
         .packet_id = packet_id,
     };
-    return plog_append(b->persist->log, &r);
+    persist_lock(p);
+    r.entry.msg_id = msg_rec(b, m);
+    uint64_t id = append(p, &r);
+    persist_unlock(p);
+    return id;
+}
+
+uint64_t persist_remote_(struct broker *b, struct session *s, struct msg *m,
+                         const struct delivery *d)
+{
+    /* A QoS 0 copy too if it is to be queued (the session offline), so
+     * that the session's copies are in the log in the order they reach
+     * it, as they are restored. */
+    if (!__atomic_load_n(&s->persisted, __ATOMIC_RELAXED) ||
+        (d->qos == 0 && (!b->cfg->queue_qos0 || __atomic_load_n(&s->online, __ATOMIC_RELAXED))))
+        return 0;
+    return persist_out_(b, s, m, d, PLOG_QUEUED, 0);
 }
 
 void persist_entry_state_(struct broker *b, uint64_t entry, uint8_t state, uint16_t packet_id,
                           bool lazy)
 {
-    if (!b->persist)
+    struct persist *p = b->persist;
+    if (!p)
         return;
-    struct plog_rec r = {.type = PLOG_ENTRY_STATE, .lazy = lazy};
-    r.entry = (struct plog_entry){.id = entry, .state = state, .packet_id = packet_id};
-    plog_append(b->persist->log, &r);
+    persist_lock(p);
+    entry_state_rec(p, entry, state, packet_id, lazy);
+    persist_unlock(p);
 }
 
 void persist_entry_del_(struct broker *b, uint64_t entry, bool lazy)
 {
-    if (!b->persist)
+    struct persist *p = b->persist;
+    if (!p)
         return;
-    struct plog_rec r = {.type = PLOG_ENTRY_DEL, .lazy = lazy};
-    r.entry.id = entry;
-    plog_append(b->persist->log, &r);
+    persist_lock(p);
+    entry_del_rec(p, entry, lazy);
+    persist_unlock(p);
 }
 
 static void qos2_remember(struct persist *p, struct session *s, uint16_t packet_id, uint64_t entry)
@@ -246,23 +358,25 @@ void persist_qos2_in_(struct broker *b, struct session *s, uint16_t packet_id, b
     struct persist *p = b->persist;
     if (!p)
         return;
+    persist_lock(p);
     if (add) {
         struct plog_rec r = {.type = PLOG_ENTRY};
         r.entry = (struct plog_entry){.client_id = client_id(s), .dir = PLOG_IN,
                                       .state = PLOG_PUBREC_SENT, .qos = 2, .packet_id = packet_id};
-        qos2_remember(p, s, packet_id, plog_append(p->log, &r));
-        return;
+        qos2_remember(p, s, packet_id, append(p, &r));
+    } else {
+        uint8_t key[QOS2_KEY_LEN];
+        qos2_key(key, s, packet_id);
+        struct qos2_in *q = hmap_del(&p->qos2, key, QOS2_KEY_LEN);
+        if (q) {
+            /* Not lazy: were it lost, the id would count as taken after a
+             * restart, and the publisher's next message under it, already
+             * answered with PUBCOMP, would be taken for a retransmission. */
+            entry_del_rec(p, q->entry, false);
+            mem_free(q);
+        }
     }
-    uint8_t key[QOS2_KEY_LEN];
-    qos2_key(key, s, packet_id);
-    struct qos2_in *q = hmap_del(&p->qos2, key, QOS2_KEY_LEN);
-    if (q) {
-        /* Not lazy: were it lost, the id would count as taken after a
-         * restart, and the publisher's next message under it, already
-         * answered with PUBCOMP, would be taken for a retransmission. */
-        persist_entry_del_(b, q->entry, false);
-        mem_free(q);
-    }
+    persist_unlock(p);
 }
 
 void persist_start(struct broker *b, struct plog *log)
@@ -270,6 +384,8 @@ void persist_start(struct broker *b, struct plog *log)
     struct persist *p = mem_calloc(1, sizeof *p);
     p->log = log;
     p->periodic_sync = b->cfg->persistence.sync_interval_ms > 0;
+    p->shared = b->nloops > 1;
+    pthread_mutex_init(&p->lock, NULL);
     b->persist = p;
 }
 
@@ -289,6 +405,7 @@ void persist_close(struct broker *b)
     while ((slot = hmap_next(&p->qos2, &i)))
         mem_free(slot->val);
     hmap_free(&p->qos2);
+    pthread_mutex_destroy(&p->lock);
     mem_free(p);
     b->persist = NULL;
 }
@@ -298,7 +415,9 @@ void persist_tick(struct broker *b)
     struct persist *p = b->persist;
     if (!p)
         return;
+    persist_lock(p);
     plog_maintain(p->log);
     if (p->periodic_sync)
         plog_commit(p->log);
+    persist_unlock(p);
 }

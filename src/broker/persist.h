@@ -13,6 +13,9 @@
  * s->persisted (true only for a session whose record is in the log) or of
  * an entry id (non-zero only for a copy in the log), so with persistence
  * off the broker pays one predictable branch per hook.
+ *
+ * Any loop may call them (one log for all, under a mutex with more than
+ * one loop; persist.c); each loop calls persist_commit before it flushes.
  */
 #ifndef SHOOTOUT_PERSIST_H
 #define SHOOTOUT_PERSIST_H
@@ -82,6 +85,19 @@ static inline uint64_t persist_out(struct broker *b, struct session *s, struct m
                                    const struct delivery *d, uint8_t state, uint16_t packet_id)
 {
     return d->entry || s->persisted ? persist_out_(b, s, m, d, state, packet_id) : 0;
+}
+/* A QoS 1/2 copy of m to s, a persistent session of another loop, as the
+ * publisher's loop routes it (or a QoS 0 one to queue for it offline, with
+ * --queue-qos0): its ENTRY (queued) is appended here, so that the
+ * publisher's PUBACK/PUBREC, which leaves from this loop, waits for it;
+ * the entry id travels with the delivery, and s's loop records what
+ * becomes of it. 0 if nothing was appended. */
+uint64_t persist_remote_(struct broker *b, struct session *s, struct msg *m,
+                         const struct delivery *d);
+static inline uint64_t persist_remote(struct broker *b, struct session *s, struct msg *m,
+                                      const struct delivery *d)
+{
+    return b->persist ? persist_remote_(b, s, m, d) : 0;
 }
 /* A sent QoS 2 copy got its PUBREC (PUBREL sent). Not lazy: were it lost,
  * the PUBLISH would go again after a restart, under a packet id the

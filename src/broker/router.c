@@ -276,6 +276,7 @@ static void route_remote(struct broker_loop *l, struct session *s, struct msg *m
     e->p = s;
     e->m = msg_ref(m);
     e->d = *d;
+    e->d.entry = persist_remote(l->b, s, m, d); /* before the PUBACK leaves this loop */
     e->publisher = publisher;
     e->aux = NULL;
     if (d->sub_ids) {
@@ -293,6 +294,8 @@ void router_take(struct broker_loop *l, struct xloop_entry *e)
     if (!s->gone && !(s->auth.filtered && !e->d.shared &&
                       !auth_may_deliver(l->b, s, msg_topic(m), m->topic_len)))
         session_deliver(l, s, m, &e->d, NULL);
+    else /* its record, if the routing loop made one, goes too */
+        persist_entry_del(l->b, &e->d, false);
     __atomic_sub_fetch(&s->xpending, 1, __ATOMIC_SEQ_CST);
     if (!s->gone) {
         if (e->publisher)

@@ -220,6 +220,7 @@ static void session_enqueue(struct broker_loop *l, struct session *s, struct msg
     struct broker *b = l->b;
     if (s->qlen >= l->cfg->max_queued) {
         session_drop(l, s, &l->stats.dropped_queue_full, "max-queued-messages reached");
+        persist_entry_del(l->b, d, false); /* recorded by another loop (persist_remote) */
         return;
     }
     if (s->qlen == s->qcap) {
@@ -466,6 +467,7 @@ void session_deliver(struct broker_loop *l, struct session *s, struct msg *m,
     struct conn *c = s->conn;
     if (m->expires_ms && msg_expired(m, ev_now(l->ev))) {
         STAT_ADD(l->stats.dropped_expired, 1);
+        persist_entry_del(l->b, d, false); /* recorded by another loop (persist_remote) */
         return;
     }
     if (d->qos == 0) {
@@ -474,6 +476,7 @@ void session_deliver(struct broker_loop *l, struct session *s, struct msg *m,
                 session_send_qos0(l, c, m, d);
             else
                 session_drop(l, s, &l->stats.dropped_output_full, "max-output-bytes reached");
+            persist_entry_del(l->b, d, false); /* queued by another loop: it saw s offline */
             session_push_back(l, s, publisher);
         } else if (l->cfg->queue_qos0) {
             session_enqueue(l, s, m, d);

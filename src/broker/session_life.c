@@ -136,7 +136,7 @@ void session_detach(struct broker_loop *l, struct session *s, struct msg *will,
     }
     session_release_publishers(l, s, true);
     uint64_t now = ev_now(l->ev);
-    if (will && will_delay_s == 0 && !b->defer_wills)
+    if (will && will_delay_s == 0 && !__atomic_load_n(&b->defer_wills, __ATOMIC_RELAXED))
         session_publish_will(l, will);
     else if (will)
         session_owe_will(b, s, will, now + (uint64_t)will_delay_s * 1000);

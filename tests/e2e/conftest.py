@@ -289,13 +289,10 @@ class Broker(ServerProcess):
                 argv += [flag_names[key], str(value)]
             if persistence_dir:
                 argv += ["--persistence", "--persistence-location", persistence_dir]
-            if not persistence_dir and not any(
-                    a in ("--persistence", "--threads") for a in extra_args) and not any(
-                    line.split()[:1] in (["persistence"], ["threads"]) for line in conf_lines):
+            if "--threads" not in extra_args and not any(
+                    line.split()[:1] == ["threads"] for line in conf_lines):
                 # Always given, so that the suite runs at the loops it names
-                # and not at the default's one per CPU (make e2e-threads4);
-                # persistence needs one loop for now (docs/persistence.md),
-                # which the default gives it.
+                # and not at the default's one per CPU (make e2e-threads4).
                 argv += ["--threads", str(E2E_THREADS)]
             if conf_lines or conf_text:
                 # Global lines first; conf_text follows the default listener

@@ -89,14 +89,6 @@ def test_bad_config_file_exits_1_naming_the_line(tmp_path, content, message):
     assert message in r.stderr.decode()
 
 
-def test_persistence_with_threads_refused(tmp_path):
-    r = subprocess.run([SHOOTOUT_BIN, "broker", "--port", "0", "--threads", "2", "--persistence",
-                        "--persistence-location", str(tmp_path / "data")],
-                       capture_output=True, timeout=10)
-    assert r.returncode == 1
-    assert "persistence needs --threads 1 for now" in r.stderr.decode()
-
-
 def test_missing_config_file_exits_1(tmp_path):
     r = subprocess.run([SHOOTOUT_BIN, "broker", "-c", str(tmp_path / "nope.conf")],
                        capture_output=True, timeout=10)

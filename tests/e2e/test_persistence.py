@@ -789,12 +789,14 @@ def test_a_full_disk_holds_acknowledgements_back_and_loses_nothing(broker_factor
     of its batch is committed), the failure is logged without flooding the
     log, and once space is freed the batch is written again at the point
     it was cut back to and the PUBACK goes out. After a kill -9 and a
-    restart every acknowledged message is delivered, from an undamaged log."""
+    restart every acknowledged message is delivered, from an undamaged log.
+    At several loops the publisher is on another loop than the session."""
     data = os.path.join(small_disk, "data")
     b = broker_factory(persistence_dir=data)
     park(b, "full-sub", v5=False)
-    pub = b.raw()
-    pub.connect_ok("full-pub")
+    # With several loops, on another loop than the session: its PUBACK
+    # waits for the copy that loop would hold.
+    pub, _ = b.raw_connected_apart("full-pub", {b.loop_of("full-sub")})
     filler = fill(small_disk)
     acked, stuck = [], None
     for i in range(1, 200):

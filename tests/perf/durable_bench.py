@@ -18,6 +18,11 @@ the table in docs/BENCHMARKS.md.
 
     /usr/bin/python3 tests/perf/durable_bench.py [--runs 3] [--conns 20] [--messages 5000]
         [--qos 1 2] [--window default|unlimited ...] [--mqtt-version 3.1.1|5]
+        [--threads 1 2 ...] [--durable-only]
+
+--threads T ...: one shootout-durable broker per T, named shootout-durable-tT,
+started with --threads T (persistence on several loops, docs/persistence.md);
+--durable-only leaves out shootout-memory and mosquitto.
 
 --window default keeps every broker's inflight window at its default (20
 messages per client); unlimited sets ours to 65535 and Mosquitto's to 0 (no
@@ -49,7 +54,7 @@ def free_port():
 
 
 class Broker:
-    def __init__(self, name, workdir, queue, window):
+    def __init__(self, name, workdir, queue, window, threads=1):
         self.name = name
         self.port = free_port()
         data = os.path.join(workdir, name)
@@ -71,8 +76,9 @@ class Broker:
                     "--sys-interval", "0", "--connection-messages", "false",
                     "--max-queued-messages", str(queue),
                     "--max-inflight-messages", "65535" if window == "unlimited" else "20"]
-            if name == "shootout-durable":
-                argv += ["--persistence", "--persistence-location", data]
+            if name.startswith("shootout-durable"):
+                argv += ["--persistence", "--persistence-location", data,
+                         "--threads", str(threads)]
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                      cwd=workdir)
         deadline = time.monotonic() + 10
@@ -113,7 +119,7 @@ def cell(results, key):
     return statistics.median(values)
 
 
-def report(window, args, results):
+def report(window, args, results, names):
     print("\nwindow %s: MQTT %s, %d connections (%d publishers, %d offline persistent subscribers), "
           "%d messages per publisher, median of %d runs" % (
               window, args.mqtt_version, args.conns, args.conns // 2, args.conns // 2,
@@ -124,14 +130,16 @@ def report(window, args, results):
     for key, title, scale in figures:
         print("  %-38s" % title + "".join("%14s" % ("QoS %d" % q) for q in args.qos))
         medians = {}
-        for b in BROKERS:
+        for b in names:
             line = "  %-38s" % b
             for q in args.qos:
                 m = cell(results[(b, q)], key)
                 medians[(b, q)] = m
                 line += "%14s" % ("failed" if m is None else "%.2f" % (m * scale))
             print(line)
-        for ours in ("shootout-durable", "shootout-memory"):
+        for ours in names if "mosquitto" in names else ():
+            if ours == "mosquitto":
+                continue
             line = "  %-38s" % (ours + "/mosquitto")
             for q in args.qos:
                 a, m = medians[(ours, q)], medians[("mosquitto", q)]
@@ -153,6 +161,10 @@ def main():
     ap.add_argument("--window", nargs="+", default=["default", "unlimited"],
                     choices=["default", "unlimited"])
     ap.add_argument("--mqtt-version", default="3.1.1", choices=["3.1.1", "5"])
+    ap.add_argument("--threads", type=int, nargs="+", default=[1],
+                    help="one shootout-durable broker per number of loops")
+    ap.add_argument("--durable-only", action="store_true",
+                    help="no shootout-memory nor mosquitto")
     ap.add_argument("--data-dir", default=os.path.join(REPO, "build", "perf", "durable"),
                     help="brokers' data and logs, emptied first (default build/perf/durable)")
     args = ap.parse_args()
@@ -164,8 +176,13 @@ def main():
     for window in args.window:
         workdir = os.path.join(args.data_dir, window)
         os.makedirs(workdir)
-        brokers = [Broker(name, workdir, 10 * args.messages, window) for name in BROKERS]
-        results = {(b, q): [] for b in BROKERS for q in args.qos}
+        durable = [("shootout-durable", 1)] if args.threads == [1] else [
+            ("shootout-durable-t%d" % t, t) for t in args.threads]
+        others = [] if args.durable_only else [(n, 1) for n in BROKERS[1:]]
+        brokers = [Broker(name, workdir, 10 * args.messages, window, t)
+                   for name, t in durable + others]
+        names = [b.name for b in brokers]
+        results = {(b, q): [] for b in names for q in args.qos}
         try:
             for rep in range(args.runs):
                 for q in args.qos:
@@ -176,7 +193,7 @@ def main():
         finally:
             for b in brokers:
                 b.stop()
-        report(window, args, results)
+        report(window, args, results, names)
     print("\nload average at the end: %.2f %.2f %.2f" % os.getloadavg())
     print("raw results: %s" % args.data_dir)
 
