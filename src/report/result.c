@@ -11,7 +11,7 @@
 #include "core/json.h"
 #include "core/mem.h"
 
-_Static_assert(offsetof(struct result_row, lat_spectrum) + sizeof(double) * RESULT_SPECTRUM_N ==
+_Static_assert(offsetof(struct result_row, own) + sizeof(double) * RESULT_OWN_N ==
                    offsetof(struct result_row, metric) + sizeof(double) * RESULT_NMETRICS,
                "RESULT_NMETRICS must count every metric field");
 
@@ -305,12 +305,14 @@ static void json_row(struct json *j, const struct result_row *r)
 
     json_kv(j, "duration_s", r->duration_s);
     json_kv(j, "setup_s", r->setup_s);
-    json_key(j, "messages");
-    json_object_begin(j);
-    json_kv(j, "sent", r->sent);
-    json_kv(j, "received", r->received);
-    json_kv(j, "lost", r->lost);
-    json_object_end(j);
+    if (!r->cols) {
+        json_key(j, "messages");
+        json_object_begin(j);
+        json_kv(j, "sent", r->sent);
+        json_kv(j, "received", r->received);
+        json_kv(j, "lost", r->lost);
+        json_object_end(j);
+    }
     json_throughput(j, "throughput", r->throughput, r->throughput_def, result_unit(r));
     if (r->throughput_messaging_def)
         json_throughput(j, "throughput_messaging", r->throughput_messaging,
@@ -444,29 +446,28 @@ int result_write_json(const char *path, const struct result_context *ctx,
 
 enum col_need { NEED_ALWAYS, NEED_MESSAGING, NEED_PHASES, NEED_LATENCY, NEED_SERVER };
 
+/* The message experiments' columns, each shown for the rows that have
+ * its figure. */
 struct col {
-    const char *title; /* %s: the op's unit */
-    unsigned metric;
-    double scale;
-    int precision;
+    struct result_col c;
     enum col_need need;
 };
 
 static const struct col cols[] = {
-    {"setup s", RESULT_METRIC(setup_s), 1, 3, NEED_ALWAYS},
-    {"time s", RESULT_METRIC(duration_s), 1, 3, NEED_ALWAYS},
-    {"received", RESULT_METRIC(received), 1, 0, NEED_ALWAYS},
-    {"lost", RESULT_METRIC(lost), 1, 0, NEED_ALWAYS},
-    {"k %s/s", RESULT_METRIC(throughput), 1e-3, 1, NEED_ALWAYS},
-    {"msg-phase k %s/s", RESULT_METRIC(throughput_messaging), 1e-3, 1, NEED_MESSAGING},
-    {"publish k %s/s", RESULT_METRIC(throughput_publish), 1e-3, 2, NEED_PHASES},
-    {"drain k %s/s", RESULT_METRIC(throughput_drain), 1e-3, 2, NEED_PHASES},
-    {"p50 us", RESULT_METRIC(lat_p50), 1, 1, NEED_LATENCY},
-    {"p99 us", RESULT_METRIC(lat_p99), 1, 1, NEED_LATENCY},
-    {"max us", RESULT_METRIC(lat_max), 1, 1, NEED_LATENCY},
-    {"client us/%s", RESULT_METRIC(client_cpu_us_per_op), 1, 2, NEED_ALWAYS},
-    {"server us/%s", RESULT_METRIC(server_cpu_us_per_op), 1, 2, NEED_SERVER},
-    {"server MB", RESULT_METRIC(server_rss_max_kb), 1.0 / 1024, 1, NEED_SERVER},
+    {{"setup s", RESULT_METRIC(setup_s), 1, 3, NULL}, NEED_ALWAYS},
+    {{"time s", RESULT_METRIC(duration_s), 1, 3, NULL}, NEED_ALWAYS},
+    {{"received", RESULT_METRIC(received), 1, 0, NULL}, NEED_ALWAYS},
+    {{"lost", RESULT_METRIC(lost), 1, 0, NULL}, NEED_ALWAYS},
+    {{"k %s/s", RESULT_METRIC(throughput), 1e-3, 1, NULL}, NEED_ALWAYS},
+    {{"msg-phase k %s/s", RESULT_METRIC(throughput_messaging), 1e-3, 1, NULL}, NEED_MESSAGING},
+    {{"publish k %s/s", RESULT_METRIC(throughput_publish), 1e-3, 2, NULL}, NEED_PHASES},
+    {{"drain k %s/s", RESULT_METRIC(throughput_drain), 1e-3, 2, NULL}, NEED_PHASES},
+    {{"p50 us", RESULT_METRIC(lat_p50), 1, 1, NULL}, NEED_LATENCY},
+    {{"p99 us", RESULT_METRIC(lat_p99), 1, 1, NULL}, NEED_LATENCY},
+    {{"max us", RESULT_METRIC(lat_max), 1, 1, NULL}, NEED_LATENCY},
+    {{"client us/%s", RESULT_METRIC(client_cpu_us_per_op), 1, 2, NULL}, NEED_ALWAYS},
+    {{"server us/%s", RESULT_METRIC(server_cpu_us_per_op), 1, 2, NULL}, NEED_SERVER},
+    {{"server MB", RESULT_METRIC(server_rss_max_kb), 1.0 / 1024, 1, NULL}, NEED_SERVER},
 };
 
 static bool col_shown(const struct col *c, const struct result_row *r)
@@ -486,11 +487,37 @@ static bool col_shown(const struct col *c, const struct result_row *r)
 }
 
 #define NCOLS (sizeof cols / sizeof cols[0])
+_Static_assert(NCOLS <= RESULT_TABLE_COLS, "RESULT_TABLE_COLS must hold the standard columns");
+
+/* The columns of rows shaped like r into out (RESULT_TABLE_COLS at most);
+ * how many. */
+static unsigned table_cols(const struct result_row *r, const struct result_col **out)
+{
+    if (r->cols) {
+        unsigned n = r->ncols < RESULT_TABLE_COLS ? r->ncols : RESULT_TABLE_COLS;
+        for (unsigned i = 0; i < n; i++)
+            out[i] = &r->cols[i];
+        return n;
+    }
+    unsigned n = 0;
+    for (size_t i = 0; i < NCOLS; i++)
+        if (col_shown(&cols[i], r))
+            out[n++] = &cols[i].c;
+    return n;
+}
 
 void result_print_defs(FILE *f, const struct result_row *r)
 {
     const char *unit = result_unit(r);
     fprintf(f, "k %s/s: %s\n", unit, r->throughput_def);
+    const struct result_col *tc[RESULT_TABLE_COLS];
+    unsigned n = table_cols(r, tc);
+    for (unsigned i = 0; i < n; i++)
+        if (tc[i]->def) {
+            char title[32];
+            snprintf(title, sizeof title, tc[i]->title, unit);
+            fprintf(f, "%s: %s\n", title, tc[i]->def);
+        }
     if (r->throughput_messaging_def)
         fprintf(f, "msg-phase k %s/s: %s\n", unit, r->throughput_messaging_def);
     if (r->publish_def)
@@ -501,34 +528,31 @@ void result_print_defs(FILE *f, const struct result_row *r)
 
 void result_table_begin(struct tt *tt, const struct result_row *r)
 {
-    char align[NCOLS + 2] = "l";
-    unsigned n = 1;
-    for (size_t i = 0; i < NCOLS; i++)
-        if (col_shown(&cols[i], r))
-            align[n++] = 'r';
-    align[n] = '\0';
+    const struct result_col *tc[RESULT_TABLE_COLS];
+    unsigned n = table_cols(r, tc);
+    char align[RESULT_TABLE_COLS + 2] = "l";
+    memset(align + 1, 'r', n);
+    align[n + 1] = '\0';
     tt_init(tt, align);
     tt_reserve(tt, 0, "median"); /* the longest aggregate's name, printed last */
     tt_cell(tt, "run");
-    for (size_t i = 0; i < NCOLS; i++)
-        if (col_shown(&cols[i], r)) {
-            char title[32];
-            snprintf(title, sizeof title, cols[i].title, result_unit(r));
-            tt_cell(tt, "%s", title);
-        }
+    for (unsigned i = 0; i < n; i++) {
+        char title[32];
+        snprintf(title, sizeof title, tc[i]->title, result_unit(r));
+        tt_cell(tt, "%s", title);
+    }
 }
 
 void result_table_row(struct tt *tt, const struct result_row *r)
 {
+    const struct result_col *tc[RESULT_TABLE_COLS];
+    unsigned n = table_cols(r, tc);
     if (r->aggregate_name)
         tt_cell(tt, "%s", r->aggregate_name);
     else
         tt_cell(tt, "%u", r->repetition_index + 1);
-    for (size_t i = 0; i < NCOLS; i++) {
-        const struct col *c = &cols[i];
-        if (col_shown(c, r))
-            tt_cell(tt, "%.*f", c->precision, r->metric[c->metric] * c->scale);
-    }
+    for (unsigned i = 0; i < n; i++)
+        tt_cell(tt, "%.*f", tc[i]->precision, r->metric[tc[i]->metric] * tc[i]->scale);
 }
 
 void result_print_summary(FILE *f, const struct result_row *mean, const struct result_row *stddev)

@@ -25,7 +25,9 @@ struct json;
  * spectrum: 1/(1-p) = 2, 4, 10, 20, 40, 100 ... 10000, evenly spread on a
  * logarithmic axis (result_spectrum_p). */
 #define RESULT_SPECTRUM_N 12
-#define RESULT_NMETRICS (30 + RESULT_SPECTRUM_N)
+/* How many figures of its own an experiment may keep in a row (own[]). */
+#define RESULT_OWN_N 6
+#define RESULT_NMETRICS (30 + RESULT_SPECTRUM_N + RESULT_OWN_N)
 
 extern const double result_spectrum_p[RESULT_SPECTRUM_N];
 
@@ -75,6 +77,18 @@ struct result_shard {
     bool merged;
 };
 
+/* A column of the terminal table: its title ("%s": the op's unit), the
+ * metric it shows (RESULT_METRIC) times scale with precision decimals, and
+ * what it counts, printed above the table (NULL: the title says it). */
+#define RESULT_TABLE_COLS 16 /* a table's columns at most, the run's aside */
+struct result_col {
+    const char *title;
+    unsigned metric;
+    double scale;
+    int precision;
+    const char *def;
+};
+
 struct result_row {
     char name[128];         /* "mqtt-load/mosquitto/1000c" */
     const char *experiment; /* static: "mqtt-load" */
@@ -96,6 +110,12 @@ struct result_row {
     const char *publish_def, *drain_def;
     const char *op_def;                   /* one "op" of the cpu_us_per_op fields */
     const char *op_unit; /* an op's short name in units ("msg" when NULL, "call"): k msg/s */
+    /* The table's columns of an experiment whose ops are not messages
+     * (mqtt-conns: connections), ncols of them, in place of the message
+     * experiments' (whose sent, received and lost its JSON then leaves
+     * out too); NULL: those. Static, or outliving the rows. */
+    const struct result_col *cols;
+    unsigned ncols;
     bool has_latency;
     /* The latency histogram (ns) in full, for merging rows of several
      * processes (report/merge.h); mem_alloc'd by result_set_latency and,
@@ -133,6 +153,9 @@ struct result_row {
             double publish_s, throughput_publish; /* see publish_def */
             double drain_s, throughput_drain;     /* see drain_def */
             double lat_spectrum[RESULT_SPECTRUM_N]; /* us, at result_spectrum_p */
+            /* An experiment's own figures, for its cols: aggregated like
+             * the rest, in the JSON only as it writes them (extra_json). */
+            double own[RESULT_OWN_N];
         };
         double metric[RESULT_NMETRICS];
     };

@@ -353,7 +353,17 @@ int contender_start(struct contender_proc *p, const char *peers_dir, char *const
 {
     char script[4200];
     snprintf(script, sizeof script, "%s/%s/start", peers_dir, p->def->name);
-    snprintf(p->dir, sizeof p->dir, "/tmp/shootout-%s-XXXXXX", p->def->name);
+    /* In $TMPDIR as mktemp(1) would put it: a test, or a user sharing the
+     * machine, can give the run a /tmp of its own and see what is left. */
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !tmp[0])
+        tmp = "/tmp";
+    int w = snprintf(p->dir, sizeof p->dir, "%s/shootout-%s-XXXXXX", tmp, p->def->name);
+    if (w < 0 || (size_t)w >= sizeof p->dir) {
+        snprintf(err, len, "TMPDIR too long: %s", tmp);
+        p->dir[0] = '\0';
+        return -1;
+    }
     if (!mkdtemp(p->dir)) {
         snprintf(err, len, "mkdtemp: %s", strerror(errno));
         p->dir[0] = '\0';

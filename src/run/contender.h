@@ -80,7 +80,7 @@ void contender_roster_json(struct json *j, const void *roster);
 struct contender_proc {
     const struct contender_def *def;
     struct child proc;
-    char dir[64]; /* the private temporary directory, "" if none */
+    char dir[4096]; /* the private temporary directory, "" if none */
     int port;
     double boot_s; /* spawn to ready */
     /* The process measured (CPU, RSS): the largest of the group at

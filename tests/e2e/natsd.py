@@ -28,6 +28,7 @@ import time
 import urllib.request
 
 import nats_raw
+import serverlog
 
 HOST = "127.0.0.1"
 START_TIMEOUT = 30.0
@@ -110,7 +111,7 @@ class NatsNode:
         while True:
             if not self.running():
                 raise NatsUnavailable("nats-server %s exited (%s): %s" % (
-                    self.name, self.proc.returncode if self.proc else "not started", self.server_log()[-800:]))
+                    self.name, self.proc.returncode if self.proc else "not started", self.server_log(800)))
             if self.healthy():
                 try:
                     nats_raw.NatsClient(HOST, self.port, timeout=2).close()  # CONNECT, PING, PONG
@@ -119,7 +120,7 @@ class NatsNode:
                     pass
             if time.monotonic() > deadline:
                 raise NatsUnavailable("nats-server %s not ready in %.0f s: %s" % (
-                    self.name, START_TIMEOUT, self.server_log()[-800:]))
+                    self.name, START_TIMEOUT, self.server_log(800)))
             time.sleep(0.1)
 
     def stop(self):
@@ -146,12 +147,8 @@ class NatsNode:
         with urllib.request.urlopen("http://%s:%d/varz" % (HOST, self.monitor_port), timeout=5) as r:
             return json.loads(r.read())
 
-    def server_log(self):
-        try:
-            with open(self.log, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+    def server_log(self, last=None):
+        return serverlog.read(self.log, last)
 
 
 class NatsCluster:

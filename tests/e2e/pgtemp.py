@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import tempfile
 
+import serverlog
+
 HOST = "127.0.0.1"
 
 
@@ -91,7 +93,7 @@ class PgCluster:
         r = self._run(["pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "60", "-o", opts, "start"])
         if r.returncode != 0:
             raise PgUnavailable("the server did not start: %s %s" % (r.stdout[-300:].strip(),
-                                                                      self.server_log()[-500:].strip()))
+                                                                      self.server_log(500).strip()))
 
     def stop(self, mode="immediate"):
         r = self._run(["pg_ctl", "-D", self.data, "-m", mode, "-w", "stop"], timeout=60)
@@ -109,12 +111,8 @@ class PgCluster:
         with open(os.path.join(self.data, "postmaster.pid")) as f:
             return int(f.readline())
 
-    def server_log(self):
-        try:
-            with open(self.log, errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+    def server_log(self, last=None):
+        return serverlog.read(self.log, last)
 
     def uri(self, db="postgres"):
         return "postgresql://postgres@%s:%d/%s" % (HOST, self.port, db)

@@ -4,7 +4,9 @@ reported and sane), a small connect storm with established clients (nothing
 refused, round trips measured before and during), and a broker that refuses
 connections over its limit (the failures counted, the run failed), and a
 storm of connects while the broker does not accept (none dropped, every one
-answered). No timing assertions but a generous bound on a ping round trip.
+answered); the results table has the columns of what the mode measures, none
+of the message experiments' (received, lost), and the JSON no "messages". No
+timing assertions but a generous bound on a ping round trip.
 
 The broker needs a descriptor per connection: the tests raise this process's
 soft open-files limit to the hard one before the broker fixture starts it (the
@@ -13,6 +15,7 @@ child inherits it) and put it back afterwards, so nothing changes globally."""
 import errno
 import json
 import os
+import re
 import resource
 import selectors
 import signal
@@ -62,6 +65,29 @@ def conns(tmp_path, *args, expect=0):
     return b, p
 
 
+IDLE_COLUMNS = ["run", "connected", "failed", "dropped", "connect s", "k conn/s", "p50 us",
+                "p99 us", "p99.9 us", "max us", "client us/conn"]
+STORM_COLUMNS = ["run", "connected", "failed", "dropped", "storm s", "k conn/s", "p50 us",
+                 "p99 us", "p99.9 us", "max us", "rtt p99 before us", "rtt p99 during us",
+                 "rtt max during us", "client us/conn"]
+SERVER_COLUMNS = ["server us/conn", "server MB"]
+
+
+def check_table(out, columns):
+    """The results table's header is columns, and each run's row has a
+    figure under every one of them: no column that only message
+    experiments fill."""
+    lines = out.splitlines()
+    [at] = [i for i, line in enumerate(lines) if line.startswith("run ")]
+    assert re.split(r" {2,}", lines[at].strip()) == columns, lines[at]
+    runs = [line for line in lines[at + 1:] if re.match(r"\d+ ", line)]
+    assert runs, out
+    for line in runs:
+        cells = re.split(r" {2,}", line.strip())
+        assert len(cells) == len(columns) and all(re.fullmatch(r"-?\d+(\.\d+)?", c)
+                                                  for c in cells), line
+
+
 def target(b):
     return "%s:%d" % (b.host, b.port)
 
@@ -81,6 +107,7 @@ def check_idle(row, n):
     assert c["rss_after_kb"] >= c["rss_before_kb"] > 0
     assert 0 < c["rss_per_conn_bytes"] < 20000
     assert row["latency"]["p50"] > 0
+    assert "messages" not in row
 
 
 @pytest.mark.shootout_only
@@ -93,6 +120,7 @@ def test_idle_connections_against_our_broker(many_fds, broker_factory, tmp_path)
     assert row["config"]["idle"] == IDLE and row["config"]["threads"] == 2
     assert row["server"]["pid"] == b.proc.pid
     assert "bytes per idle connection" in p.stdout
+    check_table(p.stdout, IDLE_COLUMNS + SERVER_COLUMNS + ["B/conn"])
     b.assert_alive()
 
 
@@ -126,6 +154,9 @@ def test_small_storm_refuses_nothing(many_fds, broker_factory, tmp_path):
     assert row["latency"]["p50"] == pytest.approx(lat["p50"], rel=0.01)
     assert row["errors"]["connect"] == 0 and row["errors"]["closed"] == 0
     assert "round trip during the storm" in p.stdout
+    check_table(p.stdout, STORM_COLUMNS + SERVER_COLUMNS)
+    assert "messages" not in row and "rss_connected_kb" not in c  # not read in a storm
+    assert c["rss_after_kb"] > 0
 
 
 def accept_queue(port):
@@ -219,10 +250,13 @@ def test_storm_while_the_broker_does_not_accept_drops_no_connect(many_fds, broke
 @pytest.mark.shootout_only
 def test_storm_clients_that_subscribe_and_stay(many_fds, broker_factory, tmp_path):
     b = broker_factory(max_connections=5000)
-    row, _ = conns(tmp_path, "--target", target(b), "--storm", 300, "--duration", 1,
+    row, p = conns(tmp_path, "--target", target(b), "--storm", 300, "--duration", 1,
                    "--established", 2, "--stay", "--subscribe")
     c = row["conns"]
     assert c["storm"]["connected"] == 300 and c["storm"]["open_at_end"] == 300
+    # No --server-pid: neither broker columns nor RSS figures.
+    check_table(p.stdout, STORM_COLUMNS)
+    assert not [k for k in c if k.startswith("rss")], c
     assert row["config"]["stay"] == 1 and row["config"]["subscribe"] == 1
 
 

@@ -124,7 +124,7 @@ def test_stop_removes_everything():
     d = cluster.dir
     assert os.path.isdir(os.path.join(node.dir, "js"))
     cluster.destroy()
-    assert not node.running() and node.proc.returncode == 0, node.server_log()[-500:]
+    assert not node.running() and node.proc.returncode == 0, node.server_log(500)
     assert not os.path.exists(d)
 
 

@@ -4,10 +4,10 @@ temporary SHOOTOUT_PEERS_DIR. One that works, one not installed, one that
 fails to start, one that loses every message, one that dies mid-run: the
 run goes on, every table has a row per contender in the registry's order,
 the cells say why they failed, the exit code is ours alone, the JSON rows
-and context carry the versions. Also `shootout peers` and --peers. No
-timing assertions."""
+and context carry the versions, nothing is left behind (each run gets a
+TMPDIR of its own, which must be empty after it). Also `shootout peers`
+and --peers. No timing assertions."""
 
-import glob
 import json
 import os
 import re
@@ -30,17 +30,31 @@ TINY = ("--quick", "--runs", "1", "--scale", "0.005", "--timeout", "2", "--html"
 
 def peers_dir(tmp_path, **links):
     """A contenders' directory with fake fake linked as name, for each
-    name=fake (a name with '-' written with '_')."""
+    name=fake (a name with '-' written with '_'); and its runs' TMPDIR."""
     d = tmp_path / "peers"
     d.mkdir()
+    private_tmp(d).mkdir()
     for name, fake in links.items():
         os.symlink(os.path.join(FAKES, fake), d / name.replace("_", "-"))
     return d
 
 
+def private_tmp(peers):
+    """The TMPDIR of the runs with peers: the test's own, where the
+    contenders' private directories go, so that whatever is in it after a
+    run is that run's (other tests and users fill /tmp meanwhile)."""
+    return peers.parent / "tmp"
+
+
+def dirs_log(peers):
+    """Where the fake "works" writes the --dir each run with peers gave it."""
+    return peers.parent / "dirs"
+
+
 def shootout(*args, peers, timeout=50):
     require_shootout()
-    env = dict(os.environ, SHOOTOUT_PEERS_DIR=str(peers), FAKE_SHOOTOUT_BIN=SHOOTOUT_BIN)
+    env = dict(os.environ, SHOOTOUT_PEERS_DIR=str(peers), FAKE_SHOOTOUT_BIN=SHOOTOUT_BIN,
+               TMPDIR=str(private_tmp(peers)), FAKE_DIRS_LOG=str(dirs_log(peers)))
     p = subprocess.run([SHOOTOUT_BIN] + [str(a) for a in args], env=env, stdin=subprocess.DEVNULL,
                        capture_output=True, text=True, timeout=timeout)
     for marker in SANITIZER_MARKERS:
@@ -59,15 +73,15 @@ def rows(lines):
     return out
 
 
-def contender_dirs():
-    """contender.c's private directories of the MQTT contenders."""
-    return {d for name in MQTT_NAMES for d in glob.glob("/tmp/shootout-%s-??????" % name)}
-
-
-def leftovers(before, text):
-    """Contender directories made since before (contender_dirs()), servers
-    whose pids text names that still run, and processes of the fakes."""
-    left = sorted(contender_dirs() - before)
+def leftovers(peers, text):
+    """What the runs with peers left in their TMPDIR (contender.c's private
+    directories among it), servers whose pids text names that still run,
+    and processes of the fakes; and a --dir the fake "works" got that was
+    not in that TMPDIR (where no test would see it left)."""
+    left = sorted(os.listdir(private_tmp(peers)))
+    if dirs_log(peers).exists():
+        left += [d for d in dirs_log(peers).read_text().split()
+                 if os.path.dirname(d) != str(private_tmp(peers))]
     for pid in map(int, re.findall(r", pid (\d+)", text)):
         if running(pid):
             left.append(pid)
@@ -99,7 +113,6 @@ def test_the_run_goes_on_past_contenders_that_fail(tmp_path):
     peers = peers_dir(tmp_path, mosquitto="works", rabbitmq="missing", activemq="nostart",
                       aedes="drops")
     out = tmp_path / "r.json"
-    before = contender_dirs()
     p = shootout("run", "--only", "mqtt", *TINY, "--json", out, peers=peers)
     assert p.returncode == 0, "exit %d\n%s\n%s" % (p.returncode, p.stdout, p.stderr)
     text = p.stdout
@@ -150,12 +163,11 @@ def test_the_run_goes_on_past_contenders_that_fail(tmp_path):
     assert all(b["target_version"] == "fake broker 1.0 (our broker)" for b in by_target["mosquitto"])
     assert all(b["messages"]["lost"] > 0 and b["errors"]["message"] for b in by_target["aedes"])
     assert len(by_target["aedes"]) == 7  # every cell tried
-    assert not leftovers(before, text)
+    assert not leftovers(peers, text)
 
 
 def test_a_contender_that_dies_mid_run_is_marked_and_ours_still_counts(tmp_path):
     peers = peers_dir(tmp_path, mosquitto="dies")
-    before = contender_dirs()
     p = shootout("run", "--only", "mqtt", "--peers", "mosquitto", *TINY, "--json", "-",
                  peers=peers)
     assert p.returncode == 0, p.stderr
@@ -173,7 +185,7 @@ def test_a_contender_that_dies_mid_run_is_marked_and_ours_still_counts(tmp_path)
     assert re.fullmatch(r"\d+\.\d\dx mosquitto", ratio[0]) and ratio[1:] == ["-"] * 3
     doc = json.loads(p.stdout)
     assert [c["name"] for c in doc["context"]["contenders"]] == ["mosquitto"]
-    assert not leftovers(before, text)
+    assert not leftovers(peers, text)
 
 
 def test_the_cell_cap_gives_a_slow_contender_fewer_runs_never_ours(tmp_path):
@@ -183,7 +195,6 @@ def test_the_cell_cap_gives_a_slow_contender_fewer_runs_never_ours(tmp_path):
     every cell of ours keep --runs; the tables say which cells. A cap far
     below a run's time makes the fake (our broker) that slow contender."""
     peers = peers_dir(tmp_path, mosquitto="works")
-    before = contender_dirs()
     p = shootout("run", "--only", "mqtt", "--peers", "mosquitto", "--runs", "3", "--scale", "0.005",
                  "--timeout", "2", "--html", "none", "--cell-cap", "0.001", "--json", "-", peers=peers)
     assert p.returncode == 0, p.stderr
@@ -203,12 +214,11 @@ def test_the_cell_cap_gives_a_slow_contender_fewer_runs_never_ours(tmp_path):
     assert {k: v for k, v in reps.items() if v != {3}} == {
         ("mosquitto", c): {2} for c in ("500c", "750c", "1000c", "200p200w", "100p400w")}, reps
     assert len(reps) == 14
-    assert not leftovers(before, text)
+    assert not leftovers(peers, text)
 
 
 def test_peers_selects_and_orders_contenders(tmp_path):
     peers = peers_dir(tmp_path, mosquitto="works", aedes="wrapper")
-    before = contender_dirs()
     # Listed out of order: the tables keep the registry's.
     p = shootout("run", "--only", "mqtt", "--peers", "aedes,mosquitto", *TINY, "--json",
                  tmp_path / "r.json", peers=peers)
@@ -234,7 +244,7 @@ def test_peers_selects_and_orders_contenders(tmp_path):
     assert all(b["server"]["cpu_s"] > 0 for b in doc["benchmarks"] if b["target"] == "aedes")
     # The wrapper's broker went with its process group.
     assert not [cmd for cmd in cmdlines() if "--port %d" % port_of(p.stdout, "aedes") in cmd]
-    assert not leftovers(before, p.stdout)
+    assert not leftovers(peers, p.stdout)
 
     for none in (("--peers", "none"), ("--no-peer",)):
         p = shootout("run", "--only", "mqtt", *none, *TINY, "--json", tmp_path / "n.json",
@@ -269,6 +279,7 @@ def test_rpc_rows_per_contender_and_protocol(tmp_path):
     assert "rpc-seq/grpc-cpp/grpc/100n1c" in names and "rpc-seq/shootout/rest/100n1c" in names
     assert {b["target_version"] for b in doc["benchmarks"] if b["target"] == "grpc-cpp"} == \
         {"fake car gRPC 1.0 (our car-server)"}
+    assert not leftovers(peers, p.stdout)
 
 
 def test_peers_command(tmp_path):

@@ -2,9 +2,10 @@
  * by ho_report_json and read back by ho_merge_read unchanged in what the
  * merge needs; two shards' reports merged (counts and histograms summed,
  * seconds by wall-clock offset, level loads summed, figures recomputed
- * from the sums); reports of other runs and damaged objects refused; and
- * report/merge.c's per-second latency buckets summed by second with each
- * second's percentiles from the sum. */
+ * from the sums), by the same sums a run's report makes of its threads'
+ * (ho_totals_add, ho_level_add); reports of other runs and damaged
+ * objects refused; and report/merge.c's per-second latency buckets summed
+ * by second with each second's percentiles from the sum. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -33,26 +34,26 @@ static struct ho_report *make_report(unsigned k, unsigned nsecs, double load)
 {
     struct ho_report *r = mem_calloc(1, sizeof *r);
     r->scn = &scn;
-    r->by_name = mem_calloc(2, sizeof *r->by_name);
+    r->tot.by_name = mem_calloc(2, sizeof *r->tot.by_name);
     for (unsigned i = 0; i < k; i++) {
-        hist_record(&r->by_name[0].h, 1 * MS);
-        r->by_name[0].ok++;
-        hist_record(&r->by_name[1].h, 3 * MS);
+        hist_record(&r->tot.by_name[0].h, 1 * MS);
+        r->tot.by_name[0].ok++;
+        hist_record(&r->tot.by_name[1].h, 3 * MS);
         if (i % 4 == 3) {
-            r->by_name[1].ko++;
-            r->errs[HO_ERR_STATUS]++;
-            r->status_ko[503]++;
+            r->tot.by_name[1].ko++;
+            r->tot.errs[HO_ERR_STATUS]++;
+            r->tot.status_ko[503]++;
         } else {
-            r->by_name[1].ok++;
+            r->tot.by_name[1].ok++;
         }
     }
     for (unsigned i = 0; i < 2; i++) {
-        hist_merge(&r->all.h, &r->by_name[i].h);
-        r->all.ok += r->by_name[i].ok;
-        r->all.ko += r->by_name[i].ko;
+        hist_merge(&r->tot.all.h, &r->tot.by_name[i].h);
+        r->tot.all.ok += r->tot.by_name[i].ok;
+        r->tot.all.ko += r->tot.by_name[i].ko;
     }
-    r->requests = 2 * k;
-    r->users_started = r->users_done = k;
+    r->tot.requests = 2 * k;
+    r->tot.users_started = r->tot.users_done = k;
     r->nsecs = nsecs;
     r->secs = mem_calloc(nsecs, sizeof *r->secs);
     for (unsigned s = 0; s < nsecs; s++) {
@@ -69,7 +70,7 @@ static struct ho_report *make_report(unsigned k, unsigned nsecs, double load)
                                             .load_from = load, .load_to = load, .dur_s = 2};
     r->levels[1] = (struct http_open_level){.kind = "after", .start_s = 2, .dur_s = 0.5};
     struct ho_level *c = &r->level_counts[0];
-    c->st = r->all;
+    c->st = r->tot.all;
     c->started = k;
     c->sent = c->answered = 2 * k;
     ho_level_stats(c, &r->levels[0]);
@@ -120,13 +121,13 @@ static void test_round_trip(void **state)
     assert_string_equal(b->scn->name, "journey");
     assert_int_equal(b->scn->nnames, 2);
     assert_string_equal(b->scn->names[1], "search");
-    assert_int_equal(b->all.h.count, 80);
-    assert_memory_equal(b->all.h.buckets, a->all.h.buckets, sizeof a->all.h.buckets);
-    assert_int_equal(b->by_name[1].ko, 10);
-    assert_int_equal(b->errs[HO_ERR_STATUS], 10);
-    assert_int_equal(b->status_ko[503], 10);
-    assert_int_equal(b->requests, 80);
-    assert_int_equal(b->users_started, 40);
+    assert_int_equal(b->tot.all.h.count, 80);
+    assert_memory_equal(b->tot.all.h.buckets, a->tot.all.h.buckets, sizeof a->tot.all.h.buckets);
+    assert_int_equal(b->tot.by_name[1].ko, 10);
+    assert_int_equal(b->tot.errs[HO_ERR_STATUS], 10);
+    assert_int_equal(b->tot.status_ko[503], 10);
+    assert_int_equal(b->tot.requests, 80);
+    assert_int_equal(b->tot.users_started, 40);
     assert_int_equal(b->nsecs, 4);
     assert_memory_equal(b->secs, a->secs, 4 * sizeof *a->secs);
     assert_int_equal(b->nlevels, 2);
@@ -148,12 +149,12 @@ static void test_merge_two_shards(void **state)
     char err[256] = "";
     struct ho_report *m = ho_merge_reports(in, off, 2, 5.0, err, sizeof err);
     assert_non_null(m);
-    assert_int_equal(m->all.h.count, 120);
-    assert_int_equal(m->by_name[0].h.count, 60);
-    assert_int_equal(m->by_name[1].ko, 15);
-    assert_int_equal(m->errs[HO_ERR_STATUS], 15);
-    assert_int_equal(m->status_ko[503], 15);
-    assert_int_equal(m->users_started, 60);
+    assert_int_equal(m->tot.all.h.count, 120);
+    assert_int_equal(m->tot.by_name[0].h.count, 60);
+    assert_int_equal(m->tot.by_name[1].ko, 15);
+    assert_int_equal(m->tot.errs[HO_ERR_STATUS], 15);
+    assert_int_equal(m->tot.status_ko[503], 15);
+    assert_int_equal(m->tot.users_started, 60);
     /* a's seconds 0..3 and b's 0..1 at 3..4 */
     assert_int_equal(m->nsecs, 5);
     assert_int_equal(m->secs[2].sent, 20);
@@ -169,19 +170,67 @@ static void test_merge_two_shards(void **state)
     assert_float_equal(m->levels[0].load_from, 20, 0);
     assert_float_equal(m->levels[0].requests, 120, 0);
     assert_float_equal(m->levels[0].rps, 60, 1e-9);
-    assert_float_equal(m->levels[0].p99_ms, (double)hist_percentile(&m->all.h, 99) / 1e6, 1e-9);
+    assert_float_equal(m->levels[0].p99_ms, (double)hist_percentile(&m->tot.all.h, 99) / 1e6, 1e-9);
     assert_int_equal(m->saturation_s, -1);
     assert_float_equal(m->duration_s, 5, 0);
     /* what it writes reads back */
     char *text = write_report(m);
     struct ho_report *again = read_report(text, err);
     assert_non_null(again);
-    assert_int_equal(again->all.h.count, 120);
+    assert_int_equal(again->tot.all.h.count, 120);
     mem_free(text);
     ho_merge_free(again);
     ho_merge_free(m);
     free_made(a);
     free_made(b);
+}
+
+/* The sums a run's report makes of its threads' figures and a merge of
+ * its shards': every figure of both added, none skipped. */
+static void test_totals_and_level_add(void **state)
+{
+    struct ho_stat dn[2] = {{.ok = 1}, {.ko = 2}}, sn[2] = {{.ok = 10}, {.ko = 20}};
+    struct ho_totals d = {.by_name = dn, .all = {.ok = 1, .ko = 2}, .requests = 3,
+                          .users_started = 4, .users_done = 5};
+    struct ho_totals s = {.by_name = sn, .all = {.ok = 10, .ko = 20}, .requests = 30,
+                          .users_started = 40, .users_done = 50};
+    d.errs[HO_ERR_COUNT - 1] = 1;
+    s.errs[HO_ERR_COUNT - 1] = 2;
+    s.errs[0] = 7;
+    d.status_ko[599] = 3;
+    s.status_ko[599] = 4;
+    hist_record(&dn[1].h, 1 * MS);
+    hist_record(&sn[1].h, 3 * MS);
+    hist_record(&s.all.h, 3 * MS);
+    ho_totals_add(&d, &s, 2);
+    assert_int_equal(d.by_name[0].ok, 11);
+    assert_int_equal(d.by_name[1].ko, 22);
+    assert_int_equal(d.by_name[1].h.count, 2);
+    assert_int_equal(d.all.ok, 11);
+    assert_int_equal(d.all.ko, 22);
+    assert_int_equal(d.all.h.count, 1);
+    assert_int_equal(d.errs[0], 7);
+    assert_int_equal(d.errs[HO_ERR_COUNT - 1], 3);
+    assert_int_equal(d.status_ko[599], 7);
+    assert_int_equal(d.requests, 33);
+    assert_int_equal(d.users_started, 44);
+    assert_int_equal(d.users_done, 55);
+    /* src is left as it was */
+    assert_int_equal(s.requests, 30);
+    assert_int_equal(sn[1].h.count, 1);
+
+    struct ho_level l = {.st = {.ok = 1, .ko = 2}, .started = 3, .sent = 4, .answered = 5, .ko_gen = 1};
+    struct ho_level m = {.st = {.ok = 10, .ko = 20}, .started = 30, .sent = 40, .answered = 50,
+                         .ko_gen = 10};
+    hist_record(&m.st.h, 2 * MS);
+    ho_level_add(&l, &m);
+    assert_int_equal(l.st.ok, 11);
+    assert_int_equal(l.st.ko, 22);
+    assert_int_equal(l.st.h.count, 1);
+    assert_int_equal(l.started, 33);
+    assert_int_equal(l.sent, 44);
+    assert_int_equal(l.answered, 55);
+    assert_int_equal(l.ko_gen, 11);
 }
 
 static void test_merge_refuses_another_run(void **state)
@@ -311,6 +360,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_merge_two_shards),
+        cmocka_unit_test(test_totals_and_level_add),
         cmocka_unit_test(test_merge_refuses_another_run),
         cmocka_unit_test(test_damaged_objects_refused),
         cmocka_unit_test(test_series_latency_merged_by_second),

@@ -114,7 +114,7 @@ static void user_end(struct ho_user *u)
     if (u->next)
         u->next->prev = u->prev;
     th->alive--;
-    th->users_done++;
+    th->tot.users_done++;
     th_sec(th)->ended++;
     mem_free(u);
 }
@@ -130,10 +130,10 @@ static void user_record(struct ho_user *u, bool ok, enum ho_err err, int status)
     struct ho_thread *th = u->th;
     const struct scn_request *r = user_req(u);
     uint64_t t = clock_now_ns(), lat = t > u->intended_ns ? t - u->intended_ns : 0;
-    struct ho_stat *st = &th->by_name[r->name];
+    struct ho_stat *st = &th->tot.by_name[r->name];
     struct ho_level *lv = &th->levels[u->level];
     hist_record(&st->h, lat);
-    hist_record(&th->all.h, lat);
+    hist_record(&th->tot.all.h, lat);
     pthread_mutex_lock(&th->lock);
     hist_record(&lv->st.h, lat);
     lv->st.ok += ok;
@@ -144,17 +144,17 @@ static void user_record(struct ho_user *u, bool ok, enum ho_err err, int status)
     struct ho_sec *sec = th_sec(th);
     if (ok) {
         st->ok++;
-        th->all.ok++;
+        th->tot.all.ok++;
         sec->ok++;
         sec->lat[seclat_bucket(lat / 1000)]++;
     } else {
         st->ko++;
-        th->all.ko++;
+        th->tot.all.ko++;
         sec->ko++;
         sec->ko_gen += ho_err_is_generator(err);
-        th->errs[err]++;
+        th->tot.errs[err]++;
         if (err == HO_ERR_STATUS && status >= 100 && status < 600)
-            th->status_ko[status]++;
+            th->tot.status_ko[status]++;
         u->failed = true;
     }
     u->step++;
@@ -416,7 +416,7 @@ static void conn_on_done(void *ctx, struct http_conn *c, void *req_ctx, enum htt
 static bool user_request(struct ho_user *u)
 {
     struct ho_thread *th = u->th;
-    th->requests++;
+    th->tot.requests++;
     th_sec(th)->sent++;
     u->level = th_level(th, u->intended_ns);
     pthread_mutex_lock(&th->lock);
@@ -473,7 +473,7 @@ static void user_start(struct ho_thread *th, uint64_t intended_ns)
         th->users->prev = u;
     th->users = u;
     th->alive++;
-    th->users_started++;
+    th->tot.users_started++;
     th_sec(th)->started++;
     pthread_mutex_lock(&th->lock);
     th->levels[th_level(th, intended_ns)].started++;
@@ -538,7 +538,7 @@ static void th_on_tick(struct ev_loop *loop, struct ev_timer *t)
     const struct ho_cfg *cfg = th->cfg;
     uint64_t now = clock_now_ns();
     double el = (double)(now - th->t0_ns) / 1e9;
-    atomic_store_explicit(&th->answered_seen, th->all.h.count, memory_order_relaxed);
+    atomic_store_explicit(&th->answered_seen, th->tot.all.h.count, memory_order_relaxed);
     if (el >= cfg->max_duration_s) {
         while (th->users) /* Gatling's maxDuration: the rest are cut off */
             user_end(th->users);
@@ -600,13 +600,13 @@ int ho_thread_start(struct ho_thread *th, const struct ho_cfg *cfg, unsigned ind
     /* Each shard's threads draw other numbers (pauses, ${uuid}, picks). */
     th->rng = cfg->seed * 1000003u + index + ((uint64_t)cfg->shard_index << 32);
     th->loop = ev_loop_new();
-    th->by_name = mem_calloc(cfg->scn->nnames, sizeof *th->by_name);
+    th->tot.by_name = mem_calloc(cfg->scn->nnames, sizeof *th->tot.by_name);
     th->levels = mem_calloc(cfg->nlevels + 1, sizeof *th->levels);
     pthread_mutex_init(&th->lock, NULL);
     if (pthread_create(&th->tid, NULL, th_main, th) == 0)
         return 0;
     ev_loop_free(th->loop);
-    mem_free(th->by_name);
+    mem_free(th->tot.by_name);
     mem_free(th->levels);
     pthread_mutex_destroy(&th->lock);
     return -1;
@@ -614,7 +614,7 @@ int ho_thread_start(struct ho_thread *th, const struct ho_cfg *cfg, unsigned ind
 
 void ho_thread_free(struct ho_thread *th)
 {
-    mem_free(th->by_name);
+    mem_free(th->tot.by_name);
     mem_free(th->levels);
     pthread_mutex_destroy(&th->lock);
     mem_free(th->secs);
@@ -623,19 +623,42 @@ void ho_thread_free(struct ho_thread *th)
     ev_loop_free(th->loop);
 }
 
+static void stat_add(struct ho_stat *dst, const struct ho_stat *src)
+{
+    hist_merge(&dst->h, &src->h);
+    dst->ok += src->ok;
+    dst->ko += src->ko;
+}
+
+void ho_totals_add(struct ho_totals *dst, const struct ho_totals *src, unsigned nnames)
+{
+    for (unsigned i = 0; i < nnames; i++)
+        stat_add(&dst->by_name[i], &src->by_name[i]);
+    stat_add(&dst->all, &src->all);
+    for (unsigned e = 0; e < HO_ERR_COUNT; e++)
+        dst->errs[e] += src->errs[e];
+    for (unsigned s = 0; s < 600; s++)
+        dst->status_ko[s] += src->status_ko[s];
+    dst->requests += src->requests;
+    dst->users_started += src->users_started;
+    dst->users_done += src->users_done;
+}
+
+void ho_level_add(struct ho_level *dst, const struct ho_level *src)
+{
+    stat_add(&dst->st, &src->st);
+    dst->started += src->started;
+    dst->sent += src->sent;
+    dst->answered += src->answered;
+    dst->ko_gen += src->ko_gen;
+}
+
 void ho_levels_merge(struct ho_level *m, struct ho_thread *ths, unsigned n, unsigned i)
 {
     memset(m, 0, sizeof *m);
     for (unsigned t = 0; t < n; t++) {
         pthread_mutex_lock(&ths[t].lock);
-        const struct ho_level *l = &ths[t].levels[i];
-        hist_merge(&m->st.h, &l->st.h);
-        m->st.ok += l->st.ok;
-        m->st.ko += l->st.ko;
-        m->started += l->started;
-        m->sent += l->sent;
-        m->answered += l->answered;
-        m->ko_gen += l->ko_gen;
+        ho_level_add(m, &ths[t].levels[i]);
         pthread_mutex_unlock(&ths[t].lock);
     }
 }

@@ -58,6 +58,23 @@ struct ho_level {
     uint64_t started, sent, answered, ko_gen; /* ko_gen: of st.ko, the generator's own */
 };
 
+/* The run's figures that only add up: what each thread counts, a run's
+ * report sums of its threads', and `shootout merge` of its shards'
+ * reports, all with ho_totals_add. */
+struct ho_totals {
+    struct ho_stat *by_name; /* scenario names */
+    struct ho_stat all;
+    uint64_t errs[HO_ERR_COUNT];
+    uint64_t status_ko[600];
+    uint64_t requests, users_started, users_done;
+};
+
+/* src's figures added to dst's, both of nnames request names. */
+void ho_totals_add(struct ho_totals *dst, const struct ho_totals *src, unsigned nnames);
+/* src's counts and latencies added to dst's: a level of another thread or
+ * shard. */
+void ho_level_add(struct ho_level *dst, const struct ho_level *src);
+
 /* A run's settings, shared by its threads; only *kept changes while they run. */
 struct ho_cfg {
     const struct scenario *scn;
@@ -111,11 +128,7 @@ struct ho_thread {
     struct ho_conn *pool;                /* --share-connections, else NULL */
     struct ho_user *wait_head, *wait_tail; /* users in line for the pool */
     /* Results, merged after the run. */
-    struct ho_stat *by_name; /* scenario names */
-    struct ho_stat all;
-    uint64_t errs[HO_ERR_COUNT];
-    uint64_t status_ko[600];
-    uint64_t requests, users_started, users_done;
+    struct ho_totals tot;
     struct ho_sec *secs;
     unsigned nsecs;
     struct ho_level *levels; /* cfg->nlevels + 1 */

@@ -101,10 +101,10 @@ static bool read_requests(struct rr *ps, struct ho_report *rep, struct scenario 
         if (scn->nnames == cap) {
             cap = cap ? 2 * cap : 16;
             scn->names = mem_realloc(scn->names, cap * sizeof *scn->names);
-            rep->by_name = mem_realloc(rep->by_name, cap * sizeof *rep->by_name);
+            rep->tot.by_name = mem_realloc(rep->tot.by_name, cap * sizeof *rep->tot.by_name);
         }
         char name[HO_MERGE_NAME] = "";
-        struct ho_stat *st = &rep->by_name[scn->nnames];
+        struct ho_stat *st = &rep->tot.by_name[scn->nnames];
         memset(st, 0, sizeof *st);
         if (!read_stat(ps, st, name, sizeof name))
             return false;
@@ -124,7 +124,7 @@ static bool read_by_status(struct rr *ps, struct ho_report *rep)
         unsigned long s = strtoul(key, &end, 10);
         if (!key[0] || *end || s >= 600)
             return rr_fail(ps, "byte %zu: %s", "a status that is not one below 600");
-        if (!count(ps, &rep->status_ko[s], "a status's count"))
+        if (!count(ps, &rep->tot.status_ko[s], "a status's count"))
             return false;
     }
     return k == 0;
@@ -141,7 +141,7 @@ static bool read_errors(struct rr *ps, struct ho_report *rep)
         unsigned e = 0;
         while (e < HO_ERR_COUNT && strcmp(key, ho_err_names[e]))
             e++;
-        ok = e < HO_ERR_COUNT              ? count(ps, &rep->errs[e], "an error class's count")
+        ok = e < HO_ERR_COUNT              ? count(ps, &rep->tot.errs[e], "an error class's count")
              : !strcmp(key, "by_status") ? read_by_status(ps, rep)
                                          : rr_skip(ps);
     }
@@ -302,7 +302,7 @@ struct ho_report *ho_merge_read(struct rr *ps)
     bool ok = rr_object(ps, "http_open"), global = false, after = false, requests = false;
     while (ok && (k = rr_next_key(ps, key)) == 1) {
         if (!strcmp(key, "global"))
-            ok = global = read_stat(ps, &rep->all, NULL, 0);
+            ok = global = read_stat(ps, &rep->tot.all, NULL, 0);
         else if (!strcmp(key, "after_levels")) {
             if (after) {
                 ok = rr_fail(ps, "byte %zu: %s", "a second after_levels");
@@ -319,11 +319,11 @@ struct ho_report *ho_merge_read(struct rr *ps)
         else if (!strcmp(key, "scenario"))
             ok = rr_string(ps, name, sizeof name, "scenario");
         else if (!strcmp(key, "users_started"))
-            ok = count(ps, &rep->users_started, "users_started");
+            ok = count(ps, &rep->tot.users_started, "users_started");
         else if (!strcmp(key, "users_done"))
-            ok = count(ps, &rep->users_done, "users_done");
+            ok = count(ps, &rep->tot.users_done, "users_done");
         else if (!strcmp(key, "requests_sent"))
-            ok = count(ps, &rep->requests, "requests_sent");
+            ok = count(ps, &rep->tot.requests, "requests_sent");
         else if (!strcmp(key, "saturation_window_s"))
             ok = real(ps, &window, "saturation_window_s");
         else if (!strcmp(key, "server_cpu_pct"))
@@ -379,13 +379,6 @@ static bool same_run(const struct ho_report *a, const struct ho_report *b)
     return true;
 }
 
-static void stat_add(struct ho_stat *dst, const struct ho_stat *src)
-{
-    hist_merge(&dst->h, &src->h);
-    dst->ok += src->ok;
-    dst->ko += src->ko;
-}
-
 /* The levels summed: counts and histograms, the shards' shares of the
  * load, the longest duration; figures recomputed. */
 static void merge_levels(struct ho_report *m, const struct ho_report *const *in, unsigned n)
@@ -400,15 +393,10 @@ static void merge_levels(struct ho_report *m, const struct ho_report *const *in,
         l->load_from = l->load_to = l->dur_s = 0;
         for (unsigned s = 0; s < n; s++) {
             const struct http_open_level *x = &in[s]->levels[i];
-            const struct ho_level *y = &in[s]->level_counts[i];
             l->load_from += x->load_from;
             l->load_to += x->load_to;
             l->dur_s = fmax(l->dur_s, x->dur_s);
-            stat_add(&c->st, &y->st);
-            c->started += y->started;
-            c->sent += y->sent;
-            c->answered += y->answered;
-            c->ko_gen += y->ko_gen;
+            ho_level_add(c, &in[s]->level_counts[i]);
         }
         ho_level_stats(c, l);
     }
@@ -433,22 +421,13 @@ struct ho_report *ho_merge_reports(const struct ho_report *const *in, const unsi
     for (unsigned i = 0; i < s0->nnames; i++)
         scn->names[i] = mem_strdup(s0->names[i]);
     m->scn = scn;
-    m->by_name = mem_calloc(s0->nnames ? s0->nnames : 1, sizeof *m->by_name);
+    m->tot.by_name = mem_calloc(s0->nnames ? s0->nnames : 1, sizeof *m->tot.by_name);
     m->duration_s = duration_s;
     m->closed = in[0]->levels[0].closed;
     m->stopped_after = -1;
     for (unsigned s = 0; s < n; s++) {
         const struct ho_report *r = in[s];
-        for (unsigned i = 0; i < s0->nnames; i++)
-            stat_add(&m->by_name[i], &r->by_name[i]);
-        stat_add(&m->all, &r->all);
-        for (unsigned e = 0; e < HO_ERR_COUNT; e++)
-            m->errs[e] += r->errs[e];
-        for (unsigned c = 0; c < 600; c++)
-            m->status_ko[c] += r->status_ko[c];
-        m->requests += r->requests;
-        m->users_started += r->users_started;
-        m->users_done += r->users_done;
+        ho_totals_add(&m->tot, &r->tot, s0->nnames);
         /* One server seen by every shard: the most any saw. */
         m->server_cpu_pct = fmax(m->server_cpu_pct, r->server_cpu_pct);
         if (r->pg && (!m->pg || r->pg_cpu_pct > m->pg_cpu_pct)) {

@@ -95,24 +95,10 @@ void ho_report_saturation(struct ho_report *rep, unsigned w)
 static void report_merge(struct ho_report *rep, struct ho_thread *ths, unsigned n)
 {
     unsigned names = rep->scn->nnames;
-    rep->by_name = mem_calloc(names, sizeof *rep->by_name);
+    rep->tot.by_name = mem_calloc(names, sizeof *rep->tot.by_name);
     for (unsigned t = 0; t < n; t++) {
         struct ho_thread *th = &ths[t];
-        for (unsigned i = 0; i < names; i++) {
-            hist_merge(&rep->by_name[i].h, &th->by_name[i].h);
-            rep->by_name[i].ok += th->by_name[i].ok;
-            rep->by_name[i].ko += th->by_name[i].ko;
-        }
-        hist_merge(&rep->all.h, &th->all.h);
-        rep->all.ok += th->all.ok;
-        rep->all.ko += th->all.ko;
-        for (unsigned e = 0; e < HO_ERR_COUNT; e++)
-            rep->errs[e] += th->errs[e];
-        for (unsigned s = 0; s < 600; s++)
-            rep->status_ko[s] += th->status_ko[s];
-        rep->requests += th->requests;
-        rep->users_started += th->users_started;
-        rep->users_done += th->users_done;
+        ho_totals_add(&rep->tot, &th->tot, names);
         if (th->nsecs > rep->nsecs) {
             rep->secs = mem_realloc(rep->secs, th->nsecs * sizeof *rep->secs);
             memset(rep->secs + rep->nsecs, 0, (th->nsecs - rep->nsecs) * sizeof *rep->secs);
@@ -144,7 +130,7 @@ struct ho_report *ho_report_new(const struct ho_cfg *cfg, struct ho_thread *ths,
 
 void ho_report_free(struct ho_report *rep)
 {
-    mem_free(rep->by_name);
+    mem_free(rep->tot.by_name);
     mem_free(rep->secs);
     mem_free(rep->points);
     mem_free(rep->levels);
@@ -232,41 +218,41 @@ void ho_report_json(struct json *j, const void *arg)
     json_key(j, "scenario");
     json_string(j, rep->scn->name);
     json_key(j, "users_started");
-    json_int(j, (int64_t)rep->users_started);
+    json_int(j, (int64_t)rep->tot.users_started);
     json_key(j, "users_done");
-    json_int(j, (int64_t)rep->users_done);
+    json_int(j, (int64_t)rep->tot.users_done);
     json_key(j, "requests_sent");
-    json_int(j, (int64_t)rep->requests);
+    json_int(j, (int64_t)rep->tot.requests);
     json_kv(j, "saturation_window_s", rep->sat_window);
     json_key(j, "global");
-    json_stat(j, "all", &rep->all, rep->duration_s);
+    json_stat(j, "all", &rep->tot.all, rep->duration_s);
     json_key(j, "requests");
     json_array_begin(j);
     for (unsigned i = 0; i < rep->scn->nnames; i++)
-        json_stat(j, rep->scn->names[i], &rep->by_name[i], rep->duration_s);
+        json_stat(j, rep->scn->names[i], &rep->tot.by_name[i], rep->duration_s);
     json_array_end(j);
     json_key(j, "errors");
     json_object_begin(j);
     uint64_t gen = 0;
     for (unsigned e = 0; e < HO_ERR_COUNT; e++) {
         json_key(j, ho_err_names[e]);
-        json_int(j, (int64_t)rep->errs[e]);
+        json_int(j, (int64_t)rep->tot.errs[e]);
         if (ho_err_is_generator(e))
-            gen += rep->errs[e];
+            gen += rep->tot.errs[e];
     }
     json_key(j, "generator_total");
     json_int(j, (int64_t)gen);
     json_key(j, "server_total");
-    json_int(j, (int64_t)(rep->all.ko - gen));
+    json_int(j, (int64_t)(rep->tot.all.ko - gen));
     json_key(j, "by_status");
     json_object_begin(j);
     for (unsigned s = 0; s < 600; s++) {
-        if (!rep->status_ko[s])
+        if (!rep->tot.status_ko[s])
             continue;
         char k[8];
         snprintf(k, sizeof k, "%u", s);
         json_key(j, k);
-        json_int(j, (int64_t)rep->status_ko[s]);
+        json_int(j, (int64_t)rep->tot.status_ko[s]);
     }
     json_object_end(j);
     json_object_end(j);
@@ -435,16 +421,16 @@ static void print_errors(FILE *f, const struct ho_report *rep)
     struct tt tt;
     tt_init(&tt, "lrrl");
     for (unsigned e = 0; e < HO_ERR_COUNT; e++)
-        if (rep->errs[e]) {
+        if (rep->tot.errs[e]) {
             tt_cell(&tt, "> %s", ho_err_names[e]);
-            tt_cell(&tt, "%llu", (unsigned long long)rep->errs[e]);
-            tt_cell(&tt, "(%.1f %%)", 100.0 * (double)rep->errs[e] / (double)rep->all.ko);
+            tt_cell(&tt, "%llu", (unsigned long long)rep->tot.errs[e]);
+            tt_cell(&tt, "(%.1f %%)", 100.0 * (double)rep->tot.errs[e] / (double)rep->tot.all.ko);
             tt_cell(&tt, "%s", ho_err_is_generator(e) ? "[load generator]" : "");
         }
     for (unsigned s = 0; s < 600; s++)
-        if (rep->status_ko[s]) {
+        if (rep->tot.status_ko[s]) {
             tt_cell(&tt, ">   status %u", s);
-            tt_cell(&tt, "%llu", (unsigned long long)rep->status_ko[s]);
+            tt_cell(&tt, "%llu", (unsigned long long)rep->tot.status_ko[s]);
             tt_cell(&tt, "%s", "");
             tt_cell(&tt, "%s", "");
         }
@@ -483,17 +469,17 @@ void ho_report_print(FILE *f, const struct ho_report *rep)
     static const char *const titles[] = {"request (ms)", "count", "ok", "ko", "min", "mean",
                                          "p50", "p75", "p95", "p99", "max", "req/s"};
     fprintf(f, "---- %s: %llu users started, %llu done, %.1f s ----\n", rep->scn->name,
-            (unsigned long long)rep->users_started, (unsigned long long)rep->users_done,
+            (unsigned long long)rep->tot.users_started, (unsigned long long)rep->tot.users_done,
             rep->duration_s);
     struct tt tt;
     tt_init(&tt, "lrrrrrrrrrrr");
     tt_cells(&tt, sizeof titles / sizeof titles[0], titles);
-    stat_row(&tt, "Global", &rep->all, rep->duration_s);
+    stat_row(&tt, "Global", &rep->tot.all, rep->duration_s);
     for (unsigned i = 0; i < rep->scn->nnames; i++)
-        stat_row(&tt, rep->scn->names[i], &rep->by_name[i], rep->duration_s);
+        stat_row(&tt, rep->scn->names[i], &rep->tot.by_name[i], rep->duration_s);
     tt_print(f, &tt);
     tt_free(&tt);
-    if (rep->all.ko)
+    if (rep->tot.all.ko)
         print_errors(f, rep);
     if (rep->nlevels > 2)
         print_levels(f, rep);

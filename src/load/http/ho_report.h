@@ -20,11 +20,7 @@
 /* The merged results of one run, kept for the JSON writer. */
 struct ho_report {
     const struct scenario *scn;
-    struct ho_stat *by_name;
-    struct ho_stat all;
-    uint64_t errs[HO_ERR_COUNT];
-    uint64_t status_ko[600];
-    uint64_t requests, users_started, users_done;
+    struct ho_totals tot;
     struct ho_sec *secs;
     struct result_point *points;
     unsigned nsecs;

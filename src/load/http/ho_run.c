@@ -127,11 +127,11 @@ int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index, struct res
     mem_free(scratch);
     mem_free(figs);
     struct ho_report *rep = ho_report_new(&cfg, ths, started, duration_s, a->sat_window);
-    progress_update(o->progress, rep->all.h.count, rep->all.h.count, true);
+    progress_update(o->progress, rep->tot.all.h.count, rep->tot.all.h.count, true);
     for (unsigned i = 0; i < started; i++)
         ho_thread_free(&ths[i]);
     mem_free(ths);
-    probe_finish(&probe, (double)rep->all.h.count, row);
+    probe_finish(&probe, (double)rep->tot.all.h.count, row);
     if (o->server_pid && rep->duration_s > 0)
         rep->server_cpu_pct = 100 * row->server_cpu_s / rep->duration_s;
     rep->server_rss_kb = row->server_rss_max_kb;
@@ -152,16 +152,16 @@ int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index, struct res
     a->reports = rep;
 
     row->duration_s = rep->duration_s;
-    row->sent = (double)rep->requests;
-    row->received = (double)rep->all.ok;
-    row->lost = (double)rep->all.ko;
-    row->throughput = rep->duration_s > 0 ? (double)rep->all.h.count / rep->duration_s : 0;
-    result_set_latency(row, &rep->all.h);
-    row->err_connect = (double)rep->errs[HO_ERR_CONNECT];
-    row->err_timeout = (double)rep->errs[HO_ERR_TIMEOUT];
-    row->err_protocol = (double)(rep->errs[HO_ERR_PROTOCOL] + rep->errs[HO_ERR_CHECK]);
-    row->err_status = (double)rep->errs[HO_ERR_STATUS];
-    row->err_closed = (double)rep->errs[HO_ERR_CLOSED];
+    row->sent = (double)rep->tot.requests;
+    row->received = (double)rep->tot.all.ok;
+    row->lost = (double)rep->tot.all.ko;
+    row->throughput = rep->duration_s > 0 ? (double)rep->tot.all.h.count / rep->duration_s : 0;
+    result_set_latency(row, &rep->tot.all.h);
+    row->err_connect = (double)rep->tot.errs[HO_ERR_CONNECT];
+    row->err_timeout = (double)rep->tot.errs[HO_ERR_TIMEOUT];
+    row->err_protocol = (double)(rep->tot.errs[HO_ERR_PROTOCOL] + rep->tot.errs[HO_ERR_CHECK]);
+    row->err_status = (double)rep->tot.errs[HO_ERR_STATUS];
+    row->err_closed = (double)rep->tot.errs[HO_ERR_CLOSED];
     row->extra_json = ho_report_json;
     row->extra_arg = rep;
     result_set_series(row, rep->points, rep->nsecs, rep->saturation_s);
@@ -173,7 +173,7 @@ int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index, struct res
                  scn_feed_dry(cfg.scn));
     if (row->error[0])
         return BENCH_EXIT_RUNTIME;
-    if (rep->all.h.count > 0 && rep->all.ok == 0 && rep->errs[HO_ERR_CONNECT] == rep->all.ko) {
+    if (rep->tot.all.h.count > 0 && rep->tot.all.ok == 0 && rep->tot.errs[HO_ERR_CONNECT] == rep->tot.all.ko) {
         snprintf(row->error, sizeof row->error, "no connection to %s:%d succeeded", cfg.host,
                  cfg.port);
         return BENCH_EXIT_RUNTIME;

@@ -322,20 +322,20 @@ bool http_open_last_summary(const struct http_open_test *t, struct http_open_sum
     uint64_t gen = 0;
     for (unsigned e = 0; e < HO_ERR_COUNT; e++)
         if (ho_err_is_generator(e))
-            gen += rep->errs[e];
+            gen += rep->tot.errs[e];
     double active_max = 0;
     for (unsigned i = 0; i < rep->nsecs; i++)
         active_max = fmax(active_max, rep->points[i].active);
     bool sat = rep->saturation_s >= 0;
     *s = (struct http_open_summary){
-        .requests = (double)rep->all.h.count,
-        .ko = (double)rep->all.ko,
+        .requests = (double)rep->tot.all.h.count,
+        .ko = (double)rep->tot.all.ko,
         .ko_generator = (double)gen,
-        .rps = rep->duration_s > 0 ? (double)rep->all.h.count / rep->duration_s : 0,
-        .p95_ms = (double)hist_percentile(&rep->all.h, 95) / 1e6,
+        .rps = rep->duration_s > 0 ? (double)rep->tot.all.h.count / rep->duration_s : 0,
+        .p95_ms = (double)hist_percentile(&rep->tot.all.h, 95) / 1e6,
         .duration_s = rep->duration_s,
-        .users_started = (double)rep->users_started,
-        .users_done = (double)rep->users_done,
+        .users_started = (double)rep->tot.users_started,
+        .users_done = (double)rep->tot.users_done,
         .active_max = active_max,
         .saturation_users = sat ? rep->points[rep->saturation_s].active : -1,
         .saturation_s = sat ? rep->saturation_s : -1,

@@ -69,12 +69,18 @@ struct conns_figs {
     double rtt_us[2][3];           /* before / during: p50, p99, max */
     uint64_t rtt_count[2];
     unsigned sources;
+    bool rss; /* --server-pid: the RSS figures were read */
 };
+
+/* The row's own[] figures, which the table shows and aggregates. */
+enum { OWN_CONNECTED, OWN_RSS_PER_CONN, OWN_RTT_BEFORE_P99, OWN_RTT_DURING_P99, OWN_RTT_DURING_MAX };
 
 struct conns {
     const struct conns_opts *c;
     const struct mqtt_bench_opts *m;
     struct conns_figs *figs; /* one per run */
+    struct result_col cols[RESULT_TABLE_COLS]; /* the table's, for this mode */
+    unsigned ncols;
 };
 
 static uint64_t conns_failed(const struct ce_counts *c)
@@ -137,9 +143,12 @@ static void conns_json(struct json *j, const void *arg)
     json_kv(j, "sources", f->sources);
     json_kv(j, "connect_s", f->connect_s);
     json_kv(j, "connect_rate", f->rate);
-    json_kv(j, "rss_before_kb", f->rss_before_kb);
-    json_kv(j, "rss_connected_kb", f->rss_connected_kb);
-    json_kv(j, "rss_after_kb", f->rss_after_kb);
+    if (f->rss) {
+        json_kv(j, "rss_before_kb", f->rss_before_kb);
+        if (!f->storm)
+            json_kv(j, "rss_connected_kb", f->rss_connected_kb);
+        json_kv(j, "rss_after_kb", f->rss_after_kb);
+    }
     if (f->storm) {
         conns_json_counts(j, "storm", &f->storm_c);
         conns_json_counts(j, "established", &f->established);
@@ -154,7 +163,8 @@ static void conns_json(struct json *j, const void *arg)
         conns_json_trio(j, "rtt_during_us", f->rtt_us[1], f->rtt_count[1]);
     } else {
         conns_json_counts(j, "idle", &f->idle);
-        json_kv(j, "rss_per_conn_bytes", f->rss_per_conn_bytes);
+        if (f->rss)
+            json_kv(j, "rss_per_conn_bytes", f->rss_per_conn_bytes);
     }
     json_object_end(j);
 }
@@ -195,6 +205,57 @@ static void conns_print(FILE *f, const struct conns_figs *g, int pid)
     if (pid)
         fprintf(f, "  broker RSS: %.0f kB before, %.0f kB after\n", g->rss_before_kb,
                 g->rss_after_kb);
+}
+
+/* The table's columns for the mode: what it measures and nothing of the
+ * message experiments (received, lost); the broker's with --server-pid. */
+static void conns_cols(struct conns *s, bool storm, bool server)
+{
+    const struct result_col
+        common[] = {
+            {"connected", RESULT_METRIC(own[OWN_CONNECTED]), 1, 0, NULL},
+            {"failed", RESULT_METRIC(err_connect), 1, 0,
+             "connections refused, closed, timed out or failed locally"},
+            {"dropped", RESULT_METRIC(err_closed), 1, 0,
+             storm ? "established clients lost" : "idle connections closed during the hold"},
+            {storm ? "storm s" : "connect s", storm ? RESULT_METRIC(duration_s)
+                                                    : RESULT_METRIC(setup_s), 1, 3, NULL},
+            {"k %s/s", RESULT_METRIC(throughput), 1e-3, 2, NULL},
+            {"p50 us", RESULT_METRIC(lat_p50), 1, 1, "connect latency, connect() to CONNACK"},
+            {"p99 us", RESULT_METRIC(lat_p99), 1, 1, NULL},
+            {"p99.9 us", RESULT_METRIC(lat_p99_9), 1, 1, NULL},
+            {"max us", RESULT_METRIC(lat_max), 1, 1, NULL},
+        },
+        rtt[] = {
+            {"rtt p99 before us", RESULT_METRIC(own[OWN_RTT_BEFORE_P99]), 1, 1,
+             "the established clients' PINGREQ round trips before and during the storm: a "
+             "stall shows as a jump"},
+            {"rtt p99 during us", RESULT_METRIC(own[OWN_RTT_DURING_P99]), 1, 1, NULL},
+            {"rtt max during us", RESULT_METRIC(own[OWN_RTT_DURING_MAX]), 1, 1, NULL},
+        },
+        client[] = {{"client us/%s", RESULT_METRIC(client_cpu_us_per_op), 1, 2, NULL}},
+        broker[] = {
+            {"server us/%s", RESULT_METRIC(server_cpu_us_per_op), 1, 2, NULL},
+            {"server MB", RESULT_METRIC(server_rss_max_kb), 1.0 / 1024, 1, NULL},
+        },
+        per_conn[] = {{"B/%s", RESULT_METRIC(own[OWN_RSS_PER_CONN]), 1, 0,
+                       "the broker's RSS per idle connection: (after the hold - before) / "
+                       "connected"}};
+    struct {
+        const struct result_col *c;
+        unsigned n;
+        bool shown;
+    } parts[] = {
+        {common, sizeof common / sizeof common[0], true},
+        {rtt, sizeof rtt / sizeof rtt[0], storm},
+        {client, 1, true},
+        {broker, sizeof broker / sizeof broker[0], server},
+        {per_conn, 1, server && !storm},
+    };
+    s->ncols = 0;
+    for (size_t p = 0; p < sizeof parts / sizeof parts[0]; p++)
+        for (unsigned i = 0; parts[p].shown && i < parts[p].n; i++)
+            s->cols[s->ncols++] = parts[p].c[i];
 }
 
 /* ---- runs ----------------------------------------------------------------- */
@@ -251,6 +312,7 @@ static int conns_run(const struct bench_opts *o, void *arg, unsigned rep, struct
     struct conns_figs *g = &s->figs[rep];
     memset(g, 0, sizeof *g);
     g->storm = c->storm > 0;
+    g->rss = o->server_pid != 0;
     uint64_t storm_total = (uint64_t)c->storm * c->duration_s;
     uint64_t conns = g->storm ? c->established + storm_total : c->idle;
     g->sources = c->sources ? c->sources : ce_sources_for(conns);
@@ -332,12 +394,17 @@ static int conns_run(const struct bench_opts *o, void *arg, unsigned rep, struct
             conns_hist_us(&r->rtt_ns[k], rtt_p, 2, g->rtt_us[k]);
             g->rtt_count[k] = r->rtt_ns[k].count;
         }
+        row->own[OWN_RTT_BEFORE_P99] = g->rtt_us[0][1];
+        row->own[OWN_RTT_DURING_P99] = g->rtt_us[1][1];
+        row->own[OWN_RTT_DURING_MAX] = g->rtt_us[1][2];
         result_set_latency(row, &r->storm_ns);
     } else {
         result_set_latency(row, &r->connect_ns);
         if (connected > 0 && o->server_pid)
             g->rss_per_conn_bytes = (g->rss_after_kb - g->rss_before_kb) * 1024 / connected;
+        row->own[OWN_RSS_PER_CONN] = g->rss_per_conn_bytes;
     }
+    row->own[OWN_CONNECTED] = connected;
     g->rate = g->connect_s > 0 ? connected / g->connect_s : 0;
     row->duration_s = g->storm ? g->connect_s : c->hold_s;
     row->throughput = g->rate;
@@ -449,8 +516,12 @@ int mqtt_conns_main(int argc, char **argv, const struct result_context *ctx)
     if (rc)
         return rc;
 
+    struct conns s = {.c = c, .m = &m, .figs = mem_calloc(o->runs, sizeof *s.figs)};
+    conns_cols(&s, c->storm > 0, o->server_pid != 0);
     struct result_row tmpl = {
         .experiment = "mqtt-conns",
+        .cols = s.cols,
+        .ncols = s.ncols,
         .op_unit = "conn",
         .op_def = "connection made (CONNECT answered by CONNACK)",
         .throughput_def = c->idle ? "idle connections made per second, first connect() to "
@@ -479,7 +550,6 @@ int mqtt_conns_main(int argc, char **argv, const struct result_context *ctx)
     }
     result_param(&tmpl, "keepalive_s", c->keepalive_s);
 
-    struct conns s = {.c = c, .m = &m, .figs = mem_calloc(o->runs, sizeof *s.figs)};
     struct result_set rows = {0};
     rc = bench_repeat(o, ctx, &tmpl, conns_run, &s, &rows);
     rc = bench_finish(o, ctx, &rows, rc);
