@@ -117,13 +117,14 @@ $(B)/shootout: $(B)/obj/src/cli/main.o $(B)/libshootout.a
 
 $(B)/tests/%: tests/unit/%.c $(B)/libshootout.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -MMD -MP -o $@ $< $(B)/libshootout.a -lcmocka $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -MMD -MP -o $@ $< $(B)/libshootout.a -lcmocka $(NATS_LIBS) $(LIBS)
 
 # The libnats C client (the broker cluster's backplane, docs/cluster.md) is
-# linked only into what uses it: the broker (src/cluster/link.c, reached
-# from the router), so the shootout binary and the broker's fuzz targets,
-# and the smoke program the e2e tests run against a private nats-server
-# (tests/e2e/test_natsd_fixture.py). The unit tests reach no broker code.
+# linked only into what can reach the broker (src/cluster/link.c, called
+# from broker.c and router.c; a static link pulls link.o in only there):
+# the shootout binary, the unit tests and the fuzz targets, and the smoke
+# program the e2e tests run against a private nats-server
+# (tests/e2e/test_natsd_fixture.py). No libnats code runs without --cluster.
 NATS_CFLAGS := $(shell pkg-config --cflags libnats)
 NATS_LIBS := $(shell pkg-config --libs libnats)
 $(B)/tests/nats_smoke: tests/e2e/nats_smoke.c $(B)/libshootout.a
