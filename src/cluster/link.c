@@ -248,6 +248,8 @@ void cluster_interest_remove(struct cluster *c, const uint8_t *filter, size_t le
 
 static void cluster_on_disconnected(natsConnection *nc, void *closure)
 {
+    if (natsConnection_IsClosed(nc))
+        return; /* cluster_stop */
     log_warn("cluster: lost the NATS connection; reconnecting (messages from and to other nodes "
              "are lost meanwhile)");
 }
@@ -322,7 +324,7 @@ static void cluster_free(struct cluster *c, bool report)
     /* libnats's threads are gone after this: nothing appends any more. */
     nats_CloseAndWait(5000);
     if (report)
-        log_info("cluster: %" PRIu64 " messages published to other nodes, %" PRIu64
+        log_info("cluster: %" PRIu64 " messages published to the cluster, %" PRIu64
                  " received from them, %" PRIu64 " duplicates dropped; %u filters subscribed",
                  c->seq, c->received, c->duplicates, filters);
     for (uint32_t i = 0; i < c->nin; i++)
