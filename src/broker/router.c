@@ -403,9 +403,11 @@ uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_
         route_deliver(l, m, publisher);
     if (m)
         msg_unref(m);
-    if (l->b->cluster)
-        cluster_publish(l->b->cluster, in->topic.ptr, in->topic.len, in->payload.ptr,
-                        in->payload.len, in->qos);
+    /* The other nodes' subscribers are not known here: one that went to
+     * them counts as one (MQTT 5's 0x10 would not be sure). */
+    if (l->b->cluster && cluster_publish(l->b->cluster, in->topic.ptr, in->topic.len,
+                                         in->payload.ptr, in->payload.len, in->qos) && n == 0)
+        n = 1;
     return n;
 }
 

@@ -94,7 +94,8 @@ bool router_retain_fits(struct broker *b, const uint8_t *topic, size_t len, size
  * publisher its connection, which back-pressure may pause (see
  * session_deliver). In a cluster it also goes to the other nodes
  * (cluster_publish). Returns how many sessions it went to, before the ACL
- * was asked per subscriber. */
+ * was asked per subscriber; at least 1 when it went to other nodes, whose
+ * subscribers this one does not know. */
 uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_t now_ms,
                       const struct session *origin, struct conn *publisher);
 /* A message the broker publishes itself (a will, $SYS): stored if

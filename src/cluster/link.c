@@ -171,12 +171,12 @@ static void cluster_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t eve
 
 /* ---- to NATS: any loop ------------------------------------------------------ */
 
-void cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
+bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
                      const uint8_t *payload, size_t payload_len, uint8_t qos)
 {
     char subj[SUBJECT_MAX + 1];
     if (subject_from_topic(&c->map, topic, topic_len, subj, sizeof subj) == 0)
-        return;
+        return false;
     char id[CLUSTER_NONCE_LEN + 20];
     natsMsg *msg = NULL;
     natsStatus s = natsMsg_Create(&msg, subj, NULL, (const char *)payload, (int)payload_len);
@@ -196,6 +196,7 @@ void cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
     if (s != NATS_OK)
         log_debug("cluster: publish on %s: %s", subj, natsStatus_GetText(s));
     natsMsg_Destroy(msg);
+    return s == NATS_OK;
 }
 
 static void cluster_close_subs(struct interest_entry *e, void *ctx)

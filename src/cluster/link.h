@@ -15,6 +15,7 @@
 #ifndef SHOOTOUT_CLUSTER_LINK_H
 #define SHOOTOUT_CLUSTER_LINK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,8 +34,8 @@ int cluster_attach(struct cluster *c, struct broker_loop *home);
 void cluster_stop(struct cluster *c);
 
 /* A local client's PUBLISH, on any loop: one NATS message on the topic's
- * subject (none for a topic whose subject is too long: local only). */
-void cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
+ * subject; false if none (a topic whose subject is too long stays local). */
+bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
                      const uint8_t *payload, size_t payload_len, uint8_t qos);
 /* A local subscriber took (or dropped) a non-shared filter: the first
  * subscribes the node on NATS and returns once its server has the

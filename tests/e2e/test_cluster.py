@@ -12,6 +12,8 @@ import urllib.request
 
 import pytest
 
+import mqtt_raw as R
+
 from conftest import SHOOTOUT_BIN
 
 QUIET = 0.5  # seconds without a message: nothing more is coming
@@ -180,3 +182,16 @@ def test_bad_prefix_refused(prefix):
                        text=True, timeout=30)
     assert r.returncode == 2
     assert "cluster-prefix" in r.stderr
+
+
+def test_mqtt5_puback_does_not_claim_no_subscribers(broker_factory, nats_server):
+    # A node cannot know the other nodes' subscribers: a message that went
+    # to the cluster is acknowledged 0x00, not 0x10 No matching subscribers.
+    a, b = nodes(broker_factory, nats_server.url)
+    sub = a.paho("p5-sub")
+    sub.subscribe("p5/t", 1)
+    c = b.raw()
+    c.connect5_ok("p5-pub")
+    c.send(R.publish5("p5/t", b"x", qos=1, packet_id=1))
+    assert c.expect(R.PUBACK).reason == 0
+    assert sub.get().payload == b"x"
