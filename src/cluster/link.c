@@ -169,6 +169,21 @@ static void cluster_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t eve
     c->taken_cap = cap;
 }
 
+/* libnats's threads (started by the connect, and its delivery thread by
+ * the first subscription) must leave SIGTERM, SIGINT and SIGHUP to the
+ * home loop (core/srv.c), which blocks them only after the home loop's
+ * set-up, where restored sessions subscribe: they inherit the mask they
+ * are created with. Restore with pthread_sigmask(SIG_SETMASK, old). */
+static void cluster_block_signals(sigset_t *old)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, old);
+}
+
 /* ---- to NATS: any loop ------------------------------------------------------ */
 
 bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
@@ -221,9 +236,12 @@ void cluster_interest_add(struct cluster *c, const uint8_t *filter, size_t len)
     struct interest_entry *e = interest_add(&c->interest, filter, len, &first);
     if (first) {
         natsStatus s = NATS_OK;
+        sigset_t old;
+        cluster_block_signals(&old);
         for (int i = 0; i < subs->n && s == NATS_OK; i++)
             s = natsConnection_Subscribe((natsSubscription **)&e->handle[i], c->nc, subs->subj[i],
                                          cluster_on_msg, c);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         /* Held meanwhile: a second subscriber of the filter on another
          * loop must not be acknowledged before the first one's flush. */
         if (s == NATS_OK)
@@ -363,15 +381,8 @@ struct cluster *cluster_start(const struct broker_config *cfg, int port)
         cluster_free(c, false);
         return NULL;
     }
-    /* libnats's threads, started here, must leave SIGTERM, SIGINT and
-     * SIGHUP to the home loop (core/srv.c), which blocks them only later:
-     * they inherit the mask they are created with. */
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
+    sigset_t old;
+    cluster_block_signals(&old);
     natsStatus s = cluster_options(c, cfg);
     if (s == NATS_OK)
         s = natsConnection_Connect(&c->nc, c->opts);

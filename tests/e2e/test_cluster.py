@@ -195,3 +195,25 @@ def test_mqtt5_puback_does_not_claim_no_subscribers(broker_factory, nats_server)
     c.send(R.publish5("p5/t", b"x", qos=1, packet_id=1))
     assert c.expect(R.PUBACK).reason == 0
     assert sub.get().payload == b"x"
+
+
+def test_restored_sessions_resubscribe(broker_factory, nats_server, tmp_path):
+    # A persistent session's subscriptions, restored from the log at start,
+    # are the node's interest again: what another node publishes while the
+    # client is away waits in its session.
+    data = str(tmp_path / "a-data")
+    args = ["--cluster", nats_server.url, "--node-name", "node0"]
+    a = broker_factory(persistence_dir=data, extra_args=args)
+    c = a.paho("keep", clean_session=False)
+    c.subscribe("keep/+", 1)
+    c.disconnect()
+    a.close_clients()
+    assert a.stop() == 0
+    a = broker_factory(port=a.port, persistence_dir=data, extra_args=args)
+    assert node_subs(nats_server, "node0") == ["mqtt.t.keep.*"]
+    b = broker_factory(extra_args=["--cluster", nats_server.url, "--node-name", "node1"])
+    b.paho("keep-pub").publish("keep/1", b"waited", qos=1)
+    time.sleep(0.3)
+    c = a.paho("keep", clean_session=False)
+    m = c.get()
+    assert (m.topic, m.payload, m.qos) == ("keep/1", b"waited", 1)
