@@ -48,6 +48,10 @@
  * interest (natsConnection_FlushTimeout), on the loop that took it. */
 #define CLUSTER_FLUSH_MS 1000
 #define CLUSTER_NONCE_LEN 16
+/* Messages the inbox holds at most, while the home loop does not take
+ * them (a stop of the world, a long SUBSCRIBE): more are dropped and
+ * counted, so a stalled loop costs bounded memory. */
+#define CLUSTER_INBOX_MAX 65536
 
 /* The last sequence taken from one origin (the delivery thread's). */
 struct cluster_origin {
@@ -73,6 +77,7 @@ struct cluster {
     uint32_t nin, in_cap;
     struct hmap origins; /* nonce -> struct cluster_origin, under in_lock */
     uint64_t duplicates; /* under in_lock */
+    uint64_t overflow;   /* dropped at CLUSTER_INBOX_MAX, under in_lock */
     int efd;
 
     /* The home loop's. */
@@ -112,6 +117,12 @@ static void cluster_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m
     pthread_mutex_lock(&c->in_lock);
     if (cluster_repeat(c, msg)) {
         c->duplicates++;
+        pthread_mutex_unlock(&c->in_lock);
+        natsMsg_Destroy(msg);
+        return;
+    }
+    if (c->nin >= CLUSTER_INBOX_MAX) { /* the home loop is stuck: QoS 0 may go */
+        c->overflow++;
         pthread_mutex_unlock(&c->in_lock);
         natsMsg_Destroy(msg);
         return;
@@ -344,8 +355,9 @@ static void cluster_free(struct cluster *c, bool report)
     nats_CloseAndWait(5000);
     if (report)
         log_info("cluster: %" PRIu64 " messages published to the cluster, %" PRIu64
-                 " received from them, %" PRIu64 " duplicates dropped; %u filters subscribed",
-                 c->seq, c->received, c->duplicates, filters);
+                 " received from them, %" PRIu64 " duplicates dropped, %" PRIu64
+                 " dropped with the inbox full; %u filters subscribed",
+                 c->seq, c->received, c->duplicates, c->overflow, filters);
     for (uint32_t i = 0; i < c->nin; i++)
         natsMsg_Destroy(c->in[i]);
     size_t i = 0;
