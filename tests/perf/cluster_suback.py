@@ -17,9 +17,10 @@ from mqtt_paho import PahoClient  # noqa: E402
 
 binp, N = sys.argv[1], 2000
 nats = natsd.NatsCluster(1)
+procs = []
 try:
     ports = natsd._free_ports(2)
-    procs = [subprocess.Popen([binp, "broker", "--port", str(ports[0])], stderr=subprocess.DEVNULL),
+    procs += [subprocess.Popen([binp, "broker", "--port", str(ports[0])], stderr=subprocess.DEVNULL),
              subprocess.Popen([binp, "broker", "--port", str(ports[1]), "--cluster", nats.urls()], stderr=subprocess.DEVNULL)]
     time.sleep(1)
     for rnd in range(3):
@@ -39,8 +40,8 @@ try:
             print("round %d %-8s new filter %.0f us/SUBACK, filter already held %.0f us/SUBACK" % (rnd, name, new, held))
             c.close()
             o.close()
+finally:
     for p in procs:
         p.terminate()
         p.wait(10)
-finally:
     nats.destroy()
