@@ -94,7 +94,7 @@ $(foreach p,$(PROTOS),$(eval $(call protoc_rule,$(GEN),$(p)))$(eval $(call proto
 # first compile; -MMD tracks them from then on.
 $(B)/obj/%.o: %.c | $(call GEN_H,$(GEN))
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(if $(findstring src/cluster/link,$<),$(NATS_CFLAGS)) -MMD -MP -c $< -o $@
 
 $(B)/obj/gen/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
@@ -112,19 +112,21 @@ CLEAN_TREE := $(if $(wildcard $(B)/obj),,1)
 RECORD_BUILD_TIME = awk -v t0=$(BUILD_T0) -v t1=$$(date +%s.%N) 'BEGIN { printf "%.1f clean make $(filter -j%,$(MAKEFLAGS)) with $(CC) ($(MODE))\n", t1 - t0 }' >$(B)/.build-seconds
 
 $(B)/shootout: $(B)/obj/src/cli/main.o $(B)/libshootout.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(NATS_LIBS) $(LIBS)
 	@$(if $(CLEAN_TREE),$(RECORD_BUILD_TIME))
 
 $(B)/tests/%: tests/unit/%.c $(B)/libshootout.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -MMD -MP -o $@ $< $(B)/libshootout.a -lcmocka $(LIBS)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -MMD -MP -o $@ $< $(B)/libshootout.a -lcmocka $(NATS_LIBS) $(LIBS)
 
 # The libnats C client (the broker cluster's backplane, docs/cluster.md) is
-# linked only into what uses it: for now the smoke program the e2e tests run
-# against a private nats-server (tests/e2e/test_natsd_fixture.py). Deferred
-# (=) so that pkg-config runs only when it is built.
-NATS_CFLAGS = $(shell pkg-config --cflags libnats)
-NATS_LIBS = $(shell pkg-config --libs libnats)
+# linked only into what can reach the broker (src/cluster/link.c, called
+# from broker.c and router.c; a static link pulls link.o in only there):
+# the shootout binary, the unit tests and the fuzz targets, and the smoke
+# program the e2e tests run against a private nats-server
+# (tests/e2e/test_natsd_fixture.py). No libnats code runs without --cluster.
+NATS_CFLAGS := $(shell pkg-config --cflags libnats)
+NATS_LIBS := $(shell pkg-config --libs libnats)
 $(B)/tests/nats_smoke: tests/e2e/nats_smoke.c $(B)/libshootout.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(NATS_CFLAGS) $(ALL_LDFLAGS) -MMD -MP -o $@ $< $(B)/libshootout.a $(NATS_LIBS) $(LIBS)
@@ -141,7 +143,9 @@ test: unit e2e
 # The end-to-end tests on the ThreadSanitizer build, but for the car and
 # a2b services' own files, the main job's (test_srv_limits.py still runs
 # their servers' multi-threaded core/srv.c) and the NATS fixture's (whose
-# libnats is not built for TSan): the broker's files, about 6
+# libnats is not built for TSan; test_cluster.py stays: libnats's threads
+# meet ours only through mutexes and an eventfd, which TSan sees): the
+# broker's files, about 6
 # minutes on the 2-core VM, where the whole suite would add as much again.
 # A report fails the test whose server wrote it (tests/e2e/conftest.py).
 TSAN_E2E := $(filter-out $(addprefix tests/e2e/test_,a2b_journey.py a2b_server.py bench_http_open.py \
@@ -177,7 +181,7 @@ FUZZ_OBJ := $(LIB_SRC:%.c=build/fuzz/obj/%.o) $(PROTO_NAMES:%=build/fuzz/obj/gen
 
 build/fuzz/obj/%.o: %.c | $(call GEN_H,$(FUZZ_GEN))
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+	clang $(FUZZ_CFLAGS) $(if $(findstring src/cluster/link,$<),$(NATS_CFLAGS)) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
 build/fuzz/obj/gen/%.o: $(FUZZ_GEN)/%.c
 	@mkdir -p $(dir $@)
@@ -188,7 +192,7 @@ build/fuzz/libshootout.a: $(FUZZ_OBJ)
 	ar rcs $@ $^
 
 build/fuzz/%: tests/fuzz/%.c build/fuzz/libshootout.a
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< build/fuzz/libshootout.a $(LIBS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -MMD -MP -o $@ $< build/fuzz/libshootout.a $(NATS_LIBS) $(LIBS)
 
 fuzz: $(FUZZ_BIN)
 

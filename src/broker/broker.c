@@ -29,6 +29,7 @@
 #include "broker/sys_tree.h"
 #include "broker/transport.h"
 #include "broker/xloop.h"
+#include "cluster/link.h"
 #include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -60,6 +61,8 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->max_partial_bytes = 256u << 20;
     cfg->sys_interval_s = 10;
     snprintf(cfg->persistence.location, sizeof cfg->persistence.location, "broker-data");
+    snprintf(cfg->cluster.name, sizeof cfg->cluster.name, "shootout");
+    snprintf(cfg->cluster.prefix, sizeof cfg->cluster.prefix, "mqtt");
     cfg->auth.allow_anonymous = true;
     cfg->obs.metrics_port = -1;
     cfg->obs.connection_messages = true;
@@ -338,6 +341,9 @@ static void broker_settle(struct broker *b)
 
 void broker_fini(struct broker *b)
 {
+    if (b->cluster) /* the sessions that end below leave NATS with it */
+        cluster_stop(b->cluster);
+    b->cluster = NULL;
     metrics_stop(b);
     transport_teardown(b);
     persist_close(b);
@@ -410,7 +416,8 @@ static int broker_worker_init(struct srv_worker *w, void *ctx)
         return -1;
     if (w->index != 0)
         return 0;
-    if ((p->cfg->persistence.on && persist_load(b) < 0) || auth_init(b) < 0 ||
+    if ((b->cluster && cluster_attach(b->cluster, l) < 0) ||
+        (p->cfg->persistence.on && persist_load(b) < 0) || auth_init(b) < 0 ||
         metrics_start(b) < 0 || transport_setup(b, err, sizeof err) < 0) {
         if (err[0])
             log_error("%s", err);
@@ -514,5 +521,13 @@ int broker_run(const struct broker_config *cfg)
     }
     struct broker_proc p = {.cfg = cfg};
     broker_init(&p.b, cfg, sc.threads);
-    return srv_run(&sc, &hooks, &p);
+    /* Before any loop runs: every loop reads b->cluster. */
+    if (cfg->cluster.urls[0] && !(p.b.cluster = cluster_start(cfg, cfg->port))) {
+        broker_fini(&p.b);
+        return 1;
+    }
+    int rc = srv_run(&sc, &hooks, &p);
+    if (p.b.cluster) /* srv_run failed before the loops started */
+        cluster_stop(p.b.cluster);
+    return rc;
 }

@@ -56,6 +56,12 @@ struct broker_config {
         char location[1024];   /* data directory; default broker-data */
         uint32_t sync_interval_ms; /* 0: fdatasync every commit */
     } persistence;
+    struct {                   /* docs/cluster.md; urls "" = no cluster */
+        char urls[1024];       /* nats://HOST:PORT[,...] */
+        char name[128];        /* cluster_name: in the NATS connection's name */
+        char prefix[129];      /* cluster_prefix: the subjects' (SUBJECT_PREFIX_MAX) */
+        char node[128];        /* node_name; "" = hostname and port, or a random id */
+    } cluster;
     struct broker_auth_config auth; /* password_file, acl_file, allow_anonymous */
     struct broker_obs_config obs;   /* metrics_port, connection_messages */
     struct {

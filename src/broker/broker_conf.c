@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster/subject.h"
 #include "core/mem.h"
 #include "core/opt.h"
 
@@ -32,6 +33,28 @@ static int conf_set_path(const struct opt *o, void *base, const char *name, cons
                           o->size);
     snprintf(opt_field(o, base), o->size, "%s", value);
     return 0;
+}
+
+/* A word (no blanks) into the char array o names. */
+static int conf_set_word(const struct opt *o, void *base, const char *name, const char *value,
+                         char *err, size_t errlen)
+{
+    if (!value[0] || strlen(value) >= o->size || strpbrk(value, " \t"))
+        return opt_fail(err, errlen, "%s wants one word shorter than %zu bytes", name, o->size);
+    snprintf(opt_field(o, base), o->size, "%s", value);
+    return 0;
+}
+
+/* cluster_prefix: literal NATS tokens (cluster/subject.h). */
+static int conf_set_prefix(const struct opt *o, void *base, const char *name, const char *value,
+                           char *err, size_t errlen)
+{
+    subject_map m;
+    if (subject_map_init(&m, value) < 0)
+        return opt_fail(err, errlen,
+                        "%s wants NATS tokens of [A-Za-z0-9_-] separated by '.', not '%s'", name,
+                        value);
+    return conf_set_word(o, base, name, value, err, errlen);
 }
 
 const struct opt broker_options[] = {
@@ -111,6 +134,18 @@ const struct opt broker_options[] = {
      "0: fdatasync before every acknowledgement; N: at most every N ms", "0",
      CFG(persistence.sync_interval_ms), .keyword = "persistence_sync_interval", .min = 0,
      .max = 3600000},
+    /* cluster/link.c (docs/cluster.md) */
+    {"cluster", 0, OPT_CALL, "URLS",
+     "join a cluster of brokers over NATS: nats://HOST:PORT[,...] (docs/cluster.md)", "off",
+     CFG(cluster.urls), .keyword = "cluster", .set = conf_set_word},
+    {"cluster-name", 0, OPT_CALL, "NAME", "the cluster's name, in its NATS connections' names",
+     "shootout", CFG(cluster.name), .keyword = "cluster_name", .set = conf_set_word},
+    {"cluster-prefix", 0, OPT_CALL, "TOKENS",
+     "first tokens of the NATS subjects the cluster's messages go on", "mqtt",
+     CFG(cluster.prefix), .keyword = "cluster_prefix", .set = conf_set_prefix},
+    {"node-name", 0, OPT_CALL, "NAME",
+     "this node's name in the cluster; default: hostname:port, or hostname-RANDOM with port 0",
+     NULL, CFG(cluster.node), .keyword = "node_name", .set = conf_set_word},
     /* auth.c and metrics.c */
     {"password-file", 0, OPT_CALL, "FILE",
      "check usernames and passwords against a Mosquitto password file (`shootout passwd`)", NULL,

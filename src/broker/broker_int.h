@@ -29,6 +29,7 @@
 #include "core/hmap.h"
 #include "core/srv.h"
 
+struct cluster;
 struct conn;
 struct persist;
 struct retain;
@@ -150,6 +151,7 @@ struct broker {
 
     /* The other concerns, each its module's. */
     struct persist *persist; /* persist.h; NULL with persistence off */
+    struct cluster *cluster; /* cluster/link.h; NULL without --cluster */
     struct broker_auth auth; /* auth.h: password file, ACL, their counters */
     struct broker_obs obs;   /* metrics.h: the /metrics endpoint, log state */
 };

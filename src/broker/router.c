@@ -34,6 +34,7 @@
 #include "broker/session_life.h"
 #include "broker/share.h"
 #include "broker/xloop.h"
+#include "cluster/link.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_topic.h"
 
@@ -125,6 +126,9 @@ bool router_subscribe(struct broker *b, struct session *s, const uint8_t *filter
     else
         subtree_add(b->router->subs, filter, len, s, opts);
     router_unlock(b);
+    /* Shared subscriptions stay local for now (docs/cluster.md). */
+    if (b->cluster && is_new && mqtt_topic_shared(filter, len, &inner) == 0)
+        cluster_interest_add(b->cluster, filter, len);
     return is_new;
 }
 
@@ -132,11 +136,14 @@ void router_unsubscribe(struct broker *b, struct session *s, const uint8_t *filt
 {
     size_t inner;
     router_write_lock(b);
-    if (mqtt_topic_shared(filter, len, &inner) > 0)
+    bool shared = mqtt_topic_shared(filter, len, &inner) > 0;
+    if (shared)
         share_remove(&b->router->shared, filter, len, s);
     else
         subtree_remove(b->router->subs, filter, len, s);
     router_unlock(b);
+    if (b->cluster && !shared)
+        cluster_interest_remove(b->cluster, filter, len);
 }
 
 /* ---- matching ------------------------------------------------------------ */
@@ -206,10 +213,10 @@ static void route_shared(void *ctx, struct session *s, subtree_opts opts)
     route_push(ctx, s, opts, true);
 }
 
-/* Collects the sessions a message on topic goes to in the scratch;
- * returns how many. */
+/* Collects the sessions a message on topic goes to in the scratch, the
+ * shared groups' members too if shared; returns how many. */
 static inline uint32_t route_collect(struct broker_loop *l, const uint8_t *topic, size_t len,
-                                     const struct session *origin)
+                                     const struct session *origin, bool shared)
 {
     struct broker *b = l->b;
     struct route_scratch *r = &l->route;
@@ -230,7 +237,7 @@ static inline uint32_t route_collect(struct broker_loop *l, const uint8_t *topic
     if (rt->locked) /* router_read_lock, inline on the hot path */
         pthread_rwlock_rdlock(&rt->lock);
     subtree_match(rt->subs, topic, len, route_match, &w);
-    if (share_any(&rt->shared)) {
+    if (shared && share_any(&rt->shared)) {
         uint64_t unread = share_route(&rt->shared, topic, len, route_shared, &w);
         if (unread)
             __atomic_fetch_add(&b->auth.denied_deliver, unread, __ATOMIC_RELAXED);
@@ -390,7 +397,7 @@ uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_
                     in->props, now_ms);
         route_retain(l->b, m);
     }
-    uint32_t n = route_collect(l, in->topic.ptr, in->topic.len, origin);
+    uint32_t n = route_collect(l, in->topic.ptr, in->topic.len, origin, true);
     /* Without subscribers a plain message needs no copy at all. */
     if (n > 0 && !m)
         m = msg_new(in->topic.ptr, in->topic.len, in->payload.ptr, in->payload.len, in->qos, false,
@@ -399,6 +406,11 @@ uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_
         route_deliver(l, m, publisher);
     if (m)
         msg_unref(m);
+    /* The other nodes' subscribers are not known here: one that went to
+     * them counts as one (MQTT 5's 0x10 would not be sure). */
+    if (l->b->cluster && cluster_publish(l->b->cluster, in->topic.ptr, in->topic.len,
+                                         in->payload.ptr, in->payload.len, in->qos) && n == 0)
+        n = 1;
     return n;
 }
 
@@ -408,8 +420,16 @@ void router_publish(struct broker_loop *l, struct msg *m)
     if (m->retain &&
         router_retain_fits(b, msg_topic(m), m->topic_len, m->payload_len, "a will or $SYS"))
         route_retain(b, m);
-    route_collect(l, msg_topic(m), m->topic_len, NULL);
+    route_collect(l, msg_topic(m), m->topic_len, NULL, true);
     route_deliver(l, m, NULL);
+}
+
+void router_route_cluster(struct broker_loop *l, struct msg *m)
+{
+    /* A shared group picks its member among its own node's only, for now:
+     * a copy here too would be a second one in the group. */
+    if (route_collect(l, msg_topic(m), m->topic_len, NULL, false))
+        route_deliver(l, m, NULL);
 }
 
 /* One hand-off: the loop, and the groups that may take the messages. */

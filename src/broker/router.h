@@ -92,14 +92,21 @@ bool router_retain_fits(struct broker *b, const uint8_t *topic, size_t len, size
  * and each matching shared group one copy for one member; origin is the
  * publisher's session, whose No Local subscriptions take no part, and
  * publisher its connection, which back-pressure may pause (see
- * session_deliver). Returns how many sessions it went to, before the ACL
- * was asked per subscriber. */
+ * session_deliver). In a cluster it also goes to the other nodes
+ * (cluster_publish). Returns how many sessions it went to, before the ACL
+ * was asked per subscriber; at least 1 when it went to other nodes, whose
+ * subscribers this one does not know. */
 uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_t now_ms,
                       const struct session *origin, struct conn *publisher);
 /* A message the broker publishes itself (a will, $SYS): stored if
  * retained and it fits the bounds (else sent as if not retained), then
  * sent to every matching subscription. Takes no ownership of m. */
 void router_publish(struct broker_loop *l, struct msg *m);
+
+/* A message another node of the cluster published (cluster/link.c), on
+ * the home loop: to the local non-shared subscriptions, never back to
+ * the cluster. Takes no ownership of m. */
+void router_route_cluster(struct broker_loop *l, struct msg *m);
 
 /* s's connection ended: the QoS 1/2 messages it had not acknowledged that
  * came through shared subscriptions go to other connected members of those

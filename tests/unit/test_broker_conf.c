@@ -189,8 +189,8 @@ static const char *other_value(const struct opt *o, char *buf, size_t len)
         return buf;
     case OPT_BOOL:
         return "false";
-    case OPT_CALL:
-        return "::1";
+    case OPT_CALL: /* an address or a file name; NATS tokens for the cluster's prefix */
+        return strcmp(o->name, "cluster-prefix") ? "::1" : "site-1";
     default:
         return NULL; /* a flag: set on the command line without a value */
     }

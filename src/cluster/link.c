@@ -1,0 +1,427 @@
+/* link.c - a broker node's NATS connection (link.h).
+ *
+ * Duplicates: a message matching two of a node's NATS subscriptions (a/+
+ * and a/#) arrives once per subscription, and routing each copy through
+ * the local tree would deliver it twice. Every message we publish carries
+ * its origin's boot nonce and a sequence number (CLUSTER_HDR_ID); the
+ * callback keeps, per origin, the last sequence it took and drops any copy
+ * at or below it. That is exact because one origin's messages reach a
+ * node in the order they were published (one connection to one NATS
+ * server, routes that keep order) and the connection delivers every
+ * subscription's messages in one thread of libnats's global pool, in the
+ * order they were read. (Subscribing the whole prefix once a wildcard is
+ * present would avoid duplicates too, but would pull every message of the
+ * cluster to every node.) A node that reconnects to another NATS server
+ * may see a later message overtake an earlier one still in flight on the
+ * old route: the earlier one is then dropped, which QoS 0 allows.
+ */
+#include "cluster/link.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <nats/nats.h>
+
+#include "broker/broker_int.h"
+#include "broker/msg.h"
+#include "broker/router.h"
+#include "cluster/interest.h"
+#include "cluster/subject.h"
+#include "core/ev.h"
+#include "core/hmap.h"
+#include "core/log.h"
+#include "core/mem.h"
+
+/* The origin and sequence of a message ("NONCE:SEQ", both hex), and its
+ * MQTT QoS when not 0. */
+#define CLUSTER_HDR_ID "Mqtt-Id"
+#define CLUSTER_HDR_QOS "Mqtt-Qos"
+/* The longest a SUBSCRIBE waits for its NATS server to confirm the
+ * interest (natsConnection_FlushTimeout), on the loop that took it. */
+#define CLUSTER_FLUSH_MS 1000
+#define CLUSTER_NONCE_LEN 16
+/* Messages the inbox holds at most, while the home loop does not take
+ * them (a stop of the world, a long SUBSCRIBE): more are dropped and
+ * counted, so a stalled loop costs bounded memory. */
+#define CLUSTER_INBOX_MAX 65536
+
+/* The last sequence taken from one origin (the delivery thread's). */
+struct cluster_origin {
+    char nonce[CLUSTER_NONCE_LEN];
+    uint64_t last;
+};
+
+struct cluster {
+    subject_map map;
+    natsOptions *opts;
+    natsConnection *nc;
+    char node[128];
+    char nonce[CLUSTER_NONCE_LEN + 1]; /* this process's origin */
+    pthread_mutex_t publish_lock;      /* seq, and the send of its message */
+    uint64_t seq;                      /* published so far */
+
+    pthread_mutex_t interest_lock; /* interest, from any loop */
+    struct interest interest;
+
+    /* The inbox: libnats's delivery thread appends, the home loop takes. */
+    pthread_mutex_t in_lock;
+    natsMsg **in;
+    uint32_t nin, in_cap;
+    struct hmap origins; /* nonce -> struct cluster_origin, under in_lock */
+    uint64_t duplicates; /* under in_lock */
+    uint64_t overflow;   /* dropped at CLUSTER_INBOX_MAX, under in_lock */
+    int efd;
+
+    /* The home loop's. */
+    struct broker_loop *home;
+    struct ev_io wake;
+    natsMsg **taken;
+    uint32_t taken_cap;
+    uint64_t received;
+    uint8_t topic[SUBJECT_MAX]; /* the topic of the message being routed */
+};
+
+/* ---- from NATS: libnats's thread, then the home loop ---------------------- */
+
+/* Whether msg repeats one already taken (under in_lock). */
+static bool cluster_repeat(struct cluster *c, natsMsg *msg)
+{
+    const char *id = NULL;
+    if (natsMsgHeader_Get(msg, CLUSTER_HDR_ID, &id) != NATS_OK || !id ||
+        strlen(id) <= CLUSTER_NONCE_LEN || id[CLUSTER_NONCE_LEN] != ':')
+        return false; /* not one of ours: nothing to compare */
+    uint64_t seq = strtoull(id + CLUSTER_NONCE_LEN + 1, NULL, 16);
+    struct cluster_origin *o = hmap_get(&c->origins, id, CLUSTER_NONCE_LEN);
+    if (!o) {
+        o = mem_calloc(1, sizeof *o);
+        memcpy(o->nonce, id, CLUSTER_NONCE_LEN);
+        hmap_put(&c->origins, o->nonce, CLUSTER_NONCE_LEN, o);
+    } else if (seq <= o->last) {
+        return true;
+    }
+    o->last = seq;
+    return false;
+}
+
+static void cluster_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+    struct cluster *c = closure;
+    pthread_mutex_lock(&c->in_lock);
+    if (cluster_repeat(c, msg)) {
+        c->duplicates++;
+        pthread_mutex_unlock(&c->in_lock);
+        natsMsg_Destroy(msg);
+        return;
+    }
+    if (c->nin >= CLUSTER_INBOX_MAX) { /* the home loop is stuck: QoS 0 may go */
+        c->overflow++;
+        pthread_mutex_unlock(&c->in_lock);
+        natsMsg_Destroy(msg);
+        return;
+    }
+    if (c->nin == c->in_cap) {
+        c->in_cap = c->in_cap ? c->in_cap * 2 : 64;
+        c->in = mem_realloc(c->in, c->in_cap * sizeof *c->in);
+    }
+    bool wake = c->nin == 0;
+    c->in[c->nin++] = msg;
+    pthread_mutex_unlock(&c->in_lock);
+    if (wake) {
+        uint64_t one = 1;
+        (void)!write(c->efd, &one, sizeof one);
+    }
+}
+
+/* One message from NATS to the local subscribers, never back to NATS. */
+static void cluster_route_in(struct cluster *c, natsMsg *msg)
+{
+    const char *subj = natsMsg_GetSubject(msg);
+    size_t tlen = subject_to_topic(&c->map, subj, strlen(subj), c->topic, sizeof c->topic);
+    if (tlen == 0)
+        return; /* on our prefix, but no topic's subject */
+    const char *q = NULL;
+    uint8_t qos = 0;
+    if (natsMsgHeader_Get(msg, CLUSTER_HDR_QOS, &q) == NATS_OK && q && (q[0] == '1' || q[0] == '2'))
+        qos = (uint8_t)(q[0] - '0');
+    struct broker_loop *l = c->home;
+    struct msg *m = msg_new(c->topic, tlen, (const uint8_t *)natsMsg_GetData(msg),
+                            (size_t)natsMsg_GetDataLength(msg), qos, false, NULL, ev_now(l->ev));
+    router_route_cluster(l, m);
+    msg_unref(m);
+    c->received++;
+}
+
+/* The home loop takes the whole inbox. */
+static void cluster_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t events)
+{
+    struct cluster *c = io->data;
+    uint64_t v;
+    (void)!read(c->efd, &v, sizeof v);
+    pthread_mutex_lock(&c->in_lock);
+    natsMsg **batch = c->in;
+    uint32_t n = c->nin, cap = c->in_cap;
+    c->in = c->taken;
+    c->in_cap = c->taken_cap;
+    c->nin = 0;
+    pthread_mutex_unlock(&c->in_lock);
+    for (uint32_t i = 0; i < n; i++) {
+        cluster_route_in(c, batch[i]);
+        natsMsg_Destroy(batch[i]);
+    }
+    c->taken = batch; /* the next batch's buffer */
+    c->taken_cap = cap;
+}
+
+/* libnats's threads (started by the connect, and its delivery thread by
+ * the first subscription) must leave SIGTERM, SIGINT and SIGHUP to the
+ * home loop (core/srv.c), which blocks them only after the home loop's
+ * set-up, where restored sessions subscribe: they inherit the mask they
+ * are created with. Restore with pthread_sigmask(SIG_SETMASK, old). */
+static void cluster_block_signals(sigset_t *old)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &block, old);
+}
+
+/* ---- to NATS: any loop ------------------------------------------------------ */
+
+bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
+                     const uint8_t *payload, size_t payload_len, uint8_t qos)
+{
+    char subj[SUBJECT_MAX + 1];
+    if (subject_from_topic(&c->map, topic, topic_len, subj, sizeof subj) == 0)
+        return false;
+    char id[CLUSTER_NONCE_LEN + 20];
+    natsMsg *msg = NULL;
+    natsStatus s = natsMsg_Create(&msg, subj, NULL, (const char *)payload, (int)payload_len);
+    if (s == NATS_OK && qos)
+        s = natsMsgHeader_Set(msg, CLUSTER_HDR_QOS, qos == 1 ? "1" : "2");
+    /* Sequence numbers must reach NATS in order (the receivers drop what
+     * is not above the last they took), and loops publish at once:
+     * numbered and sent under one lock, as libnats's own connection lock
+     * would serialise the sends anyway. */
+    pthread_mutex_lock(&c->publish_lock);
+    snprintf(id, sizeof id, "%s:%" PRIx64, c->nonce, ++c->seq);
+    if (s == NATS_OK)
+        s = natsMsgHeader_Set(msg, CLUSTER_HDR_ID, id);
+    if (s == NATS_OK)
+        s = natsConnection_PublishMsg(c->nc, msg);
+    pthread_mutex_unlock(&c->publish_lock);
+    if (s != NATS_OK)
+        log_debug("cluster: publish on %s: %s", subj, natsStatus_GetText(s));
+    natsMsg_Destroy(msg);
+    return s == NATS_OK;
+}
+
+static void cluster_close_subs(struct interest_entry *e, void *ctx)
+{
+    for (int i = 0; i < 2; i++) {
+        if (e->handle[i] && ctx)
+            natsSubscription_Unsubscribe(e->handle[i]);
+        natsSubscription_Destroy(e->handle[i]);
+    }
+    interest_entry_free(e);
+}
+
+void cluster_interest_add(struct cluster *c, const uint8_t *filter, size_t len)
+{
+    subject_subs *subs = mem_alloc(sizeof *subs);
+    if (subject_subs_from_filter(&c->map, filter, len, subs) != 0) {
+        mem_free(subs); /* too long for a subject: local only */
+        return;
+    }
+    bool first;
+    pthread_mutex_lock(&c->interest_lock);
+    struct interest_entry *e = interest_add(&c->interest, filter, len, &first);
+    if (first) {
+        natsStatus s = NATS_OK;
+        sigset_t old;
+        cluster_block_signals(&old);
+        for (int i = 0; i < subs->n && s == NATS_OK; i++)
+            s = natsConnection_Subscribe((natsSubscription **)&e->handle[i], c->nc, subs->subj[i],
+                                         cluster_on_msg, c);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        /* Held meanwhile: a second subscriber of the filter on another
+         * loop must not be acknowledged before the first one's flush. */
+        if (s == NATS_OK)
+            s = natsConnection_FlushTimeout(c->nc, CLUSTER_FLUSH_MS);
+        if (s != NATS_OK)
+            log_warn("cluster: subscribing %s: %s (the interest reaches NATS when it can)",
+                     subs->subj[0], natsStatus_GetText(s));
+    }
+    pthread_mutex_unlock(&c->interest_lock);
+    mem_free(subs);
+}
+
+void cluster_interest_remove(struct cluster *c, const uint8_t *filter, size_t len)
+{
+    pthread_mutex_lock(&c->interest_lock);
+    struct interest_entry *e = interest_remove(&c->interest, filter, len);
+    if (e)
+        cluster_close_subs(e, c);
+    pthread_mutex_unlock(&c->interest_lock);
+}
+
+/* ---- the connection ---------------------------------------------------------- */
+
+static void cluster_on_disconnected(natsConnection *nc, void *closure)
+{
+    if (natsConnection_IsClosed(nc))
+        return; /* cluster_stop */
+    log_warn("cluster: lost the NATS connection; reconnecting (messages from and to other nodes "
+             "are lost meanwhile)");
+}
+
+static void cluster_on_reconnected(natsConnection *nc, void *closure)
+{
+    char url[256] = "";
+    natsConnection_GetConnectedUrl(nc, url, sizeof url);
+    log_info("cluster: reconnected to %s", url);
+}
+
+static void cluster_on_error(natsConnection *nc, natsSubscription *sub, natsStatus err,
+                             void *closure)
+{
+    log_warn("cluster: %s", natsStatus_GetText(err));
+}
+
+/* The node's name: the configured one, else hostname:port, or with port 0
+ * (a port the kernel picks, not known yet) hostname-NONCE. */
+static void cluster_node_name(struct cluster *c, const struct broker_config *cfg, int port)
+{
+    char host[64] = "localhost";
+    gethostname(host, sizeof host - 1);
+    if (cfg->cluster.node[0])
+        snprintf(c->node, sizeof c->node, "%s", cfg->cluster.node);
+    else if (port)
+        snprintf(c->node, sizeof c->node, "%s:%d", host, port);
+    else
+        snprintf(c->node, sizeof c->node, "%s-%s", host, c->nonce);
+}
+
+/* opts from the configuration; a libnats status. */
+static natsStatus cluster_options(struct cluster *c, const struct broker_config *cfg)
+{
+    char urls[sizeof cfg->cluster.urls];
+    snprintf(urls, sizeof urls, "%s", cfg->cluster.urls);
+    const char *list[64];
+    int n = 0;
+    for (char *save, *u = strtok_r(urls, ",", &save); u && n < 64; u = strtok_r(NULL, ",", &save))
+        list[n++] = u;
+    char name[sizeof cfg->cluster.name + sizeof c->node + 1];
+    snprintf(name, sizeof name, "%s/%s", cfg->cluster.name, c->node);
+    natsStatus s = natsOptions_Create(&c->opts);
+    if (s == NATS_OK)
+        s = natsOptions_SetServers(c->opts, list, n);
+    if (s == NATS_OK)
+        s = natsOptions_SetName(c->opts, name);
+    if (s == NATS_OK) /* a node never hears its own messages: delivered locally already */
+        s = natsOptions_SetNoEcho(c->opts, true);
+    if (s == NATS_OK)
+        s = natsOptions_SetMaxReconnect(c->opts, -1);
+    if (s == NATS_OK)
+        s = natsOptions_SetReconnectWait(c->opts, 250);
+    if (s == NATS_OK) /* one delivery thread for every subscription: see the top */
+        s = natsOptions_UseGlobalMessageDelivery(c->opts, true);
+    if (s == NATS_OK)
+        s = natsOptions_SetDisconnectedCB(c->opts, cluster_on_disconnected, c);
+    if (s == NATS_OK)
+        s = natsOptions_SetReconnectedCB(c->opts, cluster_on_reconnected, c);
+    if (s == NATS_OK)
+        s = natsOptions_SetErrorHandler(c->opts, cluster_on_error, c);
+    return s;
+}
+
+/* report: log the link's figures (its connection was up). */
+static void cluster_free(struct cluster *c, bool report)
+{
+    uint32_t filters = interest_count(&c->interest);
+    interest_clear(&c->interest, cluster_close_subs, NULL);
+    natsConnection_Destroy(c->nc);
+    natsOptions_Destroy(c->opts);
+    /* libnats's threads are gone after this: nothing appends any more. */
+    nats_CloseAndWait(5000);
+    if (report)
+        log_info("cluster: %" PRIu64 " messages published to the cluster, %" PRIu64
+                 " received from them, %" PRIu64 " duplicates dropped, %" PRIu64
+                 " dropped with the inbox full; %u filters subscribed",
+                 c->seq, c->received, c->duplicates, c->overflow, filters);
+    for (uint32_t i = 0; i < c->nin; i++)
+        natsMsg_Destroy(c->in[i]);
+    size_t i = 0;
+    struct hmap_slot *s;
+    while ((s = hmap_next(&c->origins, &i)))
+        mem_free(s->val);
+    hmap_free(&c->origins);
+    mem_free(c->in);
+    mem_free(c->taken);
+    if (c->efd >= 0)
+        close(c->efd);
+    pthread_mutex_destroy(&c->in_lock);
+    pthread_mutex_destroy(&c->publish_lock);
+    pthread_mutex_destroy(&c->interest_lock);
+    mem_free(c);
+}
+
+struct cluster *cluster_start(const struct broker_config *cfg, int port)
+{
+    struct cluster *c = mem_calloc(1, sizeof *c);
+    pthread_mutex_init(&c->in_lock, NULL);
+    pthread_mutex_init(&c->publish_lock, NULL);
+    pthread_mutex_init(&c->interest_lock, NULL);
+    c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    uint64_t nonce = 0;
+    if (getrandom(&nonce, sizeof nonce, 0) != sizeof nonce)
+        nonce ^= (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)c;
+    snprintf(c->nonce, sizeof c->nonce, "%016" PRIx64, nonce);
+    cluster_node_name(c, cfg, port);
+    subject_map_init(&c->map, cfg->cluster.prefix); /* checked by broker_conf.c */
+    if (c->efd < 0) {
+        log_error("cluster: cannot create an eventfd: %s", strerror(errno));
+        cluster_free(c, false);
+        return NULL;
+    }
+    sigset_t old;
+    cluster_block_signals(&old);
+    natsStatus s = cluster_options(c, cfg);
+    if (s == NATS_OK)
+        s = natsConnection_Connect(&c->nc, c->opts);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (s != NATS_OK) {
+        log_error("cluster: cannot connect to %s: %s", cfg->cluster.urls, natsStatus_GetText(s));
+        cluster_free(c, false);
+        return NULL;
+    }
+    char url[256] = "";
+    natsConnection_GetConnectedUrl(c->nc, url, sizeof url);
+    log_info("cluster: node %s (origin %s) connected to %s, subjects %s.*", c->node, c->nonce, url,
+             cfg->cluster.prefix);
+    return c;
+}
+
+int cluster_attach(struct cluster *c, struct broker_loop *home)
+{
+    c->home = home;
+    c->wake.fd = c->efd;
+    c->wake.cb = cluster_on_wake;
+    c->wake.data = c;
+    return ev_io_start(home->ev, &c->wake, EV_READ);
+}
+
+void cluster_stop(struct cluster *c)
+{
+    natsConnection_Close(c->nc);
+    cluster_free(c, true);
+}
