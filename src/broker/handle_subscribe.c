@@ -250,19 +250,19 @@ static void sub_job_start(struct broker_loop *l, struct conn *c, struct sub_job 
         sub_job_free(kept);
         return;
     }
-    c->job = kept;
+    conn_cold(c)->job = kept;
     conn_read_later(l, c);
 }
 
 bool sub_job_resume(struct broker_loop *l, struct conn *c)
 {
     struct broker *b = l->b;
-    if (!sub_job_run(l, c, c->job, b->sub_slice)) {
+    if (!sub_job_run(l, c, c->cold->job, b->sub_slice)) {
         conn_read_later(l, c);
         return false;
     }
-    sub_job_free(c->job);
-    c->job = NULL;
+    sub_job_free(c->cold->job);
+    c->cold->job = NULL;
     return true;
 }
 
