@@ -83,7 +83,7 @@ struct conn_cold {
     struct conn *move_next;
 };
 
-/* Laid out without holes, the flags in bits, to fit a 176-byte malloc
+/* Laid out without holes, the rarer flags in bits, to fit a 176-byte malloc
  * chunk (checked in conn.c): what every connection, idle ones included,
  * costs. */
 struct conn {
@@ -101,11 +101,12 @@ struct conn {
     uint32_t dropped;         /* CONN_LINGER: input bytes dropped */
     uint16_t keepalive;       /* seconds, 0 = none */
     uint8_t state;            /* enum conn_state */
+    /* The flags the hot path sets or tests per packet are whole bytes. */
+    bool dirty;               /* on its loop's flush list */
+    bool read_pending;        /* stopped reading early; on the read list */
+    bool write_blocked;       /* socket full; wait for EV_WRITE */
+    bool v5;                  /* the client speaks MQTT 5.0 */
     bool over_limit : 1;      /* accepted beyond max_connections */
-    bool dirty : 1;           /* on its loop's flush list */
-    bool read_pending : 1;    /* stopped reading early; on the read list */
-    bool write_blocked : 1;   /* socket full; wait for EV_WRITE */
-    bool v5 : 1;              /* the client speaks MQTT 5.0 */
     bool v31 : 1;             /* the client speaks MQTT 3.1 ("MQIsdp"); else 3.1.1 unless v5 */
     bool shut : 1;            /* CONN_LINGER: all output out, write side shut */
     bool peer_done : 1;       /* CONN_LINGER: the client closed */
