@@ -50,7 +50,7 @@ static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, 
 {
     struct retained_ctx *r = ctx;
     struct msg *m = value;
-    if (r->s->auth.filtered && !auth_may_deliver(r->l->b, r->s, topic, topic_len))
+    if (r->s->auth_filtered && !auth_may_deliver(r->l->b, r->s, topic, topic_len))
         return;
     uint8_t granted = sub_opts_qos(r->opts);
     struct delivery d = {

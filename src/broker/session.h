@@ -36,10 +36,6 @@ struct msg;
 struct session_auth {
     struct acl_client *acl; /* NULL without acl_file: nothing is checked */
     char *username;         /* owned; kept to rebind on reload; NULL = none */
-    uint16_t username_len;
-    /* Some subscription needs acl_client_check(ACL_READ) per delivery
-     * (ACL_SUB_FILTERED, or no longer granted after a reload). */
-    bool filtered;
 };
 
 /* One subscription as its session remembers it, so that the session can
@@ -129,6 +125,17 @@ struct session {
     uint32_t qhead, qlen, qcap;
     uint16_t client_id_len;
     uint16_t next_packet_id;
+    /* auth.c's, with auth (outside it, which would pad it by 5 bytes):
+     * the username's length, and whether some subscription needs
+     * acl_client_check(ACL_READ) per delivery (ACL_SUB_FILTERED, or no
+     * longer granted after a reload). */
+    uint16_t auth_username_len;
+    bool auth_filtered;
+    /* Only its own loop reads or writes these. */
+    bool gone : 1;
+    bool v5 : 1;        /* its latest connection spoke MQTT 5 */
+    bool v31 : 1;       /* its latest connection spoke MQTT 3.1 */
+    bool persisted : 1; /* persist.c: its SESSION record is live in the log */
     uint32_t refs;      /* 1, the owner's, until it ends; then the others' */
     /* Back-pressure across loops (atomic): deliveries other loops handed
      * it, not yet taken; held above its high marks by another loop's
@@ -137,11 +144,6 @@ struct session {
     bool online;
     bool held;
     bool remote_waiting;
-    /* Only its own loop reads or writes these. */
-    bool gone : 1;
-    bool v5 : 1;        /* its latest connection spoke MQTT 5 */
-    bool v31 : 1;       /* its latest connection spoke MQTT 3.1 */
-    bool persisted : 1; /* persist.c: its SESSION record is live in the log */
     /* router.c's, one per loop: the last match on that loop that met the
      * session, and its entry in that match, so that overlapping
      * subscriptions merge into one copy. */
