@@ -71,21 +71,21 @@ static void auth_session_rebind(struct session *s, struct acl_client *acl)
 {
     acl_client_free(s->auth.acl);
     s->auth.acl = acl;
-    s->auth.filtered = false;
+    s->auth_filtered = false;
     if (!acl)
         return;
-    for (uint32_t i = 0; i < s->nsubs && !s->auth.filtered; i++) {
+    for (uint32_t i = 0; i < s->nsubs && !s->auth_filtered; i++) {
         const uint8_t *f = s->subs[i].filter;
         size_t len = s->subs[i].len;
         auth_inner_filter(&f, &len);
-        s->auth.filtered = acl_client_check_subscribe(acl, f, len) != ACL_SUB_GRANTED;
+        s->auth_filtered = acl_client_check_subscribe(acl, f, len) != ACL_SUB_GRANTED;
     }
 }
 
 static struct acl_client *auth_acl_client(const struct acl *acl, const struct session *s)
 {
     return acl_client_new(acl, s->client_id, s->client_id_len, s->auth.username,
-                          s->auth.username_len);
+                          s->auth_username_len);
 }
 
 void auth_reload(struct broker *b)
@@ -176,7 +176,7 @@ void auth_session_bind(struct broker *b, struct session *s, struct acl_client *a
         return;
     mem_free(s->auth.username);
     s->auth.username = NULL;
-    s->auth.username_len = (uint16_t)ci->username.len;
+    s->auth_username_len = (uint16_t)ci->username.len;
     if (ci->has_username)
         s->auth.username = mem_strndup(ci->username.ptr, ci->username.len);
     auth_session_rebind(s, acl);
@@ -218,9 +218,9 @@ enum acl_sub_result auth_subscribe(struct broker *b, struct session *s, const ui
         __atomic_fetch_add(&b->auth.denied_subscribe, 1, __ATOMIC_RELAXED);
         log_debug("client %s: SUBSCRIBE to %.*s denied by the ACL", s->client_id, (int)len,
                   (const char *)filter);
-    } else if (r == ACL_SUB_FILTERED && !s->auth.filtered) {
+    } else if (r == ACL_SUB_FILTERED && !s->auth_filtered) {
         router_write_lock(b); /* other loops read it (share.c) */
-        s->auth.filtered = true;
+        s->auth_filtered = true;
         router_unlock(b);
     }
     return r;

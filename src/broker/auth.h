@@ -59,7 +59,7 @@ void auth_session_bind(struct broker *b, struct session *s, struct acl_client *a
 void auth_session_free(struct session *s);
 
 /* The slow halves of the checks; callers test s->auth.acl (publish) or
- * s->auth.filtered (delivery) first, so that the fast path stays a load
+ * s->auth_filtered (delivery) first, so that the fast path stays a load
  * and a branch. */
 bool auth_may_publish(struct broker *b, struct session *s, const uint8_t *topic, size_t len);
 bool auth_may_deliver(struct broker *b, struct session *s, const uint8_t *topic, size_t len);

@@ -353,9 +353,10 @@ void broker_fini(struct broker *b)
     struct hmap_slot *slot;
     while ((slot = hmap_next(&b->sessions, &i))) {
         struct session *s = slot->val;
-        if (s->will)
-            msg_unref(s->will);
-        s->will = NULL;
+        if (s->cold && s->cold->will) {
+            msg_unref(s->cold->will);
+            s->cold->will = NULL;
+        }
     }
     broker_settle(b);
     i = 0;

@@ -7,7 +7,43 @@
 #include <string.h>
 
 #include "broker/broker_int.h"
+#include "core/mem.h"
 #include "mqtt/mqtt5.h"
+
+/* An idle connection costs its struct conn, in one malloc chunk: keep it
+ * within 176 bytes (168 usable) on 64-bit targets. */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct conn) <= 168,
+               "struct conn outgrew its 176-byte malloc chunk");
+
+const struct conn_cold conn_cold_none;
+
+__attribute__((cold, noinline)) static struct conn_cold *conn_cold_new(struct conn *c)
+{
+    c->cold = mem_calloc(1, sizeof *c->cold);
+    return c->cold;
+}
+
+struct conn_cold *conn_cold(struct conn *c)
+{
+    return c->cold ? c->cold : conn_cold_new(c);
+}
+
+void conn_cold_moved(struct conn *c)
+{
+    struct conn_cold *k = c->cold;
+    k->move_to = NULL;
+    k->move_next = NULL;
+    if (!k->tp) {
+        mem_free(k);
+        c->cold = NULL;
+    }
+}
+
+void conn_free(struct conn *c)
+{
+    mem_free(c->cold);
+    mem_free(c);
+}
 
 void conn_mark_dirty(struct broker_loop *l, struct conn *c)
 {
@@ -74,7 +110,8 @@ void conn_write_reason(struct conn *c, uint8_t type, uint16_t packet_id, uint8_t
         struct mqtt5_reason_props r = {reason, props};
         struct mqtt5_ack a = {packet_id, reason, props};
         size_t n = type == MQTT_DISCONNECT ? mqtt5_reason_props_size(type, &r) : mqtt5_ack_size(&a);
-        if (props.present && c->max_packet_out && n > c->max_packet_out) {
+        uint32_t max = conn_cold_peek(c)->max_packet_out;
+        if (props.present && max && n > max) {
             props.present = 0;
             continue;
         }

@@ -44,38 +44,23 @@ enum conn_state {
     CONN_CLOSED,   /* done with, waiting to be freed (and its fd closed) */
 };
 
-struct conn {
-    struct ev_io io;          /* io.data = its loop (struct broker_loop) */
-    uint8_t state;            /* enum conn_state */
-    bool over_limit;          /* accepted beyond max_connections */
-    bool dirty;               /* on its loop's flush list */
-    bool read_pending;        /* stopped reading early; on the read list */
-    bool write_blocked;       /* socket full; wait for EV_WRITE */
-    bool v5;                  /* the client speaks MQTT 5.0 */
-    bool v31;                 /* the client speaks MQTT 3.1 ("MQIsdp"); else 3.1.1 unless v5 */
-    bool shut;                /* CONN_LINGER: all output out, write side shut */
-    bool peer_done;           /* CONN_LINGER: the client closed */
-    bool problem_info;        /* MQTT 5: it takes reason strings */
-    uint16_t keepalive;       /* seconds, 0 = none */
-    uint64_t last_rx_ms;      /* CONN_LINGER: when the linger time is up */
-    uint32_t dropped;         /* CONN_LINGER: input bytes dropped */
-    struct session *session;
+/* What few connections need, apart so that an idle one does not carry it
+ * (docs/broker.md, "Memory per idle client"): MQTT 5 limits and topic
+ * aliases, a will, a transport, a wait for a subscriber, a sliced
+ * SUBSCRIBE, a move to another loop. Allocated on the first need
+ * (conn_cold) and freed with the connection (conn_free); a zeroed one
+ * holds the defaults, which conn_cold_peek reads without allocating. */
+struct conn_cold {
+    struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
     struct msg *will;         /* owned; published unless DISCONNECT (expiry: see session_owe_will) */
     uint32_t will_delay_s;    /* MQTT 5 Will Delay Interval */
     /* MQTT 5 limits the client set for what we send it. */
-    uint32_t inflight_max;    /* min(--max-inflight-messages, its Receive Maximum) */
-    uint16_t alias_out_max;   /* topic aliases we may use, min(its maximum, ours) */
     uint32_t max_packet_out;  /* its Maximum Packet Size; 0 = no limit */
+    uint16_t inflight_max;    /* its Receive Maximum when below --max-inflight-messages; 0 = that */
+    uint16_t alias_out_max;   /* topic aliases we may use, min(its maximum, ours) */
+    uint16_t nalias_out;
     struct topic_alias *alias_in;  /* [BROKER_TOPIC_ALIAS_MAX], the client's; lazily */
     struct topic_alias *alias_out; /* [alias_out_max], ours; lazily, filled in order */
-    uint16_t nalias_out;
-    struct inbuf in;          /* partial packet left from earlier reads */
-    uint64_t in_since_ms;     /* when the first byte of the partial packet in `in` came */
-    uint32_t in_counted;      /* in.cap as counted in broker.partial_bytes */
-    struct outq out;
-    struct conn *prev, *next; /* broker_loop.conns */
-    struct conn *dirty_next;  /* broker_loop.dirty */
-    struct conn *read_next;   /* broker_loop.read_list */
     /* Back-pressure: while blocked_on a congested subscriber's session,
      * this connection's input is not read (session.h). */
     struct session *blocked_on;
@@ -84,26 +69,90 @@ struct conn {
     /* When a wait of this publisher last ended with its subscriber flagged
      * a slow consumer; 0 = never (session.h). */
     uint64_t grace_spent_ms;
+    /* Back-pressure across loops (session.h): waiting for another loop's
+     * session (a reference held), on its loop's remote_waiters list
+     * through wait_prev/wait_next. */
+    struct session *remote_on;
     /* A large SUBSCRIBE or UNSUBSCRIBE under way (handle.h): owned; input
      * is not read until it is done. */
     struct sub_job *job;
-    struct transport *tp;     /* TLS / WebSocket (transport.h); NULL: plain TCP */
     /* Its CONNECT names a session another loop owns: at the end of this
      * iteration it goes to that loop, which reads the CONNECT again; the
      * input is not read meanwhile (broker_int.h, "moving"). */
     struct broker_loop *move_to;
     struct conn *move_next;
-    /* Back-pressure across loops (session.h): waiting for another loop's
-     * session (a reference held), on its loop's remote_waiters list
-     * through wait_prev/wait_next. */
-    struct session *remote_on;
 };
+
+/* Laid out without holes, the rarer flags in bits, to fit a 176-byte malloc
+ * chunk (checked in conn.c): what every connection, idle ones included,
+ * costs. */
+struct conn {
+    struct ev_io io;          /* io.data = its loop (struct broker_loop) */
+    struct outq out;
+    struct inbuf in;          /* partial packet left from earlier reads */
+    uint64_t in_since_ms;     /* when the first byte of the partial packet in `in` came */
+    uint64_t last_rx_ms;      /* CONN_LINGER: when the linger time is up */
+    struct session *session;
+    struct conn *prev, *next; /* broker_loop.conns */
+    struct conn *dirty_next;  /* broker_loop.dirty */
+    struct conn *read_next;   /* broker_loop.read_list */
+    struct conn_cold *cold;   /* NULL until needed */
+    uint32_t in_counted;      /* in.cap as counted in broker.partial_bytes */
+    uint32_t dropped;         /* CONN_LINGER: input bytes dropped */
+    uint16_t keepalive;       /* seconds, 0 = none */
+    uint8_t state;            /* enum conn_state */
+    /* The flags the hot path sets or tests per packet are whole bytes. */
+    bool dirty;               /* on its loop's flush list */
+    bool read_pending;        /* stopped reading early; on the read list */
+    bool write_blocked;       /* socket full; wait for EV_WRITE */
+    bool v5;                  /* the client speaks MQTT 5.0 */
+    bool over_limit : 1;      /* accepted beyond max_connections */
+    bool v31 : 1;             /* the client speaks MQTT 3.1 ("MQIsdp"); else 3.1.1 unless v5 */
+    bool shut : 1;            /* CONN_LINGER: all output out, write side shut */
+    bool peer_done : 1;       /* CONN_LINGER: the client closed */
+    bool problem_info : 1;    /* MQTT 5: it takes reason strings */
+};
+
+/* c's cold part, allocated (zeroed) if it has none yet: for writing. */
+struct conn_cold *conn_cold(struct conn *c);
+/* c's cold part to read: the defaults (all zero) while it has none. */
+extern const struct conn_cold conn_cold_none;
+static inline const struct conn_cold *conn_cold_peek(const struct conn *c)
+{
+    return c->cold ? c->cold : &conn_cold_none;
+}
+/* On the loop a connection moved to, before its CONNECT is read again:
+ * the move is over, and its cold part, which held only the move and its
+ * transport, goes unless it has one. */
+void conn_cold_moved(struct conn *c);
+/* Frees c and its cold part (the socket is closed by then). */
+void conn_free(struct conn *c);
+
+static inline struct transport *conn_tp(const struct conn *c)
+{
+    return c->cold ? c->cold->tp : NULL;
+}
+
+/* Our inflight window towards c's client: min(max_inflight, its Receive
+ * Maximum). */
+static inline uint32_t conn_inflight_max(const struct conn *c, uint32_t max_inflight)
+{
+    return c->cold && c->cold->inflight_max ? c->cold->inflight_max : max_inflight;
+}
+
+/* Whether c, a publisher, waits for a subscriber (session.h). */
+static inline bool conn_waiting(const struct conn *c)
+{
+    const struct conn_cold *k = c->cold;
+    return k && (k->blocked_on || k->remote_on);
+}
 
 /* Whether c's input waits: for a subscriber, a sliced SUBSCRIBE, or a
  * move to another loop. */
 static inline bool conn_paused(const struct conn *c)
 {
-    return c->blocked_on || c->remote_on || c->job || c->move_to;
+    const struct conn_cold *k = c->cold;
+    return k && (k->blocked_on || k->remote_on || k->job || k->move_to);
 }
 
 /* Queues the connection for a flush at the end of this loop iteration. */

@@ -43,24 +43,30 @@ static void conn_end(struct broker_loop *l, struct conn *c, const char *reason, 
     l->closed = c;
     inbuf_free(&c->in);
     conn_count_input(l, c);
-    sub_job_free(c->job);
-    c->job = NULL;
-    session_forget_publisher(c);
-    conn_free_aliases(c->alias_in, BROKER_TOPIC_ALIAS_MAX);
-    conn_free_aliases(c->alias_out, c->alias_out_max);
-    c->alias_in = c->alias_out = NULL;
+    struct conn_cold *k = c->cold;
+    struct msg *will = NULL;
+    uint32_t will_delay_s = 0;
+    if (k) {
+        sub_job_free(k->job);
+        k->job = NULL;
+        session_forget_publisher(c);
+        conn_free_aliases(k->alias_in, BROKER_TOPIC_ALIAS_MAX);
+        conn_free_aliases(k->alias_out, k->alias_out_max);
+        k->alias_in = k->alias_out = NULL;
+        will = k->will;
+        will_delay_s = k->will_delay_s;
+        k->will = NULL;
+    }
 
     struct session *s = c->session;
-    struct msg *will = c->will;
     c->session = NULL;
-    c->will = NULL;
     if (will && graceful) {
         msg_unref(will);
         will = NULL;
     }
     if (s) {
         STAT_ADD(l->nclients, -1);
-        session_detach(l, s, will, c->will_delay_s);
+        session_detach(l, s, will, will_delay_s);
     } else if (will) {
         msg_unref(will);
     }
@@ -71,7 +77,7 @@ static void conn_end(struct broker_loop *l, struct conn *c, const char *reason, 
  * DISCONNECT say, may take what that changed as durable). */
 void conn_release(struct conn *c)
 {
-    if (c->tp)
+    if (conn_tp(c))
         transport_free(c);
     outq_clear(&c->out);
     c->state = CONN_CLOSED;
@@ -135,7 +141,7 @@ void conn_linger_flushed(struct conn *c, int r)
     } else if (r == 1) {
         c->write_blocked = true;
     } else {
-        if (c->tp)
+        if (conn_tp(c))
             transport_free(c);
         linger_shut(c->io.fd);
         c->shut = true;

@@ -43,11 +43,11 @@ static const char *conn_name(const struct conn *c)
 static int conn_write_out(struct broker_loop *l, struct conn *c)
 {
     size_t before = outq_pending(&c->out);
-    int r = c->tp ? transport_flush(l, c) : outq_flush(&c->out, c->io.fd);
+    int r = conn_tp(c) ? transport_flush(l, c) : outq_flush(&c->out, c->io.fd);
     size_t sent = before - outq_pending(&c->out);
     STAT_ADD(l->stats.bytes_out, sent);
     if (sent && c->session)
-        c->session->progress_ms = ev_now(l->ev); /* its client takes output */
+        session_progress(c->session, ev_now(l->ev)); /* its client takes output */
     return r;
 }
 
@@ -117,7 +117,7 @@ static long conn_parse(struct broker_loop *l, struct conn *c, const uint8_t *dat
 {
     size_t off = 0;
     /* A move (move_to) is set by a CONNECT, which breaks out below. */
-    while (off < len && c->state <= CONN_ACTIVE && !c->blocked_on && !c->remote_on && !c->job) {
+    while (off < len && c->state <= CONN_ACTIVE && !conn_paused(c)) {
         struct mqtt_header h;
         int n = c->v5    ? mqtt5_frame(data + off, len - off, l->cfg->max_packet_size, &h)
                 : c->v31 ? mqtt31_frame(data + off, len - off, l->cfg->max_packet_size, &h)
@@ -129,9 +129,9 @@ static long conn_parse(struct broker_loop *l, struct conn *c, const uint8_t *dat
             conn_protocol_error(l, c, err);
             return -1;
         }
-        if (c->move_to) {
+        if (c->cold && c->cold->move_to) {
             /* The CONNECT stays in the input, for the session's loop. */
-            c->move_next = l->moving;
+            c->cold->move_next = l->moving;
             l->moving = c;
             break;
         }
@@ -153,7 +153,7 @@ static void conn_read(struct broker_loop *l, struct conn *c, bool hup)
             conn_over_partial(l, c);
             return;
         }
-        ssize_t n = c->tp ? transport_read(l, c, buf, cap) : read(c->io.fd, buf, cap);
+        ssize_t n = conn_tp(c) ? transport_read(l, c, buf, cap) : read(c->io.fd, buf, cap);
         if (n == 0) {
             conn_close(l, c, "closed by client", false);
             return;
@@ -162,7 +162,7 @@ static void conn_read(struct broker_loop *l, struct conn *c, bool hup)
             if (errno == EINTR)
                 continue;
             if (errno != EAGAIN && errno != EWOULDBLOCK)
-                conn_close(l, c, c->tp ? transport_error(c) : strerror(errno), false);
+                conn_close(l, c, conn_tp(c) ? transport_error(c) : strerror(errno), false);
             return;
         }
         STAT_ADD(l->stats.bytes_in, (uint64_t)n);
@@ -184,7 +184,7 @@ static void conn_read(struct broker_loop *l, struct conn *c, bool hup)
             c->in_since_ms = ev_now(l->ev);
         if (conn_paused(c))
             return; /* released or done, it is read again where this stopped */
-        if ((size_t)n < cap && !hup && !c->tp)
+        if ((size_t)n < cap && !hup && !conn_tp(c))
             return; /* a transport is read until EAGAIN (transport.h) */
         if ((size_t)n >= budget) {
             conn_read_later(l, c);
@@ -201,7 +201,7 @@ static void conn_read_resumed(struct broker_loop *l, struct conn *c)
         conn_linger_read(c);
         return;
     }
-    if (c->job && !sub_job_resume(l, c))
+    if (conn_cold_peek(c)->job && !sub_job_resume(l, c))
         return;
     if (c->in.len) {
         long used = conn_parse(l, c, c->in.data, c->in.len);
@@ -225,13 +225,13 @@ static void conn_on_io(struct ev_loop *loop, struct ev_io *io, uint32_t events)
         return;
     /* Under TLS a write may wait for readability and a read for
      * writability: a transport takes either edge for both. */
-    if ((events & EV_WRITE || c->tp) && c->write_blocked) {
+    if ((events & EV_WRITE || conn_tp(c)) && c->write_blocked) {
         c->write_blocked = false;
         conn_mark_dirty(l, c);
     }
     if (c->state == CONN_LINGER)
         conn_linger_read(c);
-    else if (events & EV_READ || c->tp)
+    else if (events & EV_READ || conn_tp(c))
         conn_read(l, c, events & EV_HUP);
 }
 
@@ -254,7 +254,7 @@ struct conn *conn_accept(struct broker_loop *l, int fd)
     if (ev_io_start(l->ev, &c->io, EV_READ | EV_WRITE | EV_EDGE) < 0) {
         log_warn("cannot watch fd %d: %s", fd, strerror(errno));
         close(fd);
-        mem_free(c);
+        conn_free(c);
         return NULL;
     }
     c->state = CONN_NEW;
@@ -288,7 +288,7 @@ static void conn_flush(struct broker_loop *l, struct conn *c)
 static void conn_adopt(struct broker_loop *l, struct conn *c, struct srv_fd_addr *ticket)
 {
     c->io.data = l;
-    c->move_to = NULL;
+    conn_cold_moved(c);
     conn_link(l, c);
     STAT_ADD(l->nconns, 1);
     if (l->srv)
@@ -311,7 +311,7 @@ static void conn_hand_over(struct broker_loop *l)
 {
     while (l->moving) {
         struct conn *c = l->moving;
-        l->moving = c->move_next;
+        l->moving = c->cold->move_next;
         if (c->state != CONN_NEW) /* closed meanwhile (a timeout, a drain) */
             continue;
         ev_io_stop(l->ev, &c->io);
@@ -320,7 +320,7 @@ static void conn_hand_over(struct broker_loop *l)
         struct srv_fd_addr *ticket = mem_calloc(1, sizeof *ticket);
         if (l->srv)
             srv_worker_conn_leave(l->srv, c->io.fd, ticket);
-        struct xloop_entry *e = xloop_push(&l->x, c->move_to->index);
+        struct xloop_entry *e = xloop_push(&l->x, c->cold->move_to->index);
         *e = (struct xloop_entry){.kind = XLOOP_CONN, .p = c, .aux = ticket};
     }
 }
@@ -392,7 +392,7 @@ bool conn_prepare(struct broker_loop *l)
         *pp = c->next;
         int fd = c->io.fd;
         close(fd);
-        mem_free(c);
+        conn_free(c);
         if (l->srv)
             srv_worker_conn_closed(l->srv, fd); /* the last one ends a drain */
     }
@@ -407,7 +407,7 @@ static bool conn_packet_late(const struct broker *b, const struct conn *c, uint6
     uint64_t age = now - c->in_since_ms;
     /* Input we are not reading (back-pressure, a sliced SUBSCRIBE, the
      * read budget) is our delay, not the client's. */
-    if (c->in.len == 0 || c->blocked_on || c->remote_on || c->job || c->read_pending ||
+    if (c->in.len == 0 || conn_paused(c) || c->read_pending ||
         age <= b->cfg->packet_timeout_ms)
         return false;
     return (uint64_t)c->in.len * 1000 < (uint64_t)b->cfg->min_packet_rate *
@@ -419,10 +419,12 @@ void conn_check_stalls(struct broker_loop *l)
     uint64_t now = ev_now(l->ev);
     uint64_t next = UINT64_MAX; /* the earliest a waiting one may stall */
     for (struct conn *c = l->conns; c; c = c->next) {
-        struct session *s = c->blocked_on;
+        const struct conn_cold *k = c->cold;
+        struct session *s = k ? k->blocked_on : NULL;
         if (!s || !session_grace_spent(c, now))
             continue;
-        uint64_t since = s->progress_ms > c->blocked_since_ms ? s->progress_ms : c->blocked_since_ms;
+        uint64_t progress = session_cold_peek(s)->progress_ms;
+        uint64_t since = progress > k->blocked_since_ms ? progress : k->blocked_since_ms;
         if (now - since >= BROKER_STALL_MS)
             session_flag_slow(l, s);
         else if (since + BROKER_STALL_MS < next)
@@ -441,7 +443,8 @@ void conn_sweep(struct broker_loop *l)
         next = c->next;
         struct session *s = c->session;
         /* Every subscriber congested too long, in this one sweep. */
-        if (s && s->congested_ms && now - s->congested_ms >= BROKER_WAIT_LIMIT_MS)
+        uint64_t congested = s ? session_cold_peek(s)->congested_ms : 0;
+        if (congested && now - congested >= BROKER_WAIT_LIMIT_MS)
             session_flag_slow(l, s);
         if (c->state == CONN_NEW) {
             if (now - c->last_rx_ms >= l->cfg->connect_timeout_ms)
@@ -450,7 +453,7 @@ void conn_sweep(struct broker_loop *l)
             /* No reason code says "too slow"; 0x80 is for none applying. */
             metrics_bound_hit(b, BOUND_PACKET_TIMEOUT, conn_name(c));
             conn_kick(l, c, MQTT5_RC_UNSPECIFIED_ERROR, "packet not received in time", false);
-        } else if (c->state == CONN_ACTIVE && c->keepalive && !c->blocked_on && !c->remote_on) {
+        } else if (c->state == CONN_ACTIVE && c->keepalive && !conn_waiting(c)) {
             /* The spec allows one and a half keepalive periods of silence;
              * a waiting publisher's silence is ours: we stopped reading it. */
             if (now - c->last_rx_ms > (uint64_t)c->keepalive * 1500u)

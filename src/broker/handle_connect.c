@@ -70,17 +70,18 @@ static bool has_prop(const struct mqtt_props *p, uint8_t id) { return p->present
 /* The limits an MQTT 5 client puts on what we send it. */
 static void connect_limits(struct broker *b, struct conn *c, const struct mqtt_props *p)
 {
-    c->inflight_max = b->cfg->max_inflight;
     c->problem_info = true;
     if (!c->v5)
         return;
-    if (has_prop(p, MQTT_PROP_RECEIVE_MAX) && p->receive_max < c->inflight_max)
-        c->inflight_max = p->receive_max;
+    /* Only a limit that differs from the default takes the cold part. */
+    if (has_prop(p, MQTT_PROP_RECEIVE_MAX) && p->receive_max < b->cfg->max_inflight)
+        conn_cold(c)->inflight_max = p->receive_max;
     if (has_prop(p, MQTT_PROP_MAX_PACKET_SIZE))
-        c->max_packet_out = p->max_packet_size;
-    if (has_prop(p, MQTT_PROP_TOPIC_ALIAS_MAX))
-        c->alias_out_max = p->topic_alias_max < BROKER_TOPIC_ALIAS_MAX ? p->topic_alias_max
-                                                                       : BROKER_TOPIC_ALIAS_MAX;
+        conn_cold(c)->max_packet_out = p->max_packet_size;
+    if (has_prop(p, MQTT_PROP_TOPIC_ALIAS_MAX) && p->topic_alias_max)
+        conn_cold(c)->alias_out_max = p->topic_alias_max < BROKER_TOPIC_ALIAS_MAX
+                                          ? p->topic_alias_max
+                                          : BROKER_TOPIC_ALIAS_MAX;
     if (has_prop(p, MQTT_PROP_REQUEST_PROBLEM_INFO))
         c->problem_info = p->request_problem_info;
 }
@@ -156,7 +157,7 @@ static void connack(struct broker_loop *l, struct conn *c, bool session_present,
         return;
     }
     struct mqtt5_connack ack;
-    connack5_build(b, c, c->max_packet_out, assigned_id, server_keepalive, &ack);
+    connack5_build(b, c, conn_cold_peek(c)->max_packet_out, assigned_id, server_keepalive, &ack);
     ack.session_present = session_present;
     mqtt5_encode_connack(outq_reserve(&c->out, mqtt5_connack_size(&ack)), &ack);
     conn_mark_dirty(l, c);
@@ -168,7 +169,7 @@ static bool connect_elsewhere(struct broker_loop *l, struct conn *c, struct brok
 {
     if (!owner || owner == l)
         return false;
-    c->move_to = owner;
+    conn_cold(c)->move_to = owner;
     return true;
 }
 
@@ -211,10 +212,11 @@ static bool connect_accept(struct broker_loop *l, struct conn *c, const struct m
     c->last_rx_ms = ev_now(l->ev);
     connect_limits(b, c, &ci->props);
     if (ci->has_will) {
-        c->will = msg_new(ci->will_topic.ptr, ci->will_topic.len, ci->will_payload.ptr,
+        struct conn_cold *k = conn_cold(c);
+        k->will = msg_new(ci->will_topic.ptr, ci->will_topic.len, ci->will_payload.ptr,
                           ci->will_payload.len, ci->will_qos, ci->will_retain,
                           c->v5 ? &ci->will_props : NULL, 0);
-        c->will_delay_s = ci->will_props.will_delay;
+        k->will_delay_s = ci->will_props.will_delay;
     }
     persist_session(b, s);
     metrics_log_connect(b, c, ci, session_present);

@@ -28,9 +28,10 @@ static int publish_alias(struct conn *c, struct mqtt5_publish *p)
     uint16_t alias = p->props.topic_alias;
     if (alias == 0 || alias > BROKER_TOPIC_ALIAS_MAX)
         return MQTT5_RC_TOPIC_ALIAS_INVALID; /* [MQTT-3.3.2-8], [MQTT-3.3.2-9] */
-    if (!c->alias_in)
-        c->alias_in = mem_calloc(BROKER_TOPIC_ALIAS_MAX, sizeof *c->alias_in);
-    struct topic_alias *a = &c->alias_in[alias - 1];
+    struct conn_cold *k = conn_cold(c);
+    if (!k->alias_in)
+        k->alias_in = mem_calloc(BROKER_TOPIC_ALIAS_MAX, sizeof *k->alias_in);
+    struct topic_alias *a = &k->alias_in[alias - 1];
     if (p->topic.len == 0) {
         if (!a->topic)
             return MQTT5_E_PROTOCOL_ERROR; /* an alias never set */

@@ -50,7 +50,7 @@ static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, 
 {
     struct retained_ctx *r = ctx;
     struct msg *m = value;
-    if (r->s->auth.filtered && !auth_may_deliver(r->l->b, r->s, topic, topic_len))
+    if (r->s->auth_filtered && !auth_may_deliver(r->l->b, r->s, topic, topic_len))
         return;
     uint8_t granted = sub_opts_qos(r->opts);
     struct delivery d = {
@@ -250,19 +250,19 @@ static void sub_job_start(struct broker_loop *l, struct conn *c, struct sub_job 
         sub_job_free(kept);
         return;
     }
-    c->job = kept;
+    conn_cold(c)->job = kept;
     conn_read_later(l, c);
 }
 
 bool sub_job_resume(struct broker_loop *l, struct conn *c)
 {
     struct broker *b = l->b;
-    if (!sub_job_run(l, c, c->job, b->sub_slice)) {
+    if (!sub_job_run(l, c, c->cold->job, b->sub_slice)) {
         conn_read_later(l, c);
         return false;
     }
-    sub_job_free(c->job);
-    c->job = NULL;
+    sub_job_free(c->cold->job);
+    c->cold->job = NULL;
     return true;
 }
 

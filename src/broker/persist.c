@@ -132,12 +132,13 @@ bool persist_commit_(struct broker *b)
 }
 
 /* The session's will, connected (its connection's, due its delay after
- * the connection ends) or offline (due at s->will_ms), into r. Returns
+ * the connection ends) or offline (due at its will_ms), into r. Returns
  * the buffer its properties were encoded in, to free after the append. */
 static uint8_t *persist_will(const struct broker *b, const struct session *s,
                              struct plog_session *r)
 {
-    const struct msg *will = s->conn ? s->conn->will : s->will;
+    const struct msg *will =
+        s->conn ? conn_cold_peek(s->conn)->will : session_cold_peek(s)->will;
     if (!will)
         return NULL;
     r->has_will = true;
@@ -146,9 +147,9 @@ static uint8_t *persist_will(const struct broker *b, const struct session *s,
     r->will_topic = bytes(msg_topic(will), will->topic_len);
     r->will_payload = bytes(msg_payload(will), will->payload_len);
     if (s->conn)
-        r->will_delay = s->conn->will_delay_s;
+        r->will_delay = conn_cold_peek(s->conn)->will_delay_s;
     else
-        r->will_at_ms = to_wall(b, s->will_ms);
+        r->will_at_ms = to_wall(b, session_cold_peek(s)->will_ms);
     /* The properties it passes on, and its Message Expiry Interval, which
      * starts when it is published (held in expires_ms until then). */
     uint8_t *props = mem_alloc(will->props_len + 5);
@@ -197,7 +198,7 @@ void persist_session_(struct broker *b, struct session *s)
     r.session = (struct plog_session){
         .client_id = client_id(s),
         .expiry = s->expiry_s,
-        .expires_at_ms = !s->conn && s->expiry_s != SESSION_NEVER ? to_wall(b, s->expires_ms) : 0,
+        .expires_at_ms = !s->conn && s->expiry_s != SESSION_NEVER ? to_wall(b, session_cold_peek(s)->expires_ms) : 0,
         .protocol = s->v5 ? MQTT5_PROTOCOL_LEVEL : s->v31 ? MQTT31_PROTOCOL_LEVEL : MQTT311_PROTOCOL_LEVEL,
     };
     uint8_t *props = persist_will(b, s, &r.session);

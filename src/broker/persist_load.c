@@ -72,7 +72,7 @@ static void rebuild_session(struct broker *b, const struct plog_session *r)
      * starts its expiry clock, and its will's delay, at this start. */
     session_detach(b->home, s, NULL, 0);
     if (r->expires_at_ms && s->expiry_s != SESSION_NEVER)
-        s->expires_ms = persist_to_loop(b, r->expires_at_ms);
+        session_cold(s)->expires_ms = persist_to_loop(b, r->expires_at_ms);
     if (r->has_will && hmap_get(&b->sessions, r->client_id.p, r->client_id.len)) {
         struct msg *will = rebuild_msg_new(r->will_topic, r->will_payload, r->will_qos,
                                            r->will_retain, r->will_props, 0);

@@ -298,7 +298,7 @@ void router_take(struct broker_loop *l, struct xloop_entry *e)
     struct msg *m = e->m;
     /* The ACL is asked here, by the loop that owns the session's handle;
      * a group's member was asked when it was picked. */
-    if (!s->gone && !(s->auth.filtered && !e->d.shared &&
+    if (!s->gone && !(s->auth_filtered && !e->d.shared &&
                       !auth_may_deliver(l->b, s, msg_topic(m), m->topic_len)))
         session_deliver(l, s, m, &e->d, NULL);
     else /* its record, if the routing loop made one, goes too */
@@ -324,7 +324,7 @@ static inline void route_deliver(struct broker_loop *l, struct msg *m, struct co
         const struct route_match *rm = &r->matches[i];
         bool remote = rm->s->loop != l;
         /* A group's member was picked among those that may read it. */
-        if (!remote && rm->s->auth.filtered && !rm->shared &&
+        if (!remote && rm->s->auth_filtered && !rm->shared &&
             !auth_may_deliver(b, rm->s, msg_topic(m), m->topic_len))
             continue;
         uint8_t qos = sub_opts_qos(rm->opts);

@@ -23,6 +23,13 @@
 #include "core/outq.h"
 #include "mqtt/mqtt_codec.h"
 
+/* An idle session costs its struct session up to its match stamps, the
+ * stamps and its client id, in one malloc chunk: keep the stamps at byte
+ * 140 on 64-bit targets (with one loop, a client id of up to 19 bytes then
+ * fits a 176-byte chunk, one of up to 35 a 192-byte one). */
+_Static_assert(sizeof(void *) != 8 || offsetof(struct session, match) <= 140,
+               "struct session grew: idle sessions cost more");
+
 /* A delivery the session keeps (queued, in flight) owns its identifier
  * array (session.h): copied when kept, freed when let go. Rarely there. */
 __attribute__((cold, noinline)) static uint32_t *session_ids_dup(const uint32_t *ids)
@@ -66,9 +73,23 @@ void session_free(struct session *s)
     hmap_free(&s->sub_index);
     mem_free(s->inflight);
     mem_free(s->queue);
-    mem_free(s->qos2_in);
-    mem_free(s->client_id);
-    mem_free(s);
+    if (s->cold)
+        mem_free(s->cold->qos2_in);
+    mem_free(s->cold);
+    mem_free(s); /* its client id with it (session_life.c) */
+}
+
+const struct session_cold session_cold_none;
+
+__attribute__((cold, noinline)) static struct session_cold *session_cold_new(struct session *s)
+{
+    s->cold = mem_calloc(1, sizeof *s->cold);
+    return s->cold;
+}
+
+struct session_cold *session_cold(struct session *s)
+{
+    return s->cold ? s->cold : session_cold_new(s);
 }
 
 /* ---- outgoing messages --------------------------------------------------- */
@@ -106,13 +127,14 @@ static uint16_t session_next_packet_id(struct session *s)
  * ask for a smaller one (Receive Maximum). */
 static uint32_t session_window(const struct broker_loop *l, const struct session *s)
 {
-    return s->conn ? s->conn->inflight_max : l->cfg->max_inflight;
+    uint32_t max = l->cfg->max_inflight;
+    return s->conn ? conn_inflight_max(s->conn, max) : max;
 }
 
 /* Picks the topic alias for a copy of m to an MQTT 5 client that takes
  * aliases: the topic's, or a new one while there are free ones. Once they
  * are all taken, other topics go out in full. */
-static void session_alias_out(struct conn *c, const struct msg *m, struct msg_copy5 *x)
+static void session_alias_out(struct conn_cold *c, const struct msg *m, struct msg_copy5 *x)
 {
     for (uint16_t i = 0; i < c->nalias_out; i++) {
         const struct topic_alias *a = &c->alias_out[i];
@@ -145,17 +167,18 @@ static bool session_write5(struct broker_loop *l, struct conn *c, struct msg *m,
         x.sub_ids = &d->sub_id;
         x.nsub_ids = 1;
     }
-    if (c->max_packet_out) {
+    struct conn_cold *k = c->cold;
+    if (k && k->max_packet_out) {
         /* The largest form: whole topic and an alias. */
-        x.topic_alias = c->alias_out_max ? 1 : 0;
-        if (msg_publish5_size(m, d->qos, &x) > c->max_packet_out) {
+        x.topic_alias = k->alias_out_max ? 1 : 0;
+        if (msg_publish5_size(m, d->qos, &x) > k->max_packet_out) {
             STAT_ADD(l->stats.dropped_too_large, 1);
             return false;
         }
         x.topic_alias = 0;
     }
-    if (c->alias_out_max)
-        session_alias_out(c, m, &x);
+    if (k && k->alias_out_max)
+        session_alias_out(k, m, &x);
     msg_write_publish5(m, &c->out, d->qos, packet_id, dup, d->retain, &x);
     conn_mark_dirty(l, c);
     return true;
@@ -300,25 +323,27 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
     struct broker *b = l->b;
     /* Waits form chains, never cycles; and a subscriber that is itself a
      * waiting publisher is behind because we stopped reading it. */
-    if (!p || p->session == s || s->slow_consumer || s->conn->blocked_on || s->conn->remote_on ||
+    if (!p || p->session == s || session_cold_peek(s)->slow_consumer || conn_waiting(s->conn) ||
         !session_above(s, b->out_high, b->queue_high))
         return;
     uint64_t now = ev_now(l->ev);
-    if (!s->congested_ms)
-        s->congested_ms = now;
+    struct session_cold *sk = session_cold(s);
+    if (!sk->congested_ms)
+        sk->congested_ms = now;
     /* A publisher closed while its packet was handled has nothing left to
      * pause; one already waiting waits for one subscriber at a time. */
-    if (p->state >= CONN_LINGER || p->blocked_on || p->remote_on)
+    if (p->state >= CONN_LINGER || conn_waiting(p))
         return;
-    p->blocked_on = s;
-    p->blocked_since_ms = now;
+    struct conn_cold *pk = conn_cold(p);
+    pk->blocked_on = s;
+    pk->blocked_since_ms = now;
     if (session_grace_spent(p, now) && !ev_timer_active(&l->stall))
         ev_timer_start(l->ev, &l->stall, BROKER_STALL_MS, 0);
-    p->wait_prev = NULL;
-    p->wait_next = s->waiters;
-    if (s->waiters)
-        s->waiters->wait_prev = p;
-    s->waiters = p;
+    pk->wait_prev = NULL;
+    pk->wait_next = sk->waiters;
+    if (sk->waiters)
+        sk->waiters->cold->wait_prev = p;
+    sk->waiters = p;
     STAT_ADD(l->stats.publisher_waits, 1);
 }
 
@@ -326,33 +351,36 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
 /* Takes p off the wait list that starts at *head. */
 static void session_wait_unlink(struct conn **head, struct conn *p)
 {
-    if (p->wait_prev)
-        p->wait_prev->wait_next = p->wait_next;
+    struct conn_cold *k = p->cold;
+    if (k->wait_prev)
+        k->wait_prev->cold->wait_next = k->wait_next;
     else
-        *head = p->wait_next;
-    if (p->wait_next)
-        p->wait_next->wait_prev = p->wait_prev;
-    p->wait_prev = p->wait_next = NULL;
+        *head = k->wait_next;
+    if (k->wait_next)
+        k->wait_next->cold->wait_prev = k->wait_prev;
+    k->wait_prev = k->wait_next = NULL;
 }
 
 static void session_unwait_remote(struct conn *p)
 {
     struct broker_loop *l = p->io.data;
-    struct session *s = p->remote_on;
+    struct session *s = p->cold->remote_on;
     session_wait_unlink(&l->remote_waiters, p);
-    p->remote_on = NULL;
+    p->cold->remote_on = NULL;
     session_put(s);
 }
 
 void session_forget_publisher(struct conn *c)
 {
-    if (c->remote_on)
+    if (!c->cold)
+        return; /* it never waited */
+    if (c->cold->remote_on)
         session_unwait_remote(c);
-    struct session *s = c->blocked_on;
+    struct session *s = c->cold->blocked_on;
     if (!s)
         return;
-    session_wait_unlink(&s->waiters, c);
-    c->blocked_on = NULL;
+    session_wait_unlink(&s->cold->waiters, c);
+    c->cold->blocked_on = NULL;
 }
 
 void session_release_publishers(struct broker_loop *l, struct session *s, bool unconditionally)
@@ -360,11 +388,13 @@ void session_release_publishers(struct broker_loop *l, struct session *s, bool u
     struct broker *b = l->b;
     if (!unconditionally && s->conn && session_above(s, b->out_low + 1, b->queue_low + 1))
         return;
-    if (!unconditionally)
-        s->slow_consumer = false;
-    s->congested_ms = 0;
-    while (s->waiters) {
-        struct conn *p = s->waiters;
+    struct session_cold *k = s->cold;
+    if (k && !unconditionally)
+        k->slow_consumer = false;
+    if (k)
+        k->congested_ms = 0;
+    while (k && k->waiters) {
+        struct conn *p = k->waiters;
         session_forget_publisher(p);
         conn_read_later(l, p);
     }
@@ -387,19 +417,20 @@ static bool session_full_remote(const struct broker *b, const struct session *s)
 
 void session_wait_remote(struct broker_loop *l, struct session *s, struct conn *p)
 {
-    if (p->blocked_on || p->remote_on || p->state >= CONN_LINGER || !session_full_remote(l->b, s))
+    if (conn_waiting(p) || p->state >= CONN_LINGER || !session_full_remote(l->b, s))
         return;
     __atomic_store_n(&s->remote_waiting, true, __ATOMIC_SEQ_CST);
     if (!session_full_remote(l->b, s))
         return;
     /* s lives: the delivery just handed to its loop holds it. */
     __atomic_fetch_add(&s->refs, 1, __ATOMIC_RELAXED);
-    p->remote_on = s;
-    p->blocked_since_ms = ev_now(l->ev);
-    p->wait_prev = NULL;
-    p->wait_next = l->remote_waiters;
+    struct conn_cold *k = conn_cold(p);
+    k->remote_on = s;
+    k->blocked_since_ms = ev_now(l->ev);
+    k->wait_prev = NULL;
+    k->wait_next = l->remote_waiters;
     if (l->remote_waiters)
-        l->remote_waiters->wait_prev = p;
+        l->remote_waiters->cold->wait_prev = p;
     l->remote_waiters = p;
     STAT_ADD(l->stats.publisher_waits, 1);
 }
@@ -407,11 +438,12 @@ void session_wait_remote(struct broker_loop *l, struct session *s, struct conn *
 void session_push_back_remote(struct broker_loop *l, struct session *s)
 {
     struct broker *b = l->b;
-    if (!s->conn || s->slow_consumer || s->conn->blocked_on || s->conn->remote_on ||
+    if (!s->conn || session_cold_peek(s)->slow_consumer || conn_waiting(s->conn) ||
         !session_above(s, b->out_high, b->queue_high))
         return;
-    if (!s->congested_ms)
-        s->congested_ms = ev_now(l->ev);
+    struct session_cold *k = session_cold(s);
+    if (!k->congested_ms)
+        k->congested_ms = ev_now(l->ev);
     if (!__atomic_load_n(&s->held, __ATOMIC_RELAXED))
         __atomic_store_n(&s->held, true, __ATOMIC_SEQ_CST);
 }
@@ -435,8 +467,8 @@ void session_recheck_remote(struct broker_loop *l)
 {
     struct conn *next;
     for (struct conn *p = l->remote_waiters; p; p = next) {
-        next = p->wait_next;
-        if (session_full_remote(l->b, p->remote_on))
+        next = p->cold->wait_next;
+        if (session_full_remote(l->b, p->cold->remote_on))
             continue;
         session_unwait_remote(p);
         conn_read_later(l, p);
@@ -445,19 +477,21 @@ void session_recheck_remote(struct broker_loop *l)
 
 bool session_grace_spent(const struct conn *p, uint64_t now)
 {
-    return p->grace_spent_ms && now - p->grace_spent_ms < BROKER_GRACE_RENEW_MS;
+    uint64_t spent = conn_cold_peek(p)->grace_spent_ms;
+    return spent && now - spent < BROKER_GRACE_RENEW_MS;
 }
 
 void session_flag_slow(struct broker_loop *l, struct session *s)
 {
     uint64_t now = ev_now(l->ev);
-    s->slow_consumer = true;
+    struct session_cold *k = session_cold(s);
+    k->slow_consumer = true;
     STAT_ADD(l->stats.slow_consumers, 1);
     log_warn("client %s is a slow consumer: publishers no longer wait for it, messages to it are "
              "dropped at its limits",
              s->client_id);
-    for (struct conn *p = s->waiters; p; p = p->wait_next)
-        p->grace_spent_ms = now;
+    for (struct conn *p = k->waiters; p; p = p->cold->wait_next)
+        p->cold->grace_spent_ms = now;
     session_release_publishers(l, s, true);
 }
 
@@ -561,7 +595,7 @@ void session_acked(struct broker_loop *l, struct session *s, uint8_t type, uint1
                    uint8_t reason)
 {
     struct broker *b = l->b;
-    s->progress_ms = ev_now(l->ev);
+    session_progress(s, ev_now(l->ev));
     uint32_t i = 0;
     while (i < s->ninflight && s->inflight[i].packet_id != packet_id)
         i++;
@@ -598,33 +632,38 @@ void session_acked(struct broker_loop *l, struct session *s, uint8_t type, uint1
 
 int session_qos2_seen(struct session *s, uint16_t packet_id, uint32_t limit)
 {
-    for (uint32_t i = 0; i < s->nqos2_in; i++)
-        if (s->qos2_in[i] == packet_id)
+    const struct session_cold *r = session_cold_peek(s);
+    for (uint32_t i = 0; i < r->nqos2_in; i++)
+        if (r->qos2_in[i] == packet_id)
             return 1;
-    if (s->nqos2_in >= limit)
+    if (r->nqos2_in >= limit)
         return -1;
-    if (s->nqos2_in == s->qos2_in_cap) {
-        s->qos2_in_cap = s->qos2_in_cap ? s->qos2_in_cap * 2 : 4;
-        s->qos2_in = mem_realloc(s->qos2_in, s->qos2_in_cap * sizeof *s->qos2_in);
+    struct session_cold *k = session_cold(s);
+    if (k->nqos2_in == k->qos2_in_cap) {
+        k->qos2_in_cap = k->qos2_in_cap ? k->qos2_in_cap * 2 : 4;
+        k->qos2_in = mem_realloc(k->qos2_in, k->qos2_in_cap * sizeof *k->qos2_in);
     }
-    s->qos2_in[s->nqos2_in++] = packet_id;
+    k->qos2_in[k->nqos2_in++] = packet_id;
     return 0;
 }
 
 bool session_qos2_release(struct session *s, uint16_t packet_id)
 {
+    struct session_cold *k = s->cold;
+    if (!k)
+        return false;
     bool found = false;
-    for (uint32_t i = 0; i < s->nqos2_in; i++) {
-        if (s->qos2_in[i] == packet_id) {
-            s->qos2_in[i] = s->qos2_in[--s->nqos2_in];
+    for (uint32_t i = 0; i < k->nqos2_in; i++) {
+        if (k->qos2_in[i] == packet_id) {
+            k->qos2_in[i] = k->qos2_in[--k->nqos2_in];
             found = true;
             break;
         }
     }
-    if (s->nqos2_in == 0) {
-        mem_free(s->qos2_in);
-        s->qos2_in = NULL;
-        s->qos2_in_cap = 0;
+    if (k->nqos2_in == 0) {
+        mem_free(k->qos2_in);
+        k->qos2_in = NULL;
+        k->qos2_in_cap = 0;
     }
     return found;
 }

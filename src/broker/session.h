@@ -36,10 +36,6 @@ struct msg;
 struct session_auth {
     struct acl_client *acl; /* NULL without acl_file: nothing is checked */
     char *username;         /* owned; kept to rebind on reload; NULL = none */
-    uint16_t username_len;
-    /* Some subscription needs acl_client_check(ACL_READ) per delivery
-     * (ACL_SUB_FILTERED, or no longer granted after a reload). */
-    bool filtered;
 };
 
 /* One subscription as its session remembers it, so that the session can
@@ -79,53 +75,77 @@ struct queued {
     struct delivery d;
 };
 
-struct session {
-    char *client_id; /* owned, NUL-terminated; the sessions map key */
-    uint16_t client_id_len;
-    bool v5;           /* its latest connection spoke MQTT 5 */
-    bool v31;          /* its latest connection spoke MQTT 3.1 */
-    uint32_t expiry_s; /* Session Expiry Interval: 0 ends it with its connection */
-    struct conn *conn; /* NULL while offline */
+/* What few sessions need, apart so that an idle one does not carry it:
+ * the offline timers, a delayed will, back-pressure and received QoS 2
+ * ids. Touched only by the session's own loop; allocated on the first
+ * need (session_cold), freed with the session; a zeroed one holds the
+ * defaults, which session_cold_peek reads without allocating. */
+struct session_cold {
     /* Offline with an end in sight (b->timers): the session expires at
      * expires_ms unless SESSION_NEVER, and a delayed will is published at
      * will_ms (MQTT 5). */
     uint64_t expires_ms;
     struct msg *will;  /* owned */
     uint64_t will_ms;
-    bool on_timers;
     struct session *timer_prev, *timer_next;
+    struct conn *waiters;  /* publishers paused until this session drains */
+    uint64_t congested_ms; /* since when it holds up publishers; 0 = it does not */
+    /* Its client last acknowledged or took output: kept only once the
+     * cold part exists, as a publisher's wait (which needs it) begins
+     * after that (the stall is measured from the later of the two). */
+    uint64_t progress_ms;
+    uint16_t *qos2_in;     /* received QoS 2 ids waiting for PUBREL */
+    uint32_t nqos2_in, qos2_in_cap;
+    bool on_timers;
+    bool slow_consumer;    /* made publishers wait too long: they no longer do */
+};
+
+/* Laid out without holes, the plain flags in bits: what every session,
+ * idle ones included, costs, with its match stamps and its client id in
+ * the same allocation (session_life.c). */
+struct session {
+    char *client_id; /* NUL-terminated, after match[]; the sessions map key */
+    struct conn *conn; /* NULL while offline */
+    struct session_cold *cold; /* NULL until needed */
     struct session_sub *subs;
-    uint32_t nsubs, subs_cap;
     struct hmap sub_index; /* filter -> 1 + its index in subs, so that a
                             * SUBSCRIBE costs O(its filters), not O(ours) */
     struct inflight *inflight; /* oldest first */
-    uint32_t ninflight, inflight_cap;
     struct queued *queue;      /* ring */
-    uint32_t qhead, qlen, qcap;
-    uint16_t *qos2_in;         /* received QoS 2 ids waiting for PUBREL */
-    uint32_t nqos2_in, qos2_in_cap;
-    uint16_t next_packet_id;
-    struct conn *waiters; /* publishers paused until this session drains */
-    uint64_t congested_ms; /* since when it holds up publishers; 0 = it does not */
-    uint64_t progress_ms;  /* its client last acknowledged or took output */
-    bool slow_consumer;   /* made publishers wait too long: they no longer do */
-    bool persisted;     /* persist.c: its SESSION record is live in the log */
-    struct session_auth auth; /* auth.c: its ACL handle */
     /* Threads (broker_int.h): the loop that owns the session, for its whole
-     * life; whether it has a connection, for other loops' shared groups
-     * (relaxed atomic); references other loops' deliveries hold, in their
-     * way to it (xloop.h; atomic); and whether it ended with some still
+     * life; references other loops' deliveries hold, in their way to it
+     * (xloop.h; atomic); whether it has a connection, for other loops'
+     * shared groups (relaxed atomic); and whether it ended with some still
      * held, the last one freeing it. */
     struct broker_loop *loop;
-    bool online;
-    bool gone;
+    struct session_auth auth; /* auth.c: its ACL handle */
+    uint32_t expiry_s; /* Session Expiry Interval: 0 ends it with its connection */
+    uint32_t nsubs, subs_cap;
+    uint32_t ninflight, inflight_cap;
+    uint32_t qhead, qlen, qcap;
+    uint16_t client_id_len;
+    uint16_t next_packet_id;
+    /* auth.c's, with auth (outside it, which would pad it by 5 bytes):
+     * the username's length, and whether some subscription needs
+     * acl_client_check(ACL_READ) per delivery (ACL_SUB_FILTERED, or no
+     * longer granted after a reload). */
+    uint16_t auth_username_len;
+    bool auth_filtered;
+    /* Only its own loop reads or writes these. */
+    bool gone : 1;
+    bool v5 : 1;        /* its latest connection spoke MQTT 5 */
+    bool v31 : 1;       /* its latest connection spoke MQTT 3.1 */
     uint32_t refs;      /* 1, the owner's, until it ends; then the others' */
     /* Back-pressure across loops (atomic): deliveries other loops handed
      * it, not yet taken; held above its high marks by another loop's
      * publisher; and whether a publisher of another loop waits for it. */
     uint32_t xpending;
+    bool online;
     bool held;
     bool remote_waiting;
+    /* persist.c: its SESSION record is live in the log (atomic: other
+     * loops read it when they route to it, persist_remote). */
+    bool persisted;
     /* router.c's, one per loop: the last match on that loop that met the
      * session, and its entry in that match, so that overlapping
      * subscriptions merge into one copy. */
@@ -133,6 +153,21 @@ struct session {
         uint32_t gen, idx;
     } match[];
 };
+
+/* s's cold part, allocated (zeroed) if it has none yet: for writing. */
+struct session_cold *session_cold(struct session *s);
+/* s's cold part to read: the defaults (all zero) while it has none. */
+extern const struct session_cold session_cold_none;
+static inline const struct session_cold *session_cold_peek(const struct session *s)
+{
+    return s->cold ? s->cold : &session_cold_none;
+}
+/* Its client acknowledged or took output at now (see progress_ms). */
+static inline void session_progress(struct session *s, uint64_t now)
+{
+    if (s->cold)
+        s->cold->progress_ms = now;
+}
 
 /* Whether s has a connection, as other loops see it. */
 static inline bool session_online(const struct session *s)
@@ -218,7 +253,8 @@ void session_release_publishers(struct broker_loop *l, struct session *s, bool u
  * wants session_release_publishers when it drains. */
 static inline bool session_holds_up(const struct session *s)
 {
-    return s->waiters || s->congested_ms || s->slow_consumer ||
+    const struct session_cold *k = s->cold;
+    return (k && (k->waiters || k->congested_ms || k->slow_consumer)) ||
            __atomic_load_n(&s->held, __ATOMIC_RELAXED);
 }
 /* Flags s a slow consumer (logged) and resumes its publishers, whose grace

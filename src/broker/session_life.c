@@ -3,6 +3,8 @@
  */
 #include "broker/session_life.h"
 
+#include <string.h>
+
 #include "broker/auth.h"
 #include "broker/broker_int.h"
 #include "broker/conn.h"
@@ -36,8 +38,10 @@ struct session *session_new(struct broker_loop *l, const uint8_t *client_id, siz
     if (s) {
         s = NULL; /* another loop's, made since session_find */
     } else {
-        s = mem_calloc(1, sizeof *s + b->nloops * sizeof s->match[0]);
-        s->client_id = mem_strndup(client_id, len);
+        /* One allocation: the session, its match stamps, its client id. */
+        size_t stamps = offsetof(struct session, match) + b->nloops * sizeof s->match[0];
+        s = mem_calloc(1, stamps + len + 1);
+        s->client_id = memcpy((char *)s + stamps, client_id, len);
         s->client_id_len = (uint16_t)len;
         s->loop = l;
         s->refs = 1;
@@ -56,27 +60,29 @@ void session_put(struct session *s)
 static void timers_add(struct session *s)
 {
     struct broker_loop *l = s->loop;
-    if (s->on_timers)
+    struct session_cold *k = session_cold(s);
+    if (k->on_timers)
         return;
-    s->on_timers = true;
-    s->timer_prev = NULL;
-    s->timer_next = l->timers;
+    k->on_timers = true;
+    k->timer_prev = NULL;
+    k->timer_next = l->timers;
     if (l->timers)
-        l->timers->timer_prev = s;
+        l->timers->cold->timer_prev = s;
     l->timers = s;
 }
 
 static void timers_remove(struct session *s)
 {
-    if (!s->on_timers)
+    struct session_cold *k = s->cold;
+    if (!k || !k->on_timers)
         return;
-    if (s->timer_prev)
-        s->timer_prev->timer_next = s->timer_next;
+    if (k->timer_prev)
+        k->timer_prev->cold->timer_next = k->timer_next;
     else
-        s->loop->timers = s->timer_next;
-    if (s->timer_next)
-        s->timer_next->timer_prev = s->timer_prev;
-    s->on_timers = false;
+        s->loop->timers = k->timer_next;
+    if (k->timer_next)
+        k->timer_next->cold->timer_prev = k->timer_prev;
+    k->on_timers = false;
 }
 
 static void session_publish_will(struct broker_loop *l, struct msg *will)
@@ -92,15 +98,16 @@ static void session_publish_will(struct broker_loop *l, struct msg *will)
 
 void session_owe_will(struct broker *b, struct session *s, struct msg *will, uint64_t will_ms)
 {
-    s->will = will;
-    s->will_ms = will_ms;
+    struct session_cold *k = session_cold(s);
+    k->will = will;
+    k->will_ms = will_ms;
     timers_add(s);
 }
 
 void session_destroy(struct broker_loop *l, struct session *s)
 {
     struct broker *b = l->b;
-    struct msg *will = s->will;
+    struct msg *will = session_cold_peek(s)->will;
     persist_session_del(b, s);
     timers_remove(s);
     session_release_publishers(l, s, true);
@@ -130,7 +137,8 @@ void session_detach(struct broker_loop *l, struct session *s, struct msg *will,
     __atomic_store_n(&s->online, false, __ATOMIC_RELAXED);
     router_hand_off(l, s);
     if (s->expiry_s == 0) {
-        s->will = will;
+        if (will)
+            session_cold(s)->will = will;
         session_destroy(l, s);
         return;
     }
@@ -140,19 +148,19 @@ void session_detach(struct broker_loop *l, struct session *s, struct msg *will,
         session_publish_will(l, will);
     else if (will)
         session_owe_will(b, s, will, now + (uint64_t)will_delay_s * 1000);
-    if (s->expiry_s != SESSION_NEVER)
-        s->expires_ms = now + (uint64_t)s->expiry_s * 1000;
-    if (s->will || s->expiry_s != SESSION_NEVER)
+    if (s->expiry_s != SESSION_NEVER) {
+        session_cold(s)->expires_ms = now + (uint64_t)s->expiry_s * 1000;
         timers_add(s);
+    }
     persist_session(b, s);
 }
 
 void session_attach(struct broker *b, struct session *s, struct conn *c)
 {
     timers_remove(s);
-    if (s->will) {
-        msg_unref(s->will);
-        s->will = NULL;
+    if (s->cold && s->cold->will) {
+        msg_unref(s->cold->will);
+        s->cold->will = NULL;
     }
     s->conn = c;
     __atomic_store_n(&s->online, true, __ATOMIC_RELAXED);
@@ -167,21 +175,22 @@ void session_sweep(struct broker_loop *l)
     uint64_t now = ev_now(l->ev);
     struct session *next;
     for (struct session *s = l->timers; s; s = next) {
-        next = s->timer_next;
-        bool will_due = s->will && now >= s->will_ms;
+        struct session_cold *k = s->cold; /* on the list: it has one */
+        next = k->timer_next;
+        bool will_due = k->will && now >= k->will_ms;
         if (will_due) {
-            struct msg *will = s->will;
-            s->will = NULL;
+            struct msg *will = k->will;
+            k->will = NULL;
             session_publish_will(l, will);
         }
-        if (s->expiry_s != SESSION_NEVER && now >= s->expires_ms) {
+        if (s->expiry_s != SESSION_NEVER && now >= k->expires_ms) {
             log_debug("client %s: session expired", s->client_id);
             session_destroy(l, s);
             continue;
         }
         if (will_due)
             persist_session(b, s); /* it owes no will any more */
-        if (!s->will && s->expiry_s == SESSION_NEVER)
+        if (!k->will && s->expiry_s == SESSION_NEVER)
             timers_remove(s);
     }
 }

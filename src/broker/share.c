@@ -104,7 +104,7 @@ struct share_topic {
  * subscription needs asking (docs/security.md, "Delivery"). */
 static bool share_may_read(const struct session *s, const struct share_topic *t)
 {
-    return !s->auth.filtered || acl_client_check(s->auth.acl, t->topic, t->len, ACL_READ);
+    return !s->auth_filtered || acl_client_check(s->auth.acl, t->topic, t->len, ACL_READ);
 }
 
 /* The member to send the group's next message on t to, never `except`, and

@@ -151,7 +151,7 @@ int transport_attach(struct broker_loop *lp, struct conn *c, unsigned listener)
     t->l = l;
     t->ws = l->cfg->websockets;
     t->state = t->ws ? TP_UPGRADE : TP_OPEN;
-    c->tp = t;
+    conn_cold(c)->tp = t;
     if (l->tls) {
         t->tls = tls_conn_new(l->tls, c->io.fd, NULL);
         if (!t->tls)
@@ -165,7 +165,7 @@ int transport_attach(struct broker_loop *lp, struct conn *c, unsigned listener)
 
 void transport_free(struct conn *c)
 {
-    struct transport *t = c->tp;
+    struct transport *t = c->cold->tp;
     if (t->tls) {
         if (t->state != TP_HANDSHAKE)
             tls_shutdown(t->tls); /* close_notify if the socket takes it now */
@@ -175,15 +175,20 @@ void transport_free(struct conn *c)
     mem_free(t->head);
     mem_free(t->username);
     mem_free(t);
-    c->tp = NULL;
+    c->cold->tp = NULL;
 }
 
 const char *transport_error(const struct conn *c)
 {
-    return c->tp && c->tp->error ? c->tp->error : "transport error";
+    const struct transport *t = conn_tp(c);
+    return t && t->error ? t->error : "transport error";
 }
 
-const char *transport_username(const struct conn *c) { return c->tp ? c->tp->username : NULL; }
+const char *transport_username(const struct conn *c)
+{
+    const struct transport *t = conn_tp(c);
+    return t ? t->username : NULL;
+}
 
 /* A tls_* call did not complete (status < 0): -1 with errno EAGAIN to
  * wait for readiness, or EPROTO after an error. */
@@ -232,7 +237,7 @@ static ssize_t tp_lower_writev(struct transport *t, int fd, const struct iovec *
 
 static int tp_handshake(struct broker_loop *l, struct conn *c)
 {
-    struct transport *t = c->tp;
+    struct transport *t = c->cold->tp;
     int r = tls_handshake(t->tls);
     if (r != TLS_OK)
         return (int)tp_tls_failed(t, r);
@@ -256,7 +261,7 @@ static int tp_handshake(struct broker_loop *l, struct conn *c)
 /* Queues our own bytes and tries to send them at once. */
 static void tp_send_ctl(struct broker_loop *l, struct conn *c, const void *data, size_t len)
 {
-    outq_copy(&c->tp->ctl, data, len);
+    outq_copy(&c->cold->tp->ctl, data, len);
     conn_mark_dirty(l, c);
 }
 
@@ -265,7 +270,7 @@ static void tp_send_ctl(struct broker_loop *l, struct conn *c, const void *data,
 static ssize_t tp_fail(struct broker_loop *l, struct conn *c, const char *why)
 {
     transport_flush(l, c);
-    c->tp->error = why;
+    c->cold->tp->error = why;
     errno = EPROTO;
     return -1;
 }
@@ -273,7 +278,7 @@ static ssize_t tp_fail(struct broker_loop *l, struct conn *c, const char *why)
 /* Answers one control frame; returns false after a close frame. */
 static bool tp_ws_control(struct broker_loop *l, struct conn *c)
 {
-    struct transport *t = c->tp;
+    struct transport *t = c->cold->tp;
     uint8_t hdr[WS_HEADER_MAX];
     switch (t->dec.control_op) {
     case WS_OP_PING:
@@ -295,7 +300,7 @@ static bool tp_ws_control(struct broker_loop *l, struct conn *c)
  * or -1 with errno on a protocol error. */
 static ssize_t tp_ws_decode(struct broker_loop *l, struct conn *c, uint8_t *buf, size_t len)
 {
-    struct transport *t = c->tp;
+    struct transport *t = c->cold->tp;
     size_t off = 0, out = 0;
     while (off < len && !t->ws_closed) {
         size_t got, used;
@@ -317,7 +322,7 @@ static ssize_t tp_ws_decode(struct broker_loop *l, struct conn *c, uint8_t *buf,
  * followed the head it left in buf, or -1 with errno. */
 static ssize_t tp_upgrade(struct broker_loop *l, struct conn *c, uint8_t *buf, size_t cap)
 {
-    struct transport *t = c->tp;
+    struct transport *t = c->cold->tp;
     if (!t->head)
         t->head = mem_alloc(TP_HEAD_MAX);
     struct http1_request req;
@@ -355,7 +360,7 @@ static ssize_t tp_upgrade(struct broker_loop *l, struct conn *c, uint8_t *buf, s
 
 ssize_t transport_read(struct broker_loop *l, struct conn *c, void *buf, size_t cap)
 {
-    struct transport *t = c->tp;
+    struct transport *t = c->cold->tp;
     if (t->state == TP_HANDSHAKE && tp_handshake(l, c) < 0)
         return -1;
     if (!t->ws)
@@ -383,7 +388,7 @@ ssize_t transport_read(struct broker_loop *l, struct conn *c, void *buf, size_t 
 
 int transport_flush(struct broker_loop *l, struct conn *c)
 {
-    struct transport *t = c->tp;
+    struct transport *t = c->cold->tp;
     for (;;) {
         struct iovec iov[TP_IOV];
         size_t offered, fh = 0;

@@ -5,7 +5,7 @@
  * core/srv.c opens the listeners, the default one (index 0) and those a
  * configuration file adds; this module knows what each one carries.
  *
- * A plain TCP connection has no transport (conn->tp is NULL) and
+ * A plain TCP connection has no transport (conn_tp(c) is NULL) and
  * conn_loop.c reads and writes its socket directly. Otherwise it calls
  * transport_read instead of read() and transport_flush instead of
  * outq_flush, and the transport drives the TLS handshake, the WebSocket
