@@ -35,11 +35,11 @@ struct msg {
     uint16_t topic_len;
     uint8_t hdr_len;      /* fixed header bytes at the start of enc[] */
     uint8_t qos;          /* QoS it was published with */
-    bool retain;          /* RETAIN flag it was published with */
     uint64_t expires_ms;  /* loop time its Message Expiry Interval ends; 0 = never */
     uint8_t *enc5;        /* owned: the MQTT 5 QoS 0 encoding, once a subscriber needed it */
     uint32_t enc5_len;
     uint8_t hdr5_len;
+    bool retain;          /* RETAIN flag it was published with */
     uint64_t plog_id;     /* persist.c: its id in the log; 0 = not stored */
     union {
         struct msg_pool *pool; /* live: the loop's pool it came from; NULL: malloc'd alone */
