@@ -386,6 +386,8 @@ void broker_fini(struct broker *b)
         xloop_fini(&b->loops[n].x);
         mem_free(b->loops[n].x_taken.v);
     }
+    for (unsigned n = 0; n < b->nloops; n++)
+        msg_pool_fini(&b->loops[n].msgs);
     mem_free(b->xs);
     mem_free(b->loops);
     b->loops = NULL;

@@ -23,6 +23,7 @@
 #include "broker/auth.h"
 #include "broker/broker.h"
 #include "broker/metrics.h"
+#include "broker/msg.h"
 #include "broker/router.h"
 #include "broker/xloop.h"
 #include "core/ev.h"
@@ -93,6 +94,7 @@ struct broker_loop {
     /* Other loops (xloop.h): what this loop hands them and they it. */
     struct xloop x;
     struct xloop_box x_taken; /* the inbox being handled (conn_take_handoffs) */
+    struct msg_pool msgs;   /* msg.h: the messages this loop makes */
     struct ev_io x_wake;    /* x.efd: another loop handed us a batch */
     struct conn *moving;    /* connections to hand to their session's loop */
     struct conn *remote_waiters; /* publishers waiting for other loops' sessions */

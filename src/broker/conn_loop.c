@@ -353,8 +353,11 @@ void conn_take_handoffs(struct broker_loop *l)
 bool conn_prepare(struct broker_loop *l)
 {
     struct broker *b = l->b;
-    if (b->nloops > 1)
+    if (b->nloops > 1) {
+        /* Here, on the loop's thread, before its first event. */
+        msg_pool_enter(&l->msgs);
         conn_take_handoffs(l);
+    }
     struct conn *list = l->read_list;
     l->read_list = NULL;
     while (list) {

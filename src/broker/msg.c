@@ -19,12 +19,70 @@
      MQTT_PROP_BIT(MQTT_PROP_RESPONSE_TOPIC) | MQTT_PROP_BIT(MQTT_PROP_CORRELATION_DATA) |         \
      MQTT_PROP_BIT(MQTT_PROP_USER))
 
+/* Bytes of a pooled block: the struct and a small packet. Larger
+ * messages are malloc'd alone. */
+#define MSG_POOL_BLOCK 256
+/* Blocks a pool keeps of its own loop's releases; beyond, free(). */
+#define MSG_POOL_KEEP 1024
+
+static _Thread_local struct msg_pool *msg_pool_here;
+
+void msg_pool_enter(struct msg_pool *p) { msg_pool_here = p; }
+
+void msg_pool_fini(struct msg_pool *p)
+{
+    struct msg *lists[] = {p->free, p->stash, __atomic_exchange_n(&p->returned, NULL, __ATOMIC_ACQUIRE)};
+    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+        for (struct msg *m = lists[i], *next; m; m = next) {
+            next = m->next;
+            mem_free(m);
+        }
+    memset(p, 0, sizeof *p);
+    if (msg_pool_here == p)
+        msg_pool_here = NULL;
+}
+
+static struct msg *msg_alloc(size_t size)
+{
+    struct msg_pool *p = msg_pool_here;
+    if (!p || size > MSG_POOL_BLOCK) {
+        struct msg *m = mem_alloc(size);
+        m->pool = NULL;
+        return m;
+    }
+    if (!p->stash && __atomic_load_n(&p->returned, __ATOMIC_RELAXED))
+        p->stash = __atomic_exchange_n(&p->returned, NULL, __ATOMIC_ACQUIRE);
+    struct msg *m;
+    if ((m = p->stash)) {
+        p->stash = m->next;
+    } else if ((m = p->free)) {
+        p->free = m->next;
+        p->nfree--;
+    } else {
+        m = mem_alloc(MSG_POOL_BLOCK);
+    }
+    m->pool = p;
+    return m;
+}
+
 static void msg_release(struct outq_rc *rc)
 {
     struct msg *m = (struct msg *)rc;
     if (m->enc5) /* most messages never meet an MQTT 5 subscriber */
         mem_free(m->enc5);
-    mem_free(m);
+    struct msg_pool *p = m->pool, *here = msg_pool_here;
+    if (!p || !here || (p == here && p->nfree >= MSG_POOL_KEEP)) {
+        mem_free(m);
+    } else if (p == here) {
+        m->next = p->free;
+        p->free = m;
+        p->nfree++;
+    } else {
+        m->next = __atomic_load_n(&p->returned, __ATOMIC_RELAXED);
+        while (!__atomic_compare_exchange_n(&p->returned, &m->next, m, true, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED))
+            ;
+    }
 }
 
 struct msg *msg_new(const uint8_t *topic, size_t topic_len, const uint8_t *payload,
@@ -40,7 +98,7 @@ struct msg *msg_new(const uint8_t *topic, size_t topic_len, const uint8_t *paylo
     }
     uint32_t rl = (uint32_t)(2 + topic_len + payload_len);
     size_t hdr = 1 + mqtt_varint_size(rl);
-    struct msg *m = mem_alloc(sizeof *m + hdr + rl + props_size);
+    struct msg *m = msg_alloc(sizeof *m + hdr + rl + props_size);
     m->rc.refs = 1;
     m->rc.atomic = false;
     m->rc.release = msg_release;

@@ -35,12 +35,16 @@ struct msg {
     uint16_t topic_len;
     uint8_t hdr_len;      /* fixed header bytes at the start of enc[] */
     uint8_t qos;          /* QoS it was published with */
-    bool retain;          /* RETAIN flag it was published with */
     uint64_t expires_ms;  /* loop time its Message Expiry Interval ends; 0 = never */
     uint8_t *enc5;        /* owned: the MQTT 5 QoS 0 encoding, once a subscriber needed it */
     uint32_t enc5_len;
     uint8_t hdr5_len;
+    bool retain;          /* RETAIN flag it was published with */
     uint64_t plog_id;     /* persist.c: its id in the log; 0 = not stored */
+    union {
+        struct msg_pool *pool; /* live: the loop's pool it came from; NULL: malloc'd alone */
+        struct msg *next;      /* released into a pool: the next block of its list */
+    };
     uint8_t enc[];        /* 0x30, Remaining Length, topic length, topic, payload */
 };
 
@@ -62,6 +66,25 @@ static inline void msg_unref(struct msg *m) { outq_rc_put(&m->rc); }
  * several loops): its count becomes atomic and its lazily built MQTT 5
  * encoding safe to build from any thread. */
 void msg_share(struct msg *m);
+
+/* A loop's recycled message blocks, with more than one loop (docs/broker.md,
+ * "Threads"). A small message routed to another loop is mostly released
+ * there; freed there, glibc would keep it in that thread's cache while the
+ * publisher's loop mallocs the next from its arena, both slow paths. In a
+ * pool it goes back to the loop that made it (one atomic push), whose next
+ * msg_new takes it. */
+struct msg_pool {
+    struct msg *free;     /* released on this loop */
+    uint32_t nfree;
+    struct msg *stash;    /* taken from `returned`, used first */
+    struct msg *returned; /* released on other loops (atomic) */
+};
+/* The calling thread, a loop's, makes its messages from p and releases
+ * those of any pool into their own. */
+void msg_pool_enter(struct msg_pool *p);
+/* Frees p's blocks, when no loop runs any more; the calling thread leaves
+ * p, and its later releases free. */
+void msg_pool_fini(struct msg_pool *p);
 
 static inline const uint8_t *msg_topic(const struct msg *m) { return m->enc + m->hdr_len + 2; }
 static inline const uint8_t *msg_payload(const struct msg *m)

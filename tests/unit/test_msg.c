@@ -10,6 +10,7 @@
  * alias, remaining expiry, subscription identifier) and the payload.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -534,6 +535,46 @@ static void test_v5_copies(void **state)
     }
 }
 
+/* Another loop's thread, releasing the last reference. */
+static void *release_on_loop_b(void *arg)
+{
+    struct msg_pool b = {0};
+    msg_pool_enter(&b);
+    msg_unref(arg);
+    msg_pool_fini(&b);
+    return NULL;
+}
+
+static void test_pool_returns_to_maker(void **state)
+{
+    struct msg_pool a = {0};
+    msg_pool_enter(&a);
+    struct msg *m = msg_new((const uint8_t *)"t", 1, (const uint8_t *)"p", 1, 0, false, NULL, 0);
+    assert_ptr_equal(m->pool, &a);
+    msg_share(m);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, release_on_loop_b, m), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    /* Back to loop a, not freed on b: a's next message is the same block. */
+    assert_ptr_equal(a.returned, m);
+    struct msg *again = msg_new((const uint8_t *)"u", 1, NULL, 0, 0, false, NULL, 0);
+    assert_ptr_equal(again, m);
+    assert_int_equal(again->rc.refs, 1);
+    assert_false(again->rc.atomic);
+    msg_unref(again); /* on its own loop: into a's list */
+    assert_ptr_equal(a.free, m);
+    assert_int_equal(a.nfree, 1);
+    static uint8_t big[4096];
+    struct msg *large = msg_new((const uint8_t *)"t", 1, big, sizeof big, 0, false, NULL, 0);
+    assert_null(large->pool);
+    msg_unref(large);
+    msg_pool_fini(&a);
+    /* Out of every pool: plain malloc and free. */
+    struct msg *alone = msg_new((const uint8_t *)"t", 1, NULL, 0, 0, false, NULL, 0);
+    assert_null(alone->pool);
+    msg_unref(alone);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -547,6 +588,7 @@ int main(void)
         cmocka_unit_test_setup(test_remaining_length_boundaries, setup),
         cmocka_unit_test_setup(test_random_publishes, setup),
         cmocka_unit_test_setup(test_v5_copies, setup),
+        cmocka_unit_test_setup(test_pool_returns_to_maker, setup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
