@@ -12,9 +12,11 @@ processes on a 2-core machine compete with each other. So the merge itself
 is checked exactly (the merged histogram is the shards' added bucket by
 bucket, its percentiles those of the sum to the histogram's precision, 1/256
 of the value plus the bucket midpoint's half width), and against the
-unsharded run only what must hold of any two runs of one experiment: each
-run's median lies within the other's range of latencies. No timing
-assertions."""
+unsharded run only the counts. Not even that each run's median lies within
+the other's range: three processes competing for 2 cores and one process
+with three calls in flight are different experiments in time (CI saw the
+shards' fastest call, 15.8 us, slower than the unsharded run's median,
+14.8). No timing assertions."""
 
 import json
 import math
@@ -152,10 +154,6 @@ def check_against_unsharded(merged, whole):
         assert m["latency"] is None
         return
     assert m["latency"]["histogram"]["count"] == w["latency"]["histogram"]["count"]
-    # Each run's median within the other's range (see the module's comment).
-    ml, wl = m["latency"], w["latency"]
-    assert wl["min"] <= ml["p50"] <= wl["max"]
-    assert ml["min"] <= wl["p50"] <= ml["max"]
 
 
 def test_rpc_seq_three_shards(car_server, tmp_path):
