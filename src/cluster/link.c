@@ -39,6 +39,7 @@
 #include "core/hmap.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "core/srv.h"
 
 /* The origin and sequence of a message ("NONCE:SEQ", both hex), and its
  * MQTT QoS when not 0. */
@@ -181,17 +182,14 @@ static void cluster_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t eve
 }
 
 /* libnats's threads (started by the connect, and its delivery thread by
- * the first subscription) must leave SIGTERM, SIGINT and SIGHUP to the
- * home loop (core/srv.c), which blocks them only after the home loop's
- * set-up, where restored sessions subscribe: they inherit the mask they
- * are created with. Restore with pthread_sigmask(SIG_SETMASK, old). */
+ * the first subscription) must leave srv's signals to the home loop
+ * (core/srv.c), which blocks them only after the home loop's set-up, where
+ * restored sessions subscribe: they inherit the mask they are created
+ * with. Restore with pthread_sigmask(SIG_SETMASK, old). */
 static void cluster_block_signals(sigset_t *old)
 {
     sigset_t block;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGHUP);
+    srv_signal_set(&block);
     pthread_sigmask(SIG_BLOCK, &block, old);
 }
 

@@ -312,6 +312,14 @@ static void *srv_worker_thread(void *arg)
     return NULL;
 }
 
+void srv_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+}
+
 int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *ctx)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -331,10 +339,7 @@ int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *c
     if (srv_worker_init(&s, &s.workers[0], 0, &inited[0]) < 0)
         goto out;
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
+    srv_signal_set(&set);
     if (ev_signal_start(s.workers[0].loop, &set, srv_on_signal, &s) < 0) {
         log_error("cannot set up signal handling: %s", strerror(errno));
         goto out;

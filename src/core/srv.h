@@ -12,6 +12,7 @@
 #ifndef SHOOTOUT_SRV_H
 #define SHOOTOUT_SRV_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -90,6 +91,9 @@ struct srv_hooks {
 /* Runs until SIGTERM/SIGINT. Returns 0 after a clean stop, 1 if a listener
  * or worker could not be set up (logged). */
 int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *ctx);
+/* The signals srv_run takes on its home loop (drain, reload), blocked in
+ * every thread it starts; a thread started before it must block them too. */
+void srv_signal_set(sigset_t *set);
 
 /* Takes one connection slot for a connection the protocol opened itself;
  * false at max_connections. Accepted connections are counted already. */
