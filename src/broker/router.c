@@ -126,8 +126,10 @@ bool router_subscribe(struct broker *b, struct session *s, const uint8_t *filter
     else
         subtree_add(b->router->subs, filter, len, s, opts);
     router_unlock(b);
-    /* Shared subscriptions stay local for now (docs/cluster.md). */
-    if (b->cluster && is_new && mqtt_topic_shared(filter, len, &inner) == 0)
+    /* A shared member has its own queue subscriptions (docs/cluster.md). */
+    if (b->cluster && mqtt_topic_shared(filter, len, &inner) > 0)
+        cluster_share_add(b->cluster, s, filter, len, inner, opts);
+    else if (b->cluster && is_new)
         cluster_interest_add(b->cluster, filter, len);
     return is_new;
 }
@@ -142,7 +144,9 @@ void router_unsubscribe(struct broker *b, struct session *s, const uint8_t *filt
     else
         subtree_remove(b->router->subs, filter, len, s);
     router_unlock(b);
-    if (b->cluster && !shared)
+    if (b->cluster && shared)
+        cluster_share_remove(b->cluster, s, filter, len);
+    else if (b->cluster)
         cluster_interest_remove(b->cluster, filter, len);
 }
 
@@ -397,7 +401,11 @@ uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_
                     in->props, now_ms);
         route_retain(l->b, m);
     }
-    uint32_t n = route_collect(l, in->topic.ptr, in->topic.len, origin, true);
+    /* What went to the cluster reaches the shared groups, this node's
+     * too, through NATS's queue groups only: one member in the cluster. */
+    bool sent = l->b->cluster && cluster_publish(l->b->cluster, in->topic.ptr, in->topic.len,
+                                                 in->payload.ptr, in->payload.len, in->qos);
+    uint32_t n = route_collect(l, in->topic.ptr, in->topic.len, origin, !sent);
     /* Without subscribers a plain message needs no copy at all. */
     if (n > 0 && !m)
         m = msg_new(in->topic.ptr, in->topic.len, in->payload.ptr, in->payload.len, in->qos, false,
@@ -408,8 +416,7 @@ uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_
         msg_unref(m);
     /* The other nodes' subscribers are not known here: one that went to
      * them counts as one (MQTT 5's 0x10 would not be sure). */
-    if (l->b->cluster && cluster_publish(l->b->cluster, in->topic.ptr, in->topic.len,
-                                         in->payload.ptr, in->payload.len, in->qos) && n == 0)
+    if (sent && n == 0)
         n = 1;
     return n;
 }
@@ -426,10 +433,29 @@ void router_publish(struct broker_loop *l, struct msg *m)
 
 void router_route_cluster(struct broker_loop *l, struct msg *m)
 {
-    /* A shared group picks its member among its own node's only, for now:
-     * a copy here too would be a second one in the group. */
+    /* Shared groups get theirs through their members' queue
+     * subscriptions (router_deliver_member): a copy here too would be a
+     * second one in the group. */
     if (route_collect(l, msg_topic(m), m->topic_len, NULL, false))
         route_deliver(l, m, NULL);
+}
+
+void router_deliver_member(struct broker_loop *l, struct session *s, struct msg *m,
+                           subtree_opts opts)
+{
+    uint8_t granted = sub_opts_qos(opts);
+    struct delivery d = {
+        .sub_id = sub_opts_id(opts),
+        .qos = m->qos < granted ? m->qos : granted,
+        .shared = true,
+    };
+    if (s->loop != l) {
+        route_remote(l, s, m, &d, false); /* its loop asks s->gone */
+        return;
+    }
+    if (!s->gone)
+        session_deliver(l, s, m, &d, NULL);
+    session_put(s);
 }
 
 /* One hand-off: the loop, and the groups that may take the messages. */

@@ -108,6 +108,13 @@ void router_publish(struct broker_loop *l, struct msg *m);
  * the cluster. Takes no ownership of m. */
 void router_route_cluster(struct broker_loop *l, struct msg *m);
 
+/* m came through s's own NATS queue subscription (cluster/link.c, on the
+ * home loop): to s alone, as opts (its shared subscription's) grant, and
+ * not to the rest of its group. Takes over a reference to s the caller
+ * took, and none of m. */
+void router_deliver_member(struct broker_loop *l, struct session *s, struct msg *m,
+                           subtree_opts opts);
+
 /* s's connection ended: the QoS 1/2 messages it had not acknowledged that
  * came through shared subscriptions go to other connected members of those
  * groups (MQTT 5, 4.8.2). A QoS 2 message past PUBREC was received and

@@ -100,11 +100,9 @@ struct share_topic {
     size_t len;
 };
 
-/* Whether the ACL lets s read the topic; only a session with a filtered
- * subscription needs asking (docs/security.md, "Delivery"). */
-static bool share_may_read(const struct session *s, const struct share_topic *t)
+bool share_may_read(const struct session *s, const uint8_t *topic, size_t len)
 {
-    return !s->auth_filtered || acl_client_check(s->auth.acl, t->topic, t->len, ACL_READ);
+    return !s->auth_filtered || acl_client_check(s->auth.acl, topic, len, ACL_READ);
 }
 
 /* The member to send the group's next message on t to, never `except`, and
@@ -118,7 +116,7 @@ static struct share_member *share_pick(struct share_group *g, const struct sessi
     for (uint32_t k = 0; k < g->n; k++) {
         uint32_t i = (next + k) % g->n;
         struct share_member *m = &g->members[i];
-        if (m->s == except || !share_may_read(m->s, t))
+        if (m->s == except || !share_may_read(m->s, t->topic, t->len))
             continue;
         if (session_online(m->s)) {
             __atomic_store_n(&g->next, (i + 1) % g->n, __ATOMIC_RELAXED);

@@ -63,6 +63,11 @@ void share_hand_off_end(struct share_hand_off *h);
 struct session *share_hand_off(const struct share_hand_off *h, const struct session *s,
                                const struct msg *m, subtree_opts *opts);
 
+/* Whether the ACL lets s, a member, read topic; only a session with a
+ * filtered subscription needs asking (docs/security.md, "Delivery"). Under
+ * the router's lock, as a pick is (the cluster's members too). */
+bool share_may_read(const struct session *s, const uint8_t *topic, size_t len);
+
 /* Members over all groups: one subscription each. */
 size_t share_members(const struct share *sh);
 

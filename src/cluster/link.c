@@ -14,6 +14,20 @@
  * cluster to every node.) A node that reconnects to another NATS server
  * may see a later message overtake an earlier one still in flight on the
  * old route: the earlier one is then dropped, which QoS 0 allows.
+ *
+ * Shared subscriptions: each local member of $share/<group>/<filter> has
+ * its own queue subscriptions (two for a/#, as above) on a second
+ * connection, qnc, in the queue group of <group>, so that NATS is fair per
+ * member across the cluster, and a node publishes no shared message to
+ * its own groups: it hears it back on qnc when NATS picks one of its
+ * members (no_echo keeps a connection from its own publishes only, and
+ * qnc publishes nothing; nc, which carries the non-shared interest, still
+ * hears none of its own, so non-shared subscribers get one copy). A queue
+ * message names its member by the subscription's NATS id, looked up on
+ * the home loop: a member gone meanwhile gets nothing, as QoS 0 allows.
+ * Queue messages skip the Mqtt-Id dedupe: they are not copies of what nc
+ * brings, and NATS sends a message once per queue group name however
+ * many of the group's subscriptions match it.
  */
 #include "cluster/link.h"
 
@@ -33,6 +47,8 @@
 #include "broker/broker_int.h"
 #include "broker/msg.h"
 #include "broker/router.h"
+#include "broker/session.h"
+#include "broker/share.h"
 #include "cluster/interest.h"
 #include "cluster/subject.h"
 #include "core/ev.h"
@@ -60,10 +76,30 @@ struct cluster_origin {
     uint64_t last;
 };
 
+/* One message in the inbox: sid is the queue subscription it came on
+ * (qnc's), 0 for nc's. */
+struct cluster_in {
+    natsMsg *msg;
+    int64_t sid;
+};
+
+/* A local member of a shared subscription: its queue subscriptions, keyed
+ * in members by the session's address and the whole $share filter, and in
+ * member_sids by each subscription's NATS id. */
+struct cluster_member {
+    struct session *s;
+    uint32_t opts;            /* subtree_opts, as router.h reads them */
+    natsSubscription *sub[2];
+    int64_t sid[2];
+    size_t key_len;
+    uint8_t key[];
+};
+
 struct cluster {
     subject_map map;
     natsOptions *opts;
     natsConnection *nc;
+    natsConnection *qnc; /* shared subscriptions' queue subscriptions */
     char node[128];
     char nonce[CLUSTER_NONCE_LEN + 1]; /* this process's origin */
     pthread_mutex_t publish_lock;      /* seq, and the send of its message */
@@ -72,9 +108,13 @@ struct cluster {
     pthread_mutex_t interest_lock; /* interest, from any loop */
     struct interest interest;
 
+    pthread_mutex_t share_lock; /* the members, from any loop */
+    struct hmap members;        /* s + filter -> struct cluster_member */
+    struct hmap member_sids;    /* NATS sid -> struct cluster_member */
+
     /* The inbox: libnats's delivery thread appends, the home loop takes. */
     pthread_mutex_t in_lock;
-    natsMsg **in;
+    struct cluster_in *in;
     uint32_t nin, in_cap;
     struct hmap origins; /* nonce -> struct cluster_origin, under in_lock */
     uint64_t duplicates; /* under in_lock */
@@ -84,7 +124,7 @@ struct cluster {
     /* The home loop's. */
     struct broker_loop *home;
     struct ev_io wake;
-    natsMsg **taken;
+    struct cluster_in *taken;
     uint32_t taken_cap;
     uint64_t received;
     uint8_t topic[SUBJECT_MAX]; /* the topic of the message being routed */
@@ -112,11 +152,11 @@ static bool cluster_repeat(struct cluster *c, natsMsg *msg)
     return false;
 }
 
-static void cluster_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+/* msg into the inbox; sid as struct cluster_in says. */
+static void cluster_push(struct cluster *c, natsMsg *msg, int64_t sid)
 {
-    struct cluster *c = closure;
     pthread_mutex_lock(&c->in_lock);
-    if (cluster_repeat(c, msg)) {
+    if (!sid && cluster_repeat(c, msg)) {
         c->duplicates++;
         pthread_mutex_unlock(&c->in_lock);
         natsMsg_Destroy(msg);
@@ -133,7 +173,7 @@ static void cluster_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m
         c->in = mem_realloc(c->in, c->in_cap * sizeof *c->in);
     }
     bool wake = c->nin == 0;
-    c->in[c->nin++] = msg;
+    c->in[c->nin++] = (struct cluster_in){msg, sid};
     pthread_mutex_unlock(&c->in_lock);
     if (wake) {
         uint64_t one = 1;
@@ -141,8 +181,46 @@ static void cluster_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *m
     }
 }
 
+static void cluster_on_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
+{
+    cluster_push(closure, msg, 0);
+}
+
+static void cluster_on_share_msg(natsConnection *nc, natsSubscription *sub, natsMsg *msg,
+                                 void *closure)
+{
+    cluster_push(closure, msg, natsSubscription_GetID(sub));
+}
+
+/* m to the member whose queue subscription sid received it, if it is
+ * still subscribed and may read the topic: looked up, asked and held
+ * under share_lock, which cluster_share_remove takes before the session's
+ * ACL handle may go; delivered after. */
+static void cluster_route_member(struct cluster *c, int64_t sid, struct msg *m)
+{
+    struct broker_loop *l = c->home;
+    struct session *s = NULL;
+    uint32_t opts = 0;
+    pthread_mutex_lock(&c->share_lock);
+    struct cluster_member *mb = hmap_get(&c->member_sids, &sid, sizeof sid);
+    if (mb) {
+        router_read_lock(l->b); /* the ACL handle changes under the write lock */
+        if (share_may_read(mb->s, msg_topic(m), m->topic_len)) {
+            s = mb->s;
+            opts = mb->opts;
+            __atomic_fetch_add(&s->refs, 1, __ATOMIC_RELAXED);
+        } else {
+            __atomic_fetch_add(&l->b->auth.denied_deliver, 1, __ATOMIC_RELAXED);
+        }
+        router_unlock(l->b);
+    }
+    pthread_mutex_unlock(&c->share_lock);
+    if (s)
+        router_deliver_member(l, s, m, opts);
+}
+
 /* One message from NATS to the local subscribers, never back to NATS. */
-static void cluster_route_in(struct cluster *c, natsMsg *msg)
+static void cluster_route_in(struct cluster *c, natsMsg *msg, int64_t sid)
 {
     const char *subj = natsMsg_GetSubject(msg);
     size_t tlen = subject_to_topic(&c->map, subj, strlen(subj), c->topic, sizeof c->topic);
@@ -155,7 +233,10 @@ static void cluster_route_in(struct cluster *c, natsMsg *msg)
     struct broker_loop *l = c->home;
     struct msg *m = msg_new(c->topic, tlen, (const uint8_t *)natsMsg_GetData(msg),
                             (size_t)natsMsg_GetDataLength(msg), qos, false, NULL, ev_now(l->ev));
-    router_route_cluster(l, m);
+    if (sid)
+        cluster_route_member(c, sid, m);
+    else
+        router_route_cluster(l, m);
     msg_unref(m);
     c->received++;
 }
@@ -167,15 +248,15 @@ static void cluster_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t eve
     uint64_t v;
     (void)!read(c->efd, &v, sizeof v);
     pthread_mutex_lock(&c->in_lock);
-    natsMsg **batch = c->in;
+    struct cluster_in *batch = c->in;
     uint32_t n = c->nin, cap = c->in_cap;
     c->in = c->taken;
     c->in_cap = c->taken_cap;
     c->nin = 0;
     pthread_mutex_unlock(&c->in_lock);
     for (uint32_t i = 0; i < n; i++) {
-        cluster_route_in(c, batch[i]);
-        natsMsg_Destroy(batch[i]);
+        cluster_route_in(c, batch[i].msg, batch[i].sid);
+        natsMsg_Destroy(batch[i].msg);
     }
     c->taken = batch; /* the next batch's buffer */
     c->taken_cap = cap;
@@ -272,6 +353,90 @@ void cluster_interest_remove(struct cluster *c, const uint8_t *filter, size_t le
     pthread_mutex_unlock(&c->interest_lock);
 }
 
+/* The members key of s's filter: s's address, then the filter. */
+static size_t cluster_member_key(uint8_t *key, const struct session *s, const uint8_t *filter,
+                                 size_t len)
+{
+    memcpy(key, &s, sizeof s);
+    memcpy(key + sizeof s, filter, len);
+    return sizeof s + len;
+}
+
+/* Unsubscribes (if unsub) and frees a member out of both tables. */
+static void cluster_member_close(struct cluster *c, struct cluster_member *mb, bool unsub)
+{
+    hmap_del(&c->members, mb->key, mb->key_len);
+    for (int i = 0; i < 2; i++) {
+        if (!mb->sub[i])
+            continue;
+        hmap_del(&c->member_sids, &mb->sid[i], sizeof mb->sid[i]);
+        if (unsub)
+            natsSubscription_Unsubscribe(mb->sub[i]);
+        natsSubscription_Destroy(mb->sub[i]);
+    }
+    mem_free(mb);
+}
+
+void cluster_share_add(struct cluster *c, struct session *s, const uint8_t *filter, size_t len,
+                       size_t inner_off, uint32_t opts)
+{
+    subject_subs *subs = mem_alloc(sizeof *subs);
+    /* The group name, <group> of $share/<group>/<filter>. */
+    char queue[SUBJECT_MAX + 1];
+    if (subject_subs_from_filter(&c->map, filter + inner_off, len - inner_off, subs) != 0 ||
+        subject_queue_group(filter + 7, inner_off - 8, queue, sizeof queue) == 0) {
+        mem_free(subs); /* too long for a subject: local only */
+        return;
+    }
+    struct cluster_member *mb = mem_calloc(1, sizeof *mb + sizeof s + len);
+    mb->key_len = cluster_member_key(mb->key, s, filter, len);
+    pthread_mutex_lock(&c->share_lock);
+    struct cluster_member *had = hmap_get(&c->members, mb->key, mb->key_len);
+    if (had) { /* a repeated SUBSCRIBE: new options, same subscriptions */
+        had->opts = opts;
+        pthread_mutex_unlock(&c->share_lock);
+        mem_free(mb);
+        mem_free(subs);
+        return;
+    }
+    mb->s = s;
+    mb->opts = opts;
+    hmap_put(&c->members, mb->key, mb->key_len, mb);
+    natsStatus st = NATS_OK;
+    sigset_t old;
+    cluster_block_signals(&old);
+    for (int i = 0; i < subs->n && st == NATS_OK; i++) {
+        st = natsConnection_QueueSubscribe(&mb->sub[i], c->qnc, subs->subj[i], queue,
+                                           cluster_on_share_msg, c);
+        if (st == NATS_OK) {
+            mb->sid[i] = natsSubscription_GetID(mb->sub[i]);
+            hmap_put(&c->member_sids, &mb->sid[i], sizeof mb->sid[i], mb);
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_mutex_unlock(&c->share_lock);
+    /* Each member has subscriptions of its own: nobody else waits for
+     * this flush, so it runs outside the lock. */
+    if (st == NATS_OK)
+        st = natsConnection_FlushTimeout(c->qnc, CLUSTER_FLUSH_MS);
+    if (st != NATS_OK)
+        log_warn("cluster: queue subscribing %s in %s: %s (it reaches NATS when it can)",
+                 subs->subj[0], queue, natsStatus_GetText(st));
+    mem_free(subs);
+}
+
+void cluster_share_remove(struct cluster *c, struct session *s, const uint8_t *filter, size_t len)
+{
+    uint8_t *key = mem_alloc(sizeof s + len);
+    size_t key_len = cluster_member_key(key, s, filter, len);
+    pthread_mutex_lock(&c->share_lock);
+    struct cluster_member *mb = hmap_get(&c->members, key, key_len);
+    if (mb)
+        cluster_member_close(c, mb, true);
+    pthread_mutex_unlock(&c->share_lock);
+    mem_free(key);
+}
+
 /* ---- the connection ---------------------------------------------------------- */
 
 static void cluster_on_disconnected(natsConnection *nc, void *closure)
@@ -347,6 +512,13 @@ static void cluster_free(struct cluster *c, bool report)
 {
     uint32_t filters = interest_count(&c->interest);
     interest_clear(&c->interest, cluster_close_subs, NULL);
+    size_t mi = 0;
+    struct hmap_slot *ms;
+    while ((ms = hmap_next(&c->members, &mi))) /* sessions the stop kept */
+        cluster_member_close(c, ms->val, false);
+    hmap_free(&c->members);
+    hmap_free(&c->member_sids);
+    natsConnection_Destroy(c->qnc);
     natsConnection_Destroy(c->nc);
     natsOptions_Destroy(c->opts);
     /* libnats's threads are gone after this: nothing appends any more. */
@@ -357,7 +529,7 @@ static void cluster_free(struct cluster *c, bool report)
                  " dropped with the inbox full; %u filters subscribed",
                  c->seq, c->received, c->duplicates, c->overflow, filters);
     for (uint32_t i = 0; i < c->nin; i++)
-        natsMsg_Destroy(c->in[i]);
+        natsMsg_Destroy(c->in[i].msg);
     size_t i = 0;
     struct hmap_slot *s;
     while ((s = hmap_next(&c->origins, &i)))
@@ -370,6 +542,7 @@ static void cluster_free(struct cluster *c, bool report)
     pthread_mutex_destroy(&c->in_lock);
     pthread_mutex_destroy(&c->publish_lock);
     pthread_mutex_destroy(&c->interest_lock);
+    pthread_mutex_destroy(&c->share_lock);
     mem_free(c);
 }
 
@@ -379,6 +552,7 @@ struct cluster *cluster_start(const struct broker_config *cfg, int port)
     pthread_mutex_init(&c->in_lock, NULL);
     pthread_mutex_init(&c->publish_lock, NULL);
     pthread_mutex_init(&c->interest_lock, NULL);
+    pthread_mutex_init(&c->share_lock, NULL);
     c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     uint64_t nonce = 0;
     if (getrandom(&nonce, sizeof nonce, 0) != sizeof nonce)
@@ -396,6 +570,15 @@ struct cluster *cluster_start(const struct broker_config *cfg, int port)
     natsStatus s = cluster_options(c, cfg);
     if (s == NATS_OK)
         s = natsConnection_Connect(&c->nc, c->opts);
+    /* The queue subscriptions' connection: no_echo keeps a connection
+     * from its own publishes only, so it hears what nc sends (libnats
+     * copies the options at each connect; only the name changes). */
+    char qname[sizeof cfg->cluster.name + sizeof c->node + 8];
+    snprintf(qname, sizeof qname, "%s/%s/share", cfg->cluster.name, c->node);
+    if (s == NATS_OK)
+        s = natsOptions_SetName(c->opts, qname);
+    if (s == NATS_OK)
+        s = natsConnection_Connect(&c->qnc, c->opts);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (s != NATS_OK) {
         log_error("cluster: cannot connect to %s: %s", cfg->cluster.urls, natsStatus_GetText(s));
@@ -420,6 +603,7 @@ int cluster_attach(struct cluster *c, struct broker_loop *home)
 
 void cluster_stop(struct cluster *c)
 {
+    natsConnection_Close(c->qnc);
     natsConnection_Close(c->nc);
     cluster_free(c, true);
 }

@@ -11,6 +11,13 @@
  * non-empty: one wake-up per batch) and the home loop takes the whole
  * inbox at once, as xloop.h's loops do. cluster_publish and the interest
  * calls may come from any loop.
+ *
+ * Shared subscriptions ($share/<group>/<filter>) go through a second
+ * connection, without no_echo, that holds one NATS queue subscription set
+ * per local member in the queue group of <group>: NATS picks one member of
+ * the whole cluster per message, the publishing node's own members
+ * included, and what a member's queue subscription receives is delivered
+ * to that member alone.
  */
 #ifndef SHOOTOUT_CLUSTER_LINK_H
 #define SHOOTOUT_CLUSTER_LINK_H
@@ -23,6 +30,7 @@ struct broker;
 struct broker_config;
 struct broker_loop;
 struct cluster;
+struct session;
 
 /* Connects to cfg->cluster.urls (on the main thread, before any loop
  * runs); NULL, with the reason logged, if no NATS server answers. */
@@ -43,5 +51,14 @@ bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
  * follows means what it says; the last unsubscribes. */
 void cluster_interest_add(struct cluster *c, const uint8_t *filter, size_t len);
 void cluster_interest_remove(struct cluster *c, const uint8_t *filter, size_t len);
+/* s subscribed to the shared filter $share/<group>/<filter> (<filter> at
+ * inner_off) with the options opts (subtree_opts): its first SUBSCRIBE
+ * opens s's queue subscriptions and returns once the server has them (as
+ * cluster_interest_add does), a repeated one changes the options only.
+ * cluster_share_remove closes them (its UNSUBSCRIBE or its session's
+ * end), before s's ACL handle goes. */
+void cluster_share_add(struct cluster *c, struct session *s, const uint8_t *filter, size_t len,
+                       size_t inner_off, uint32_t opts);
+void cluster_share_remove(struct cluster *c, struct session *s, const uint8_t *filter, size_t len);
 
 #endif

@@ -45,7 +45,8 @@ def drain(client, quiet=QUIET):
 
 def node_subs(nats, name):
     """The NATS subjects node `name`'s connection is subscribed to, from the
-    server's monitor (/connz), one entry per subscription."""
+    server's monitor (/connz), one entry per subscription; `name`/share is
+    its shared subscriptions' connection."""
     url = "http://%s:%d/connz?subs=1" % (nats.host, nats.monitor_port)
     with urllib.request.urlopen(url, timeout=5) as r:
         conns = json.loads(r.read()).get("connections", [])
@@ -217,3 +218,77 @@ def test_restored_sessions_resubscribe(broker_factory, nats_server, tmp_path):
     c = a.paho("keep", clean_session=False)
     m = c.get()
     assert (m.topic, m.payload, m.qos) == ("keep/1", b"waited", 1)
+
+
+# Shared subscriptions across nodes: one NATS queue subscription set per
+# member, in the queue group of the group's name.
+SHARED_N = 200
+
+
+def publish_from_both(pubs, topic, n):
+    """n messages on topic, alternately from each publisher; their payloads."""
+    sent = [b"%d" % i for i in range(n)]
+    for i, p in enumerate(sent):
+        pubs[i % len(pubs)].publish(topic, p, qos=0)
+    return sent
+
+
+def test_shared_group_fair_across_nodes(broker_factory, nats_server):
+    a, b = nodes(broker_factory, nats_server.url)
+    members = [a.paho("g-a"), b.paho("g-b")]
+    for c in members:
+        assert c.subscribe("$share/g/sh/+", 0) == [0]
+    other = a.paho("h-a")  # another group: every message, once
+    assert other.subscribe("$share/h/sh/#", 0) == [0]
+    plain = b.paho("plain")  # a non-shared subscriber beside: every message, once
+    assert plain.subscribe("sh/+", 0) == [0]
+    assert node_subs(nats_server, "node0/share") == ["mqtt.t.sh", "mqtt.t.sh.*", "mqtt.t.sh.>"]
+    sent = publish_from_both([a.paho("p-a"), b.paho("p-b")], "sh/x", SHARED_N)
+    got = [[p for _, p in drain(c)] for c in members]
+    assert sorted(got[0] + got[1]) == sorted(sent)  # each once, to one member
+    for g in got:
+        assert len(g) >= SHARED_N // 5, [len(x) for x in got]
+    assert sorted(p for _, p in drain(other)) == sorted(sent)
+    assert sorted(p for _, p in drain(plain)) == sorted(sent)
+
+
+def test_shared_member_leaves(broker_factory, nats_server):
+    a, b = nodes(broker_factory, nats_server.url)
+    one, gone, stay = a.paho("l-one"), a.paho("l-gone"), b.paho("l-stay")
+    for c in (one, gone, stay):
+        c.subscribe("$share/g/lv/t", 0)
+    assert node_subs(nats_server, "node0/share") == ["mqtt.t.lv.t", "mqtt.t.lv.t"]
+    one.unsubscribe("$share/g/lv/t")
+    gone.disconnect()  # its session ends: its queue subscription goes too
+    deadline = time.monotonic() + 5
+    while node_subs(nats_server, "node0/share"):
+        assert time.monotonic() < deadline, node_subs(nats_server, "node0/share")
+        time.sleep(0.05)
+    sent = publish_from_both([a.paho("lp-a"), b.paho("lp-b")], "lv/t", 40)
+    assert sorted(p for _, p in drain(stay)) == sorted(sent)
+    one.expect_none(0)
+    assert node_subs(nats_server, "node1/share") == ["mqtt.t.lv.t"]
+
+
+def test_shared_overlapping_filters_one_copy(broker_factory, nats_server):
+    # One member holding $share/g/ov/+ and $share/g/ov/# (a second shared
+    # subscription of the same group name): NATS picks once per queue group
+    # name among every subscription matching, so in a cluster it gets each
+    # message once (a single node would send one per filter).
+    a, b = nodes(broker_factory, nats_server.url)
+    m = a.paho("ov")
+    m.subscribe("$share/g/ov/+", 1)
+    m.subscribe("$share/g/ov/#", 0)
+    sent = publish_from_both([a.paho("ovp-a"), b.paho("ovp-b")], "ov/x", 40)
+    assert sorted(p for _, p in drain(m)) == sorted(sent)
+
+
+def test_shared_member_gets_its_granted_qos(broker_factory, nats_server):
+    a, b = nodes(broker_factory, nats_server.url)
+    m = a.paho("gq")
+    m.subscribe("$share/g/gq/t", 1)
+    pub = b.paho("gq-pub")
+    for q in (0, 1, 2):
+        pub.publish("gq/t", b"q%d" % q, qos=q)
+    assert sorted((x.payload, x.qos) for x in m.get_n(3)) == [(b"q0", 0), (b"q1", 1), (b"q2", 1)]
+    m.expect_none(QUIET)
