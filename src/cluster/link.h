@@ -1,5 +1,5 @@
-/* link.h - a broker node's link to the cluster (docs/cluster.md): its one
- * NATS connection (libnats), the node's interest as NATS subscriptions
+/* link.h - a broker node's link to the cluster (docs/cluster.md): its NATS
+ * connection (libnats), the node's interest as NATS subscriptions
  * (one set per distinct filter, counted over local subscribers:
  * interest.h), every local client PUBLISH sent on to NATS, and what NATS
  * delivers handed to the broker's home loop, which routes it to local

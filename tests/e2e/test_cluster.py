@@ -117,16 +117,22 @@ def test_unsubscribe_stops_delivery(broker_factory, nats_server):
 
 def test_qos_travels_at_most_once(broker_factory, nats_server):
     # QoS 1/2 cross nodes at QoS 0's guarantees until JetStream lands, but
-    # the subscriber gets the QoS it was granted, from its own node.
+    # the subscriber gets the QoS it was granted, from its own node; so
+    # does a shared group's member, from its shared subscription's.
     a, b = nodes(broker_factory, nats_server.url)
     sub = a.paho("q-sub")
     sub.subscribe("q/t", 2)
+    member = a.paho("q-member")
+    member.subscribe("$share/g/q/t", 1)
     pub = b.paho("q-pub")
     for q in (0, 1, 2):
         pub.publish("q/t", b"q%d" % q, qos=q)
     got = sorted((m.payload, m.qos) for m in sub.get_n(3))
     assert got == [(b"q0", 0), (b"q1", 1), (b"q2", 2)]
+    got = sorted((m.payload, m.qos) for m in member.get_n(3))
+    assert got == [(b"q0", 0), (b"q1", 1), (b"q2", 1)]
     sub.expect_none(QUIET)
+    member.expect_none(0)
 
 
 def test_three_nodes_over_a_nats_cluster(broker_factory, nats_cluster):
@@ -281,14 +287,3 @@ def test_shared_overlapping_filters_one_copy(broker_factory, nats_server):
     m.subscribe("$share/g/ov/#", 0)
     sent = publish_from_both([a.paho("ovp-a"), b.paho("ovp-b")], "ov/x", 40)
     assert sorted(p for _, p in drain(m)) == sorted(sent)
-
-
-def test_shared_member_gets_its_granted_qos(broker_factory, nats_server):
-    a, b = nodes(broker_factory, nats_server.url)
-    m = a.paho("gq")
-    m.subscribe("$share/g/gq/t", 1)
-    pub = b.paho("gq-pub")
-    for q in (0, 1, 2):
-        pub.publish("gq/t", b"q%d" % q, qos=q)
-    assert sorted((x.payload, x.qos) for x in m.get_n(3)) == [(b"q0", 0), (b"q1", 1), (b"q2", 1)]
-    m.expect_none(QUIET)
