@@ -348,27 +348,34 @@ static int launch(struct child *c, int port, void *arg, char *err, size_t len)
     return 0;
 }
 
+int contender_mkdtemp(char *dir, size_t size, const char *name, char *err, size_t len)
+{
+    /* In $TMPDIR: a test, or a user sharing the machine, can give the run a
+     * /tmp of its own and see what is left. */
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !tmp[0])
+        tmp = "/tmp";
+    int w = snprintf(dir, size, "%s/shootout-%s-XXXXXX", tmp, name);
+    if (w < 0 || (size_t)w >= size) {
+        snprintf(err, len, "TMPDIR too long: %s", tmp);
+        dir[0] = '\0';
+        return -1;
+    }
+    if (!mkdtemp(dir)) {
+        snprintf(err, len, "mkdtemp %s: %s", dir, strerror(errno));
+        dir[0] = '\0';
+        return -1;
+    }
+    return 0;
+}
+
 int contender_start(struct contender_proc *p, const char *peers_dir, char *const extra[],
                     char *err, size_t len)
 {
     char script[4200];
     snprintf(script, sizeof script, "%s/%s/start", peers_dir, p->def->name);
-    /* In $TMPDIR as mktemp(1) would put it: a test, or a user sharing the
-     * machine, can give the run a /tmp of its own and see what is left. */
-    const char *tmp = getenv("TMPDIR");
-    if (!tmp || !tmp[0])
-        tmp = "/tmp";
-    int w = snprintf(p->dir, sizeof p->dir, "%s/shootout-%s-XXXXXX", tmp, p->def->name);
-    if (w < 0 || (size_t)w >= sizeof p->dir) {
-        snprintf(err, len, "TMPDIR too long: %s", tmp);
-        p->dir[0] = '\0';
+    if (contender_mkdtemp(p->dir, sizeof p->dir, p->def->name, err, len) < 0)
         return -1;
-    }
-    if (!mkdtemp(p->dir)) {
-        snprintf(err, len, "mkdtemp: %s", strerror(errno));
-        p->dir[0] = '\0';
-        return -1;
-    }
     struct launch l = {p, script, extra};
     if (child_start_on_free_port(&p->proc, launch, &l, err, len) < 0) {
         remove_dir(p);

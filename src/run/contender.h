@@ -96,6 +96,11 @@ void contender_proc_init(struct contender_proc *p, const struct contender_def *d
  * waits up to 60 s until the port accepts and answers one exchange of the
  * kind's protocol. 0, or -1 with err (the server stopped, its directory
  * removed). */
+/* A new private directory shootout-NAME-XXXXXX in $TMPDIR (else /tmp), as
+ * mktemp(1) would put it, written to dir (size bytes): 0, or -1 with err
+ * and dir "". */
+int contender_mkdtemp(char *dir, size_t size, const char *name, char *err, size_t len);
+
 int contender_start(struct contender_proc *p, const char *peers_dir, char *const extra[],
                     char *err, size_t len);
 

@@ -101,8 +101,11 @@ struct a2b_target {
 
 struct run_a2b {
     const struct run_a2b_opts *o;
-    char dir[64];    /* temporary: the SQLite file */
-    char pg_dir[64]; /* temporary: the PostgreSQL cluster, "" if none */
+    char dir[256]; /* temporary, in $TMPDIR: the SQLite file */
+    /* temporary, in $TMPDIR: the PostgreSQL cluster, "" if none; also its
+     * socket's directory, and a socket's path holds 107 bytes, of which
+     * "/.s.PGSQL.65535" takes 15 */
+    char pg_dir[92];
     char pg_uri[256];
     struct child pg;
     double build_s, artifact_mb;
@@ -242,12 +245,8 @@ static void pg_argv(char **argv, char *prog_path, size_t len, const char *bin, c
  * free port (as the tests' pg_cluster). 0, or -1 with err. */
 static int pg_start(struct run_a2b *j, const char *bin, char *err, size_t len)
 {
-    snprintf(j->pg_dir, sizeof j->pg_dir, "/tmp/shootout-pg-XXXXXX");
-    if (!mkdtemp(j->pg_dir)) {
-        snprintf(err, len, "mkdtemp: %s", strerror(errno));
-        j->pg_dir[0] = '\0';
+    if (contender_mkdtemp(j->pg_dir, sizeof j->pg_dir, "pg", err, len) < 0)
         return -1;
-    }
     if (geteuid() == 0) {
         const struct passwd *pw = getpwnam("postgres");
         if (!pw || chown(j->pg_dir, pw->pw_uid, pw->pw_gid) < 0) {
@@ -270,7 +269,7 @@ static int pg_start(struct run_a2b *j, const char *bin, char *err, size_t len)
     int port = child_free_port(err, len);
     if (port < 0)
         return -1;
-    char port_s[16], sock[96];
+    char port_s[16], sock[128];
     snprintf(port_s, sizeof port_s, "%d", port);
     snprintf(sock, sizeof sock, "unix_socket_directories=%s", j->pg_dir);
     pg_argv(argv, prog, sizeof prog, bin, "postgres");
@@ -344,7 +343,7 @@ static int launch_ours(struct child *c, int port, void *arg, char *err, size_t l
     const struct launch *l = arg;
     struct run_a2b *j = l->j;
     struct a2b_target *t = &j->t[l->target];
-    char port_s[16], scale[32], db[128];
+    char port_s[16], scale[32], db[300];
     snprintf(port_s, sizeof port_s, "%d", port);
     snprintf(scale, sizeof scale, "%g", j->o->data_scale);
     snprintf(db, sizeof db, "%s/a2b.db", j->dir);
@@ -867,11 +866,9 @@ int run_a2b(const struct run_a2b_opts *o, struct run_a2b **job)
     }
 
     bool runtime = false, missed = false;
-    char err[512], db[128], scale[32];
-    snprintf(j->dir, sizeof j->dir, "/tmp/shootout-a2b-XXXXXX");
-    if (!mkdtemp(j->dir)) {
-        fprintf(stderr, "shootout run: mkdtemp: %s\n", strerror(errno));
-        j->dir[0] = '\0';
+    char err[512], db[300], scale[32];
+    if (contender_mkdtemp(j->dir, sizeof j->dir, "a2b", err, sizeof err) < 0) {
+        fprintf(stderr, "shootout run: %s\n", err);
         return BENCH_EXIT_RUNTIME;
     }
     snprintf(db, sizeof db, "%s/a2b.db", j->dir);

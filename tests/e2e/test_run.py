@@ -27,9 +27,10 @@ PING_POINTS = ["400p20w", "200p200w", "100p400w"]
 HAVE_MOSQUITTO = bool(shutil.which("mosquitto")) or os.access(MOSQUITTO_BIN, os.X_OK)
 
 
-def run(*args, cwd=None, timeout=RUN_TIMEOUT):
+def run(*args, cwd=None, timeout=RUN_TIMEOUT, tmpdir=None):
     require_shootout()
-    p = subprocess.run([SHOOTOUT_BIN, "run"] + [str(a) for a in args], cwd=cwd,
+    env = dict(os.environ, TMPDIR=str(tmpdir)) if tmpdir else None
+    p = subprocess.run([SHOOTOUT_BIN, "run"] + [str(a) for a in args], cwd=cwd, env=env,
                        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
     for marker in SANITIZER_MARKERS:
         assert marker not in p.stderr, "sanitizer report:\n" + p.stderr
@@ -248,11 +249,14 @@ QUOTED = "quoted: MacBook Pro i7 4-core, Gatling, unscaled profile"
 def test_a2b_part_prints_the_articles_table_and_quotes_its_rows(tmp_path):
     """--only a2b at a tiny scale, SQLite only (--pg none): the article's
     columns for our server, its rows quoted beneath, JSON rows for both, and
-    no server left behind."""
+    no server left behind, nothing left in its TMPDIR."""
     out = tmp_path / "r.json"
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     p = run("--only", "a2b", "--scale", "0.01", "--pg", "none", "--json", out, "--html", "none",
-            cwd=tmp_path)
+            cwd=tmp_path, tmpdir=tmp)
     assert p.returncode == 0, p.stderr
+    assert os.listdir(tmp) == []
     lines = p.stdout.splitlines()
     header = next(line for line in lines if "build s" in line)
     assert header.split() == " ".join(A2B_COLUMNS).split()
@@ -282,6 +286,16 @@ def test_a2b_part_prints_the_articles_table_and_quotes_its_rows(tmp_path):
     pid = int(re.search(r"SQLite, pid (\d+)", p.stdout).group(1))
     assert_gone([pid])
     assert "stopped shootout (pid %d): exit 0" % pid in p.stdout
+
+
+def test_a2b_part_makes_its_directories_in_TMPDIR(tmp_path):
+    """The SQLite file's directory goes where TMPDIR says, as mktemp(1)
+    would put it: a TMPDIR that does not exist fails the run with its path."""
+    missing = tmp_path / "missing"
+    p = run("--only", "a2b", "--scale", "0.01", "--pg", "none", "--json", tmp_path / "r.json",
+            "--html", "none", cwd=tmp_path, tmpdir=missing)
+    assert p.returncode == 1, p.stderr
+    assert "mkdtemp %s/shootout-a2b-" % missing in p.stderr, p.stderr
 
 
 RACE_TITLE = "The capacity race on PostgreSQL"
