@@ -411,21 +411,25 @@ static int broker_worker_init(struct srv_worker *w, void *ctx)
     struct broker_proc *p = ctx;
     struct broker *b = &p->b;
     struct broker_loop *l = &b->loops[w->index];
-    char err[512] = "";
     broker_loop_init(l, b, w->index, w->loop);
     l->srv = w;
     w->data = l;
-    if (broker_loop_xloop(l) < 0)
-        return -1;
-    if (w->index != 0)
-        return 0;
-    if ((b->cluster && cluster_attach(b->cluster, l) < 0) ||
+    return broker_loop_xloop(l);
+}
+
+/* After every loop exists: the persistence log spreads the sessions it
+ * restores over all of them. A failure leaves the loops to srv_run, which
+ * closes them and stops the broker. */
+static int broker_workers_ready(void *ctx)
+{
+    struct broker_proc *p = ctx;
+    struct broker *b = &p->b;
+    char err[512] = "";
+    if ((b->cluster && cluster_attach(b->cluster, b->home) < 0) ||
         (p->cfg->persistence.on && persist_load(b) < 0) || auth_init(b) < 0 ||
         metrics_start(b) < 0 || transport_setup(b, err, sizeof err) < 0) {
         if (err[0])
             log_error("%s", err);
-        broker_close_all(l);
-        broker_fini(b);
         return -1;
     }
     return 0;
@@ -492,6 +496,7 @@ int broker_run(const struct broker_config *cfg)
 {
     static const struct srv_hooks hooks = {
         .worker_init = broker_worker_init,
+        .workers_ready = broker_workers_ready,
         .accept = broker_accept,
         .prepare = broker_prepare,
         .drain = broker_srv_drain,

@@ -32,6 +32,7 @@ struct rebuild {
     struct hmap msgs; /* log message id -> struct msg */
     struct rebuild_qos2 *qos2;
     size_t nqos2, qos2_cap;
+    unsigned next_loop; /* restored sessions go round the loops */
 };
 
 static struct session *rebuild_session_of(struct broker *b, struct plog_bytes id)
@@ -60,24 +61,28 @@ static struct msg *rebuild_msg_new(struct plog_bytes topic, struct plog_bytes pa
     return m;
 }
 
-static void rebuild_session(struct broker *b, const struct plog_session *r)
+/* Each restored session on the next loop: a client coming back is moved to
+ * its session's loop, so sessions all on one loop would put every
+ * returning client of a restart on one core. */
+static void rebuild_session(struct rebuild *x, const struct plog_session *r)
 {
-    struct broker_loop *owner;
-    struct session *s = session_new(b->home, r->client_id.p, r->client_id.len, &owner);
+    struct broker *b = x->b;
+    struct broker_loop *owner, *l = &b->loops[x->next_loop++ % b->nloops];
+    struct session *s = session_new(l, r->client_id.p, r->client_id.len, &owner);
     s->expiry_s = r->expiry;
     s->v5 = r->protocol == MQTT5_PROTOCOL_LEVEL;
     s->v31 = r->protocol == MQTT31_PROTOCOL_LEVEL;
     s->persisted = true;
     /* Offline now; a session that was connected when the broker stopped
      * starts its expiry clock, and its will's delay, at this start. */
-    session_detach(b->home, s, NULL, 0);
+    session_detach(l, s, NULL, 0);
     if (r->expires_at_ms && s->expiry_s != SESSION_NEVER)
         session_cold(s)->expires_ms = persist_to_loop(b, r->expires_at_ms);
     if (r->has_will && hmap_get(&b->sessions, r->client_id.p, r->client_id.len)) {
         struct msg *will = rebuild_msg_new(r->will_topic, r->will_payload, r->will_qos,
                                            r->will_retain, r->will_props, 0);
         uint64_t due = r->will_at_ms ? persist_to_loop(b, r->will_at_ms)
-                                     : ev_now(b->home->ev) + (uint64_t)r->will_delay * 1000;
+                                     : ev_now(l->ev) + (uint64_t)r->will_delay * 1000;
         session_owe_will(b, s, will, due);
     }
 }
@@ -110,7 +115,7 @@ static void rebuild_entry(struct rebuild *x, const struct plog_entry *r)
         return;
     /* Subscription identifiers and RETAIN flags of copies are not kept. */
     struct delivery d = {.qos = r->qos, .entry = r->id};
-    session_restore(x->b->home, s, m, &d, r->state, r->packet_id);
+    session_restore(s->loop, s, m, &d, r->state, r->packet_id);
 }
 
 static void rebuild_apply(void *ctx, const struct plog_rec *r)
@@ -119,7 +124,7 @@ static void rebuild_apply(void *ctx, const struct plog_rec *r)
     struct broker *b = x->b;
     switch (r->type) {
     case PLOG_SESSION:
-        rebuild_session(b, &r->session);
+        rebuild_session(x, &r->session);
         break;
     case PLOG_MSG:
         rebuild_msg(x, &r->msg);
@@ -173,7 +178,8 @@ int persist_load(struct broker *b)
     }
     /* What fell due while the broker was down (wills, ends of sessions)
      * happens before the first client comes in. */
-    session_sweep(b->home);
+    for (unsigned k = 0; k < b->nloops; k++)
+        session_sweep(&b->loops[k]);
     log_info("persistence: %s: %u sessions, %u subscriptions, %u retained, %u messages, "
              "%u queued or in flight, from %u files (%llu bytes)",
              cfg->persistence.location, rep.sessions, rep.subs, rep.retained, rep.msgs,

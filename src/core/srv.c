@@ -356,6 +356,8 @@ int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *c
             if (srv_worker_listen(w, p, &ports[p], flags) < 0)
                 goto out;
     }
+    if (hooks->workers_ready && hooks->workers_ready(ctx) < 0)
+        goto out;
     if (hooks->listening)
         hooks->listening(ctx, ports);
     for (started = 1; started < s.nworkers; started++) {

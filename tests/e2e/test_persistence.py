@@ -243,6 +243,26 @@ def test_retained_and_subscriptions_survive(broker_factory, tmp_path, kill):
     assert retained(b) == [("keep/a", b"A", True)]
 
 
+@pytest.mark.shootout_only
+def test_restored_sessions_are_spread_over_the_loops(broker_factory, tmp_path):
+    """A client coming back is moved to its session's loop, so the sessions
+    a restart restores go round the loops: their clients do not all end on
+    one (loop=N of the connect lines; docs/persistence.md)."""
+    data = str(tmp_path / "data")
+    threads = ("--threads", "4")
+    b = broker_factory(persistence_dir=data, extra_args=threads)
+    ids = ["spread-%d" % i for i in range(8)]
+    for cid in ids:
+        park(b, cid, v5=False)
+    assert b.stop() == 0
+    b = broker_factory(port=b.port, persistence_dir=data, extra_args=threads)
+    loops = set()
+    for cid in ids:
+        reconnect(b, cid, v5=False)
+        loops.add(b.loop_of(cid))
+    assert loops == {0, 1, 2, 3}, loops
+
+
 def retained(b):
     """(topic, payload, retain) of what a new subscriber to keep/# gets."""
     fresh = b.raw()
