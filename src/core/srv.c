@@ -348,16 +348,17 @@ int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *c
     int ports[SRV_MAX_LISTENERS];
     for (unsigned p = 0; p < SRV_MAX_LISTENERS; p++)
         ports[p] = p < cfg->nports ? cfg->ports[p] : -1;
-    for (unsigned i = 0; i < s.nworkers; i++) {
-        struct srv_worker *w = &s.workers[i];
-        if (i > 0 && srv_worker_init(&s, w, i, &inited[i]) < 0)
+    for (unsigned i = 1; i < s.nworkers; i++)
+        if (srv_worker_init(&s, &s.workers[i], i, &inited[i]) < 0)
             goto out;
-        for (unsigned p = 0; p < cfg->nports; p++)
-            if (srv_worker_listen(w, p, &ports[p], flags) < 0)
-                goto out;
-    }
+    /* Before any port opens: what it sets up (a persistence log, a
+     * password file) can still refuse the start. */
     if (hooks->workers_ready && hooks->workers_ready(ctx) < 0)
         goto out;
+    for (unsigned i = 0; i < s.nworkers; i++)
+        for (unsigned p = 0; p < cfg->nports; p++)
+            if (srv_worker_listen(&s.workers[i], p, &ports[p], flags) < 0)
+                goto out;
     if (hooks->listening)
         hooks->listening(ctx, ports);
     for (started = 1; started < s.nworkers; started++) {

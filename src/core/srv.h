@@ -77,8 +77,9 @@ struct srv_hooks {
     void (*drain)(struct srv_worker *w);
     /* Close every connection now (drain timeout, or teardown). */
     void (*close_all)(struct srv_worker *w);
-    /* Every worker_init has run and no loop runs yet: what needs all the
-     * loops at hand is set up here. 0, or -1 (logged) to fail. Optional. */
+    /* Every worker_init has run, no port is open and no loop runs yet: what
+     * needs all the loops at hand is set up here. 0, or -1 (logged) to
+     * fail. Optional. */
     int (*workers_ready)(void *ctx);
     /* Every listener is bound; ports[i] holds the real port. Optional. */
     void (*listening)(void *ctx, const int *ports);
