@@ -120,14 +120,15 @@ bool router_subscribe(struct broker *b, struct session *s, const uint8_t *filter
 {
     size_t inner;
     bool is_new = session_add_sub(s, filter, len, opts);
+    bool shared = mqtt_topic_shared(filter, len, &inner) > 0;
     router_write_lock(b);
-    if (mqtt_topic_shared(filter, len, &inner) > 0)
+    if (shared)
         share_add(&b->router->shared, filter, len, inner, s, opts);
     else
         subtree_add(b->router->subs, filter, len, s, opts);
     router_unlock(b);
     /* A shared member has its own queue subscriptions (docs/cluster.md). */
-    if (b->cluster && mqtt_topic_shared(filter, len, &inner) > 0)
+    if (b->cluster && shared)
         cluster_share_add(b->cluster, s, filter, len, inner, opts);
     else if (b->cluster && is_new)
         cluster_interest_add(b->cluster, filter, len);
