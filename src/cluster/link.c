@@ -381,10 +381,12 @@ void cluster_share_add(struct cluster *c, struct session *s, const uint8_t *filt
                        size_t inner_off, uint32_t opts)
 {
     subject_subs *subs = mem_alloc(sizeof *subs);
-    /* The group name, <group> of $share/<group>/<filter>. */
+    /* The group name: <group> of $share/<group>/<filter>, between the
+     * prefix and the '/' before inner_off. */
+    const size_t prefix = sizeof "$share/" - 1;
     char queue[SUBJECT_MAX + 1];
     if (subject_subs_from_filter(&c->map, filter + inner_off, len - inner_off, subs) != 0 ||
-        subject_queue_group(filter + 7, inner_off - 8, queue, sizeof queue) == 0) {
+        subject_queue_group(filter + prefix, inner_off - 1 - prefix, queue, sizeof queue) == 0) {
         mem_free(subs); /* too long for a subject: local only */
         return;
     }
