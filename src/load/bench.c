@@ -65,6 +65,35 @@ static int bench_set_label(const struct opt *opt, void *base, const char *name, 
     return 0;
 }
 
+void bench_set_server(struct bench_opts *o, const int *pids, unsigned n)
+{
+    o->nserver_pids = 0;
+    for (unsigned i = 0; i < n && i < PROBE_MAX_PIDS; i++)
+        if (pids[i] > 0)
+            o->server_pids[o->nserver_pids++] = pids[i];
+}
+
+/* --server-pid PID[,PID...], which may repeat: every one is added. */
+static int bench_set_server_pid(const struct opt *opt, void *base, const char *name,
+                                const char *value, char *err, size_t errlen)
+{
+    struct bench_opts *o = base;
+    const char *p = value;
+    for (;;) {
+        char *end;
+        unsigned long pid = strtoul(p, &end, 10);
+        if (end == p || *p < '1' || *p > '9' || pid > INT_MAX || (*end && *end != ','))
+            return opt_fail(err, errlen, "%s wants process ids (PID[,PID...]), not '%s'", name,
+                            value);
+        if (o->nserver_pids == PROBE_MAX_PIDS)
+            return opt_fail(err, errlen, "%s: at most %d processes", name, PROBE_MAX_PIDS);
+        o->server_pids[o->nserver_pids++] = (int)pid;
+        if (!*end)
+            return 0;
+        p = end + 1;
+    }
+}
+
 /* --shard I/N: part I of N, counted from 0 as a Kubernetes Indexed Job's
  * JOB_COMPLETION_INDEX is. */
 static int bench_set_shard(const struct opt *opt, void *base, const char *name, const char *value,
@@ -139,9 +168,10 @@ const struct opt bench_options[] = {
     {"html", 0, OPT_STRING, "FILE",
      "write the results as a self-contained HTML page with charts to FILE", NULL,
      OPT_FIELD(struct bench_opts, html_path)},
-    {"server-pid", 0, OPT_UINT, "PID",
-     "sample the server process's CPU time, RSS and threads from /proc/PID over each run", NULL,
-     OPT_FIELD(struct bench_opts, server_pid), .min = 1, .max = INT_MAX},
+    {"server-pid", 0, OPT_CALL, "PID[,PID...]",
+     "sample the server process's CPU time, RSS and threads from /proc/PID over each run; "
+     "several (a cluster's nodes and its NATS server, comma-separated or repeated) are summed",
+     NULL, .set = bench_set_server_pid},
     {"label", 0, OPT_CALL, "NAME", "what to call the target in results",
      "its --server-pid process's name, else HOST:PORT", .set = bench_set_label},
     {"progress", 0, OPT_ENUM, "auto|always|never",
@@ -296,8 +326,9 @@ int bench_finish_options(struct bench_opts *o, int argc, char **argv, unsigned c
     if (rc)
         return rc;
     char comm[64] = "", err[NET_ERR_LEN];
-    if (o->server_pid && probe_server_name(o->server_pid, comm, sizeof comm, err, sizeof err) < 0)
-        return bench_usage_error(o, "--server-pid: %s", err);
+    for (unsigned i = o->nserver_pids; i-- > 0;) /* the first's name stays in comm */
+        if (probe_server_name(o->server_pids[i], comm, sizeof comm, err, sizeof err) < 0)
+            return bench_usage_error(o, "--server-pid: %s", err);
     if (o->label)
         snprintf(o->target, sizeof o->target, "%s", o->label);
     else if (comm[0])

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "core/opt.h"
+#include "load/probe.h"
 #include "load/progress.h"
 #include "load/trace.h"
 #include "report/result.h"
@@ -33,7 +34,10 @@ struct bench_opts {
     unsigned threads, runs, timeout_s;
     const char *json_path; /* NULL: no JSON */
     const char *html_path; /* NULL: no HTML report */
-    int server_pid;        /* 0: no server sampling */
+    /* --server-pid: the server's processes, sampled together (a cluster's
+     * nodes and its NATS server); nserver_pids 0: no server sampling. */
+    int server_pids[PROBE_MAX_PIDS];
+    unsigned nserver_pids;
     const char *target_arg; /* --target as given */
     const char *label;      /* --label, or NULL */
     /* One progress line per run on stderr instead of the table, for a
@@ -64,6 +68,9 @@ extern const struct opt bench_options[];
 
 /* Sets the shared defaults; experiment is static. */
 void bench_opts_init(struct bench_opts *o, const char *experiment);
+/* The server to sample, for a caller that sets the options itself: the
+ * processes pids[0..n) (n 0: none; at most PROBE_MAX_PIDS are kept). */
+void bench_set_server(struct bench_opts *o, const int *pids, unsigned n);
 /* Parses argv with cmd into base (whose struct bench_opts is o): says
  * what was wrong on a usage error. Returns -1 to go on, or the exit code
  * to return at once (0 after --help, 2 after a usage error). */

@@ -1,4 +1,4 @@
-/* probe.c - getrusage for ourselves, /proc/PID/stat and schedstat for a server. */
+/* probe.c - getrusage for ourselves, /proc/PID/stat and schedstat for a server's processes. */
 #include "load/probe.h"
 
 #include <dirent.h>
@@ -110,13 +110,30 @@ int probe_server_name(int pid, char *name, size_t len, char *err, size_t errlen)
     return 0;
 }
 
-void probe_start(struct probe *p, int pid)
+/* The sums over p's processes, or -1 if one of them cannot be read (a
+ * sample then keeps the last good one rather than drop a process). */
+static int probe_read(const struct probe *p, struct proc_stat *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    for (unsigned i = 0; i < p->npids; i++) {
+        struct proc_stat st;
+        if (proc_stat_read(p->pids[i], &st) < 0)
+            return -1;
+        sum->cpu_s += st.cpu_s;
+        sum->rss_kb += st.rss_kb;
+        sum->threads += st.threads;
+    }
+    return 0;
+}
+
+void probe_start(struct probe *p, const int *pids, unsigned n)
 {
     memset(p, 0, sizeof *p);
-    p->pid = pid;
+    p->npids = n < PROBE_MAX_PIDS ? n : PROBE_MAX_PIDS;
+    memcpy(p->pids, pids, p->npids * sizeof *pids);
     p->client_cpu0 = self_cpu_s();
     struct proc_stat st;
-    if (pid && proc_stat_read(pid, &st) == 0) {
+    if (p->npids && probe_read(p, &st) == 0) {
         p->server_cpu0 = p->server_cpu = st.cpu_s;
         p->rss_max_kb = st.rss_kb;
         p->threads_max = st.threads;
@@ -126,7 +143,7 @@ void probe_start(struct probe *p, int pid)
 void probe_sample(struct probe *p)
 {
     struct proc_stat st;
-    if (!p->pid || proc_stat_read(p->pid, &st) < 0)
+    if (!p->npids || probe_read(p, &st) < 0)
         return;
     p->server_cpu = st.cpu_s;
     if (st.rss_kb > p->rss_max_kb)
@@ -141,8 +158,9 @@ void probe_finish(struct probe *p, double ops, struct result_row *row)
     double per = ops > 0 ? 1e6 / ops : 0;
     row->client_cpu_s = self_cpu_s() - p->client_cpu0;
     row->client_cpu_us_per_op = row->client_cpu_s * per;
-    row->server_pid = p->pid;
-    if (!p->pid)
+    row->server_pid = p->npids ? p->pids[0] : 0;
+    row->server_processes = p->npids;
+    if (!p->npids)
         return;
     row->server_cpu_s = p->server_cpu - p->server_cpu0;
     row->server_cpu_us_per_op = row->server_cpu_s * per;

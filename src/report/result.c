@@ -359,6 +359,8 @@ static void json_row(struct json *j, const struct result_row *r)
     if (r->server_pid) {
         json_object_begin(j);
         json_kv(j, "pid", r->server_pid);
+        if (r->server_processes > 1)
+            json_kv(j, "processes", r->server_processes);
         json_kv(j, "cpu_s", r->server_cpu_s);
         json_kv(j, "cpu_us_per_op", r->server_cpu_us_per_op);
         json_kv(j, "rss_max_kb", r->server_rss_max_kb);

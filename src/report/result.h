@@ -122,7 +122,10 @@ struct result_row {
      * like the series, owned by the result_set the row is appended to;
      * NULL for aggregate rows. */
     struct hist *lat_hist;
-    int server_pid;  /* 0: the server was not sampled */
+    int server_pid;  /* 0: the server was not sampled; else its (first) process */
+    /* The processes sampled together as the server (a cluster's nodes and
+     * its NATS server), their figures summed; 1 for one. */
+    unsigned server_processes;
     /* An experiment's own details, written into an iteration row's JSON
      * object by extra_json (keys and values); NULL for none. extra_arg
      * must outlive the writing of the results. */

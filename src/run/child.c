@@ -415,3 +415,10 @@ bool child_wait_http(const struct child *c, int port, const char *path, double t
     }
     return false;
 }
+
+int child_rc_worse(int a, int b)
+{
+    if (a == BENCH_EXIT_RUNTIME || b == BENCH_EXIT_RUNTIME)
+        return BENCH_EXIT_RUNTIME;
+    return a ? a : b;
+}

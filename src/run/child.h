@@ -24,7 +24,7 @@
 #define CHILD_HOST "127.0.0.1"
 
 /* Children that may run at once (the signal handler's table). */
-#define CHILD_MAX 4
+#define CHILD_MAX 8 /* a cluster's nodes and its NATS server (run --cluster) */
 
 struct child {
     const char *name; /* static: "shootout", "mosquitto", "car-server" */
@@ -112,6 +112,10 @@ int child_finish(struct child *c, bool must_exit_0, FILE *out);
  * its log. Returns the part's exit code for it: 1 if it died or did not
  * exit 0, else 3 if an experiment failed, else 0. */
 int child_end_ours(struct child *c, bool ok, FILE *out);
+
+/* Of two parts' (or servers') exit codes, the one to return: a server
+ * lost (1) before an experiment failed (3). */
+int child_rc_worse(int a, int b);
 
 /* The last line c wrote to stderr ("" if none), for messages about it. */
 void child_log_tail(const struct child *c, char *out, size_t len);

@@ -390,7 +390,8 @@ static int drive(struct run_a2b *j, int i, struct http_open_test *test,
     snprintf(b.host, sizeof b.host, "%s", CHILD_HOST);
     b.port = t->port;
     snprintf(b.target, sizeof b.target, "%s%s", t->label, suffix);
-    b.server_pid = t->def ? t->cp.server_pid : t->cp.proc.pid;
+    int pid = t->def ? t->cp.server_pid : t->cp.proc.pid;
+    bench_set_server(&b, &pid, 1);
     b.brief = true;
     test->scn = &j->scn;
     test->prof = prof;

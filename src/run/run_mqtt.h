@@ -6,7 +6,8 @@
  * registry's order, the ratio of ours to the best other broker in each
  * cell, the article's figures for the brokers that cannot be had here
  * quoted beneath) with each broker's CPU time per message, the
- * pingtest's round trip and each broker's peak RSS.
+ * pingtest's round trip and each broker's peak RSS; with a cluster, its
+ * tables beside our single node's.
  */
 #ifndef SHOOTOUT_RUN_MQTT_H
 #define SHOOTOUT_RUN_MQTT_H
@@ -34,6 +35,9 @@ struct run_mqtt_opts {
      * least, when its runs would take longer than this by the time a run
      * took in its previous cell of the experiment; 0: no cap. */
     double cell_cap_s;
+    /* --cluster: this many of our brokers on one nats-server, raced after
+     * the contenders with every message crossing nodes; 0: none. */
+    unsigned cluster;
     const char *exe;  /* our binary, which serves `broker` */
     const char *version; /* ours */
     const struct contender_roster *roster;

@@ -138,7 +138,7 @@ static bool measure(struct rpc_job *j, struct rpc_row *r, struct run_cell *cell,
     snprintf(b.host, sizeof b.host, "%s", CHILD_HOST);
     b.port = port;
     snprintf(b.target, sizeof b.target, "%s", r->series);
-    b.server_pid = pid;
+    bench_set_server(&b, &pid, 1);
     b.runs = o->runs;
     if (o->timeout_s)
         b.timeout_s = o->timeout_s;

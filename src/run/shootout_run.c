@@ -103,6 +103,7 @@ struct run {
     unsigned runs_opt; /* --runs, 0: the parts' own */
     bool quick;
     unsigned runs, rpc_runs, threads;
+    unsigned cluster; /* --cluster: nodes, 0: none */
     double scale;
     double a2b_time_scale; /* 0: the default for --quick or not */
     const char *pg_uri;
@@ -201,6 +202,10 @@ static const struct opt run_options[] = {
      OPT_FIELD(struct run, cell_cap_s), .dmin = 0, .dmax = 1e6, .wants = "seconds, 0 or more"},
     {"threads", 0, OPT_UINT, "T", "MQTT client threads, one event loop each", "1",
      OPT_FIELD(struct run, threads), .min = 1, .max = 256},
+    {"cluster", 0, OPT_UINT, "N",
+     "also race N of our brokers clustered on one nats-server against one node, every message "
+     "crossing nodes, CPU per message the nodes' and NATS's together (docs/cluster.md)",
+     "0: no cluster", OPT_FIELD(struct run, cluster), .min = 0, .max = CHILD_MAX - 1},
     {"peers", 0, OPT_STRING, "LIST",
      "the contenders to race, comma-separated names (shootout peers lists them), all or none",
      "all: every one that is installed", OPT_FIELD(struct run, peers)},
@@ -276,15 +281,6 @@ static int run_parse(struct run *r, int argc, char **argv)
     return -1;
 }
 
-/* Of two parts' exit codes, the one to return: a server lost (1) before
- * an experiment failed (3). */
-static int run_worse(int a, int b)
-{
-    if (a == BENCH_EXIT_RUNTIME || b == BENCH_EXIT_RUNTIME)
-        return BENCH_EXIT_RUNTIME;
-    return a ? a : b;
-}
-
 /* How long a part took, for the time budget (docs/run.md). */
 static void part_took(FILE *out, const char *part, uint64_t t0)
 {
@@ -354,6 +350,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
         struct run_mqtt_opts mo = {
             .runs = r.runs,
             .threads = r.threads,
+            .cluster = r.cluster,
             .scale = r.scale,
             .timeout_s = r.timeout_s,
             .cell_cap_s = r.cell_cap_s,
@@ -381,7 +378,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
             .rows = &r.rows,
         };
         uint64_t t = clock_now_ns();
-        rc = run_worse(rc, run_rpc(&ro));
+        rc = child_rc_worse(rc, run_rpc(&ro));
         part_took(out, "RPC", t);
     }
     struct run_a2b *a2b = NULL;
@@ -402,7 +399,7 @@ int shootout_run_main(int argc, char **argv, const char *version)
             .rows = &r.rows,
         };
         uint64_t t = clock_now_ns();
-        rc = run_worse(rc, run_a2b(&ao, &a2b));
+        rc = child_rc_worse(rc, run_a2b(&ao, &a2b));
         part_took(out, "a2b", t);
     }
 

@@ -9,6 +9,7 @@ import socket
 import struct
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -108,6 +109,29 @@ def test_load_runs_give_aggregates_and_server_figures(broker, tmp_path):
     assert "+/-" in p.stdout
 
 
+def test_several_server_processes_are_summed(broker, tmp_path):
+    # A cluster's nodes and its NATS server are sampled as one server: here
+    # the broker and a process that burns CPU beside it.
+    burner = subprocess.Popen(["/usr/bin/python3", "-c", "import time\nt = time.time() + 30\n"
+                               "while time.time() < t: pass"])
+    try:
+        time.sleep(0.2)
+        doc, _ = bench_json(tmp_path, "mqtt-load", "--target", target(broker), "--conns", 8,
+                            "--messages", 300, "--server-pid", "%d,%d" % (broker.proc.pid, burner.pid))
+        alone, _ = bench_json(tmp_path, "mqtt-load", "--target", target(broker), "--conns", 8,
+                              "--messages", 300, "--server-pid", broker.proc.pid)
+    finally:
+        burner.kill()
+        burner.wait()
+    both, one = iterations(doc)[0]["server"], iterations(alone)[0]["server"]
+    assert both["pid"] == broker.proc.pid and both["processes"] == 2
+    assert "processes" not in one  # one process: the field it always had
+    # The burner's CPU time over the run (a whole core, or its share of
+    # one) is in the sum: far more than the broker's alone for 1200 messages.
+    assert both["cpu_s"] > one["cpu_s"] and both["threads_max"] > one["threads_max"]
+    assert iterations(doc)[0]["target"] in ("shootout", "mosquitto")  # named after the first
+
+
 def test_html_report(broker, tmp_path):
     html = tmp_path / "r.html"
     p = subprocess.run([SHOOTOUT_BIN, "bench", "mqtt-load", "--target", target(broker), "--conns", "4",
@@ -190,6 +214,10 @@ def test_ping_runs_give_aggregates(broker, tmp_path):
     (["mqtt-ping", "--payload-size", "4"], "--payload-size must be at least 8"),
     (["mqtt-ping", "--pairs", "0"], "--pairs wants a whole number"),
     (["mqtt-ping", "--server-pid", "2147483647"], "no process"),
+    (["mqtt-ping", "--server-pid", "1,2147483647"], "no process"),
+    (["mqtt-ping", "--server-pid", "1,"], "--server-pid wants process ids"),
+    (["mqtt-ping", "--server-pid", "0"], "--server-pid wants process ids"),
+    (["mqtt-ping", "--server-pid", "1,1,1,1,1,1,1,1,1"], "--server-pid: at most 8 processes"),
     (["no-such-experiment"], "unknown experiment"),
 ])
 def test_usage_errors(args, complaint):

@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+import natsd
 from conftest import MOSQUITTO_BIN, SANITIZER_MARKERS, SHOOTOUT_BIN, have_node_peer, need, require_shootout
 
 pytestmark = pytest.mark.shootout_only
@@ -139,6 +140,67 @@ def test_run_no_peer_measures_ours_alone():
     assert_gone([spinner_pid(p.stderr)])
 
 
+def have_nats_server():
+    try:
+        return natsd.binary()
+    except natsd.NatsUnavailable:
+        return None
+
+
+# The cluster's tables' rows: the cluster, our single node, the ratio.
+CLUSTER_ROWS = ["shootout-cluster3", "shootout", "cluster/one node"]
+
+
+def test_cluster_is_raced_beside_one_node():
+    need(have_nats_server(), "nats-server is not installed")
+    p = run(*TINY, "--no-peer", "--cluster", "3", "--json", "-", "--html", "none")
+    assert p.returncode == 0, p.stderr
+    out = p.stderr  # the tables, with the JSON on stdout
+    for title in ("loadtest, 3 nodes on NATS against one node (throughput",
+                  "loadtest: broker (the nodes and NATS together) CPU",
+                  "pingtest, 3 nodes on NATS against one node (throughput",
+                  "pingtest: broker (the nodes and NATS together) CPU",
+                  "pingtest, 3 nodes on NATS against one node: mean round trip"):
+        lines = table(out, title)
+        assert row_names(lines) == CLUSTER_ROWS, lines
+        assert re.search(r"shootout-cluster3 \(shootout .*, 3 nodes on nats-server \d", lines[2])
+        ratio = next(line for line in lines if line.startswith("cluster/one node:"))
+        assert re.fullmatch(r"cluster/one node:(\s+\d+\.\d\dx shootout)+", ratio), ratio
+    # The article's own tables keep one row: the cluster is not a contender.
+    assert row_names(table(out, "loadtest (throughput")) == ["shootout"]
+    assert "broker peak RSS: shootout " in out and ", shootout-cluster3 " in out
+
+    nodes = [int(m.group(1)) for m in re.finditer(r"^shootout run: cluster node \d, pid (\d+),", out, re.M)]
+    nats = {int(m.group(1)) for m in re.finditer(r"^shootout run: cluster node \d, .* \(pid (\d+)\)$",
+                                                 out, re.M)}
+    assert len(nodes) == 3 and len(nats) == 1, out
+    doc = json.loads(p.stdout)
+    rows = [b for b in doc["benchmarks"] if b["target"] == "shootout-cluster3"]
+    assert sorted(b["name"] for b in rows) == sorted(
+        ["mqtt-load/shootout-cluster3/%s" % pt for pt in LOAD_POINTS] +
+        ["mqtt-ping/shootout-cluster3/%s" % pt for pt in PING_POINTS])
+    for b in rows:
+        assert b["messages"]["lost"] == 0 and b["messages"]["received"] > 0
+        # Sampled: the three nodes and NATS, summed; the pid is node 1's.
+        assert b["server"]["processes"] == 4 and b["server"]["pid"] == nodes[0]
+        assert b["server"]["threads_max"] > 3 and b["server"]["cpu_s"] > 0
+    for pid in nodes:
+        assert re.search(r"stopped shootout \(pid %d\): exit 0" % pid, out)
+    assert_gone(nodes + list(nats))
+
+
+def test_cluster_without_nats_server_is_a_note(tmp_path):
+    p = subprocess.run([SHOOTOUT_BIN, "run"] + list(TINY) + ["--no-peer", "--cluster", "2", "--json", "-",
+                                                            "--html", "none"],
+                       env=dict(os.environ, SHOOTOUT_NATS_SERVER=str(tmp_path / "no-nats-server")),
+                       stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    assert p.returncode == 0, p.stderr  # ours measured; the cluster only says why it was not
+    assert "the cluster is not measured: no nats-server (%s" % (tmp_path / "no-nats-server") in p.stderr
+    lines = table(p.stderr, "loadtest, 2 nodes on NATS against one node (throughput")
+    assert "not measured: no nats-server" in lines[2]
+    assert {b["target"] for b in json.loads(p.stdout)["benchmarks"]} == {"shootout"}
+
+
 def spinner_pid(out):
     m = re.search(r"CPUs kept awake by SCHED_IDLE spinners \(pid (\d+);", out)
     assert m, "no line about the CPU spinners:\n" + out
@@ -223,14 +285,15 @@ def test_help():
     p = run("--help")
     assert p.returncode == 0
     assert p.stdout.startswith("usage: shootout run")
-    for opt in ("--runs", "--quick", "--json", "--threads", "--no-peer", "--cell-cap"):
+    for opt in ("--runs", "--quick", "--json", "--threads", "--no-peer", "--cell-cap", "--cluster"):
         assert opt in p.stdout
 
 
 @pytest.mark.parametrize("args", [["--bogus"], ["--runs", "0"], ["--threads", "x"],
                                   ["--scale", "0"], ["stray"], ["--only", "a2c"],
                                   ["--a2b-time-scale", "0.5"], ["--pg", "mysql://x"],
-                                  ["--cell-cap", "-1"], ["--cell-cap", "x"]])
+                                  ["--cell-cap", "-1"], ["--cell-cap", "x"], ["--cluster", "8"],
+                                  ["--cluster", "x"]])
 def test_usage_errors(args):
     p = run(*args)
     assert p.returncode == EXIT_USAGE

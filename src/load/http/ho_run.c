@@ -85,7 +85,7 @@ int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index, struct res
     struct ho_thread *ths = mem_calloc(cfg.threads, sizeof *ths);
     struct probe probe;
     struct pg_probe pg;
-    probe_start(&probe, o->server_pid);
+    probe_start(&probe, o->server_pids, o->nserver_pids);
     if (a->pg_postmaster)
         pg_probe_start(&pg, "/proc", a->pg_postmaster);
     scn_feed_rewind(cfg.scn);
@@ -132,7 +132,7 @@ int ho_run(const struct bench_opts *o, void *arg, unsigned rep_index, struct res
         ho_thread_free(&ths[i]);
     mem_free(ths);
     probe_finish(&probe, (double)rep->tot.all.h.count, row);
-    if (o->server_pid && rep->duration_s > 0)
+    if (o->nserver_pids && rep->duration_s > 0)
         rep->server_cpu_pct = 100 * row->server_cpu_s / rep->duration_s;
     rep->server_rss_kb = row->server_rss_max_kb;
     rep->server_threads = row->server_threads_max;

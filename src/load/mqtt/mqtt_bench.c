@@ -119,7 +119,7 @@ int mqtt_bench_finish_options(struct bench_opts *o, struct mqtt_bench_opts *m,
     int rc = bench_finish_options(o, argc, argv, conns);
     if (rc)
         return rc;
-    bool named = o->label || o->server_pid; /* else o->target lists them */
+    bool named = o->label || o->nserver_pids; /* else o->target lists them */
     size_t tn = 0;
     for (unsigned i = 0; i < t.n; i++) {
         struct mqtt_bench_target *d = &m->targets[i];
@@ -210,7 +210,7 @@ int mqtt_bench_exec_sec(const struct bench_opts *o, struct mc_run *run, unsigned
 {
     struct probe probe;
     struct mqtt_bench_tick tick = {&probe, sec, run};
-    probe_start(&probe, o->server_pid);
+    probe_start(&probe, o->server_pids, o->nserver_pids);
     persec_start(sec, clock_now_ns(), 0, with_latency);
     int rc = mqtt_bench_run(o, run, conns, &tick, row, st);
     persec_finish(sec, clock_now_ns(), st->received, row);

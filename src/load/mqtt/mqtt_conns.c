@@ -92,12 +92,17 @@ static uint64_t conns_failed(const struct ce_counts *c)
 }
 
 /* The broker's RSS now, kB; 0 without --server-pid. */
-static double conns_rss_kb(int pid)
+/* The server's RSS, summed over its processes (0 if one cannot be read). */
+static double conns_rss_kb(const struct bench_opts *o)
 {
-    struct probe_stat st;
-    if (!pid || probe_stat_read("/proc", pid, &st) < 0)
-        return 0;
-    return (double)st.rss_pages * (double)sysconf(_SC_PAGESIZE) / 1024.0;
+    double kb = 0;
+    for (unsigned i = 0; i < o->nserver_pids; i++) {
+        struct probe_stat st;
+        if (probe_stat_read("/proc", o->server_pids[i], &st) < 0)
+            return 0;
+        kb += (double)st.rss_pages * (double)sysconf(_SC_PAGESIZE) / 1024.0;
+    }
+    return kb;
 }
 
 static void conns_sleep_tick(void)
@@ -179,13 +184,13 @@ static void conns_print_counts(FILE *f, const char *what, const struct ce_counts
             (unsigned long long)c->open);
 }
 
-static void conns_print(FILE *f, const struct conns_figs *g, int pid)
+static void conns_print(FILE *f, const struct conns_figs *g, bool sampled)
 {
     if (!g->storm) {
         conns_print_counts(f, "idle", &g->idle);
         fprintf(f, "  connect: %.2f s, %.0f conn/s from %u source address%s\n", g->connect_s,
                 g->rate, g->sources, g->sources == 1 ? "" : "es");
-        if (pid)
+        if (sampled)
             fprintf(f, "  broker RSS: %.0f kB before, %.0f kB connected, %.0f kB after the "
                        "hold: %.0f bytes per idle connection\n",
                     g->rss_before_kb, g->rss_connected_kb, g->rss_after_kb,
@@ -202,7 +207,7 @@ static void conns_print(FILE *f, const struct conns_figs *g, int pid)
         fprintf(f, "  round trip %s the storm: %llu, p50 %.0f us, p99 %.0f us, max %.0f us\n",
                 when[k], (unsigned long long)g->rtt_count[k], g->rtt_us[k][0], g->rtt_us[k][1],
                 g->rtt_us[k][2]);
-    if (pid)
+    if (sampled)
         fprintf(f, "  broker RSS: %.0f kB before, %.0f kB after\n", g->rss_before_kb,
                 g->rss_after_kb);
 }
@@ -312,7 +317,7 @@ static int conns_run(const struct bench_opts *o, void *arg, unsigned rep, struct
     struct conns_figs *g = &s->figs[rep];
     memset(g, 0, sizeof *g);
     g->storm = c->storm > 0;
-    g->rss = o->server_pid != 0;
+    g->rss = o->nserver_pids != 0;
     uint64_t storm_total = (uint64_t)c->storm * c->duration_s;
     uint64_t conns = g->storm ? c->established + storm_total : c->idle;
     g->sources = c->sources ? c->sources : ce_sources_for(conns);
@@ -335,8 +340,8 @@ static int conns_run(const struct bench_opts *o, void *arg, unsigned rep, struct
         .id_prefix = prefix,
     };
     struct probe probe;
-    probe_start(&probe, o->server_pid);
-    g->rss_before_kb = conns_rss_kb(o->server_pid);
+    probe_start(&probe, o->server_pids, o->nserver_pids);
+    g->rss_before_kb = conns_rss_kb(o);
     char err[200];
     struct ce_run *run = ce_start(&cfg, err, sizeof err);
     if (!run) {
@@ -348,7 +353,7 @@ static int conns_run(const struct bench_opts *o, void *arg, unsigned rep, struct
     if (!g->storm) {
         ok = conns_wait(o, run, &probe, 0, c->idle, 0);
         g->connect_s = (double)(clock_now_ns() - t0) / 1e9;
-        g->rss_connected_kb = conns_rss_kb(o->server_pid);
+        g->rss_connected_kb = conns_rss_kb(o);
         if (ok)
             conns_hold(o, &probe, c->hold_s);
     } else {
@@ -357,13 +362,13 @@ static int conns_run(const struct bench_opts *o, void *arg, unsigned rep, struct
             ce_set_phase(run, CE_BEFORE);
             conns_hold(o, &probe, c->before_s);
             /* The CPU figures are the storm's: from its start on. */
-            probe_start(&probe, o->server_pid);
+            probe_start(&probe, o->server_pids, o->nserver_pids);
             ce_set_phase(run, CE_STORM);
             ok = conns_wait(o, run, &probe, 2, storm_total,
                             clock_now_ns() + (uint64_t)c->duration_s * 1000000000ull);
         }
     }
-    g->rss_after_kb = conns_rss_kb(o->server_pid);
+    g->rss_after_kb = conns_rss_kb(o);
     struct ce_counts now[3];
     ce_progress(run, &now[0], &now[1], &now[2]);
     struct ce_result *r = mem_alloc(sizeof *r);
@@ -400,7 +405,7 @@ static int conns_run(const struct bench_opts *o, void *arg, unsigned rep, struct
         result_set_latency(row, &r->storm_ns);
     } else {
         result_set_latency(row, &r->connect_ns);
-        if (connected > 0 && o->server_pid)
+        if (connected > 0 && o->nserver_pids)
             g->rss_per_conn_bytes = (g->rss_after_kb - g->rss_before_kb) * 1024 / connected;
         row->own[OWN_RSS_PER_CONN] = g->rss_per_conn_bytes;
     }
@@ -411,7 +416,7 @@ static int conns_run(const struct bench_opts *o, void *arg, unsigned rep, struct
     row->extra_json = conns_json;
     row->extra_arg = g;
     FILE *tf = o->brief || (o->json_path && !strcmp(o->json_path, "-")) ? stderr : stdout;
-    conns_print(tf, g, o->server_pid);
+    conns_print(tf, g, o->nserver_pids != 0);
 
     uint64_t want = g->storm ? storm_total : c->idle;
     /* An idle connection the broker dropped during the hold counts as a
@@ -517,7 +522,7 @@ int mqtt_conns_main(int argc, char **argv, const struct result_context *ctx)
         return rc;
 
     struct conns s = {.c = c, .m = &m, .figs = mem_calloc(o->runs, sizeof *s.figs)};
-    conns_cols(&s, c->storm > 0, o->server_pid != 0);
+    conns_cols(&s, c->storm > 0, o->nserver_pids != 0);
     struct result_row tmpl = {
         .experiment = "mqtt-conns",
         .cols = s.cols,

@@ -294,7 +294,7 @@ static int load_offline_run(const struct bench_opts *o, void *arg, unsigned rep,
     row->setup_s = load_seconds(st.t_start_ns, st.t_ready_ns);
 
     struct probe probe;
-    probe_start(&probe, o->server_pid);
+    probe_start(&probe, o->server_pids, o->nserver_pids);
     rc = load_offline_phase(o, l, rep, l->subs, &load_publish_ops, MC_SESSION_CLEAN, false, &probe,
                             row, &st);
     if (st.t_ready_ns)

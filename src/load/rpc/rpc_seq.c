@@ -118,7 +118,7 @@ static void seq_next_phase(struct seq_run *r)
         r->phase++;
     r->total = r->phase == SEQ_WARMUP ? r->s->warmup : r->s->requests;
     if (r->phase == SEQ_TIMED) {
-        probe_start(&r->probe, r->o->server_pid);
+        probe_start(&r->probe, r->o->server_pids, r->o->nserver_pids);
         r->probing = true;
         r->t_timed_ns = clock_now_ns();
         persec_start(&r->sec, r->t_timed_ns, 0, true);
