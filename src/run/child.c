@@ -210,11 +210,12 @@ int child_stop(struct child *c)
     if (!child_alive(c))
         return -1;
     pid_t pid = c->pid, whom = c->group ? -pid : pid;
-    kill(whom, SIGTERM);
+    int sig = c->stop_signal ? c->stop_signal : SIGTERM;
+    kill(whom, sig);
     int status = child_wait_exit(c, CHILD_STOP_TIMEOUT_NS);
     if (status < 0) {
-        fprintf(stderr, "shootout run: %s (pid %d) did not stop within %llu s of SIGTERM: killing it\n",
-                c->name, (int)pid, CHILD_STOP_TIMEOUT_NS / 1000000000ull);
+        fprintf(stderr, "shootout run: %s (pid %d) did not stop within %llu s of SIG%s: killing it\n",
+                c->name, (int)pid, CHILD_STOP_TIMEOUT_NS / 1000000000ull, sigabbrev_np(sig));
         kill(whom, SIGKILL);
         waitpid(pid, &status, 0);
         child_gone(c);

@@ -36,6 +36,9 @@ struct child {
     /* Its own process group, signalled as a whole: a start script and
      * whatever it starts (a JVM, an Erlang node's epmd). */
     bool group;
+    /* What child_stop sends first, 0: SIGTERM (nats-server exits 0 on
+     * SIGINT only). */
+    int stop_signal;
 };
 
 void child_init(struct child *c, const char *name);
@@ -64,7 +67,7 @@ bool child_alive_after_failure(struct child *c);
  * running). */
 int child_wait_exit(struct child *c, uint64_t timeout_ns);
 
-/* SIGTERM, then SIGKILL if it has not exited within 10 s (for a group,
+/* SIGTERM (or c->stop_signal), then SIGKILL if it has not exited within 10 s (for a group,
  * SIGKILL to whatever of the group is left once it has). Returns the
  * wait status, or -1 if c was not running. */
 int child_stop(struct child *c);

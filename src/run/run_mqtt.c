@@ -5,6 +5,7 @@
 #include "run/run_mqtt.h"
 
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,6 +355,7 @@ static int race_cluster(struct mqtt_job *j, FILE *out)
     }
     struct child nats, nodes[CHILD_MAX - 1];
     child_init(&nats, "nats-server");
+    nats.stop_signal = SIGINT;
     struct nats_launch nl = {nats_exe, 0};
     if (child_start_on_free_port(&nats, nats_launch, &nl, err, sizeof err) < 0) {
         broker_name(b, name, NULL);

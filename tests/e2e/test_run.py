@@ -186,6 +186,7 @@ def test_cluster_is_raced_beside_one_node():
         assert b["server"]["threads_max"] > 3 and b["server"]["cpu_s"] > 0
     for pid in nodes:
         assert re.search(r"stopped shootout \(pid %d\): exit 0" % pid, out)
+    assert re.search(r"stopped nats-server \(pid %d\): exit 0" % next(iter(nats)), out)  # SIGINT
     assert_gone(nodes + list(nats))
 
 
