@@ -136,7 +136,8 @@ struct cluster {
     uint64_t reconnects, disconnects; /* nc's, atomics: libnats's threads count */
     pthread_mutex_t nodes_lock;       /* nodes: libnats's delivery thread writes */
     struct figures_table nodes;
-    natsSubscription *nodes_sub;         /* PREFIX.n.* */
+    natsConnection *fnc;                 /* the figures' own, NODE/figures (or NULL) */
+    natsSubscription *nodes_sub;         /* PREFIX.n.*, on fnc */
     char figures_subj[SUBJECT_PREFIX_MAX + 4 + FIGURES_KEY_MAX]; /* PREFIX.n.KEY */
     uint64_t figures_ms;                 /* how often this node publishes its own */
     struct ev_timer figures_timer;       /* the home loop's */
@@ -529,15 +530,24 @@ static void cluster_figures_init(struct cluster *c, const struct broker_config *
     snprintf(c->figures_subj, sizeof c->figures_subj, "%s.n.%s", c->map.prefix, key);
 }
 
-/* Once connected: the other nodes' figures (a failure is logged, and
- * leaves this node counting itself alone). */
-static void cluster_figures_subscribe(struct cluster *c)
+/* Once connected: a third connection, CLUSTER_NAME/NODE_NAME/figures,
+ * for the figures alone, so that nc and qnc hold the node's interest and
+ * nothing else (what /connz shows of them is the routing), and no_echo
+ * keeps the node's own figures from it. A failure is logged, and leaves
+ * this node counting itself alone. */
+static void cluster_figures_connect(struct cluster *c, const struct broker_config *cfg)
 {
+    char name[sizeof cfg->cluster.name + sizeof c->node + 16];
+    snprintf(name, sizeof name, "%s/%s/figures", cfg->cluster.name, c->node);
     char all[SUBJECT_PREFIX_MAX + 8];
     snprintf(all, sizeof all, "%s.n.*", c->map.prefix);
     sigset_t old;
     cluster_block_signals(&old);
-    natsStatus s = natsConnection_Subscribe(&c->nodes_sub, c->nc, all, cluster_on_figures, c);
+    natsStatus s = natsOptions_SetName(c->opts, name);
+    if (s == NATS_OK)
+        s = natsConnection_Connect(&c->fnc, c->opts);
+    if (s == NATS_OK)
+        s = natsConnection_Subscribe(&c->nodes_sub, c->fnc, all, cluster_on_figures, c);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (s != NATS_OK)
         log_warn("cluster: subscribing %s: %s (the other nodes' figures stay unknown)", all,
@@ -546,11 +556,13 @@ static void cluster_figures_subscribe(struct cluster *c)
 
 static void cluster_figures_publish(struct cluster *c)
 {
+    if (!c->fnc)
+        return;
     struct figures f;
     char line[FIGURES_LINE_MAX];
     cluster_own_figures(c, &f);
     size_t n = figures_encode(&f, line, sizeof line);
-    natsStatus s = natsConnection_Publish(c->nc, c->figures_subj, line, (int)n);
+    natsStatus s = natsConnection_Publish(c->fnc, c->figures_subj, line, (int)n);
     if (s != NATS_OK)
         log_debug("cluster: publish on %s: %s", c->figures_subj, natsStatus_GetText(s));
 }
@@ -714,6 +726,7 @@ static void cluster_free(struct cluster *c, bool report)
     hmap_free(&c->members);
     hmap_free(&c->member_sids);
     natsSubscription_Destroy(c->nodes_sub);
+    natsConnection_Destroy(c->fnc);
     natsConnection_Destroy(c->qnc);
     natsConnection_Destroy(c->nc);
     natsOptions_Destroy(c->opts);
@@ -783,7 +796,7 @@ struct cluster *cluster_start(const struct broker_config *cfg, int port)
         cluster_free(c, false);
         return NULL;
     }
-    cluster_figures_subscribe(c);
+    cluster_figures_connect(c, cfg);
     char url[256] = "";
     natsConnection_GetConnectedUrl(c->nc, url, sizeof url);
     log_info("cluster: node %s (origin %s) connected to %s, subjects %s.*", c->node, c->nonce, url,
