@@ -144,6 +144,8 @@ static void metrics_cluster(struct prom *p, struct cluster *c)
          "Messages received from the cluster, summed over the live nodes.", all->received},
         {"figures_malformed_total", PROM_COUNTER, "Figures from other nodes ignored as malformed.",
          st.malformed},
+        {"figures_refused_total", PROM_COUNTER,
+         "Figures from nodes beyond the 1024 the table holds, ignored.", st.refused},
     };
     for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
         char name[96];

@@ -59,6 +59,7 @@ static void sys_tree_cluster(struct broker_loop *l, struct cluster *c)
     sys_put(l, "$SYS/broker/cluster/all/messages/received", "%" PRIu64, all->received);
     sys_put(l, "$SYS/broker/cluster/all/reconnects", "%" PRIu64, all->reconnects);
     sys_put(l, "$SYS/broker/cluster/figures/malformed", "%" PRIu64, st.malformed);
+    sys_put(l, "$SYS/broker/cluster/figures/refused", "%" PRIu64, st.refused);
 }
 
 void sys_tree_publish(struct broker_loop *l)

@@ -454,8 +454,9 @@ void cluster_share_remove(struct cluster *c, struct session *s, const uint8_t *f
 
 /* ---- figures (docs/cluster.md, "Figures") ------------------------------------ */
 
-/* A reconnection (or a loss) of nc, the link's own connection: qnc shares
- * its options, so its callbacks come here too and are not counted. */
+/* A reconnection (or a loss) of nc, the link's own connection: qnc and
+ * fnc share its options, so their callbacks come here too and are not
+ * counted (they follow nc to the same servers). */
 static void cluster_count_event(struct cluster *c, natsConnection *nc, bool reconnected)
 {
     if (nc == c->nc)
@@ -463,7 +464,8 @@ static void cluster_count_event(struct cluster *c, natsConnection *nc, bool reco
 }
 
 /* This node's figures, each read as its writer guards it. On the home loop
- * (received is its own). */
+ * (received is its own); interest_lock may make it wait for a SUBSCRIBE's
+ * flush on another loop, CLUSTER_FLUSH_MS at most. */
 static void cluster_own_figures(struct cluster *c, struct figures *f)
 {
     memset(f, 0, sizeof *f);
@@ -512,7 +514,8 @@ static void cluster_on_figures(natsConnection *nc, natsSubscription *sub, natsMs
     size_t skip = c->map.prefix_len + 3; /* "PREFIX.n." */
     size_t len = strlen(subj);
     pthread_mutex_lock(&c->nodes_lock);
-    figures_table_put(&c->nodes, subj + skip, len > skip ? len - skip : 0, natsMsg_GetData(msg),
+    figures_table_put(&c->nodes, len > skip ? subj + skip : subj, len > skip ? len - skip : 0,
+                      natsMsg_GetData(msg),
                       (size_t)natsMsg_GetDataLength(msg), clock_now_ms());
     pthread_mutex_unlock(&c->nodes_lock);
     natsMsg_Destroy(msg);
