@@ -246,3 +246,21 @@ def info_url(b):
             part = name.split('server_url="', 1)[1]
             return part.split('"', 1)[0]
     return None
+
+
+def test_figures_every_5_s_without_sys(broker_factory, nats_server_own):
+    # With $SYS off the figures still go out, every 5 s, on the node name
+    # escaped as one token (what cannot be in a NATS token: '.', '*').
+    n = nats_server_own.client()
+    n.sub("mqtt.n.*")
+    n.flush()
+    a = broker_factory(extra_args=["--cluster", nats_server_own.url, "--node-name", "z.a*b",
+                                   "--sys-interval", "0"])
+    subj, _, _, first = n.next_msg(timeout=5)
+    t0 = time.monotonic()
+    assert subj == "mqtt.n.z=2Ea=2Ab"
+    assert first.split()[:2] == [b"v1", b"5000"] and first.split()[-1] == b"1"
+    subj, _, _, second = n.next_msg(timeout=7)
+    assert subj == "mqtt.n.z=2Ea=2Ab" and 4.0 < time.monotonic() - t0 < 6.5
+    n.close()
+    a.assert_alive()
