@@ -106,15 +106,23 @@ def test_figures_per_node_and_cluster_wide(broker_factory, nats_server_own):
     b = start_node(broker_factory, url, "fb")
     sub = b.paho("fig-sub")
     sub.subscribe("fig/#", 0)
+    sub2 = b.paho("fig-sub2")  # fig/x matches fig/+ and fig/#: a copy dropped each
+    sub2.subscribe("fig/+", 0)
+    member = b.paho("fig-member")  # q/# is two queue subscriptions, q and q.>
+    member.subscribe("$share/g/q/#", 0)
     pub = a.paho("fig-pub")
     for i in range(5):
         pub.publish("fig/x", b"%d" % i, qos=0)
-    assert len(sub.get_n(5)) == 5
+    assert len(sub.get_n(5)) == 5 and len(sub2.get_n(5)) == 5
     ma, mb = a.metrics_port, b.metrics_port
     assert metric(ma, "shootout_broker_cluster_connected") == 1
     assert metric(ma, "shootout_broker_cluster_messages_published_total") == 5
     assert metric(mb, "shootout_broker_cluster_messages_received_total") == 5
-    assert metric(mb, "shootout_broker_cluster_filters") == 1
+    assert metric(mb, "shootout_broker_cluster_duplicates_total") == 5
+    assert metric(mb, "shootout_broker_cluster_inbox_dropped_total") == 0
+    assert metric(mb, "shootout_broker_cluster_filters") == 2
+    assert metric(mb, "shootout_broker_cluster_queue_subscriptions") == 2
+    assert metric(ma, "shootout_broker_cluster_queue_subscriptions") == 0
     assert metric(ma, "shootout_broker_cluster_reconnects_total") == 0
     info = [n for n in scrape(ma) if n.startswith("shootout_broker_cluster_info{")]
     assert info == ['shootout_broker_cluster_info{node="fa",server_url="%s",server_id="%s"}' % (
