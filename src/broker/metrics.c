@@ -21,6 +21,7 @@
 #include "broker/retain.h"
 #include "broker/router.h"
 #include "broker/session.h"
+#include "cluster/link.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -99,6 +100,60 @@ void metrics_bound_hit(struct broker *b, enum metrics_bound bound, const char *w
              (unsigned long long)n);
 }
 
+/* With --cluster: this node's link and the cluster's live nodes
+ * (docs/cluster.md, "Figures"). */
+static void metrics_cluster(struct prom *p, struct cluster *c)
+{
+    struct cluster_status st;
+    cluster_status_get(c, &st);
+    const struct figures *f = &st.own, *all = &st.all.total;
+    prom_family(p, "shootout_broker_cluster_info", PROM_GAUGE,
+                "1, labelled with the node's name and the NATS server it is connected to.");
+    const struct prom_label labels[] = {
+        {"node", st.node}, {"server_url", st.server_url}, {"server_id", st.server_id}};
+    prom_sample(p, "shootout_broker_cluster_info", labels, 3, 1);
+    const struct {
+        const char *name;
+        enum prom_type type;
+        const char *help;
+        uint64_t value;
+    } figures[] = {
+        {"connected", PROM_GAUGE, "1 if the node is connected to a NATS server now.", f->connected},
+        {"reconnects_total", PROM_COUNTER, "Reconnections to NATS after a loss.", f->reconnects},
+        {"disconnects_total", PROM_COUNTER, "Losses of the NATS connection.", f->disconnects},
+        {"messages_published_total", PROM_COUNTER, "Client messages published to the cluster.",
+         f->published},
+        {"messages_received_total", PROM_COUNTER,
+         "Messages received from the cluster, routed to local subscribers.", f->received},
+        {"duplicates_total", PROM_COUNTER,
+         "Copies of a message from the cluster dropped (overlapping subscriptions).",
+         f->duplicates},
+        {"inbox_dropped_total", PROM_COUNTER, "Messages from the cluster dropped with the inbox full.",
+         f->overflow},
+        {"filters", PROM_GAUGE, "Distinct non-shared filters the node holds on NATS.", f->filters},
+        {"queue_subscriptions", PROM_GAUGE, "NATS queue subscriptions held for shared subscriptions.",
+         f->queue_subs},
+        {"nodes", PROM_GAUGE,
+         "Cluster nodes alive (heard within three of their intervals), this one included.",
+         st.all.nodes},
+        {"nodes_connected", PROM_GAUGE, "Of those, the nodes connected to NATS at their last report.",
+         all->connected},
+        {"all_messages_published", PROM_GAUGE,
+         "Messages published to the cluster, summed over the live nodes.", all->published},
+        {"all_messages_received", PROM_GAUGE,
+         "Messages received from the cluster, summed over the live nodes.", all->received},
+        {"figures_malformed_total", PROM_COUNTER, "Figures from other nodes ignored as malformed.",
+         st.malformed},
+        {"figures_refused_total", PROM_COUNTER,
+         "Figures from nodes beyond the 1024 the table holds, ignored.", st.refused},
+    };
+    for (size_t i = 0; i < sizeof figures / sizeof figures[0]; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "shootout_broker_cluster_%s", figures[i].name);
+        metric(p, name, figures[i].type, figures[i].help, (double)figures[i].value);
+    }
+}
+
 char *metrics_render(struct broker *b, size_t *len)
 {
     struct broker_stats sum;
@@ -173,6 +228,8 @@ char *metrics_render(struct broker *b, size_t *len)
                                STAT_GET(a->denied_deliver), STAT_GET(a->denied_will)};
     metric_by(&p, "shootout_broker_acl_denials_total", "Operations the ACL denied.", "action",
               actions, denied, 4);
+    if (b->cluster)
+        metrics_cluster(&p, b->cluster);
     *len = p.len;
     return p.buf;
 }

@@ -14,21 +14,52 @@
 #include "broker/msg.h"
 #include "broker/retain.h"
 #include "broker/router.h"
+#include "cluster/link.h"
 #include "core/version.h"
 
 static void sys_put(struct broker_loop *l, const char *topic, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void sys_put(struct broker_loop *l, const char *topic, const char *fmt, ...)
 {
-    char payload[128];
+    char payload[320]; /* a NATS server URL, 255 bytes at most, fits */
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(payload, sizeof payload, fmt, ap);
     va_end(ap);
+    if (n >= (int)sizeof payload) /* cut, not read past the end */
+        n = (int)sizeof payload - 1;
     struct msg *m = msg_new((const uint8_t *)topic, strlen(topic), (const uint8_t *)payload,
                             (size_t)n, 0, true, NULL, 0);
     router_publish(l, m);
     msg_unref(m);
+}
+
+/* With --cluster: this node's link, and the sums over the cluster's live
+ * nodes (docs/cluster.md, "Figures"). */
+static void sys_tree_cluster(struct broker_loop *l, struct cluster *c)
+{
+    struct cluster_status st;
+    cluster_status_get(c, &st);
+    const struct figures *f = &st.own, *all = &st.all.total;
+    sys_put(l, "$SYS/broker/cluster/node", "%s", st.node);
+    sys_put(l, "$SYS/broker/cluster/connected", "%" PRIu64, f->connected);
+    sys_put(l, "$SYS/broker/cluster/server/url", "%s", st.server_url);
+    sys_put(l, "$SYS/broker/cluster/server/id", "%s", st.server_id);
+    sys_put(l, "$SYS/broker/cluster/reconnects", "%" PRIu64, f->reconnects);
+    sys_put(l, "$SYS/broker/cluster/disconnects", "%" PRIu64, f->disconnects);
+    sys_put(l, "$SYS/broker/cluster/messages/published", "%" PRIu64, f->published);
+    sys_put(l, "$SYS/broker/cluster/messages/received", "%" PRIu64, f->received);
+    sys_put(l, "$SYS/broker/cluster/messages/duplicates", "%" PRIu64, f->duplicates);
+    sys_put(l, "$SYS/broker/cluster/messages/dropped", "%" PRIu64, f->overflow);
+    sys_put(l, "$SYS/broker/cluster/subscriptions/count", "%" PRIu64, f->filters);
+    sys_put(l, "$SYS/broker/cluster/subscriptions/queue", "%" PRIu64, f->queue_subs);
+    sys_put(l, "$SYS/broker/cluster/nodes", "%u", st.all.nodes);
+    sys_put(l, "$SYS/broker/cluster/nodes/connected", "%" PRIu64, all->connected);
+    sys_put(l, "$SYS/broker/cluster/all/messages/published", "%" PRIu64, all->published);
+    sys_put(l, "$SYS/broker/cluster/all/messages/received", "%" PRIu64, all->received);
+    sys_put(l, "$SYS/broker/cluster/all/reconnects", "%" PRIu64, all->reconnects);
+    sys_put(l, "$SYS/broker/cluster/figures/malformed", "%" PRIu64, st.malformed);
+    sys_put(l, "$SYS/broker/cluster/figures/refused", "%" PRIu64, st.refused);
 }
 
 void sys_tree_publish(struct broker_loop *l)
@@ -54,4 +85,6 @@ void sys_tree_publish(struct broker_loop *l)
     size_t retained = retain_count(b->retained);
     pthread_mutex_unlock(&b->retained_lock);
     sys_put(l, "$SYS/broker/retained messages/count", "%zu", retained);
+    if (b->cluster)
+        sys_tree_cluster(l, b->cluster);
 }

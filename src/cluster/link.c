@@ -32,6 +32,7 @@
 #include "cluster/link.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -40,6 +41,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nats/nats.h>
@@ -51,6 +53,7 @@
 #include "broker/share.h"
 #include "cluster/interest.h"
 #include "cluster/subject.h"
+#include "core/clock.h"
 #include "core/ev.h"
 #include "core/hmap.h"
 #include "core/log.h"
@@ -128,6 +131,16 @@ struct cluster {
     uint32_t taken_cap;
     uint64_t received;
     uint8_t topic[SUBJECT_MAX]; /* the topic of the message being routed */
+
+    /* Figures (cluster_status_get, docs/cluster.md "Figures"). */
+    uint64_t reconnects, disconnects; /* nc's, atomics: libnats's threads count */
+    pthread_mutex_t nodes_lock;       /* nodes: libnats's delivery thread writes */
+    struct figures_table nodes;
+    natsConnection *fnc;                 /* the figures' own, NODE/figures (or NULL) */
+    natsSubscription *nodes_sub;         /* PREFIX.n.*, on fnc */
+    char figures_subj[SUBJECT_PREFIX_MAX + 4 + FIGURES_KEY_MAX]; /* PREFIX.n.KEY */
+    uint64_t figures_ms;                 /* how often this node publishes its own */
+    struct ev_timer figures_timer;       /* the home loop's */
 };
 
 /* ---- from NATS: libnats's thread, then the home loop ---------------------- */
@@ -439,12 +452,204 @@ void cluster_share_remove(struct cluster *c, struct session *s, const uint8_t *f
     mem_free(key);
 }
 
+/* ---- figures (docs/cluster.md, "Figures") ------------------------------------ */
+
+/* A reconnection (or a loss) of nc, the link's own connection: qnc and
+ * fnc share its options, so their callbacks come here too and are not
+ * counted (they follow nc to the same servers). */
+static void cluster_count_event(struct cluster *c, natsConnection *nc, bool reconnected)
+{
+    if (nc == c->nc)
+        __atomic_fetch_add(reconnected ? &c->reconnects : &c->disconnects, 1, __ATOMIC_RELAXED);
+}
+
+/* This node's figures, each read as its writer guards it. On the home loop
+ * (received is its own); interest_lock may make it wait for a SUBSCRIBE's
+ * flush on another loop, CLUSTER_FLUSH_MS at most. */
+static void cluster_own_figures(struct cluster *c, struct figures *f)
+{
+    memset(f, 0, sizeof *f);
+    f->interval_ms = c->figures_ms;
+    pthread_mutex_lock(&c->publish_lock);
+    f->published = c->seq;
+    pthread_mutex_unlock(&c->publish_lock);
+    pthread_mutex_lock(&c->in_lock);
+    f->duplicates = c->duplicates;
+    f->overflow = c->overflow;
+    pthread_mutex_unlock(&c->in_lock);
+    f->received = c->received;
+    pthread_mutex_lock(&c->interest_lock);
+    f->filters = interest_count(&c->interest);
+    pthread_mutex_unlock(&c->interest_lock);
+    pthread_mutex_lock(&c->share_lock);
+    f->queue_subs = hmap_count(&c->member_sids);
+    pthread_mutex_unlock(&c->share_lock);
+    f->reconnects = __atomic_load_n(&c->reconnects, __ATOMIC_RELAXED);
+    f->disconnects = __atomic_load_n(&c->disconnects, __ATOMIC_RELAXED);
+    f->connected = natsConnection_Status(c->nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
+void cluster_status_get(struct cluster *c, struct cluster_status *st)
+{
+    memset(st, 0, sizeof *st);
+    cluster_own_figures(c, &st->own);
+    snprintf(st->node, sizeof st->node, "%s", c->node);
+    if (st->own.connected) {
+        natsConnection_GetConnectedUrl(c->nc, st->server_url, sizeof st->server_url);
+        natsConnection_GetConnectedServerId(c->nc, st->server_id, sizeof st->server_id);
+    }
+    pthread_mutex_lock(&c->nodes_lock);
+    figures_table_sum(&c->nodes, &st->own, clock_now_ms(), &st->all);
+    st->malformed = c->nodes.malformed;
+    st->refused = c->nodes.refused;
+    pthread_mutex_unlock(&c->nodes_lock);
+}
+
+/* Another node's figures, on PREFIX.n.KEY (libnats's delivery thread). */
+static void cluster_on_figures(natsConnection *nc, natsSubscription *sub, natsMsg *msg,
+                               void *closure)
+{
+    struct cluster *c = closure;
+    const char *subj = natsMsg_GetSubject(msg);
+    size_t skip = c->map.prefix_len + 3; /* "PREFIX.n." */
+    size_t len = strlen(subj);
+    pthread_mutex_lock(&c->nodes_lock);
+    figures_table_put(&c->nodes, len > skip ? subj + skip : subj, len > skip ? len - skip : 0,
+                      natsMsg_GetData(msg),
+                      (size_t)natsMsg_GetDataLength(msg), clock_now_ms());
+    pthread_mutex_unlock(&c->nodes_lock);
+    natsMsg_Destroy(msg);
+}
+
+/* The figures' subject and period: the $SYS interval, or 5 s without one. */
+static void cluster_figures_init(struct cluster *c, const struct broker_config *cfg)
+{
+    pthread_mutex_init(&c->nodes_lock, NULL);
+    figures_table_init(&c->nodes);
+    c->figures_ms = cfg->sys_interval_s ? (uint64_t)cfg->sys_interval_s * 1000 : 5000;
+    char key[FIGURES_KEY_MAX];
+    if (subject_queue_group((const uint8_t *)c->node, strlen(c->node), key, sizeof key) == 0)
+        snprintf(key, sizeof key, "%s", c->nonce); /* an empty name */
+    snprintf(c->figures_subj, sizeof c->figures_subj, "%s.n.%s", c->map.prefix, key);
+}
+
+/* Once connected: a third connection, CLUSTER_NAME/NODE_NAME/figures,
+ * for the figures alone, so that nc and qnc hold the node's interest and
+ * nothing else (what /connz shows of them is the routing), and no_echo
+ * keeps the node's own figures from it. A failure is logged, and leaves
+ * this node counting itself alone. */
+static void cluster_figures_connect(struct cluster *c, const struct broker_config *cfg)
+{
+    char name[sizeof cfg->cluster.name + sizeof c->node + 16];
+    snprintf(name, sizeof name, "%s/%s/figures", cfg->cluster.name, c->node);
+    char all[SUBJECT_PREFIX_MAX + 8];
+    snprintf(all, sizeof all, "%s.n.*", c->map.prefix);
+    sigset_t old;
+    cluster_block_signals(&old);
+    natsStatus s = natsOptions_SetName(c->opts, name);
+    if (s == NATS_OK)
+        s = natsConnection_Connect(&c->fnc, c->opts);
+    if (s == NATS_OK)
+        s = natsConnection_Subscribe(&c->nodes_sub, c->fnc, all, cluster_on_figures, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (s != NATS_OK)
+        log_warn("cluster: subscribing %s: %s (the other nodes' figures stay unknown)", all,
+                 natsStatus_GetText(s));
+}
+
+static void cluster_figures_publish(struct cluster *c)
+{
+    if (!c->fnc)
+        return;
+    struct figures f;
+    char line[FIGURES_LINE_MAX];
+    cluster_own_figures(c, &f);
+    size_t n = figures_encode(&f, line, sizeof line);
+    natsStatus s = natsConnection_Publish(c->fnc, c->figures_subj, line, (int)n);
+    if (s != NATS_OK)
+        log_debug("cluster: publish on %s: %s", c->figures_subj, natsStatus_GetText(s));
+}
+
+static void cluster_on_figures_timer(struct ev_loop *loop, struct ev_timer *t)
+{
+    cluster_figures_publish(t->data);
+}
+
+/* On the home loop: this node's figures now, then every figures_ms. */
+static void cluster_figures_attach(struct cluster *c)
+{
+    cluster_figures_publish(c);
+    ev_timer_init(&c->figures_timer, cluster_on_figures_timer, c);
+    ev_timer_start(c->home->ev, &c->figures_timer, c->figures_ms, c->figures_ms);
+}
+
+/* After the connection closed. */
+static void cluster_figures_free(struct cluster *c)
+{
+    figures_table_free(&c->nodes);
+    pthread_mutex_destroy(&c->nodes_lock);
+}
+
+/* A node name kept in the data directory dir, read, or made (hostname and
+ * a random suffix) and written once, atomically (a temporary file renamed):
+ * the node keeps its name across restarts. False, with the reason logged,
+ * if neither works. */
+static bool cluster_node_name_stored(struct cluster *c, const char *dir, const char *host)
+{
+    char path[1100], tmp[1120], name[sizeof c->node] = "";
+    snprintf(path, sizeof path, "%s/node-name", dir);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        bool got = fgets(name, sizeof name, f) != NULL;
+        fclose(f);
+        name[strcspn(name, "\n")] = '\0';
+        bool word = got && name[0];
+        for (const char *p = name; *p && word; p++)
+            word = *p > ' ' && *p < 0x7f;
+        if (!word) {
+            log_warn("cluster: %s holds no node name (one word): ignored", path);
+            return false;
+        }
+        snprintf(c->node, sizeof c->node, "%s", name);
+        return true;
+    }
+    if (errno != ENOENT) {
+        log_warn("cluster: cannot read %s: %s", path, strerror(errno));
+        return false;
+    }
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof r, 0) != sizeof r)
+        r = (uint32_t)strtoul(c->nonce + 8, NULL, 16);
+    snprintf(name, sizeof name, "%s-%08" PRIx32, host, r);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) /* as the persistence log makes it */
+        goto fail;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        goto fail;
+    size_t n = strlen(name);
+    name[n] = '\n';
+    bool ok = write(fd, name, n + 1) == (ssize_t)(n + 1) && fsync(fd) == 0;
+    name[n] = '\0';
+    if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
+        unlink(tmp);
+        goto fail;
+    }
+    snprintf(c->node, sizeof c->node, "%s", name);
+    log_info("cluster: node name %s, kept in %s", name, path);
+    return true;
+fail:
+    log_warn("cluster: cannot keep a node name in %s: %s", path, strerror(errno));
+    return false;
+}
+
 /* ---- the connection ---------------------------------------------------------- */
 
 static void cluster_on_disconnected(natsConnection *nc, void *closure)
 {
     if (natsConnection_IsClosed(nc))
         return; /* cluster_stop */
+    cluster_count_event(closure, nc, false);
     log_warn("cluster: lost the NATS connection; reconnecting (messages from and to other nodes "
              "are lost meanwhile)");
 }
@@ -453,6 +658,7 @@ static void cluster_on_reconnected(natsConnection *nc, void *closure)
 {
     char url[256] = "";
     natsConnection_GetConnectedUrl(nc, url, sizeof url);
+    cluster_count_event(closure, nc, true);
     log_info("cluster: reconnected to %s", url);
 }
 
@@ -470,6 +676,8 @@ static void cluster_node_name(struct cluster *c, const struct broker_config *cfg
     gethostname(host, sizeof host - 1);
     if (cfg->cluster.node[0])
         snprintf(c->node, sizeof c->node, "%s", cfg->cluster.node);
+    else if (cfg->persistence.on && cluster_node_name_stored(c, cfg->persistence.location, host))
+        ; /* the data directory's */
     else if (port)
         snprintf(c->node, sizeof c->node, "%s:%d", host, port);
     else
@@ -520,6 +728,8 @@ static void cluster_free(struct cluster *c, bool report)
         cluster_member_close(c, ms->val, false);
     hmap_free(&c->members);
     hmap_free(&c->member_sids);
+    natsSubscription_Destroy(c->nodes_sub);
+    natsConnection_Destroy(c->fnc);
     natsConnection_Destroy(c->qnc);
     natsConnection_Destroy(c->nc);
     natsOptions_Destroy(c->opts);
@@ -545,6 +755,7 @@ static void cluster_free(struct cluster *c, bool report)
     pthread_mutex_destroy(&c->publish_lock);
     pthread_mutex_destroy(&c->interest_lock);
     pthread_mutex_destroy(&c->share_lock);
+    cluster_figures_free(c);
     mem_free(c);
 }
 
@@ -562,6 +773,7 @@ struct cluster *cluster_start(const struct broker_config *cfg, int port)
     snprintf(c->nonce, sizeof c->nonce, "%016" PRIx64, nonce);
     cluster_node_name(c, cfg, port);
     subject_map_init(&c->map, cfg->cluster.prefix); /* checked by broker_conf.c */
+    cluster_figures_init(c, cfg);
     if (c->efd < 0) {
         log_error("cluster: cannot create an eventfd: %s", strerror(errno));
         cluster_free(c, false);
@@ -587,6 +799,7 @@ struct cluster *cluster_start(const struct broker_config *cfg, int port)
         cluster_free(c, false);
         return NULL;
     }
+    cluster_figures_connect(c, cfg);
     char url[256] = "";
     natsConnection_GetConnectedUrl(c->nc, url, sizeof url);
     log_info("cluster: node %s (origin %s) connected to %s, subjects %s.*", c->node, c->nonce, url,
@@ -600,6 +813,7 @@ int cluster_attach(struct cluster *c, struct broker_loop *home)
     c->wake.fd = c->efd;
     c->wake.cb = cluster_on_wake;
     c->wake.data = c;
+    cluster_figures_attach(c);
     return ev_io_start(home->ev, &c->wake, EV_READ);
 }
 

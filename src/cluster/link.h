@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster/figures.h"
+
 struct broker;
 struct broker_config;
 struct broker_loop;
@@ -60,5 +62,20 @@ void cluster_interest_remove(struct cluster *c, const uint8_t *filter, size_t le
 void cluster_share_add(struct cluster *c, struct session *s, const uint8_t *filter, size_t len,
                        size_t inner_off, uint32_t opts);
 void cluster_share_remove(struct cluster *c, struct session *s, const uint8_t *filter, size_t len);
+
+/* The link's figures now (docs/cluster.md, "Figures"), for $SYS and
+ * /metrics: this node's, the sums over the nodes alive (this one
+ * included), and the NATS server it is connected to ("" when it is not).
+ * On the home loop. */
+struct cluster_status {
+    struct figures own;
+    struct figures_sum all;
+    uint64_t malformed; /* figures from other nodes that did not decode */
+    uint64_t refused;   /* nodes beyond FIGURES_MAX_NODES */
+    char node[128];
+    char server_url[256];
+    char server_id[64];
+};
+void cluster_status_get(struct cluster *c, struct cluster_status *st);
 
 #endif

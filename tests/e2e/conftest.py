@@ -678,6 +678,24 @@ def nats_server():
     cluster.destroy()
 
 
+@pytest.fixture
+def nats_server_own():
+    """One nats-server for this test alone, which it may stop and start
+    again (NatsNode.stop, restart: the same ports and store)."""
+    cluster = start_nats(1)
+    yield cluster.nodes[0]
+    cluster.destroy()
+
+
+@pytest.fixture
+def nats_cluster_own():
+    """A 3-node NATS cluster for this test alone, whose nodes it may kill
+    and restart."""
+    cluster = start_nats(3)
+    yield cluster
+    cluster.destroy()
+
+
 @pytest.fixture(scope="module")
 def nats_cluster():
     """A 3-node NATS cluster with JetStream (natsd.NatsCluster: nodes, urls())."""

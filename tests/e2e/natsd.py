@@ -10,6 +10,7 @@ CI=true, with NatsUnavailable's reason.
     c.urls()                       # "nats://127.0.0.1:P1,nats://127.0.0.1:P2,..."
     n = c.nodes[0]                 # n.host, n.port, n.monitor_port, n.url, n.proc
     n.kill(); n.start()            # SIGKILL, then the same node again (same store)
+    n.stop(); n.restart()          # SIGINT, then the same node again, waited for
     c.destroy()                    # stop every node and remove the directory
 
 Ready means: the monitor's /healthz answers {"status":"ok"} (in 2.9 that
@@ -78,6 +79,7 @@ class NatsNode:
         self.log = os.path.join(d, "server.log")
         self.conf = os.path.join(d, "server.conf")
         self.proc = None
+        self.cluster = None  # its NatsCluster, when it has peers (restart waits for routes)
         lines = [
             "server_name: %s" % json.dumps(name),
             "listen: %s" % json.dumps("%s:%d" % (HOST, port)),
@@ -96,6 +98,25 @@ class NatsNode:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen([self.exe, "-c", self.conf], stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=subprocess.STDOUT)
+
+    def restart(self):
+        """Starts the node again after stop() or kill(): the same ports,
+        configuration and store; returns once it is ready (wait_ready). In
+        a cluster, ready also means its routes are back."""
+        self.start()
+        deadline = time.monotonic() + START_TIMEOUT
+        self.wait_ready(deadline)
+        peers = len(self.cluster.nodes) - 1 if self.cluster else 0
+        while peers:
+            try:
+                if _routes(self) >= peers:
+                    return
+            except (OSError, ValueError):
+                pass
+            if time.monotonic() > deadline:
+                raise NatsUnavailable("nats-server %s: its routes did not come back: %s" % (
+                    self.name, self.server_log(800)))
+            time.sleep(0.1)
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
@@ -184,6 +205,8 @@ class NatsCluster:
             cport = ports[2 * n + i] if n > 1 else None
             routes = [ports[2 * n + j] for j in range(n) if j != i] if n > 1 else []
             self.nodes.append(NatsNode(exe, d, "n%d" % (i + 1), ports[i], ports[n + i], cport, routes, name))
+            if n > 1:
+                self.nodes[-1].cluster = self
         for node in self.nodes:
             node.start()
         deadline = time.monotonic() + START_TIMEOUT
