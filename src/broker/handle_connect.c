@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <inttypes.h>
+
 #include "broker/auth.h"
 #include "broker/broker_int.h"
 #include "broker/conn.h"
@@ -246,6 +248,12 @@ int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, u
     if (c->over_limit) {
         STAT_ADD(l->stats.refused_connections, 1);
         log_warn("connection limit (%u) reached: refusing a client", b->cfg->max_connections);
+        return refuse(l, c, MQTT_CONNACK_UNAVAILABLE, MQTT5_RC_SERVER_UNAVAILABLE);
+    }
+    uint64_t cut_off = router_partitioned(l);
+    if (cut_off) {
+        STAT_ADD(l->stats.refused_connections, 1);
+        log_info("fd %d: refused: cut off from the cluster for %" PRIu64 " ms", c->io.fd, cut_off);
         return refuse(l, c, MQTT_CONNACK_UNAVAILABLE, MQTT5_RC_SERVER_UNAVAILABLE);
     }
     if (has_prop(&ci.props, MQTT_PROP_AUTH_METHOD)) {

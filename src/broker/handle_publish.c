@@ -9,10 +9,12 @@
 #include "broker/auth.h"
 #include "broker/broker_int.h"
 #include "broker/conn.h"
+#include "broker/conn_end.h"
 #include "broker/handle.h"
 #include "broker/persist.h"
 #include "broker/router.h"
 #include "broker/session.h"
+#include "core/log.h"
 #include "core/mem.h"
 #include "core/outq.h"
 #include "mqtt/mqtt5.h"
@@ -69,6 +71,30 @@ static int publish_decode(struct conn *c, uint8_t flags, const uint8_t *body, ui
     return 0;
 }
 
+/* A QoS 1 or 2 message while the node is cut off from its cluster: not
+ * taken, since the other nodes would never see it. MQTT 5 is told so in
+ * its PUBACK or PUBREC (0x80, with no PUBREL to follow); MQTT 3.1.1 and
+ * 3.1 have no way to refuse a message but to close the connection, and
+ * the client's reconnect is refused with "server unavailable" until the
+ * node is back. */
+static int publish_refuse_cut_off(struct broker_loop *l, struct conn *c, uint8_t qos,
+                                  uint16_t packet_id)
+{
+    if (qos == 2)
+        session_qos2_release(c->session, packet_id);
+    if (!c->v5) {
+        log_info("client %s (fd %d): QoS %u PUBLISH while cut off from the cluster, closing",
+                 c->session->client_id, c->io.fd, qos);
+        conn_kick(l, c, MQTT5_RC_UNSPECIFIED_ERROR, "cut off from the cluster", false);
+        return 0;
+    }
+    conn_write_reason(c, qos == 1 ? MQTT_PUBACK : MQTT_PUBREC, packet_id,
+                      MQTT5_RC_UNSPECIFIED_ERROR,
+                      "the node is cut off from its cluster: message not accepted");
+    conn_mark_dirty(l, c);
+    return 0;
+}
+
 int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const uint8_t *body,
                    uint32_t len)
 {
@@ -83,6 +109,8 @@ int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const u
     int seen = p.qos == 2 ? session_qos2_seen(origin, packet_id, c->v5 ? broker_receive_max(b) : UINT32_MAX) : 0;
     if (seen < 0)
         return MQTT5_RC_RECEIVE_MAXIMUM_EXCEEDED; /* [MQTT-3.3.4-9] */
+    if (p.qos > 0 && !seen && router_partitioned(l))
+        return publish_refuse_cut_off(l, c, p.qos, packet_id);
     if (p.qos == 2 && !seen)
         persist_qos2_in(b, origin, packet_id, true);
     uint32_t matched = 0;

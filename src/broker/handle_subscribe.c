@@ -98,6 +98,10 @@ static uint8_t sub_grant(struct broker_loop *l, struct session *s, struct mqtt_b
     *send_retained = false;
     if (shared < 0)
         return sub_refused(s, MQTT5_RC_TOPIC_FILTER_INVALID, options);
+    /* Cut off from the cluster, a SUBACK would promise what the other
+     * nodes do not know. */
+    if (router_partitioned(l))
+        return sub_refused(s, MQTT5_RC_UNSPECIFIED_ERROR, options);
     if (auth_subscribe(b, s, filter.ptr, filter.len) == ACL_SUB_DENIED)
         return sub_refused(s, MQTT5_RC_NOT_AUTHORIZED, options);
     uint32_t max = b->cfg->max_subscriptions;

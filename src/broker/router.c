@@ -432,6 +432,11 @@ void router_publish(struct broker_loop *l, struct msg *m)
     route_deliver(l, m, NULL);
 }
 
+uint64_t router_partitioned(const struct broker_loop *l)
+{
+    return l->b->cluster ? cluster_partitioned(l->b->cluster, ev_now(l->ev)) : 0;
+}
+
 void router_route_cluster(struct broker_loop *l, struct msg *m)
 {
     /* Shared groups get theirs through their members' queue

@@ -98,6 +98,11 @@ bool router_retain_fits(struct broker *b, const uint8_t *topic, size_t len, size
  * subscribers this one does not know. */
 uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_t now_ms,
                       const struct session *origin, struct conn *publisher);
+/* How long this node has been cut off from its cluster (cluster/link.h,
+ * cluster_partitioned), at l's time; 0 when it is not, or has no cluster.
+ * Meanwhile it takes no new client, subscription or QoS 1/2 message. */
+uint64_t router_partitioned(const struct broker_loop *l);
+
 /* A message the broker publishes itself (a will, $SYS): stored if
  * retained and it fits the bounds (else sent as if not retained), then
  * sent to every matching subscription. Takes no ownership of m. */

@@ -72,6 +72,17 @@
  * them (a stop of the world, a long SUBSCRIBE): more are dropped and
  * counted, so a stalled loop costs bounded memory. */
 #define CLUSTER_INBOX_MAX 65536
+/* How long the link may be down before the node counts as cut off from
+ * the cluster and refuses new work (cluster_partitioned): a NATS server's
+ * restart or a failover to another, which libnats rides out (it buffers
+ * what is published meanwhile and replays the subscriptions), takes less. */
+#define CLUSTER_PARTITION_MS 2000
+/* libnats's PING every CLUSTER_PING_MS, and a connection whose server
+ * answers CLUSTER_PINGS_OUT of them in a row is dropped: a partition
+ * without a reset (a cable, a firewall) is noticed in about 3 s rather
+ * than libnats's default of 4 minutes. */
+#define CLUSTER_PING_MS 1000
+#define CLUSTER_PINGS_OUT 2
 
 /* The last sequence taken from one origin (the delivery thread's). */
 struct cluster_origin {
@@ -105,6 +116,10 @@ struct cluster {
     natsConnection *qnc; /* shared subscriptions' queue subscriptions */
     char node[128];
     char nonce[CLUSTER_NONCE_LEN + 1]; /* this process's origin */
+    /* Connections (nc, qnc) down now, and since when (monotonic ms; 0 while
+     * none is): written by libnats's callbacks, read by every loop. */
+    unsigned down;
+    uint64_t down_since_ms;
     pthread_mutex_t publish_lock;      /* seq, and the send of its message */
     uint64_t seq;                      /* published so far */
 
@@ -647,19 +662,35 @@ fail:
 
 static void cluster_on_disconnected(natsConnection *nc, void *closure)
 {
+    struct cluster *c = closure;
     if (natsConnection_IsClosed(nc))
         return; /* cluster_stop */
+    if (__atomic_fetch_add(&c->down, 1, __ATOMIC_ACQ_REL) == 0)
+        __atomic_store_n(&c->down_since_ms, clock_now_ms(), __ATOMIC_RELEASE);
     cluster_count_event(closure, nc, false);
     log_warn("cluster: lost the NATS connection; reconnecting (messages from and to other nodes "
-             "are lost meanwhile)");
+             "are lost meanwhile; after %d ms the node refuses new clients, subscriptions and "
+             "QoS 1 and 2 messages until it is back)", CLUSTER_PARTITION_MS);
 }
 
 static void cluster_on_reconnected(natsConnection *nc, void *closure)
 {
+    struct cluster *c = closure;
+    if (__atomic_sub_fetch(&c->down, 1, __ATOMIC_ACQ_REL) == 0)
+        __atomic_store_n(&c->down_since_ms, 0, __ATOMIC_RELEASE);
     char url[256] = "";
     natsConnection_GetConnectedUrl(nc, url, sizeof url);
     cluster_count_event(closure, nc, true);
     log_info("cluster: reconnected to %s", url);
+}
+
+uint64_t cluster_partitioned(const struct cluster *c, uint64_t now_ms)
+{
+    if (!__atomic_load_n(&c->down, __ATOMIC_ACQUIRE))
+        return 0;
+    uint64_t since = __atomic_load_n(&c->down_since_ms, __ATOMIC_ACQUIRE);
+    /* 0: the callback has not stored its time yet; a wait of 0 is none. */
+    return since && now_ms >= since + CLUSTER_PARTITION_MS ? now_ms - since : 0;
 }
 
 static void cluster_on_error(natsConnection *nc, natsSubscription *sub, natsStatus err,
@@ -706,6 +737,10 @@ static natsStatus cluster_options(struct cluster *c, const struct broker_config 
         s = natsOptions_SetMaxReconnect(c->opts, -1);
     if (s == NATS_OK)
         s = natsOptions_SetReconnectWait(c->opts, 250);
+    if (s == NATS_OK)
+        s = natsOptions_SetPingInterval(c->opts, CLUSTER_PING_MS);
+    if (s == NATS_OK)
+        s = natsOptions_SetMaxPingsOut(c->opts, CLUSTER_PINGS_OUT);
     if (s == NATS_OK) /* one delivery thread for every subscription: see the top */
         s = natsOptions_UseGlobalMessageDelivery(c->opts, true);
     if (s == NATS_OK)

@@ -62,6 +62,11 @@ void cluster_interest_remove(struct cluster *c, const uint8_t *filter, size_t le
 void cluster_share_add(struct cluster *c, struct session *s, const uint8_t *filter, size_t len,
                        size_t inner_off, uint32_t opts);
 void cluster_share_remove(struct cluster *c, struct session *s, const uint8_t *filter, size_t len);
+/* Whether the node is cut off from the cluster at now_ms (monotonic, as
+ * ev_now): how long its NATS link has been down, once that is over the
+ * partition grace (2 s), else 0. Meanwhile it refuses new work rather than
+ * diverge from the other nodes (docs/cluster.md, "Failure behaviour"). */
+uint64_t cluster_partitioned(const struct cluster *c, uint64_t now_ms);
 
 /* The link's figures now (docs/cluster.md, "Figures"), for $SYS and
  * /metrics: this node's, the sums over the nodes alive (this one
