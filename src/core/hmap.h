@@ -3,9 +3,10 @@
  * The map does not copy keys: each key must stay valid, unchanged, for as
  * long as its entry is in the map (callers point it into the object the
  * value refers to). Values are never NULL. Lookup cost does not depend on
- * the number of entries; the table grows by half when an insert would take
- * it past 3/4 load (so it stays between 1/2 and 3/4 full once grown) and
- * never shrinks unless emptied and freed.
+ * the number of entries; the table grows when an insert would take it past
+ * 3/4 load, doubling up to 1024 slots and by half from there (so a large
+ * table stays between 1/2 and 3/4 full), and never shrinks unless emptied
+ * and freed.
  */
 #ifndef SHOOTOUT_HMAP_H
 #define SHOOTOUT_HMAP_H
