@@ -20,7 +20,8 @@
  * (176-byte chunks) only partly filled, about 75 bytes a connection lost
  * for good. Holes of 32 and 64 bytes are reused by the next connections'
  * small outputs. Past the small sizes a queue grows as before, so a busy
- * one reallocates once more per drain at most. */
+ * one reallocates its buffer and its pieces once more each per drain at
+ * most. */
 #define OUTQ_OWN_SMALL 32
 #define OUTQ_OWN_FIRST 256
 #define OUTQ_ENTS_SMALL 2
