@@ -13,6 +13,7 @@
 #   make node-peer       the Node.js peers' npm packages (every peers/*/package.json)
 #   make json-bench      the car_json vs cJSON measurement (build/perf/json_bench)
 #   make share-bench     the subscription tree's sharing between loops (build/perf/share_bench)
+#   make hmap-bench      the hash map's cost per operation and per entry (build/perf/hmap_bench)
 #   make fuzz            libFuzzer targets (clang) in build/fuzz/
 #   make fuzz-regress    replays each fuzz target's corpus once (a crash fails)
 #   make fuzz-run        runs each fuzz target for FUZZ_SECONDS (default 60)
@@ -86,7 +87,7 @@ FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build/fuzz/%)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all test unit e2e tsan-e2e e2e-threads4 check fuzz fuzz-regress fuzz-run run json-bench share-bench clean
+.PHONY: all test unit e2e tsan-e2e e2e-threads4 check fuzz fuzz-regress fuzz-run run json-bench share-bench hmap-bench clean
 all: $(B)/shootout $(B)/tests/nats_smoke
 
 $(foreach p,$(PROTOS),$(eval $(call protoc_rule,$(GEN),$(p)))$(eval $(call protoc_rule,$(FUZZ_GEN),$(p))))
@@ -228,9 +229,12 @@ build/perf/json_bench: tests/perf/json_bench.c $(B)/libshootout.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libshootout.a -lcjson $(LIBS)
 
-# How the loops should share the subscription tree (tests/perf/share_bench.c).
+# The measurements behind the broker's structures: how the loops share the
+# subscription tree (tests/perf/share_bench.c), the hash map's cost per
+# operation and per entry (tests/perf/hmap_bench.c).
 share-bench: build/perf/share_bench
-build/perf/share_bench: tests/perf/share_bench.c $(B)/libshootout.a
+hmap-bench: build/perf/hmap_bench
+build/perf/share_bench build/perf/hmap_bench: build/perf/%: tests/perf/%.c $(B)/libshootout.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(B)/libshootout.a $(LIBS)
 

@@ -3,8 +3,10 @@
  * The map does not copy keys: each key must stay valid, unchanged, for as
  * long as its entry is in the map (callers point it into the object the
  * value refers to). Values are never NULL. Lookup cost does not depend on
- * the number of entries; the table doubles at 3/4 load and never shrinks
- * below its first size unless emptied and freed.
+ * the number of entries; the table grows when an insert would take it past
+ * 3/4 load, doubling up to 1024 slots and by half from there (so a large
+ * table stays between 1/2 and 3/4 full), and never shrinks unless emptied
+ * and freed.
  */
 #ifndef SHOOTOUT_HMAP_H
 #define SHOOTOUT_HMAP_H
@@ -21,7 +23,7 @@ struct hmap_slot {
 
 struct hmap {
     struct hmap_slot *slots; /* NULL until the first put */
-    uint32_t cap;            /* power of two, or 0 */
+    uint32_t cap;            /* slots, any number (0 until the first put) */
     uint32_t count;
 };
 
@@ -42,6 +44,10 @@ static inline uint32_t hmap_count(const struct hmap *m) { return m->count; }
  * The map must not be modified during iteration, except hmap_del() of the
  * entry just returned. */
 struct hmap_slot *hmap_next(const struct hmap *m, size_t *iter);
+
+/* The table size after cap's next growth (the first: cap 0). Exposed for
+ * tests and for sizing estimates (slots at N entries). */
+uint32_t hmap_grown_cap(uint32_t cap);
 
 /* The hash function the map uses (exposed for tests and for callers that
  * want to shard by the same hash). */

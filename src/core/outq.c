@@ -13,6 +13,20 @@
  * far below IOV_MAX. */
 #define OUTQ_IOV 256
 
+/* A queue's first buffers are small when its first output is: a burst of
+ * connects allocates each connection's CONNACK between the records that
+ * stay (its connection and session) and frees it when flushed; 256 bytes
+ * and 8 pieces made a 480-byte hole per connection that the next records
+ * (176-byte chunks) only partly filled, about 75 bytes a connection lost
+ * for good. Holes of 32 and 64 bytes are reused by the next connections'
+ * small outputs. Past the small sizes a queue grows as before, so a busy
+ * one reallocates its buffer and its pieces once more each per drain at
+ * most. */
+#define OUTQ_OWN_SMALL 32
+#define OUTQ_OWN_FIRST 256
+#define OUTQ_ENTS_SMALL 2
+#define OUTQ_ENTS_FIRST 8
+
 static struct outq_ent *outq_push(struct outq *q)
 {
     if (q->head + q->count == q->cap) {
@@ -20,7 +34,7 @@ static struct outq_ent *outq_push(struct outq *q)
             memmove(q->ents, q->ents + q->head, q->count * sizeof *q->ents);
             q->head = 0;
         } else {
-            q->cap = q->cap ? q->cap * 2 : 8;
+            q->cap = !q->cap ? OUTQ_ENTS_SMALL : q->cap < OUTQ_ENTS_FIRST ? OUTQ_ENTS_FIRST : q->cap * 2;
             q->ents = mem_realloc(q->ents, q->cap * sizeof *q->ents);
         }
     }
@@ -33,8 +47,11 @@ uint8_t *outq_reserve(struct outq *q, size_t n)
     if (n == 0)
         return nothing; /* an empty piece would stall outq_flush */
     if (q->own_len + n > q->own_cap) {
-        size_t cap = q->own_cap ? q->own_cap : 256;
-        while (cap < q->own_len + n)
+        size_t need = q->own_len + n;
+        size_t cap = need <= OUTQ_OWN_SMALL && !q->own_cap ? OUTQ_OWN_SMALL
+                     : q->own_cap > OUTQ_OWN_FIRST        ? q->own_cap
+                                                          : OUTQ_OWN_FIRST;
+        while (cap < need)
             cap *= 2;
         q->own = mem_realloc(q->own, cap);
         q->own_cap = (uint32_t)cap;

@@ -1,9 +1,11 @@
 /* test_hmap.c - unit tests for the open-addressing hash map (hmap.c):
  * put/get/replace/delete at scale, backward-shift deletion against a
- * reference model, iteration with deletion, and awkward keys.
+ * reference model, iteration with deletion, the growth rule (doubling,
+ * then by half: large tables between 1/2 and 3/4 full) and awkward keys.
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -17,6 +19,12 @@
 
 #define NKEYS 100000
 
+/* An entry's home slot: its hash scaled to the table. */
+static uint32_t home_of(const struct hmap *m, uint32_t hash)
+{
+    return (uint32_t)(((uint64_t)hash * m->cap) >> 32);
+}
+
 /* Every entry must be reachable from its home slot: no empty slot may lie
  * between the two, which is what backward-shift deletion has to preserve. */
 static void check_invariants(const struct hmap *m)
@@ -28,7 +36,7 @@ static void check_invariants(const struct hmap *m)
             continue;
         n++;
         assert_int_equal(s->hash, hmap_hash(s->key, s->klen));
-        for (uint32_t j = s->hash & (m->cap - 1); j != i; j = (j + 1) & (m->cap - 1))
+        for (uint32_t j = home_of(m, s->hash); j != i; j = j + 1 == m->cap ? 0 : j + 1)
             assert_non_null(m->slots[j].key);
     }
     assert_int_equal(n, m->count);
@@ -258,7 +266,8 @@ static void test_replace_takes_new_key(void **state)
     hmap_free(&m);
 }
 
-/* Small tables grow from two slots and stay at or under 3/4 load. */
+/* Small tables grow from two slots, doubling, and stay at or under 3/4
+ * load. */
 static void test_growth(void **state)
 {
     char (*keys)[16] = make_keys();
@@ -282,6 +291,83 @@ static void test_growth(void **state)
     free(keys);
 }
 
+/* From 1024 slots on, a table grows by half: 768 entries fill 1024 slots,
+ * the 769th takes 1536, and from then on the table is between 1/2 and 3/4
+ * full after every insert, at most 48 bytes of slots an entry, where
+ * doubling left tables 3/8 full (64 bytes an entry). */
+static void test_load_stays_between_half_and_three_quarters(void **state)
+{
+    char (*keys)[16] = make_keys();
+    int v = 0;
+    struct hmap m = {0};
+    uint32_t growths = 0, cap = 0;
+
+    for (int i = 0; i < NKEYS; i++) {
+        hmap_put(&m, keys[i], strlen(keys[i]), &v);
+        assert_true((uint64_t)m.count * 4 <= (uint64_t)m.cap * 3);
+        if (m.cap != cap) {
+            assert_int_equal(m.cap, hmap_grown_cap(cap)); /* one step at a time */
+            cap = m.cap;
+            growths++;
+        }
+        if (i == 767)
+            assert_int_equal(m.cap, 1024);
+        if (i == 768)
+            assert_int_equal(m.cap, 1536);
+        if (m.cap > 1024)
+            assert_true((uint64_t)m.count * 2 >= (uint64_t)m.cap);
+    }
+    /* 100,000 entries land just past a growth: the figure docs/BENCHMARKS.md
+     * uses, and near the worst case. */
+    assert_int_equal(m.cap, 199288);
+    assert_true(m.cap * sizeof(struct hmap_slot) <= 48u * NKEYS);
+    assert_int_equal(growths, 23);
+    check_invariants(&m);
+    hmap_free(&m);
+    free(keys);
+}
+
+/* Random puts and deletes over a key space large enough for the table to
+ * grow through many sizes (past 1024, none a power of two) and shrink back
+ * in count, against an array model, checking every entry now and then. */
+static void test_random_growth_vs_model(void **state)
+{
+    enum { NK = 5000 };
+    char (*keys)[16] = make_keys();
+    int vals[8];
+    void **model = calloc(NK, sizeof *model);
+    struct hmap m = {0};
+    uint32_t live = 0;
+
+    rng_state = 0x2545f4914f6cdd1dull;
+    for (int round = 0; round < 400000; round++) {
+        int k = (int)rnd(NK);
+        size_t kl = strlen(keys[k]);
+        /* Phases of mostly inserts and mostly deletes. */
+        bool filling = (round / 50000) % 2 == 0;
+        if (rnd(10) < (filling ? 2u : 7u)) {
+            assert_ptr_equal(hmap_del(&m, keys[k], kl), model[k]);
+            live -= model[k] != NULL;
+            model[k] = NULL;
+        } else {
+            void *v = &vals[rnd(8)];
+            assert_ptr_equal(hmap_put(&m, keys[k], kl, v), model[k]);
+            live += model[k] == NULL;
+            model[k] = v;
+        }
+        assert_int_equal(hmap_count(&m), live);
+        if (round % 9973 == 0) {
+            check_invariants(&m);
+            for (int i = 0; i < NK; i++)
+                assert_ptr_equal(hmap_get(&m, keys[i], strlen(keys[i])), model[i]);
+        }
+    }
+    check_invariants(&m);
+    hmap_free(&m);
+    free(model);
+    free(keys);
+}
+
 /* A weak hash would pile sequential keys into long runs; require the mean
  * probe distance of a full table to stay small. */
 static void test_hash_spread(void **state)
@@ -295,7 +381,7 @@ static void test_hash_spread(void **state)
         hmap_put(&m, keys[i], strlen(keys[i]), &v);
     for (uint32_t i = 0; i < m.cap; i++)
         if (m.slots[i].key)
-            dist += (i - m.slots[i].hash) & (m.cap - 1);
+            dist += (i + m.cap - home_of(&m, m.slots[i].hash)) % m.cap;
     assert_true(dist < 3 * (uint64_t)NKEYS);
     assert_int_not_equal(hmap_hash("a", 1), hmap_hash("b", 1));
     assert_int_equal(hmap_hash("abc", 3), hmap_hash("abcd", 3));
@@ -313,6 +399,8 @@ int main(void)
         cmocka_unit_test(test_binary_and_empty_keys),
         cmocka_unit_test(test_replace_takes_new_key),
         cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_load_stays_between_half_and_three_quarters),
+        cmocka_unit_test(test_random_growth_vs_model),
         cmocka_unit_test(test_hash_spread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,8 +2,8 @@
  * non-blocking socketpair whose send buffer is made small so that writes are
  * partial: byte order across copied and shared pieces, merging of own
  * pieces, shared-block reference counts, resumed partial writes, write
- * errors, compaction of the own buffer, and that a drained queue holds no
- * memory.
+ * errors, compaction of the own buffer, that a drained queue holds no
+ * memory, and that a small first output takes small buffers.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -632,6 +632,43 @@ static void test_drained_queue_holds_nothing(void **state)
     pair_close(&p);
 }
 
+/* A small first output (a CONNACK, a PINGRESP) takes small buffers: 32
+ * bytes and two pieces, whose holes among long-lived records the next small
+ * outputs reuse; growing past them goes to the usual 256 bytes and 8
+ * pieces, and the bytes still come out in order. */
+static void test_small_first_output(void **state)
+{
+    struct pair p;
+    pair_open(&p, SMALL_SNDBUF);
+    struct model m = {0};
+    struct outq q = {0};
+    static struct block b;
+    block_init(&b);
+
+    q_copy_random(&q, &m, 4);
+    assert_int_equal(q.own_cap, 32);
+    assert_int_equal(q.cap, 2);
+    q_copy_random(&q, &m, 28); /* fills it, still one piece */
+    assert_int_equal(q.own_cap, 32);
+    assert_int_equal(q.count, 1);
+    q_copy_random(&q, &m, 1);
+    assert_int_equal(q.own_cap, 256);
+    q_share(&q, &m, &b, 0, 100);
+    assert_int_equal(q.cap, 2);
+    q_copy_random(&q, &m, 1);
+    assert_int_equal(q.cap, 8);
+    flush_all(&q, &p, &m);
+    assert_null(q.own);
+
+    /* A first output over 32 bytes starts at 256, as before. */
+    q_copy_random(&q, &m, 33);
+    assert_int_equal(q.own_cap, 256);
+    flush_all(&q, &p, &m);
+    assert_int_equal(b.rc.refs, 1);
+    model_free(&m);
+    pair_close(&p);
+}
+
 /* Runs fn in a child with a deadline; returns its wait status. */
 static int run_bounded(void (*fn)(int fd), int fd)
 {
@@ -712,6 +749,7 @@ int main(void)
         cmocka_unit_test_setup(test_compaction_own_bytes, setup),
         cmocka_unit_test_setup(test_compaction_with_shared, setup),
         cmocka_unit_test_setup(test_drained_queue_holds_nothing, setup),
+        cmocka_unit_test_setup(test_small_first_output, setup),
         cmocka_unit_test_setup(test_zero_length_copy, setup),
         cmocka_unit_test_setup(test_zero_length_share, setup),
     };
