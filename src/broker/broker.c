@@ -517,6 +517,7 @@ int broker_run(const struct broker_config *cfg)
         .bind = cfg->bind,
         .nports = cfg->listeners.n,
         .threads = threads,
+        .accept = (enum srv_accept)cfg->accept,
         .max_connections = UINT_MAX,
         .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = LINGER_MS,
