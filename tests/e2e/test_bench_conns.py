@@ -325,6 +325,25 @@ def test_idle_connections_lost_during_the_hold_fail_the_run(tmp_path):
     assert "20 idle connections lost" in p.stderr and "closed by the broker" in p.stderr
 
 
+@pytest.mark.shootout_only
+def test_accept_handoff_spreads_connections_over_every_loop(broker_factory):
+    """With --accept handoff the first loop alone listens and hands each
+    connection to the loops in turn: 40 clients at --threads 4 land on all
+    four loops, 10 each give or take the fixture's probe connection (with
+    SO_REUSEPORT the kernel's hash decides; docs/broker.md, "Threads")."""
+    loops = 4
+    b = broker_factory(extra_args=("--threads", str(loops), "--accept", "handoff"))
+    clients = [b.raw_connected("handoff-%d" % i) for i in range(40)]
+    per_loop = [0] * loops
+    for i in range(len(clients)):
+        per_loop[b.loop_of("handoff-%d" % i)] += 1
+    assert min(per_loop) > 0 and max(per_loop) - min(per_loop) <= 1, per_loop
+    for c in clients:
+        c.send(mqtt_raw.pingreq())
+        c.expect(mqtt_raw.PINGRESP)
+    b.assert_alive()
+
+
 @pytest.mark.parametrize("args, message", [
     ([], "one of --idle N or --storm R"),
     (["--idle", "5", "--storm", "5"], "one of --idle N or --storm R"),
