@@ -356,6 +356,20 @@ static void srv_pendings_close(struct srv_pendings *p)
     mem_free(p->v);
 }
 
+/* A new eventfd in io, watched for reading by loop. */
+static int srv_eventfd_watch(struct ev_loop *loop, struct ev_io *io, ev_io_fn cb, void *data)
+{
+    io->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (io->fd < 0) {
+        log_error("cannot create an eventfd: %s", strerror(errno));
+        return -1;
+    }
+    io->cb = cb;
+    io->data = data;
+    ev_io_start(loop, io, EV_READ);
+    return 0;
+}
+
 /* Worker w's hand-off queue, with SRV_ACCEPT_HANDOFF (worker 0 has none:
  * what it keeps it admits at once). */
 static int srv_handoff_init(struct srv *s, struct srv_worker *w)
@@ -365,15 +379,7 @@ static int srv_handoff_init(struct srv *s, struct srv_worker *w)
     struct srv_handoff *h = &s->handoffs[w->index];
     h->w = w;
     pthread_mutex_init(&h->lock, NULL);
-    h->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (h->wake.fd < 0) {
-        log_error("cannot create an eventfd: %s", strerror(errno));
-        return -1;
-    }
-    h->wake.cb = srv_on_handoff;
-    h->wake.data = h;
-    ev_io_start(w->loop, &h->wake, EV_READ);
-    return 0;
+    return srv_eventfd_watch(w->loop, &h->wake, srv_on_handoff, h);
 }
 
 /* Connections still queued when the loops stopped are closed unserved. */
@@ -430,14 +436,8 @@ static int srv_worker_init(struct srv *s, struct srv_worker *w, unsigned index, 
     }
     ev_set_prepare(w->loop, srv_prepare, w);
     ev_timer_init(&w->drain_timer, srv_on_drain_timeout, w);
-    w->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (w->wake.fd < 0) {
-        log_error("cannot create an eventfd: %s", strerror(errno));
+    if (srv_eventfd_watch(w->loop, &w->wake, srv_on_wake, w) < 0)
         return -1;
-    }
-    w->wake.cb = srv_on_wake;
-    w->wake.data = w;
-    ev_io_start(w->loop, &w->wake, EV_READ);
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (srv_handoff_init(s, w) < 0)
         return -1;
