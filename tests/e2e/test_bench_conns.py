@@ -4,7 +4,8 @@ reported and sane), a small connect storm with established clients (nothing
 refused, round trips measured before and during), and a broker that refuses
 connections over its limit (the failures counted, the run failed), and a
 storm of connects while the broker does not accept (none dropped, every one
-answered); the results table has the columns of what the mode measures, none
+answered), and --accept handoff spreading clients evenly over 4 loops; the
+results table has the columns of what the mode measures, none
 of the message experiments' (received, lost), and the JSON no "messages". No
 timing assertions but a generous bound on a ping round trip.
 
