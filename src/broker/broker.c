@@ -46,6 +46,7 @@ void broker_config_defaults(struct broker_config *cfg)
     cfg->bind = "127.0.0.1";
     cfg->port = 1883;
     cfg->threads = 0;
+    cfg->accept = SRV_ACCEPT_REUSEPORT;
     cfg->max_connections = 100000;
     cfg->max_packet_size = 1024 * 1024;
     cfg->max_queued = 1000;
@@ -517,6 +518,7 @@ int broker_run(const struct broker_config *cfg)
         .bind = cfg->bind,
         .nports = cfg->listeners.n,
         .threads = threads,
+        .accept = (enum srv_accept)cfg->accept,
         .max_connections = UINT_MAX,
         .max_per_address = cfg->max_per_address,
         .drain_timeout_ms = LINGER_MS,

@@ -35,6 +35,7 @@ struct broker_config {
     char bind_storage[256];    /* holds bind when it came from a flag or a file */
     int port;                  /* default 1883; 0 picks a free port */
     uint32_t threads;          /* event loops; 0 = one per online CPU (default 1) */
+    uint32_t accept;           /* enum srv_accept: how connections reach the loops */
     uint32_t max_connections;  /* simultaneous clients */
     uint32_t max_per_address;  /* connections from one address; 0 = no limit (core/srv.h) */
     uint32_t max_packet_size;  /* whole packet, bytes, in either direction */

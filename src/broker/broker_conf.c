@@ -10,6 +10,7 @@
 #include "cluster/subject.h"
 #include "core/mem.h"
 #include "core/opt.h"
+#include "core/srv.h"
 
 #define CFG(field) OPT_FIELD(struct broker_config, field)
 
@@ -57,6 +58,12 @@ static int conf_set_prefix(const struct opt *o, void *base, const char *name, co
     return conf_set_word(o, base, name, value, err, errlen);
 }
 
+static const struct opt_choice conf_accepts[] = {
+    {"reuseport", NULL, SRV_ACCEPT_REUSEPORT},
+    {"handoff", NULL, SRV_ACCEPT_HANDOFF},
+    {NULL, NULL, 0},
+};
+
 const struct opt broker_options[] = {
     {"bind", 'b', OPT_CALL, "ADDR", "listen address; :: or 0.0.0.0 for all interfaces",
      "127.0.0.1", .keyword = "bind_address", .set = conf_set_bind},
@@ -66,6 +73,10 @@ const struct opt broker_options[] = {
      "event loops (threads); 0: one per online CPU; connections "
      "spread over them (docs/broker.md, \"Threads\")", "0", CFG(threads), .keyword = "threads",
      .min = 0, .max = BROKER_THREADS_MAX},
+    {"accept", 0, OPT_ENUM, "reuseport|handoff",
+     "with several loops: a listener per loop (the kernel spreads connections by address "
+     "and port), or one on the first loop handing them to the loops in turn", "reuseport",
+     CFG(accept), .keyword = "accept", .choices = conf_accepts},
     {"max-connections", 0, OPT_UINT, "N",
      "simultaneous clients; more are answered CONNACK 3 and closed", "100000",
      CFG(max_connections), .keyword = "max_connections", .min = 1, .max = UINT32_MAX},

@@ -1,5 +1,6 @@
 /* srv.c - workers, listeners, accepting with a guard against running out
- * of descriptors, signals and the graceful drain, for every server. */
+ * of descriptors, the accept hand-off, signals and the graceful drain, for
+ * every server. */
 #include "core/srv.h"
 
 #include <errno.h>
@@ -23,6 +24,31 @@
  * while a busy loop was not accepting (docs/broker.md, "Threads"). */
 #define SRV_LISTEN_BACKLOG 65535
 
+/* A connection worker 0 accepted for another worker (SRV_ACCEPT_HANDOFF). */
+struct srv_pending {
+    int fd;
+    unsigned listener;
+    struct sockaddr_storage peer;
+};
+
+struct srv_pendings {
+    struct srv_pending *v;
+    size_t n, cap;
+};
+
+/* A worker's incoming connections with SRV_ACCEPT_HANDOFF. Worker 0 fills
+ * batch during one wake-up of a listener, then moves it into queue under
+ * lock, writing the eventfd only when queue was empty: one wake-up per
+ * batch, as cross-loop deliveries do (broker/xloop.c). */
+struct srv_handoff {
+    struct srv_worker *w;
+    pthread_mutex_t lock;
+    struct srv_pendings queue;    /* under lock */
+    struct srv_pendings batch;    /* worker 0's only */
+    struct srv_pendings taken;    /* the worker's own: queue swapped out */
+    struct ev_io wake;            /* eventfd */
+};
+
 struct srv {
     const struct srv_config *cfg;
     const struct srv_hooks *hooks;
@@ -33,6 +59,8 @@ struct srv {
     pthread_mutex_t addr_lock; /* for addrs, with max_per_address */
     struct addrcount addrs;
     uint64_t addr_logged_ms;   /* under addr_lock: the last refusal logged */
+    struct srv_handoff *handoffs; /* by worker, with SRV_ACCEPT_HANDOFF and threads > 1 */
+    unsigned handoff_next;     /* worker 0's: the worker the next connection goes to */
 };
 
 
@@ -134,14 +162,85 @@ void srv_worker_conn_join(struct srv_worker *w, int fd, const struct srv_fd_addr
         srv_fd_addr_set(w, fd, t->key);
 }
 
+/* A connection fd just accepted (by w, or handed to it): counted under its
+ * address and in the limit, then given to the protocol, or closed. */
+static void srv_admit(struct srv_worker *w, unsigned listener, int fd,
+                      const struct sockaddr_storage *peer)
+{
+    /* Refusing by closing is what a client can act on at once; reading a
+     * request first would spend what the limit saves. */
+    if (w->srv->cfg->max_per_address && !srv_take_address(w, fd, peer)) {
+        close(fd);
+        return;
+    }
+    if (!srv_worker_conn_opened(w)) {
+        srv_give_address(w, fd);
+        __atomic_store_n(&w->refused_connections, w->refused_connections + 1, __ATOMIC_RELAXED);
+        close(fd);
+        return;
+    }
+    w->srv->hooks->accept(w, listener, fd);
+}
+
+static void srv_pendings_push(struct srv_pendings *p, const struct srv_pending *e)
+{
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 64;
+        p->v = mem_realloc(p->v, p->cap * sizeof *p->v);
+    }
+    p->v[p->n++] = *e;
+}
+
+/* Worker 0, at the end of a listener's wake-up: each worker's batch into
+ * its queue. */
+static void srv_handoff_flush(struct srv *s)
+{
+    uint64_t one = 1;
+    for (unsigned i = 1; i < s->nworkers; i++) {
+        struct srv_handoff *h = &s->handoffs[i];
+        if (!h->batch.n)
+            continue;
+        pthread_mutex_lock(&h->lock);
+        bool was_empty = h->queue.n == 0;
+        for (size_t k = 0; k < h->batch.n; k++)
+            srv_pendings_push(&h->queue, &h->batch.v[k]);
+        pthread_mutex_unlock(&h->lock);
+        h->batch.n = 0;
+        if (was_empty && write(h->wake.fd, &one, sizeof one) < 0)
+            log_warn("cannot wake worker %u: %s", i, strerror(errno));
+    }
+}
+
+/* A worker's eventfd: take every connection handed to it. */
+static void srv_on_handoff(struct ev_loop *loop, struct ev_io *io, uint32_t events)
+{
+    struct srv_handoff *h = io->data;
+    uint64_t v;
+    while (read(io->fd, &v, sizeof v) == (ssize_t)sizeof v)
+        ;
+    pthread_mutex_lock(&h->lock);
+    struct srv_pendings t = h->queue;
+    h->queue = h->taken;
+    pthread_mutex_unlock(&h->lock);
+    for (size_t k = 0; k < t.n; k++) {
+        if (h->w->draining)
+            close(t.v[k].fd);
+        else
+            srv_admit(h->w, t.v[k].listener, t.v[k].fd, &t.v[k].peer);
+    }
+    t.n = 0;
+    h->taken = t;
+}
+
 static void srv_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
     struct srv_worker *w = io->data;
+    struct srv *s = w->srv;
     unsigned listener = (unsigned)(io - w->listeners);
     for (int i = 0; i < SRV_ACCEPTS_PER_WAKE; i++) {
-        struct sockaddr_storage peer;
-        int fd = net_accept_guarded(io->fd, &w->spare_fd, &peer);
-        if (fd < 0) {
+        struct srv_pending e = {.listener = listener};
+        e.fd = net_accept_guarded(io->fd, &w->spare_fd, &e.peer);
+        if (e.fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
             if (errno == EMFILE || errno == ENFILE) {
@@ -149,22 +248,20 @@ static void srv_on_accept(struct ev_loop *loop, struct ev_io *io, uint32_t event
                                  __ATOMIC_RELAXED);
                 log_warn("out of file descriptors at %u connections: dropped a new one", w->nconns);
             }
-            return;
+            break;
         }
-        /* Refusing by closing is what a client can act on at once;
-         * reading a request first would spend what the limit saves. */
-        if (w->srv->cfg->max_per_address && !srv_take_address(w, fd, &peer)) {
-            close(fd);
-            continue;
+        unsigned to = 0;
+        if (s->handoffs) {
+            to = s->handoff_next;
+            s->handoff_next = (to + 1) % s->nworkers;
         }
-        if (!srv_worker_conn_opened(w)) {
-            srv_give_address(w, fd);
-            __atomic_store_n(&w->refused_connections, w->refused_connections + 1, __ATOMIC_RELAXED);
-            close(fd);
-            continue;
-        }
-        w->srv->hooks->accept(w, listener, fd);
+        if (to == 0)
+            srv_admit(w, listener, e.fd, &e.peer);
+        else
+            srv_pendings_push(&s->handoffs[to].batch, &e);
     }
+    if (s->handoffs)
+        srv_handoff_flush(s);
 }
 
 static bool srv_prepare(struct ev_loop *loop, void *data)
@@ -252,10 +349,60 @@ static int srv_worker_listen(struct srv_worker *w, unsigned i, int *port, int fl
     return 0;
 }
 
+static void srv_pendings_close(struct srv_pendings *p)
+{
+    for (size_t k = 0; k < p->n; k++)
+        close(p->v[k].fd);
+    mem_free(p->v);
+}
+
+/* A new eventfd in io, watched for reading by loop. */
+static int srv_eventfd_watch(struct ev_loop *loop, struct ev_io *io, ev_io_fn cb, void *data)
+{
+    io->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (io->fd < 0) {
+        log_error("cannot create an eventfd: %s", strerror(errno));
+        return -1;
+    }
+    io->cb = cb;
+    io->data = data;
+    ev_io_start(loop, io, EV_READ);
+    return 0;
+}
+
+/* Worker w's hand-off queue, with SRV_ACCEPT_HANDOFF (worker 0 has none:
+ * what it keeps it admits at once). */
+static int srv_handoff_init(struct srv *s, struct srv_worker *w)
+{
+    if (!s->handoffs || w->index == 0)
+        return 0;
+    struct srv_handoff *h = &s->handoffs[w->index];
+    h->w = w;
+    pthread_mutex_init(&h->lock, NULL);
+    return srv_eventfd_watch(w->loop, &h->wake, srv_on_handoff, h);
+}
+
+/* Connections still queued when the loops stopped are closed unserved. */
+static void srv_handoff_free(struct srv *s, struct srv_worker *w)
+{
+    if (!s->handoffs || !s->handoffs[w->index].w)
+        return;
+    struct srv_handoff *h = &s->handoffs[w->index];
+    if (h->wake.fd >= 0) {
+        ev_io_stop(w->loop, &h->wake);
+        close(h->wake.fd);
+    }
+    srv_pendings_close(&h->queue);
+    srv_pendings_close(&h->batch);
+    srv_pendings_close(&h->taken);
+    pthread_mutex_destroy(&h->lock);
+}
+
 static void srv_worker_free(struct srv *s, struct srv_worker *w, bool inited)
 {
     if (!w->loop)
         return;
+    srv_handoff_free(s, w);
     if (inited) {
         if (s->hooks->worker_fini)
             s->hooks->worker_fini(w, s->ctx);
@@ -289,15 +436,11 @@ static int srv_worker_init(struct srv *s, struct srv_worker *w, unsigned index, 
     }
     ev_set_prepare(w->loop, srv_prepare, w);
     ev_timer_init(&w->drain_timer, srv_on_drain_timeout, w);
-    w->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (w->wake.fd < 0) {
-        log_error("cannot create an eventfd: %s", strerror(errno));
+    if (srv_eventfd_watch(w->loop, &w->wake, srv_on_wake, w) < 0)
         return -1;
-    }
-    w->wake.cb = srv_on_wake;
-    w->wake.data = w;
-    ev_io_start(w->loop, &w->wake, EV_READ);
     w->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (srv_handoff_init(s, w) < 0)
+        return -1;
     if (s->hooks->worker_init && s->hooks->worker_init(w, s->ctx) < 0)
         return -1;
     *inited = true;
@@ -328,6 +471,9 @@ int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *c
     atomic_init(&s.nconns, 0);
     pthread_mutex_init(&s.addr_lock, NULL);
     s.workers = mem_calloc(s.nworkers, sizeof *s.workers);
+    bool handoff = cfg->accept == SRV_ACCEPT_HANDOFF && s.nworkers > 1;
+    if (handoff)
+        s.handoffs = mem_calloc(s.nworkers, sizeof *s.handoffs);
     bool *inited = mem_calloc(s.nworkers, sizeof *inited);
     int rc = 1;
     unsigned started = 0;
@@ -344,7 +490,9 @@ int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *c
         log_error("cannot set up signal handling: %s", strerror(errno));
         goto out;
     }
-    int flags = s.nworkers > 1 ? NET_REUSEPORT : 0;
+    /* With the hand-off, worker 0 alone listens. */
+    int flags = s.nworkers > 1 && !handoff ? NET_REUSEPORT : 0;
+    unsigned nlisten = handoff ? 1 : s.nworkers;
     int ports[SRV_MAX_LISTENERS];
     for (unsigned p = 0; p < SRV_MAX_LISTENERS; p++)
         ports[p] = p < cfg->nports ? cfg->ports[p] : -1;
@@ -355,7 +503,7 @@ int srv_run(const struct srv_config *cfg, const struct srv_hooks *hooks, void *c
      * password file) can still refuse the start. */
     if (hooks->workers_ready && hooks->workers_ready(ctx) < 0)
         goto out;
-    for (unsigned i = 0; i < s.nworkers; i++)
+    for (unsigned i = 0; i < nlisten; i++)
         for (unsigned p = 0; p < cfg->nports; p++)
             if (srv_worker_listen(&s.workers[i], p, &ports[p], flags) < 0)
                 goto out;
@@ -392,6 +540,7 @@ out:
     mem_free(inited);
     mem_free(threads);
     mem_free(s.workers);
+    mem_free(s.handoffs);
     addrcount_free(&s.addrs);
     pthread_mutex_destroy(&s.addr_lock);
     return rc;

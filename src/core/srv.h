@@ -1,6 +1,8 @@
 /* srv.h - the process skeleton every TCP server of shootout shares: N
  * worker threads, each with its own event loop and its own SO_REUSEPORT
- * listeners, a global connection limit, accepting with a guard against
+ * listeners (or, with SRV_ACCEPT_HANDOFF, one set of listeners on worker 0
+ * that hands each connection to the workers in turn), a global connection
+ * limit, accepting with a guard against
  * running out of descriptors, signals on worker 0, and the graceful drain
  * (stop accepting, let the protocol finish what is in progress, close
  * within a timeout). The protocol plugs in through struct srv_hooks.
@@ -51,12 +53,19 @@ struct srv_worker {
     int spare_fd;              /* reserve for running out of descriptors */
 };
 
+/* How connections reach the workers (docs/broker.md, "Threads"). */
+enum srv_accept {
+    SRV_ACCEPT_REUSEPORT, /* a listener per worker; the kernel picks by 4-tuple hash */
+    SRV_ACCEPT_HANDOFF,   /* worker 0 accepts and hands them out round-robin */
+};
+
 struct srv_config {
     const char *bind;
     int ports[SRV_MAX_LISTENERS]; /* -1 = off; 0 = a free port (shared by all workers) */
     const char *binds[SRV_MAX_LISTENERS]; /* a listener's own address; NULL = bind */
     unsigned nports;
     unsigned threads;             /* 0 = 1 */
+    enum srv_accept accept;       /* with threads > 1 */
     unsigned max_connections;     /* all workers together; UINT_MAX: the protocol limits them */
     unsigned max_per_address;     /* from one peer address, all workers together; 0 = no limit */
     uint32_t drain_timeout_ms;

@@ -189,6 +189,11 @@ static const char *other_value(const struct opt *o, char *buf, size_t len)
         return buf;
     case OPT_BOOL:
         return "false";
+    case OPT_ENUM: /* the first choice that is not the default */
+        for (const struct opt_choice *c = o->choices; c->name; c++)
+            if (!o->def || strcmp(c->name, o->def))
+                return c->name;
+        return NULL;
     case OPT_CALL: /* an address or a file name; NATS tokens for the cluster's prefix */
         return strcmp(o->name, "cluster-prefix") ? "::1" : "site-1";
     default:
