@@ -441,6 +441,24 @@ void router_route_cluster(struct broker_loop *l, struct msg *m)
         route_deliver(l, m, NULL);
 }
 
+bool router_cluster_hold(struct broker_loop *l, struct ev_io *inbox)
+{
+    struct broker *b = l->b;
+    if (b->nloops == 1 || !xloop_over(b->xs, l->index, ROUTER_CLUSTER_MARK))
+        return false;
+    ev_io_stop(l->ev, inbox);
+    l->cluster_held = inbox;
+    return true;
+}
+
+void router_cluster_resume(struct broker_loop *l)
+{
+    if (!xloop_over(l->b->xs, l->index, ROUTER_CLUSTER_MARK / 2)) {
+        ev_io_start(l->ev, l->cluster_held, EV_READ); /* its eventfd is still readable */
+        l->cluster_held = NULL;
+    }
+}
+
 void router_deliver_member(struct broker_loop *l, struct session *s, struct msg *m,
                            subtree_opts opts)
 {
