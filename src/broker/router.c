@@ -453,7 +453,9 @@ bool router_cluster_hold(struct broker_loop *l, struct ev_io *inbox)
 
 void router_cluster_resume(struct broker_loop *l)
 {
-    if (!xloop_over(l->b->xs, l->index, ROUTER_CLUSTER_MARK / 2)) {
+    if (!l->b->cluster) /* stopped (broker_fini): its watcher went with it */
+        l->cluster_held = NULL;
+    else if (!xloop_over(l->b->xs, l->index, ROUTER_CLUSTER_MARK / 2)) {
         ev_io_start(l->ev, l->cluster_held, EV_READ); /* its eventfd is still readable */
         l->cluster_held = NULL;
     }
