@@ -35,6 +35,7 @@
 #include "broker/share.h"
 #include "broker/xloop.h"
 #include "cluster/link.h"
+#include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_topic.h"
 
@@ -448,6 +449,8 @@ bool router_cluster_hold(struct broker_loop *l, struct ev_io *inbox)
         return false;
     ev_io_stop(l->ev, inbox);
     l->cluster_held = inbox;
+    log_debug("cluster inbox held: %llu entries for other loops not taken yet",
+              (unsigned long long)xloop_untaken(b->xs, l->index));
     return true;
 }
 
@@ -458,6 +461,7 @@ void router_cluster_resume(struct broker_loop *l)
     else if (!xloop_over(l->b->xs, l->index, ROUTER_CLUSTER_MARK / 2)) {
         ev_io_start(l->ev, l->cluster_held, EV_READ); /* its eventfd is still readable */
         l->cluster_held = NULL;
+        log_debug("cluster inbox taken again");
     }
 }
 
