@@ -98,6 +98,9 @@ struct broker_loop {
     struct ev_io x_wake;    /* x.efd: another loop handed us a batch */
     struct conn *moving;    /* connections to hand to their session's loop */
     struct conn *remote_waiters; /* publishers waiting for other loops' sessions */
+    /* The home loop's, in a cluster: the inbox's watcher while it is over
+     * ROUTER_CLUSTER_MARK (router.h). */
+    struct ev_io *cluster_held;
 };
 
 struct broker {

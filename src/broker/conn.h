@@ -73,6 +73,10 @@ struct conn_cold {
      * session (a reference held), on its loop's remote_waiters list
      * through wait_prev/wait_next. */
     struct session *remote_on;
+    /* The session it waits for was a slow consumer already when the wait
+     * began (a remote wait for deliveries on their way, xpending): that
+     * the wait ends with it flagged says nothing of this one's grace. */
+    bool wait_began_slow;
     /* A large SUBSCRIBE or UNSUBSCRIBE under way (handle.h): owned; input
      * is not read until it is done. */
     struct sub_job *job;

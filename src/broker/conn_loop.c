@@ -327,7 +327,7 @@ static void conn_hand_over(struct broker_loop *l)
 
 void conn_take_handoffs(struct broker_loop *l)
 {
-    if (!xloop_take(&l->x, &l->x_taken))
+    if (!xloop_take(l->b->xs, l->index, &l->x_taken))
         return;
     struct xloop_box *box = &l->x_taken;
     for (uint32_t i = 0; i < box->n; i++) {
@@ -341,6 +341,9 @@ void conn_take_handoffs(struct broker_loop *l)
             break;
         case XLOOP_RECHECK:
             session_recheck_remote(l);
+            break;
+        case XLOOP_STALL:
+            session_stall_take(l, e->p);
             break;
         case XLOOP_PARK:
             broker_park(l->b, (unsigned)(uintptr_t)e->aux);
@@ -383,6 +386,8 @@ bool conn_prepare(struct broker_loop *l)
     if (b->nloops > 1) {
         conn_hand_over(l);
         xloop_flush(b->xs, l->index);
+        if (l->cluster_held)
+            router_cluster_resume(l);
     }
     /* Free closed connections no list still points to. */
     struct conn **pp = &l->closed;
@@ -423,18 +428,13 @@ void conn_check_stalls(struct broker_loop *l)
     uint64_t next = UINT64_MAX; /* the earliest a waiting one may stall */
     for (struct conn *c = l->conns; c; c = c->next) {
         const struct conn_cold *k = c->cold;
-        struct session *s = k ? k->blocked_on : NULL;
-        if (!s || !session_grace_spent(c, now))
-            continue;
-        uint64_t progress = session_cold_peek(s)->progress_ms;
-        uint64_t since = progress > k->blocked_since_ms ? progress : k->blocked_since_ms;
-        if (now - since >= BROKER_STALL_MS)
-            session_flag_slow(l, s);
-        else if (since + BROKER_STALL_MS < next)
-            next = since + BROKER_STALL_MS;
+        struct session *s = !k ? NULL : k->blocked_on ? k->blocked_on : k->remote_on;
+        uint64_t at = s ? session_check_stall(l, c, s) : 0;
+        if (at && at < next)
+            next = at;
     }
     if (next != UINT64_MAX)
-        ev_timer_start(l->ev, &l->stall, next - now, 0);
+        ev_timer_start(l->ev, &l->stall, next > now ? next - now : 0, 0);
 }
 
 void conn_sweep(struct broker_loop *l)

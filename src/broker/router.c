@@ -35,6 +35,7 @@
 #include "broker/share.h"
 #include "broker/xloop.h"
 #include "cluster/link.h"
+#include "core/log.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_topic.h"
 
@@ -444,6 +445,29 @@ void router_route_cluster(struct broker_loop *l, struct msg *m)
      * second one in the group. */
     if (route_collect(l, msg_topic(m), m->topic_len, NULL, false))
         route_deliver(l, m, NULL);
+}
+
+bool router_cluster_hold(struct broker_loop *l, struct ev_io *inbox)
+{
+    struct broker *b = l->b;
+    if (b->nloops == 1 || !xloop_over(b->xs, l->index, ROUTER_CLUSTER_MARK))
+        return false;
+    ev_io_stop(l->ev, inbox);
+    l->cluster_held = inbox;
+    log_debug("cluster inbox held: %llu entries for other loops not taken yet",
+              (unsigned long long)xloop_untaken(b->xs, l->index));
+    return true;
+}
+
+void router_cluster_resume(struct broker_loop *l)
+{
+    if (!l->b->cluster) /* stopped (broker_fini): its watcher went with it */
+        l->cluster_held = NULL;
+    else if (!xloop_over(l->b->xs, l->index, ROUTER_CLUSTER_MARK / 2)) {
+        ev_io_start(l->ev, l->cluster_held, EV_READ); /* its eventfd is still readable */
+        l->cluster_held = NULL;
+        log_debug("cluster inbox taken again");
+    }
 }
 
 void router_deliver_member(struct broker_loop *l, struct session *s, struct msg *m,

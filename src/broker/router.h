@@ -113,6 +113,22 @@ void router_publish(struct broker_loop *l, struct msg *m);
  * the cluster. Takes no ownership of m. */
 void router_route_cluster(struct broker_loop *l, struct msg *m);
 
+/* The cluster inbox's mark (docs/broker.md, "Back-pressure across
+ * loops"): the home loop routes the cluster's messages without waiting for
+ * any subscriber, so while more than this many of its entries for other
+ * loops are not taken yet it takes no more of the inbox, which fills and
+ * drops (counted) meanwhile, as QoS 0 allows. */
+#define ROUTER_CLUSTER_MARK 16384
+/* cluster/link.c, before it takes its inbox (watched by inbox, on the home
+ * loop l): true if l is over the mark, inbox then stopped until
+ * router_cluster_resume starts it again. */
+struct ev_io;
+bool router_cluster_hold(struct broker_loop *l, struct ev_io *inbox);
+/* conn_prepare, while l->cluster_held: starts the inbox's watcher again
+ * once l's entries not taken are down to half the mark (xloop_over wakes
+ * l when takers take them). */
+void router_cluster_resume(struct broker_loop *l);
+
 /* m came through s's own NATS queue subscription (cluster/link.c, on the
  * home loop): to s alone, as opts (its shared subscription's) grant, and
  * not to the rest of its group. Takes over a reference to s the caller

@@ -318,6 +318,26 @@ static bool session_above(const struct session *s, size_t out, uint32_t queued)
     return outq_pending(&s->conn->out) >= out || s->qlen >= queued;
 }
 
+/* p's wait begins, on the wait list at *head (its subscriber's waiters,
+ * or its loop's remote_waiters): whether its subscriber is local or not,
+ * one whose grace is spent is watched for stalls (l->stall). */
+static void session_wait_begin(struct broker_loop *l, struct conn *p, const struct session *s,
+                               struct conn **head)
+{
+    uint64_t now = ev_now(l->ev);
+    struct conn_cold *k = conn_cold(p);
+    k->blocked_since_ms = now;
+    k->wait_began_slow = __atomic_load_n(&s->held, __ATOMIC_SEQ_CST) == SESSION_SLOW;
+    if (session_grace_spent(p, now) && !ev_timer_active(&l->stall))
+        ev_timer_start(l->ev, &l->stall, BROKER_STALL_MS, 0);
+    k->wait_prev = NULL;
+    k->wait_next = *head;
+    if (*head)
+        (*head)->cold->wait_prev = p;
+    *head = p;
+    STAT_ADD(l->stats.publisher_waits, 1);
+}
+
 static void session_push_back(struct broker_loop *l, struct session *s, struct conn *p)
 {
     struct broker *b = l->b;
@@ -326,32 +346,24 @@ static void session_push_back(struct broker_loop *l, struct session *s, struct c
     if (!p || p->session == s || session_cold_peek(s)->slow_consumer || conn_waiting(s->conn) ||
         !session_above(s, b->out_high, b->queue_high))
         return;
-    uint64_t now = ev_now(l->ev);
     struct session_cold *sk = session_cold(s);
     if (!sk->congested_ms)
-        sk->congested_ms = now;
+        sk->congested_ms = ev_now(l->ev);
     /* A publisher closed while its packet was handled has nothing left to
      * pause; one already waiting waits for one subscriber at a time. */
     if (p->state >= CONN_LINGER || conn_waiting(p))
         return;
-    struct conn_cold *pk = conn_cold(p);
-    pk->blocked_on = s;
-    pk->blocked_since_ms = now;
-    if (session_grace_spent(p, now) && !ev_timer_active(&l->stall))
-        ev_timer_start(l->ev, &l->stall, BROKER_STALL_MS, 0);
-    pk->wait_prev = NULL;
-    pk->wait_next = sk->waiters;
-    if (sk->waiters)
-        sk->waiters->cold->wait_prev = p;
-    sk->waiters = p;
-    STAT_ADD(l->stats.publisher_waits, 1);
+    conn_cold(p)->blocked_on = s;
+    session_wait_begin(l, p, s, &sk->waiters);
 }
 
-/* Takes p off its loop's list of publishers waiting for other loops. */
-/* Takes p off the wait list that starts at *head. */
-static void session_wait_unlink(struct conn **head, struct conn *p)
+/* Takes p off the wait list that starts at *head. A wait that s's flag
+ * ended (session.held SLOW: local or remote alike) spends p's grace. */
+static void session_wait_unlink(struct conn **head, struct conn *p, const struct session *s)
 {
     struct conn_cold *k = p->cold;
+    if (!k->wait_began_slow && __atomic_load_n(&s->held, __ATOMIC_SEQ_CST) == SESSION_SLOW)
+        k->grace_spent_ms = ev_now(((struct broker_loop *)p->io.data)->ev);
     if (k->wait_prev)
         k->wait_prev->cold->wait_next = k->wait_next;
     else
@@ -365,7 +377,7 @@ static void session_unwait_remote(struct conn *p)
 {
     struct broker_loop *l = p->io.data;
     struct session *s = p->cold->remote_on;
-    session_wait_unlink(&l->remote_waiters, p);
+    session_wait_unlink(&l->remote_waiters, p, s);
     p->cold->remote_on = NULL;
     session_put(s);
 }
@@ -379,7 +391,7 @@ void session_forget_publisher(struct conn *c)
     struct session *s = c->cold->blocked_on;
     if (!s)
         return;
-    session_wait_unlink(&s->cold->waiters, c);
+    session_wait_unlink(&s->cold->waiters, c, s);
     c->cold->blocked_on = NULL;
 }
 
@@ -389,8 +401,10 @@ void session_release_publishers(struct broker_loop *l, struct session *s, bool u
     if (!unconditionally && s->conn && session_above(s, b->out_low + 1, b->queue_low + 1))
         return;
     struct session_cold *k = s->cold;
-    if (k && !unconditionally)
+    if (k && !unconditionally && k->slow_consumer) {
         k->slow_consumer = false;
+        __atomic_store_n(&s->held, SESSION_FREE, __ATOMIC_SEQ_CST);
+    }
     if (k)
         k->congested_ms = 0;
     while (k && k->waiters) {
@@ -398,8 +412,8 @@ void session_release_publishers(struct broker_loop *l, struct session *s, bool u
         session_forget_publisher(p);
         conn_read_later(l, p);
     }
-    if (__atomic_load_n(&s->held, __ATOMIC_RELAXED))
-        __atomic_store_n(&s->held, false, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&s->held, __ATOMIC_RELAXED) == SESSION_HELD)
+        __atomic_store_n(&s->held, SESSION_FREE, __ATOMIC_SEQ_CST);
     session_wake_remote(l, s);
 }
 
@@ -411,28 +425,32 @@ void session_release_publishers(struct broker_loop *l, struct session *s, bool u
  * sees it waits. */
 static bool session_full_remote(const struct broker *b, const struct session *s)
 {
-    return __atomic_load_n(&s->held, __ATOMIC_SEQ_CST) ||
+    return __atomic_load_n(&s->held, __ATOMIC_SEQ_CST) == SESSION_HELD ||
            __atomic_load_n(&s->xpending, __ATOMIC_SEQ_CST) >= b->queue_high;
+}
+
+/* Whether a publisher of another loop is to wait, or wait on, for s:
+ * told to s's loop first (remote_waiting), then checked again, so that
+ * either this sees s let go or s's loop sees the wait and wakes us. Each
+ * wake-up takes remote_waiting: one still waiting after it says so again,
+ * else a wait for deliveries on their way (xpending), which outlasts s's
+ * hold, would be woken only by the sweep. */
+static bool session_keeps_waiting(const struct broker *b, struct session *s)
+{
+    if (!session_full_remote(b, s))
+        return false;
+    __atomic_store_n(&s->remote_waiting, true, __ATOMIC_SEQ_CST);
+    return session_full_remote(b, s);
 }
 
 void session_wait_remote(struct broker_loop *l, struct session *s, struct conn *p)
 {
-    if (conn_waiting(p) || p->state >= CONN_LINGER || !session_full_remote(l->b, s))
-        return;
-    __atomic_store_n(&s->remote_waiting, true, __ATOMIC_SEQ_CST);
-    if (!session_full_remote(l->b, s))
+    if (conn_waiting(p) || p->state >= CONN_LINGER || !session_keeps_waiting(l->b, s))
         return;
     /* s lives: the delivery just handed to its loop holds it. */
     __atomic_fetch_add(&s->refs, 1, __ATOMIC_RELAXED);
-    struct conn_cold *k = conn_cold(p);
-    k->remote_on = s;
-    k->blocked_since_ms = ev_now(l->ev);
-    k->wait_prev = NULL;
-    k->wait_next = l->remote_waiters;
-    if (l->remote_waiters)
-        l->remote_waiters->cold->wait_prev = p;
-    l->remote_waiters = p;
-    STAT_ADD(l->stats.publisher_waits, 1);
+    conn_cold(p)->remote_on = s;
+    session_wait_begin(l, p, s, &l->remote_waiters);
 }
 
 void session_push_back_remote(struct broker_loop *l, struct session *s)
@@ -444,14 +462,14 @@ void session_push_back_remote(struct broker_loop *l, struct session *s)
     struct session_cold *k = session_cold(s);
     if (!k->congested_ms)
         k->congested_ms = ev_now(l->ev);
-    if (!__atomic_load_n(&s->held, __ATOMIC_RELAXED))
-        __atomic_store_n(&s->held, true, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&s->held, __ATOMIC_RELAXED) == SESSION_FREE)
+        __atomic_store_n(&s->held, SESSION_HELD, __ATOMIC_SEQ_CST);
 }
 
 void session_wake_remote(struct broker_loop *l, struct session *s)
 {
     if (!__atomic_load_n(&s->remote_waiting, __ATOMIC_SEQ_CST) ||
-        __atomic_load_n(&s->held, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&s->held, __ATOMIC_RELAXED) == SESSION_HELD ||
         !__atomic_exchange_n(&s->remote_waiting, false, __ATOMIC_SEQ_CST))
         return;
     /* Which loops wait is not kept: every other one checks. */
@@ -468,7 +486,7 @@ void session_recheck_remote(struct broker_loop *l)
     struct conn *next;
     for (struct conn *p = l->remote_waiters; p; p = next) {
         next = p->cold->wait_next;
-        if (session_full_remote(l->b, p->cold->remote_on))
+        if (session_keeps_waiting(l->b, p->cold->remote_on))
             continue;
         session_unwait_remote(p);
         conn_read_later(l, p);
@@ -483,16 +501,56 @@ bool session_grace_spent(const struct conn *p, uint64_t now)
 
 void session_flag_slow(struct broker_loop *l, struct session *s)
 {
-    uint64_t now = ev_now(l->ev);
     struct session_cold *k = session_cold(s);
     k->slow_consumer = true;
     STAT_ADD(l->stats.slow_consumers, 1);
     log_warn("client %s is a slow consumer: publishers no longer wait for it, messages to it are "
              "dropped at its limits",
              s->client_id);
-    for (struct conn *p = k->waiters; p; p = p->cold->wait_next)
-        p->cold->grace_spent_ms = now;
+    /* Before its publishers go, here and on other loops: their grace is
+     * spent (session_wait_unlink). */
+    __atomic_store_n(&s->held, SESSION_SLOW, __ATOMIC_SEQ_CST);
     session_release_publishers(l, s, true);
+}
+
+/* On s's loop: flags s if a publisher whose grace is spent waited for it
+ * since `since` and it made no progress for BROKER_STALL_MS of that;
+ * returns when to look again, 0 if flagged. */
+static uint64_t session_stall_due(struct broker_loop *l, struct session *s, uint64_t since)
+{
+    uint64_t progress = session_cold_peek(s)->progress_ms;
+    uint64_t due = (progress > since ? progress : since) + BROKER_STALL_MS;
+    if (ev_now(l->ev) < due)
+        return due;
+    session_flag_slow(l, s);
+    return 0;
+}
+
+uint64_t session_check_stall(struct broker_loop *l, struct conn *p, struct session *s)
+{
+    uint64_t now = ev_now(l->ev), since = p->cold->blocked_since_ms;
+    if (!session_grace_spent(p, now))
+        return 0;
+    if (s->loop == l)
+        return session_stall_due(l, s, since);
+    if (now < since + BROKER_STALL_MS)
+        return since + BROKER_STALL_MS;
+    /* Its progress is its loop's to read: asked again each BROKER_STALL_MS
+     * while p waits, it flags s once it made none for that long. The
+     * entry wakes that loop (xloop_flush), whose sweep is too far off. */
+    __atomic_fetch_add(&s->refs, 1, __ATOMIC_RELAXED); /* p's wait holds it */
+    struct xloop_entry *e = xloop_push(&l->x, s->loop->index);
+    *e = (struct xloop_entry){.kind = XLOOP_STALL, .p = s};
+    return now + BROKER_STALL_MS;
+}
+
+void session_stall_take(struct broker_loop *l, struct session *s)
+{
+    /* Only while s holds them: a wait for deliveries on their way
+     * (xpending) is this loop's delay, not the subscriber's. */
+    if (!s->gone && __atomic_load_n(&s->held, __ATOMIC_RELAXED) == SESSION_HELD)
+        session_stall_due(l, s, ev_now(l->ev) - BROKER_STALL_MS);
+    session_put(s);
 }
 
 void session_deliver(struct broker_loop *l, struct session *s, struct msg *m,

@@ -137,11 +137,11 @@ struct session {
     bool v31 : 1;       /* its latest connection spoke MQTT 3.1 */
     uint32_t refs;      /* 1, the owner's, until it ends; then the others' */
     /* Back-pressure across loops (atomic): deliveries other loops handed
-     * it, not yet taken; held above its high marks by another loop's
-     * publisher; and whether a publisher of another loop waits for it. */
+     * it, not yet taken; whether it holds other loops' publishers (enum
+     * session_hold); and whether a publisher of another loop waits for it. */
     uint32_t xpending;
     bool online;
-    bool held;
+    uint8_t held;
     bool remote_waiting;
     /* persist.c: its SESSION record is live in the log (atomic: other
      * loops read it when they route to it, persist_remote). */
@@ -153,6 +153,11 @@ struct session {
         uint32_t gen, idx;
     } match[];
 };
+
+/* session.held: what s's loop tells publishers of other loops. SLOW lets
+ * them go as FREE does, and tells one whose wait it ends that its grace
+ * is spent (session_grace_spent); it lasts while s is flagged. */
+enum session_hold { SESSION_FREE, SESSION_HELD, SESSION_SLOW };
 
 /* s's cold part, allocated (zeroed) if it has none yet: for writing. */
 struct session_cold *session_cold(struct session *s);
@@ -257,9 +262,19 @@ static inline bool session_holds_up(const struct session *s)
     return (k && (k->waiters || k->congested_ms || k->slow_consumer)) ||
            __atomic_load_n(&s->held, __ATOMIC_RELAXED);
 }
-/* Flags s a slow consumer (logged) and resumes its publishers, whose grace
- * is then spent. */
+/* Flags s a slow consumer (logged) and resumes its publishers, on every
+ * loop, whose grace is then spent. On s's loop. */
 void session_flag_slow(struct broker_loop *l, struct session *s);
+/* l->stall's check of one publisher p, whose grace is spent, waiting for s
+ * (on any loop): flags s if it made no progress for BROKER_STALL_MS of the
+ * wait; for a session of another loop, that loop is asked to
+ * (XLOOP_STALL, session_stall_take). Returns when to look again, 0 if
+ * never. */
+uint64_t session_check_stall(struct broker_loop *l, struct conn *p, struct session *s);
+/* On s's loop: another loop's XLOOP_STALL entry for s, whose reference it
+ * drops; s is flagged if it still holds publishers and made no progress
+ * for BROKER_STALL_MS. */
+void session_stall_take(struct broker_loop *l, struct session *s);
 /* Whether publisher p spent its grace within BROKER_GRACE_RENEW_MS. */
 bool session_grace_spent(const struct conn *p, uint64_t now);
 /* Takes a closing connection off the wait list it is on. */
@@ -274,7 +289,7 @@ void session_forget_publisher(struct conn *c);
  * and A resumes every publisher whose session let go
  * (session_recheck_remote; also at each sweep). Slow consumers are
  * flagged as on one loop, and then hold nobody; a remote publisher's grace
- * is not tracked. */
+ * is spent and used as a local one's (session.held SLOW, XLOOP_STALL). */
 void session_wait_remote(struct broker_loop *l, struct session *s, struct conn *p);
 void session_push_back_remote(struct broker_loop *l, struct session *s);
 void session_wake_remote(struct broker_loop *l, struct session *s);

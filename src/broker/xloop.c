@@ -17,6 +17,9 @@ int xloop_init(struct xloop *x, unsigned self, unsigned n)
     if (x->efd < 0)
         return -1;
     x->out = mem_calloc(n, sizeof *x->out);
+    x->sent = mem_calloc(n, sizeof *x->sent);
+    x->took = mem_calloc(n, sizeof *x->took);
+    x->in_from = mem_calloc(2 * (size_t)n, sizeof *x->in_from);
     pthread_mutex_init(&x->lock, NULL);
     return 0;
 }
@@ -28,6 +31,9 @@ void xloop_fini(struct xloop *x)
     for (unsigned i = 0; i < x->n; i++)
         mem_free(x->out[i].v);
     mem_free(x->out);
+    mem_free(x->sent);
+    mem_free(x->took);
+    mem_free(x->in_from);
     mem_free(x->in.v);
     close(x->efd);
     pthread_mutex_destroy(&x->lock);
@@ -40,6 +46,13 @@ void xloop_grow(struct xloop_box *o)
     o->v = mem_realloc(o->v, o->cap * sizeof *o->v);
 }
 
+static void xloop_wake(struct xloop *x)
+{
+    uint64_t one = 1;
+    /* Cannot fail but for an overflow of 2^64 - 1 pending wakes. */
+    (void)!write(x->efd, &one, sizeof one);
+}
+
 unsigned xloop_flush(struct xloop *const *all, unsigned self)
 {
     struct xloop *x = all[self];
@@ -49,7 +62,9 @@ unsigned xloop_flush(struct xloop *const *all, unsigned self)
         if (o->n == 0)
             continue;
         struct xloop *t = all[to];
+        x->sent[to] += o->n;
         pthread_mutex_lock(&t->lock);
+        t->in_from[self] += o->n;
         bool was_empty = t->in.n == 0;
         if (was_empty) {
             /* The common case: the batch becomes the inbox, no copy. */
@@ -67,9 +82,7 @@ unsigned xloop_flush(struct xloop *const *all, unsigned self)
             t->wakes++;
         pthread_mutex_unlock(&t->lock);
         if (was_empty) {
-            uint64_t one = 1;
-            /* Cannot fail but for an overflow of 2^64 - 1 pending wakes. */
-            (void)!write(t->efd, &one, sizeof one);
+            xloop_wake(t);
             woke++;
         }
     }
@@ -82,15 +95,51 @@ void xloop_clear(struct xloop *x)
     (void)!read(x->efd, &v, sizeof v);
 }
 
-bool xloop_take(struct xloop *x, struct xloop_box *box)
+bool xloop_take(struct xloop *const *all, unsigned self, struct xloop_box *box)
 {
+    struct xloop *x = all[self];
+    uint32_t *from = x->in_from + x->n; /* the take's copy, this loop's */
     pthread_mutex_lock(&x->lock);
     bool any = x->in.n > 0;
     if (any) {
         struct xloop_box spare = *box;
         *box = x->in;
         x->in = spare;
+        memcpy(from, x->in_from, x->n * sizeof *from);
+        memset(x->in_from, 0, x->n * sizeof *from);
     }
     pthread_mutex_unlock(&x->lock);
-    return any;
+    if (!any)
+        return false;
+    for (unsigned i = 0; i < x->n; i++) {
+        if (from[i] == 0)
+            continue;
+        /* Sequentially consistent with xloop_over's: either it sees these
+         * taken, or this sees it waits. */
+        __atomic_store_n(&x->took[i], x->took[i] + from[i], __ATOMIC_SEQ_CST);
+        struct xloop *p = all[i];
+        if (__atomic_load_n(&p->over, __ATOMIC_SEQ_CST) &&
+            __atomic_exchange_n(&p->over, false, __ATOMIC_SEQ_CST))
+            xloop_wake(p);
+    }
+    return true;
+}
+
+uint64_t xloop_untaken(struct xloop *const *all, unsigned self)
+{
+    const struct xloop *x = all[self];
+    uint64_t n = 0;
+    for (unsigned to = 0; to < x->n; to++)
+        if (to != self)
+            n += x->out[to].n + x->sent[to] -
+                 __atomic_load_n(&all[to]->took[self], __ATOMIC_SEQ_CST);
+    return n;
+}
+
+bool xloop_over(struct xloop *const *all, unsigned self, uint64_t mark)
+{
+    if (xloop_untaken(all, self) <= mark)
+        return false;
+    __atomic_store_n(&all[self]->over, true, __ATOMIC_SEQ_CST);
+    return xloop_untaken(all, self) > mark;
 }

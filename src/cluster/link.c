@@ -273,6 +273,8 @@ static void cluster_route_in(struct cluster *c, natsMsg *msg, int64_t sid)
 static void cluster_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t events)
 {
     struct cluster *c = io->data;
+    if (router_cluster_hold(c->home, io))
+        return; /* the other loops are behind: the inbox waits (router.h) */
     uint64_t v;
     (void)!read(c->efd, &v, sizeof v);
     pthread_mutex_lock(&c->in_lock);

@@ -119,24 +119,28 @@ def test_large_subscribe_in_mqtt311_and_retained(broker_factory):
     assert all(p.retain for p in got)
 
 
+@pytest.mark.parametrize("threads", [1, 4])
 @pytest.mark.parametrize("layout", ["one_topic", "topic_each"])
-def test_slow_consumers_cost_one_grace_period(broker_factory, layout):
+def test_slow_consumers_cost_one_grace_period(broker_factory, layout, threads):
     # 30 subscribers that never read beside a healthy one. one_topic: all on
     # the publisher's topic, congested together; topic_each: each on a topic
     # of its own the publisher reaches in turn, congested one after another.
     # A queue of 100 (behind at 50): a healthy subscriber wrongly flagged would
-    # lose messages only 50 behind; 60 a topic put each slow one behind.
-    slow_n, per_topic = 30, 60
-    # One loop: a publisher's grace period is not tracked across loops yet
-    # (docs/broker.md, Threads), and this counts on it.
+    # lose messages only 50 behind; 120 a topic put each slow one behind, on
+    # another loop too, where a publisher is held once 50 deliveries are on
+    # their way, then once the subscriber's loop found it behind.
+    # At 4 loops every subscriber is on another loop than the publisher: its
+    # grace is spent and used across loops as on one.
+    slow_n, per_topic = 30, 120
     b = broker_factory(max_queued_messages=100, max_inflight_messages=2,
-                       extra_args=("--threads", "1"))
-    for i in range(slow_n):
-        s = b.raw_connected("slow-%02d" % i)
-        s.subscribe(1, [("slow/t" if layout == "one_topic" else "slow/%02d" % i, 1)])
-    healthy = b.raw_connected("healthy")
-    healthy.subscribe(1, [("slow/#", 1)])
+                       extra_args=("--threads", str(threads)))
     pub = b.raw_connected("slow-pub")
+    apart = {b.loop_of("slow-pub")} if threads > 1 else set()
+    for i in range(slow_n):
+        s, _ = b.raw_connected_apart("slow-%02d" % i, apart)
+        s.subscribe(1, [("slow/t" if layout == "one_topic" else "slow/%02d" % i, 1)])
+    healthy, _ = b.raw_connected_apart("healthy", apart)
+    healthy.subscribe(1, [("slow/#", 1)])
     topics = (["slow/t"] * (slow_n * per_topic) if layout == "one_topic"
               else ["slow/%02d" % (i // per_topic) for i in range(slow_n * per_topic)])
     n = len(topics)
