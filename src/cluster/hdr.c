@@ -285,6 +285,7 @@ void hdr_in_add(struct hdr_in *h, const char *name, const char *value)
             ok = hdr_unpct(h, value, strlen(value), &h->content_type);
         else if (ok && bit == MQTT_PROP_BIT(MQTT_PROP_RESPONSE_TOPIC))
             ok = hdr_unpct(h, value, strlen(value), &h->response_topic) &&
+                 h->response_topic.len > 0 && /* a topic is never empty; buf may be NULL */
                  mqtt_topic_name_valid(h->buf + h->response_topic.off, h->response_topic.len);
         else if (ok)
             ok = hdr_correlation(h, value);
