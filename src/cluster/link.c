@@ -232,7 +232,9 @@ static void cluster_read_headers(natsMsg *msg, struct hdr_in *h)
     for (int i = 0; i < nkeys; i++) {
         const char **vals = NULL;
         int nvals = 0;
-        if (natsMsgHeader_Values(msg, keys[i], &vals, &nvals) != NATS_OK)
+        /* Ours, read elsewhere, on nearly every message: no array for them. */
+        if (strcmp(keys[i], CLUSTER_HDR_ID) == 0 || strcmp(keys[i], CLUSTER_HDR_QOS) == 0 ||
+            natsMsgHeader_Values(msg, keys[i], &vals, &nvals) != NATS_OK)
             continue;
         for (int j = 0; j < nvals; j++)
             hdr_in_add(h, keys[i], vals[j]);
