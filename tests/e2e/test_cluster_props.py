@@ -161,6 +161,18 @@ def test_retain_as_published_across_nodes(broker_factory, nats_server):
     late_b.expect_nothing(QUIET)
 
 
+def test_retain_as_published_for_a_shared_member(broker_factory, nats_server):
+    # A shared subscription's member gets its message through its own
+    # queue subscription: Retain As Published holds there too.
+    a, b = nodes(broker_factory, nats_server.url)
+    rap = raw5_sub(b, "ps-rap", [("$share/g/ps/t", 0x08)])
+    live = raw5_sub(b, "ps-live", [("$share/h/ps/t", 0)])
+    pub = a.raw()
+    pub.connect5_ok("ps-pub")
+    pub.send(R.publish5("ps/t", b"kept", retain=True))
+    assert (rap.next_publish().retain, live.next_publish().retain) == (True, False)
+
+
 def test_foreign_headers_never_break_delivery(broker_factory, nats_server):
     # A NATS client that is no node of ours publishes on the prefix: its
     # bad headers are ignored one by one, what is good is kept, and the
