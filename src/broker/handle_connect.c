@@ -22,6 +22,7 @@
 #include "broker/session.h"
 #include "broker/session_life.h"
 #include "broker/transport.h"
+#include "cluster/link.h"
 #include "core/hmap.h"
 #include "core/log.h"
 #include "core/outq.h"
@@ -260,6 +261,17 @@ int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, u
         /* No enhanced authentication method is configured (4.12). */
         log_info("fd %d: refused authentication method", c->io.fd);
         return refuse(l, c, 0, MQTT5_RC_BAD_AUTHENTICATION_METHOD);
+    }
+    if (ci.has_will && b->cluster &&
+        !cluster_topic_fits(b->cluster, ci.will_topic.ptr, ci.will_topic.len)) {
+        /* As a PUBLISH on it would be (handle_publish.c). MQTT 3.1.1 has
+         * no CONNACK code for it: closed without one. */
+        log_debug("fd %d: CONNECT refused: a will topic of %zu bytes is too long for a cluster "
+                  "subject", c->io.fd, (size_t)ci.will_topic.len);
+        if (c->v5)
+            return refuse(l, c, 0, MQTT5_RC_TOPIC_NAME_INVALID);
+        conn_close(l, c, "will topic too long for the cluster", true);
+        return 0;
     }
 
     /* A client without an id gets one. In MQTT 3.1.1 only for a clean

@@ -14,6 +14,7 @@
 #include "broker/persist.h"
 #include "broker/router.h"
 #include "broker/session.h"
+#include "cluster/link.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/outq.h"
@@ -95,6 +96,24 @@ static int publish_refuse_cut_off(struct broker_loop *l, struct conn *c, uint8_t
     return 0;
 }
 
+/* A clustered node's answer to a topic whose subject would not fit
+ * (cluster_topic_fits): delivered nowhere, as a node that kept it local
+ * would diverge from the others unseen. MQTT 5 acknowledges QoS 1/2 with
+ * 0x90 Topic Name invalid; QoS 0 has no acknowledgement, and MQTT 3.1.1
+ * no such code: the connection is closed (DISCONNECT 0x90 in MQTT 5). */
+static int publish_unfit(struct broker_loop *l, struct conn *c, const struct router_in *p,
+                         uint16_t packet_id)
+{
+    log_debug("client %s: PUBLISH refused: a topic of %zu bytes is too long for a cluster subject",
+              c->session->client_id, p->topic.len);
+    if (!c->v5 || p->qos == 0)
+        return MQTT5_RC_TOPIC_NAME_INVALID;
+    conn_write_reason(c, p->qos == 1 ? MQTT_PUBACK : MQTT_PUBREC, packet_id,
+                      MQTT5_RC_TOPIC_NAME_INVALID, "topic too long for the cluster");
+    conn_mark_dirty(l, c);
+    return 0;
+}
+
 int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const uint8_t *body,
                    uint32_t len)
 {
@@ -105,6 +124,8 @@ int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const u
     int rc = publish_decode(c, flags, body, len, &p, &packet_id, &p5);
     if (rc != 0)
         return rc;
+    if (b->cluster && !cluster_topic_fits(b->cluster, p.topic.ptr, p.topic.len))
+        return publish_unfit(l, c, &p, packet_id);
     struct session *origin = c->session;
     int seen = p.qos == 2 ? session_qos2_seen(origin, packet_id, c->v5 ? broker_receive_max(b) : UINT32_MAX) : 0;
     if (seen < 0)

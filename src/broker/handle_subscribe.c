@@ -16,6 +16,7 @@
 #include "broker/retain.h"
 #include "broker/router.h"
 #include "broker/session.h"
+#include "cluster/link.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/outq.h"
@@ -102,6 +103,12 @@ static uint8_t sub_grant(struct broker_loop *l, struct session *s, struct mqtt_b
      * nodes do not know. */
     if (router_partitioned(l))
         return sub_refused(s, MQTT5_RC_UNSPECIFIED_ERROR, options);
+    if (b->cluster && !cluster_filter_fits(b->cluster, filter.ptr, filter.len)) {
+        /* Kept local, it would miss the other nodes' messages unseen. */
+        log_debug("client %s: SUBSCRIBE refused: a filter of %zu bytes is too long for cluster "
+                  "subjects", s->client_id, filter.len);
+        return sub_refused(s, MQTT5_RC_TOPIC_FILTER_INVALID, options);
+    }
     if (auth_subscribe(b, s, filter.ptr, filter.len) == ACL_SUB_DENIED)
         return sub_refused(s, MQTT5_RC_NOT_AUTHORIZED, options);
     uint32_t max = b->cfg->max_subscriptions;

@@ -406,7 +406,8 @@ uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_
     /* What went to the cluster reaches the shared groups, this node's
      * too, through NATS's queue groups only: one member in the cluster. */
     bool sent = l->b->cluster && cluster_publish(l->b->cluster, in->topic.ptr, in->topic.len,
-                                                 in->payload.ptr, in->payload.len, in->qos);
+                                                 in->payload.ptr, in->payload.len, in->qos,
+                                                 in->retain, in->props);
     uint32_t n = route_collect(l, in->topic.ptr, in->topic.len, origin, !sent);
     /* Without subscribers a plain message needs no copy at all. */
     if (n > 0 && !m)
@@ -477,6 +478,7 @@ void router_deliver_member(struct broker_loop *l, struct session *s, struct msg 
     struct delivery d = {
         .sub_id = sub_opts_id(opts),
         .qos = m->qos < granted ? m->qos : granted,
+        .retain = (opts & MQTT5_SUB_RETAIN_AS_PUBLISHED) && m->retain, /* as route_deliver */
         .shared = true,
     };
     if (s->loop != l) {

@@ -51,6 +51,7 @@
 #include "broker/router.h"
 #include "broker/session.h"
 #include "broker/share.h"
+#include "cluster/hdr.h"
 #include "cluster/interest.h"
 #include "cluster/subject.h"
 #include "core/clock.h"
@@ -59,6 +60,7 @@
 #include "core/log.h"
 #include "core/mem.h"
 #include "core/srv.h"
+#include "mqtt/mqtt_topic.h"
 
 /* The origin and sequence of a message ("NONCE:SEQ", both hex), and its
  * MQTT QoS when not 0. */
@@ -145,6 +147,7 @@ struct cluster {
     struct cluster_in *taken;
     uint32_t taken_cap;
     uint64_t received;
+    uint64_t bad_headers; /* property headers ignored (hdr.h) */
     uint8_t topic[SUBJECT_MAX]; /* the topic of the message being routed */
 
     /* Figures (cluster_status_get, docs/cluster.md "Figures"). */
@@ -247,6 +250,27 @@ static void cluster_route_member(struct cluster *c, int64_t sid, struct msg *m)
         router_deliver_member(l, s, m, opts);
 }
 
+/* msg's headers into h (hdr.h skips the names that are not its own). */
+static void cluster_read_headers(natsMsg *msg, struct hdr_in *h)
+{
+    const char **keys = NULL;
+    int nkeys = 0;
+    if (natsMsgHeader_Keys(msg, &keys, &nkeys) != NATS_OK)
+        return; /* no headers at all: a foreign publisher's plain message */
+    for (int i = 0; i < nkeys; i++) {
+        const char **vals = NULL;
+        int nvals = 0;
+        /* Ours, read elsewhere, on nearly every message: no array for them. */
+        if (strcmp(keys[i], CLUSTER_HDR_ID) == 0 || strcmp(keys[i], CLUSTER_HDR_QOS) == 0 ||
+            natsMsgHeader_Values(msg, keys[i], &vals, &nvals) != NATS_OK)
+            continue;
+        for (int j = 0; j < nvals; j++)
+            hdr_in_add(h, keys[i], vals[j]);
+        free(vals); /* libnats's array; the strings are the message's */
+    }
+    free(keys);
+}
+
 /* One message from NATS to the local subscribers, never back to NATS. */
 static void cluster_route_in(struct cluster *c, natsMsg *msg, int64_t sid)
 {
@@ -259,8 +283,18 @@ static void cluster_route_in(struct cluster *c, natsMsg *msg, int64_t sid)
     if (natsMsgHeader_Get(msg, CLUSTER_HDR_QOS, &q) == NATS_OK && q && (q[0] == '1' || q[0] == '2'))
         qos = (uint8_t)(q[0] - '0');
     struct broker_loop *l = c->home;
+    struct hdr_in h;
+    hdr_in_init(&h);
+    cluster_read_headers(msg, &h);
+    const struct mqtt_props *props = hdr_in_end(&h);
+    if (h.bad) {
+        c->bad_headers += h.bad;
+        log_debug("cluster: %u malformed property header(s) ignored on %s", h.bad, subj);
+    }
+    /* The expiry header is what was left when sent: it counts from now. */
     struct msg *m = msg_new(c->topic, tlen, (const uint8_t *)natsMsg_GetData(msg),
-                            (size_t)natsMsg_GetDataLength(msg), qos, false, NULL, ev_now(l->ev));
+                            (size_t)natsMsg_GetDataLength(msg), qos, h.retain, props, ev_now(l->ev));
+    hdr_in_free(&h);
     if (sid)
         cluster_route_member(c, sid, m);
     else
@@ -306,8 +340,39 @@ static void cluster_block_signals(sigset_t *old)
 
 /* ---- to NATS: any loop ------------------------------------------------------ */
 
+/* hdr_encode's put: one header onto the natsMsg ctx. */
+static bool cluster_put_header(void *ctx, const char *name, const char *value)
+{
+    return natsMsgHeader_Add(ctx, name, value) == NATS_OK;
+}
+
+bool cluster_topic_fits(const struct cluster *c, const uint8_t *topic, size_t len)
+{
+    /* Escaping writes at most three bytes a topic byte, and the class and
+     * the dots at most four more: most topics need no closer look. */
+    if (c->map.prefix_len + 4 + 3 * len <= SUBJECT_MAX)
+        return true;
+    char subj[SUBJECT_MAX + 1];
+    return subject_from_topic(&c->map, topic, len, subj, sizeof subj) != 0;
+}
+
+bool cluster_filter_fits(const struct cluster *c, const uint8_t *filter, size_t len)
+{
+    size_t inner = 0;
+    bool shared = mqtt_topic_shared(filter, len, &inner) > 0;
+    const size_t prefix = sizeof "$share/" - 1;
+    char queue[SUBJECT_MAX + 1];
+    subject_subs *subs = mem_alloc(sizeof *subs);
+    bool fits = subject_subs_from_filter(&c->map, filter + inner, len - inner, subs) == 0 &&
+                (!shared || subject_queue_group(filter + prefix, inner - 1 - prefix, queue,
+                                                sizeof queue) != 0);
+    mem_free(subs);
+    return fits;
+}
+
 bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
-                     const uint8_t *payload, size_t payload_len, uint8_t qos)
+                     const uint8_t *payload, size_t payload_len, uint8_t qos, bool retain,
+                     const struct mqtt_props *props)
 {
     char subj[SUBJECT_MAX + 1];
     if (subject_from_topic(&c->map, topic, topic_len, subj, sizeof subj) == 0)
@@ -317,6 +382,8 @@ bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
     natsStatus s = natsMsg_Create(&msg, subj, NULL, (const char *)payload, (int)payload_len);
     if (s == NATS_OK && qos)
         s = natsMsgHeader_Set(msg, CLUSTER_HDR_QOS, qos == 1 ? "1" : "2");
+    if (s == NATS_OK && !hdr_encode(props, retain, cluster_put_header, msg))
+        s = NATS_NO_MEMORY; /* what natsMsgHeader_Add fails with */
     /* Sequence numbers must reach NATS in order (the receivers drop what
      * is not above the last they took), and loops publish at once:
      * numbered and sent under one lock, as libnats's own connection lock
@@ -777,6 +844,9 @@ static void cluster_free(struct cluster *c, bool report)
                  " received from them, %" PRIu64 " duplicates dropped, %" PRIu64
                  " dropped with the inbox full; %u filters subscribed",
                  c->seq, c->received, c->duplicates, c->overflow, filters);
+    if (report && c->bad_headers)
+        log_info("cluster: %" PRIu64 " malformed property headers from the cluster ignored",
+                 c->bad_headers);
     for (uint32_t i = 0; i < c->nin; i++)
         natsMsg_Destroy(c->in[i].msg);
     size_t i = 0;

@@ -32,6 +32,7 @@ struct broker;
 struct broker_config;
 struct broker_loop;
 struct cluster;
+struct mqtt_props;
 struct session;
 
 /* Connects to cfg->cluster.urls (on the main thread, before any loop
@@ -44,9 +45,18 @@ int cluster_attach(struct cluster *c, struct broker_loop *home);
 void cluster_stop(struct cluster *c);
 
 /* A local client's PUBLISH, on any loop: one NATS message on the topic's
- * subject; false if none (a topic whose subject is too long stays local). */
+ * subject, its QoS, retain and the carried properties of props (NULL from
+ * MQTT 3.1.1; Message Expiry as what is left of it) in headers (hdr.h);
+ * false if none was sent (a failed publish, or a subject too long, which
+ * the handlers refuse first: cluster_topic_fits). */
 bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
-                     const uint8_t *payload, size_t payload_len, uint8_t qos);
+                     const uint8_t *payload, size_t payload_len, uint8_t qos, bool retain,
+                     const struct mqtt_props *props);
+/* Whether a valid topic name, or a valid filter (a shared one's group and
+ * inner filter), maps to NATS subjects within SUBJECT_MAX: a clustered
+ * node refuses what does not, rather than keep it local unseen. */
+bool cluster_topic_fits(const struct cluster *c, const uint8_t *topic, size_t len);
+bool cluster_filter_fits(const struct cluster *c, const uint8_t *filter, size_t len);
 /* A local subscriber took (or dropped) a non-shared filter: the first
  * subscribes the node on NATS and returns once its server has the
  * interest (a flush, at most CLUSTER_FLUSH_MS), so that the SUBACK which

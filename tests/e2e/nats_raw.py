@@ -1,11 +1,12 @@
 """A tiny raw-socket NATS client for the end-to-end tests (no Python NATS
 package is installed, and the text protocol is small): INFO, CONNECT, PUB,
-SUB, UNSUB, MSG, PING/PONG, +OK/-ERR, written from the protocol's
+SUB, UNSUB, MSG, PING/PONG, +OK/-ERR, HPUB, written from the protocol's
 documentation (docs.nats.io, "Client Protocol").
 
     c = NatsClient(host, port)         # reads INFO, sends CONNECT, PING/PONG
     sid = c.sub("a.>", queue=None)
     c.pub("a.b", b"payload", reply=None)
+    c.hpub("a.b", [("Name", "value")], b"payload")   # with headers
     c.flush()                          # PING and wait for PONG
     subject, sid, reply, payload = c.next_msg(timeout=5)
     c.request("$JS.API.INFO", b"")     # payload of the first reply
@@ -23,7 +24,9 @@ class NatsError(Exception):
 
 
 class NatsClient:
-    def __init__(self, host, port, timeout=5.0, name="e2e"):
+    def __init__(self, host, port, timeout=5.0, name="e2e", headers=False):
+        """headers: tell the server we take headers (HPUB needs it; what
+        we receive then may be HMSG, which this client does not read)."""
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.timeout = timeout
         self.buf = b""
@@ -36,7 +39,8 @@ class NatsClient:
         # verbose off: no +OK after every command; pedantic on: the server
         # checks our subjects strictly
         self._send(b"CONNECT " + json.dumps({"verbose": False, "pedantic": True, "name": name,
-                                             "lang": "python-raw", "version": "0"}).encode() + b"\r\n")
+                                             "lang": "python-raw", "version": "0",
+                                             "headers": headers}).encode() + b"\r\n")
         self.flush()
 
     def _send(self, data):
@@ -100,6 +104,14 @@ class NatsClient:
     def pub(self, subject, payload=b"", reply=None):
         self._send(("PUB %s %s%d\r\n" % (subject, reply + " " if reply else "", len(payload))).encode()
                    + payload + b"\r\n")
+
+    def hpub(self, subject, headers, payload=b""):
+        """A message with headers, (name, value) pairs sent as given (str or
+        bytes, repeats and malformed values included)."""
+        raw = lambda v: v if isinstance(v, bytes) else v.encode()
+        h = b"NATS/1.0\r\n" + b"".join(raw(k) + b": " + raw(v) + b"\r\n" for k, v in headers) + b"\r\n"
+        self._send(b"HPUB %s %d %d\r\n" % (subject.encode(), len(h), len(h) + len(payload))
+                   + h + payload + b"\r\n")
 
     def next_msg(self, timeout=None):
         """The next MSG as (subject, sid, reply, payload); TimeoutError if
