@@ -1,12 +1,13 @@
 /* kv_retain.c - retained messages in a JetStream KV bucket (kv_retain.h).
  *
- * A SUBSCRIBE reads through a KV watch of the filter's mapped
- * subscription (KV keys take '*' and '>' like subjects; two watches for
- * a/#) with deletes ignored, taking values until libnats posts the NULL
- * entry that ends the initial values, then drops the watch: no node ever
- * loads the whole bucket. A watch is an ordered consumer, created and
- * deleted by request: a round trip or two to JetStream per filter
- * (measured in docs/cluster.md).
+ * A SUBSCRIBE reads a filter without wildcards with one kvStore_Get, and
+ * a filter with wildcards through a KV watch of its mapped subscription
+ * (KV keys take '*' and '>' like subjects; a/# is a get of a and a watch
+ * of a.>) with deletes ignored, taking values until libnats posts the
+ * NULL entry that ends the initial values, then drops the watch: no node
+ * ever loads the whole bucket. A watch is an ordered consumer, created
+ * and deleted by request, several times a get's cost (measured in
+ * docs/cluster.md).
  */
 #include "cluster/kv_retain.h"
 
@@ -188,10 +189,24 @@ size_t kv_retain_match(struct kv_retain *kv, const uint8_t *filter, size_t len, 
     wo.IgnoreDeletes = true;
     wo.Timeout = KV_RETAIN_WAIT_MS;
     for (int i = 0; i < subs->n && got < KV_RETAIN_MATCH_MAX; i++) {
+        const char *key = kv_key(kv, subs->subj[i]);
+        /* No wildcard ('*' and '>' in a subject are wildcards: escaped
+         * bytes are "=2A" and "=3E"): one get, a tenth of a watch. */
+        if (!strpbrk(key, "*>")) {
+            kvEntry *e = NULL;
+            natsStatus s = kvStore_Get(&e, kv->kv, key);
+            if (s == NATS_OK)
+                got += kv_deliver(kv, e, now_ms, wall, fn, ctx);
+            else if (s != NATS_NOT_FOUND) /* deleted reads as not found too */
+                log_warn("cluster: reading the retained message of %s from %s: %s",
+                         subs->subj[i], kv->bucket, natsStatus_GetText(s));
+            kvEntry_Destroy(e);
+            continue;
+        }
         kvWatcher *w = NULL;
         sigset_t old;
         cluster_block_signals(&old);
-        natsStatus s = kvStore_Watch(&w, kv->kv, kv_key(kv, subs->subj[i]), &wo);
+        natsStatus s = kvStore_Watch(&w, kv->kv, key, &wo);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         while (s == NATS_OK && got < KV_RETAIN_MATCH_MAX) {
             uint64_t now = clock_now_ms();
