@@ -117,6 +117,15 @@ def test_empty_payload_clears_everywhere(broker_factory, nats_server):
         c = br.paho("clr-sub-2-%d" % i)
         c.subscribe("clr/#", 1)
         assert got(c) == []
+    # Read, not timed out: a watch of keys with only a delete marker, or
+    # of no key at all, ends at once, as does a get of a deleted key.
+    c = b.paho("clr-sub-3")
+    t = time.monotonic()
+    c.subscribe("never/seen/#", 1)
+    c.subscribe("clr/t", 1)
+    assert time.monotonic() - t < 0.5
+    for br in (a, b):
+        assert "reading retained" not in br.stderr_text()
 
 
 def test_replaced_once_and_sent_once(broker_factory, nats_server):
