@@ -11,6 +11,7 @@
  */
 #include "cluster/kv_retain.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,7 +32,9 @@ struct kv_retain {
     subject_map map;
     natsConnection *nc; /* CLUSTER_NAME/NODE_NAME/kv */
     jsCtx *js;
-    kvStore *kv;
+    kvStore *kv; /* set once (atomic): at start, or by kv_store */
+    uint32_t replicas;
+    pthread_mutex_t bind_lock; /* a bind after the start's */
     char bucket[SUBJECT_PREFIX_MAX + 16];
 };
 
@@ -44,9 +47,51 @@ static uint64_t kv_wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* Binds the bucket, creating it if it is not there (under bind_lock, or
+ * before any loop runs). A libnats status. */
+static natsStatus kv_bind(struct kv_retain *kv)
+{
+    kvStore *st = NULL;
+    sigset_t old;
+    cluster_block_signals(&old);
+    natsStatus s = js_KeyValue(&st, kv->js, kv->bucket);
+    if (s == NATS_NOT_FOUND) {
+        kvConfig kc;
+        kvConfig_Init(&kc);
+        kc.Bucket = kv->bucket;
+        kc.Description = "shootout broker: retained MQTT messages (docs/cluster.md)";
+        kc.History = 1;
+        kc.StorageType = js_FileStorage;
+        kc.Replicas = (int)kv->replicas;
+        s = js_CreateKeyValue(&st, kv->js, &kc);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (s == NATS_OK)
+        __atomic_store_n(&kv->kv, st, __ATOMIC_RELEASE);
+    return s;
+}
+
+/* The bucket, bound now if the start could not (JetStream did not
+ * answer in time); NULL if it still cannot be. Any loop. */
+static kvStore *kv_store(struct kv_retain *kv)
+{
+    kvStore *st = __atomic_load_n(&kv->kv, __ATOMIC_ACQUIRE);
+    if (st)
+        return st;
+    pthread_mutex_lock(&kv->bind_lock);
+    natsStatus s = kv->kv ? NATS_OK : kv_bind(kv);
+    st = kv->kv;
+    pthread_mutex_unlock(&kv->bind_lock);
+    if (s != NATS_OK)
+        log_warn("cluster: KV bucket %s still not bound: %s", kv->bucket, natsStatus_GetText(s));
+    return st;
+}
+
 struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config *cfg)
 {
     struct kv_retain *kv = mem_calloc(1, sizeof *kv);
+    pthread_mutex_init(&kv->bind_lock, NULL);
+    kv->replicas = cfg->cluster.replicas;
     subject_map_init(&kv->map, cfg->cluster.prefix); /* checked by broker_conf.c */
     /* Two clusters on one NATS keep their prefixes apart: their buckets too. */
     if (strcmp(cfg->cluster.prefix, SUBJECT_DEFAULT_PREFIX) == 0) {
@@ -60,31 +105,22 @@ struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config 
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.Wait = KV_RETAIN_WAIT_MS;
-    sigset_t old;
-    cluster_block_signals(&old);
     natsStatus s = (natsStatus)cluster_connect_more(c, cfg, "kv", &kv->nc);
     if (s == NATS_OK)
         s = natsConnection_JetStream(&kv->js, kv->nc, &jo);
     /* A timeout is JetStream busy (electing a leader after a server
-     * died, say): asked again, for a while. No responders is a server
-     * without JetStream: no use asking again. */
+     * died, say): asked again for a while, then at first use. Anything
+     * else (no responders: a server without JetStream) is final. */
     uint64_t until = clock_now_ms() + KV_RETAIN_START_MS;
     if (s == NATS_OK)
-        while ((s = js_KeyValue(&kv->kv, kv->js, kv->bucket)) == NATS_TIMEOUT &&
-               clock_now_ms() < until)
+        while ((s = kv_bind(kv)) == NATS_TIMEOUT && clock_now_ms() < until)
             log_info("cluster: JetStream did not answer for bucket %s yet; asking again",
                      kv->bucket);
-    if (s == NATS_NOT_FOUND) {
-        kvConfig kc;
-        kvConfig_Init(&kc);
-        kc.Bucket = kv->bucket;
-        kc.Description = "shootout broker: retained MQTT messages (docs/cluster.md)";
-        kc.History = 1;
-        kc.StorageType = js_FileStorage;
-        kc.Replicas = (int)cfg->cluster.replicas;
-        s = js_CreateKeyValue(&kv->kv, kv->js, &kc);
+    if (s == NATS_TIMEOUT) {
+        log_warn("cluster: KV bucket %s not bound yet (JetStream does not answer); bound at "
+                 "first use", kv->bucket);
+        return kv;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (s != NATS_OK) {
         log_warn("cluster: no KV bucket %s (%s: %s); retained messages stay on each node",
                  kv->bucket, natsStatus_GetText(s), nats_GetLastError(NULL));
@@ -103,6 +139,7 @@ void kv_retain_stop(struct kv_retain *kv)
     jsCtx_Destroy(kv->js);
     natsConnection_Close(kv->nc);
     natsConnection_Destroy(kv->nc);
+    pthread_mutex_destroy(&kv->bind_lock);
     mem_free(kv);
 }
 
@@ -118,9 +155,12 @@ enum kv_retain_put kv_retain_put(struct kv_retain *kv, const struct msg *m, uint
     if (subject_from_topic(&kv->map, msg_topic(m), m->topic_len, subj, sizeof subj) == 0)
         return KV_RETAIN_LOCAL;
     const char *key = kv_key(kv, subj);
+    kvStore *st = kv_store(kv);
     natsStatus s;
-    if (m->payload_len == 0) {
-        s = kvStore_Delete(kv->kv, key);
+    if (!st) {
+        s = NATS_TIMEOUT;
+    } else if (m->payload_len == 0) {
+        s = kvStore_Delete(st, key);
     } else {
         struct kvrec r = {
             .qos = m->qos,
@@ -134,7 +174,7 @@ enum kv_retain_put kv_retain_put(struct kv_retain *kv, const struct msg *m, uint
         size_t n = kvrec_size(&r);
         uint8_t *val = mem_alloc(n);
         kvrec_encode(val, &r);
-        s = kvStore_Put(NULL, kv->kv, key, val, (int)n);
+        s = kvStore_Put(NULL, st, key, val, (int)n);
         mem_free(val);
     }
     if (s != NATS_OK) {
@@ -177,6 +217,9 @@ static bool kv_deliver(struct kv_retain *kv, kvEntry *e, uint64_t now_ms, uint64
 size_t kv_retain_match(struct kv_retain *kv, const uint8_t *filter, size_t len, uint64_t now_ms,
                        kv_retain_fn fn, void *ctx)
 {
+    kvStore *st = kv_store(kv);
+    if (!st)
+        return 0; /* logged */
     subject_subs *subs = mem_alloc(sizeof *subs);
     size_t got = 0;
     if (subject_subs_from_filter(&kv->map, filter, len, subs) != 0) {
@@ -194,7 +237,7 @@ size_t kv_retain_match(struct kv_retain *kv, const uint8_t *filter, size_t len, 
          * bytes are "=2A" and "=3E"): one get, a tenth of a watch. */
         if (!strpbrk(key, "*>")) {
             kvEntry *e = NULL;
-            natsStatus s = kvStore_Get(&e, kv->kv, key);
+            natsStatus s = kvStore_Get(&e, st, key);
             if (s == NATS_OK)
                 got += kv_deliver(kv, e, now_ms, wall, fn, ctx);
             else if (s != NATS_NOT_FOUND) /* deleted reads as not found too */
@@ -206,7 +249,7 @@ size_t kv_retain_match(struct kv_retain *kv, const uint8_t *filter, size_t len, 
         kvWatcher *w = NULL;
         sigset_t old;
         cluster_block_signals(&old);
-        natsStatus s = kvStore_Watch(&w, kv->kv, key, &wo);
+        natsStatus s = kvStore_Watch(&w, st, key, &wo);
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         while (s == NATS_OK && got < KV_RETAIN_MATCH_MAX) {
             uint64_t now = clock_now_ms();

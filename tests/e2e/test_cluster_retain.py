@@ -334,6 +334,26 @@ def retain_until_stored(broker, topic, payload, timeout=20):
         assert time.monotonic() < deadline, "the bucket never stored %r" % topic
 
 
+def test_bucket_bound_once_jetstream_answers(broker_factory, nats_cluster):
+    # Two of three NATS servers down before the bucket exists (this test
+    # runs first on the module's NATS cluster): JetStream has no quorum to
+    # create it and does not answer. The node starts all the same, per-put failures say 0x80, and
+    # once the servers are back the bucket is bound and used.
+    n0, n1, n2 = nats_cluster.nodes
+    n1.kill()
+    n2.kill()
+    try:
+        a = node(broker_factory, n0.url, "a", extra=["--cluster-replicas", "3"])
+        assert "not bound yet" in a.stderr_text()
+    finally:
+        for n in (n1, n2):
+            n.start()
+        for n in (n1, n2):
+            n.wait_ready(time.monotonic() + 20)
+    retain_until_stored(a, "late-bind/t", b"bound")
+    read_until(a, "late-bind/#", [("late-bind/t", b"bound", 1, 1)], "lb")
+
+
 def test_r3_bucket_with_a_nats_server_down(broker_factory, nats_cluster):
     # R3: any one NATS server may die. If it led the bucket's stream (or
     # JetStream's meta group), the other two elect another first, for a
@@ -356,3 +376,4 @@ def test_r3_bucket_with_a_nats_server_down(broker_factory, nats_cluster):
     finally:
         n2.start()
         n2.wait_ready(time.monotonic() + 20)
+
