@@ -29,6 +29,7 @@
 #include "broker/sys_tree.h"
 #include "broker/transport.h"
 #include "broker/xloop.h"
+#include "cluster/kv_retain.h"
 #include "cluster/link.h"
 #include "core/linger.h"
 #include "core/log.h"
@@ -64,6 +65,7 @@ void broker_config_defaults(struct broker_config *cfg)
     snprintf(cfg->persistence.location, sizeof cfg->persistence.location, "broker-data");
     snprintf(cfg->cluster.name, sizeof cfg->cluster.name, "shootout");
     snprintf(cfg->cluster.prefix, sizeof cfg->cluster.prefix, "mqtt");
+    cfg->cluster.replicas = 1;
     cfg->auth.allow_anonymous = true;
     cfg->obs.metrics_port = -1;
     cfg->obs.connection_messages = true;
@@ -342,6 +344,8 @@ static void broker_settle(struct broker *b)
 
 void broker_fini(struct broker *b)
 {
+    kv_retain_stop(b->kv_retain); /* before its connection goes */
+    b->kv_retain = NULL;
     if (b->cluster) /* the sessions that end below leave NATS with it */
         cluster_stop(b->cluster);
     b->cluster = NULL;
@@ -536,8 +540,11 @@ int broker_run(const struct broker_config *cfg)
         broker_fini(&p.b);
         return 1;
     }
+    if (p.b.cluster)
+        p.b.kv_retain = kv_retain_start(p.b.cluster, cfg);
     int rc = srv_run(&sc, &hooks, &p);
-    if (p.b.cluster) /* srv_run failed before the loops started */
+    kv_retain_stop(p.b.kv_retain); /* srv_run failed before the loops started */
+    if (p.b.cluster)
         cluster_stop(p.b.cluster);
     return rc;
 }

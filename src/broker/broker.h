@@ -62,6 +62,7 @@ struct broker_config {
         char name[128];        /* cluster_name: in the NATS connection's name */
         char prefix[129];      /* cluster_prefix: the subjects' (SUBJECT_PREFIX_MAX) */
         char node[128];        /* node_name; "" = hostname and port, or a random id */
+        uint32_t replicas;     /* cluster_replicas: of the KV buckets (kv_retain.h) */
     } cluster;
     struct broker_auth_config auth; /* password_file, acl_file, allow_anonymous */
     struct broker_obs_config obs;   /* metrics_port, connection_messages */

@@ -157,6 +157,9 @@ const struct opt broker_options[] = {
     {"node-name", 0, OPT_CALL, "NAME",
      "this node's name in the cluster; default: hostname:port, or hostname-RANDOM with port 0",
      NULL, CFG(cluster.node), .keyword = "node_name", .set = conf_set_word},
+    {"cluster-replicas", 0, OPT_UINT, "N",
+     "replicas of the cluster's retained-message bucket when this node creates it (JetStream)",
+     "1", CFG(cluster.replicas), .keyword = "cluster_replicas", .min = 1, .max = 5},
     /* auth.c and metrics.c */
     {"password-file", 0, OPT_CALL, "FILE",
      "check usernames and passwords against a Mosquitto password file (`shootout passwd`)", NULL,

@@ -157,6 +157,8 @@ struct broker {
     /* The other concerns, each its module's. */
     struct persist *persist; /* persist.h; NULL with persistence off */
     struct cluster *cluster; /* cluster/link.h; NULL without --cluster */
+    /* cluster/kv_retain.h; NULL without --cluster or without JetStream */
+    struct kv_retain *kv_retain;
     struct broker_auth auth; /* auth.h: password file, ACL, their counters */
     struct broker_obs obs;   /* metrics.h: the /metrics endpoint, log state */
 };

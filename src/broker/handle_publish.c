@@ -136,6 +136,7 @@ int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const u
         persist_qos2_in(b, origin, packet_id, true);
     uint32_t matched = 0;
     bool over = false; /* a retained message over the bounds: sent on, not stored */
+    bool lost = false; /* a retained message the cluster's bucket did not take: sent on */
     bool denied = !seen && origin->auth.acl && !auth_may_publish(b, origin, p.topic.ptr, p.topic.len);
     if (seen || denied) {
         /* A retransmission: acknowledge again, deliver nothing. A denied
@@ -149,7 +150,9 @@ int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const u
             p.retain = false, over = true;
         if (over && c->v5 && p.qos == 2)
             session_qos2_release(origin, packet_id); /* no PUBREL follows 0x97 */
-        matched = router_route(l, &p, ev_now(l->ev), origin, c);
+        matched = router_route(l, &p, ev_now(l->ev), origin, c, &lost);
+        if (lost && c->v5 && p.qos == 2)
+            session_qos2_release(origin, packet_id); /* no PUBREL follows 0x80 */
     }
     if (p.qos > 0) {
         uint8_t type = p.qos == 1 ? MQTT_PUBACK : MQTT_PUBREC;
@@ -159,9 +162,13 @@ int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const u
             conn_write_reason(c, type, packet_id,
                               denied ? MQTT5_RC_NOT_AUTHORIZED
                               : over ? MQTT5_RC_QUOTA_EXCEEDED
+                              : lost ? MQTT5_RC_UNSPECIFIED_ERROR
                               : matched || seen ? MQTT5_RC_SUCCESS
                                                     : MQTT5_RC_NO_MATCHING_SUBSCRIBERS,
-                              over ? "retained messages are at their bound; not retained" : NULL);
+                              over   ? "retained messages are at their bound; not retained"
+                              : lost ? "the cluster did not store the retained message; delivered, "
+                                       "not retained"
+                                     : NULL);
         conn_mark_dirty(l, c);
     }
     return 0;

@@ -16,6 +16,7 @@
 #include "broker/retain.h"
 #include "broker/router.h"
 #include "broker/session.h"
+#include "cluster/kv_retain.h"
 #include "cluster/link.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -61,6 +62,20 @@ static void deliver_retained(void *ctx, const uint8_t *topic, size_t topic_len, 
     };
     session_deliver(r->l, r->s, m, &d, NULL);
     r->job->budget--;
+}
+
+/* One from the cluster's bucket (kv_retain.h), unless the node's own store
+ * has its topic (a will of this node, say), which was sent already. */
+static void deliver_retained_kv(void *ctx, struct msg *m)
+{
+    struct retained_ctx *r = ctx;
+    struct broker *b = r->l->b;
+    size_t size;
+    pthread_mutex_lock(&b->retained_lock);
+    bool here = retain_get(b->retained, msg_topic(m), m->topic_len, &size);
+    pthread_mutex_unlock(&b->retained_lock);
+    if (!here)
+        deliver_retained(ctx, msg_topic(m), m->topic_len, m);
 }
 
 /* The SUBACK code of a refused subscription: MQTT 5's reason, 3.1.1's
@@ -191,6 +206,9 @@ static void sub_job_step(struct broker_loop *l, struct session *s, struct sub_jo
         pthread_mutex_lock(&b->retained_lock);
         j->budget -= (long)retain_match(b->retained, filter.ptr, filter.len, deliver_retained, &r);
         pthread_mutex_unlock(&b->retained_lock);
+        if (b->kv_retain)
+            kv_retain_match(b->kv_retain, filter.ptr, filter.len, ev_now(l->ev),
+                            deliver_retained_kv, &r);
     }
     j->n++;
     j->budget--;

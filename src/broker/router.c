@@ -34,6 +34,7 @@
 #include "broker/session_life.h"
 #include "broker/share.h"
 #include "broker/xloop.h"
+#include "cluster/kv_retain.h"
 #include "cluster/link.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -394,14 +395,41 @@ static void route_retain(struct broker *b, struct msg *m)
     pthread_mutex_unlock(&b->retained_lock);
 }
 
+/* A client's retained m in a cluster with a bucket: there, not here
+ * (kv_retain.h), and any copy here of its topic (from before the bucket
+ * was) goes, so that a SUBSCRIBE sends it once. False if it was to go to
+ * the bucket and did not. */
+static bool route_retain_cluster(struct broker *b, struct msg *m, uint64_t now_ms)
+{
+    enum kv_retain_put kv = kv_retain_put(b->kv_retain, m, now_ms);
+    if (kv == KV_RETAIN_LOCAL) {
+        route_retain(b, m);
+        return true;
+    }
+    size_t size;
+    pthread_mutex_lock(&b->retained_lock);
+    bool here = retain_get(b->retained, msg_topic(m), m->topic_len, &size);
+    pthread_mutex_unlock(&b->retained_lock);
+    if (here && kv == KV_RETAIN_STORED) {
+        struct msg *clear = msg_new(msg_topic(m), m->topic_len, NULL, 0, 0, true, NULL, now_ms);
+        route_retain(b, clear);
+        msg_unref(clear);
+    }
+    return kv == KV_RETAIN_STORED;
+}
+
 uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_t now_ms,
-                      const struct session *origin, struct conn *publisher)
+                      const struct session *origin, struct conn *publisher, bool *retain_failed)
 {
     struct msg *m = NULL;
+    *retain_failed = false;
     if (in->retain) {
         m = msg_new(in->topic.ptr, in->topic.len, in->payload.ptr, in->payload.len, in->qos, true,
                     in->props, now_ms);
-        route_retain(l->b, m);
+        if (!l->b->kv_retain)
+            route_retain(l->b, m);
+        else
+            *retain_failed = !route_retain_cluster(l->b, m, now_ms);
     }
     /* What went to the cluster reaches the shared groups, this node's
      * too, through NATS's queue groups only: one member in the cluster. */

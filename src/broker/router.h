@@ -93,11 +93,14 @@ bool router_retain_fits(struct broker *b, const uint8_t *topic, size_t len, size
  * publisher's session, whose No Local subscriptions take no part, and
  * publisher its connection, which back-pressure may pause (see
  * session_deliver). In a cluster it also goes to the other nodes
- * (cluster_publish). Returns how many sessions it went to, before the ACL
- * was asked per subscriber; at least 1 when it went to other nodes, whose
- * subscribers this one does not know. */
+ * (cluster_publish), and a retained one is stored in the cluster's
+ * bucket instead of here when its topic has a subject (kv_retain.h):
+ * *retain_failed says it was not stored (it is still delivered). Returns
+ * how many sessions it went to, before the ACL was asked per subscriber;
+ * at least 1 when it went to other nodes, whose subscribers this one does
+ * not know. */
 uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_t now_ms,
-                      const struct session *origin, struct conn *publisher);
+                      const struct session *origin, struct conn *publisher, bool *retain_failed);
 /* How long this node has been cut off from its cluster (cluster/link.h,
  * cluster_partitioned), at l's time; 0 when it is not, or has no cluster.
  * Meanwhile it takes no new client, subscription or QoS 1/2 message. */

@@ -326,12 +326,12 @@ static void cluster_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t eve
     c->taken_cap = cap;
 }
 
-/* libnats's threads (started by the connect, and its delivery thread by
- * the first subscription) must leave srv's signals to the home loop
- * (core/srv.c), which blocks them only after the home loop's set-up, where
- * restored sessions subscribe: they inherit the mask they are created
- * with. Restore with pthread_sigmask(SIG_SETMASK, old). */
-static void cluster_block_signals(sigset_t *old)
+/* link.h: libnats's threads (started by the connect, and its delivery
+ * thread by the first subscription) must leave srv's signals to the home
+ * loop (core/srv.c), which blocks them only after the home loop's set-up,
+ * where restored sessions subscribe: they inherit the mask they are
+ * created with. */
+void cluster_block_signals(sigset_t *old)
 {
     sigset_t block;
     srv_signal_set(&block);
@@ -912,6 +912,20 @@ struct cluster *cluster_start(const struct broker_config *cfg, int port)
     log_info("cluster: node %s (origin %s) connected to %s, subjects %s.*", c->node, c->nonce, url,
              cfg->cluster.prefix);
     return c;
+}
+
+int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, const char *role,
+                         natsConnection **nc)
+{
+    char name[sizeof cfg->cluster.name + sizeof c->node + 32];
+    snprintf(name, sizeof name, "%s/%s/%s", cfg->cluster.name, c->node, role);
+    sigset_t old;
+    cluster_block_signals(&old);
+    natsStatus s = natsOptions_SetName(c->opts, name);
+    if (s == NATS_OK)
+        s = natsConnection_Connect(nc, c->opts);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return s;
 }
 
 int cluster_attach(struct cluster *c, struct broker_loop *home)

@@ -22,6 +22,7 @@
 #ifndef SHOOTOUT_CLUSTER_LINK_H
 #define SHOOTOUT_CLUSTER_LINK_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,7 @@ struct broker_loop;
 struct cluster;
 struct mqtt_props;
 struct session;
+typedef struct __natsConnection natsConnection;
 
 /* Connects to cfg->cluster.urls (on the main thread, before any loop
  * runs); NULL, with the reason logged, if no NATS server answers. */
@@ -43,6 +45,17 @@ int cluster_attach(struct cluster *c, struct broker_loop *home);
 /* After every loop stopped: closes the connection and drops what is
  * still in the inbox. */
 void cluster_stop(struct cluster *c);
+
+/* One more connection of the node, with the link's options, named
+ * CLUSTER_NAME/NODE_NAME/role (kv_retain.h's JetStream traffic keeps to its
+ * own, off the interest's subscription list); on the main thread, before
+ * any loop runs. A libnats status (NATS_OK is 0). */
+int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, const char *role,
+                         natsConnection **nc);
+/* Blocks srv's signals in the calling thread around a libnats call that
+ * may start a thread (a connect, a first subscription), which inherits
+ * the mask; restore with pthread_sigmask(SIG_SETMASK, old). */
+void cluster_block_signals(sigset_t *old);
 
 /* A local client's PUBLISH, on any loop: one NATS message on the topic's
  * subject, its QoS, retain and the carried properties of props (NULL from
