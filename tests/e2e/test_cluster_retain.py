@@ -193,18 +193,21 @@ def test_retain_handling(broker_factory, nats_server):
     assert got(c) == []  # never on a shared subscription
 
 
-def test_topic_without_subject_stays_local(broker_factory, nats_server):
+def test_topic_without_subject_is_refused_not_retained(broker_factory, nats_server):
     # 1100 bytes of escaped non-ASCII are 3300 bytes of subject, over
-    # SUBJECT_MAX: the node's own store keeps it, once, and NATS does not.
+    # SUBJECT_MAX: a clustered node refuses the topic (0x90,
+    # test_cluster_props.py) and retains it nowhere, neither in its own
+    # store nor in the bucket.
     a, b = node(broker_factory, nats_server.url, "a"), node(broker_factory, nats_server.url, "b")
     long_topic = "long/" + "é" * 550
-    retain(a, long_topic, b"here")
-    c = a.paho("long-a")
-    c.subscribe("long/#", 0)
-    assert [(m.topic, m.payload, m.retain) for m in drain(c)] == [(long_topic, b"here", 1)]
-    c = b.paho("long-b")
-    c.subscribe("long/#", 0)
-    assert got(c) == []
+    pub = a.raw()
+    pub.connect5_ok("long-pub")
+    pub.send(R.publish5(long_topic, b"here", qos=1, packet_id=1, retain=True))
+    assert pub.expect(R.PUBACK).reason == 0x90
+    for n, cid in ((a, "long-a"), (b, "long-b")):
+        c = n.paho(cid)
+        c.subscribe("long/#", 0)
+        assert got(c) == []
 
 
 def test_local_will_and_bucket_sent_once(broker_factory, nats_server):
