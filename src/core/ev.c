@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -15,9 +16,9 @@
 #define EV_MAX_EVENTS 1024
 
 struct ev_loop {
+    uint64_t now_ms; /* first: ev_now (ev.h) reads it inline */
     int epfd;
     bool running;
-    uint64_t now_ms;
     struct ev_timer **heap; /* min-heap on when_ms */
     size_t heap_len, heap_cap;
     ev_prepare_fn prepare;
@@ -52,7 +53,7 @@ void ev_loop_free(struct ev_loop *loop)
     mem_free(loop);
 }
 
-uint64_t ev_now(const struct ev_loop *loop) { return loop->now_ms; }
+_Static_assert(offsetof(struct ev_loop, now_ms) == 0, "ev_now reads the clock as the loop's first member");
 
 uint64_t ev_update_now(struct ev_loop *loop) { return loop->now_ms = clock_now_ms(); }
 

@@ -61,24 +61,6 @@ int mqtt_decode_varint(const uint8_t *buf, size_t len, uint32_t *v, bool *non_mi
     return MQTT_E_MALFORMED;
 }
 
-size_t mqtt_varint_size(uint32_t v)
-{
-    assert(v <= MQTT_MAX_REMAINING);
-    return v < 128u ? 1 : v < 16384u ? 2 : v < 2097152u ? 3 : 4;
-}
-
-size_t mqtt_encode_varint(uint8_t *out, uint32_t v)
-{
-    assert(v <= MQTT_MAX_REMAINING);
-    size_t n = 0;
-    do {
-        uint8_t b = v & 0x7F;
-        v >>= 7;
-        out[n++] = v ? (uint8_t)(b | 0x80) : b;
-    } while (v);
-    return n;
-}
-
 /* ---- CONNECT (3.1) ------------------------------------------------------ */
 
 int mqtt_decode_connect(const uint8_t *body, size_t len, struct mqtt_connect *c)

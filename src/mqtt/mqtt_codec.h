@@ -18,6 +18,7 @@
 #ifndef SHOOTOUT_MQTT_CODEC_H
 #define SHOOTOUT_MQTT_CODEC_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -111,8 +112,25 @@ int mqtt31_frame(const uint8_t *buf, size_t len, uint32_t max_packet, struct mqt
 
 /* Variable-length Remaining Length encoding. mqtt_varint_size(v) is 1..4 for
  * v <= MQTT_MAX_REMAINING. mqtt_encode_varint writes that many bytes. */
-size_t mqtt_varint_size(uint32_t v);
-size_t mqtt_encode_varint(uint8_t *out, uint32_t v);
+/* Inline: every PUBLISH the broker takes and every copy it writes sizes
+ * and writes one. */
+static inline size_t mqtt_varint_size(uint32_t v)
+{
+    assert(v <= MQTT_MAX_REMAINING);
+    return v < 128u ? 1 : v < 16384u ? 2 : v < 2097152u ? 3 : 4;
+}
+
+static inline size_t mqtt_encode_varint(uint8_t *out, uint32_t v)
+{
+    assert(v <= MQTT_MAX_REMAINING);
+    size_t n = 0;
+    do {
+        uint8_t b = v & 0x7F;
+        v >>= 7;
+        out[n++] = v ? (uint8_t)(b | 0x80) : b;
+    } while (v);
+    return n;
+}
 /* Decodes one at buf[0..len). Returns the bytes it took (1..4), 0 when len
  * ends inside it, or MQTT_E_MALFORMED when a fifth byte would follow.
  * *non_minimal tells whether fewer bytes could have held the value (MQTT 5

@@ -33,18 +33,30 @@ bool mqtt_utf8_valid(const uint8_t *s, size_t len)
     return !memchr(s, 0, len) && utf8_valid(s, len);
 }
 
+/* Whether the eight bytes of w are plain in a topic name: ASCII, neither
+ * U+0000 nor a wildcard. */
+static inline bool name_word_plain(uint64_t w)
+{
+    return ((w & HIGHS) | has_zero(w) | has_byte(w, '+') | has_byte(w, '#')) == 0;
+}
+
 bool mqtt_topic_name_valid(const uint8_t *t, size_t len)
 {
     if (len == 0)
         return false;
     size_t i = 0;
+    if (len >= 8) {
+        /* Whole words, then the last eight bytes (overlapping the word
+         * before): a plain topic leaves no byte to the loop below. */
+        while (i + 8 <= len && name_word_plain(load64(t + i)))
+            i += 8;
+        if (i + 8 > len && (i == len || name_word_plain(load64(t + len - 8))))
+            return true;
+    }
     while (i < len) {
-        if (len - i >= 8) {
-            uint64_t w = load64(t + i);
-            if (((w & HIGHS) | has_zero(w) | has_byte(w, '+') | has_byte(w, '#')) == 0) {
-                i += 8;
-                continue;
-            }
+        if (len - i >= 8 && name_word_plain(load64(t + i))) {
+            i += 8;
+            continue;
         }
         uint8_t c = t[i];
         if (c < 0x80) {

@@ -8,6 +8,8 @@
 #
 #   tests/perf/broker_ir.sh [-a 'BROKER ARGS'] BIN [BIN...]
 #
+# BROKER_IR_EXPS="load" (or "ping") runs one experiment only.
+#
 # The load generator is build/release/shootout (run natively, on loopback).
 # Prints one line per binary and experiment: Ir, Ir per message, and the
 # ratio to the first binary.
@@ -71,7 +73,7 @@ ir() {
 }
 
 printf '%-10s %-40s %14s %10s %7s\n' experiment binary Ir Ir/msg ratio
-for exp in load ping; do
+for exp in ${BROKER_IR_EXPS:-load ping}; do
     first=""
     n=0
     for bin in "$@"; do

@@ -148,7 +148,8 @@ static void test_topic_filter_valid(void **state)
     assert_false(mqtt_topic_filter_valid(B("a/\0")));
 }
 
-/* Wildcards at every offset, inside the eight-byte fast path and in the
+/* Wildcards, U+0000 and other bytes than ASCII at every offset, inside
+ * the eight-byte fast path, in its last overlapping word and in the
  * byte-wise tail. */
 static void test_wildcards_every_offset(void **state)
 {
@@ -179,6 +180,17 @@ static void test_wildcards_every_offset(void **state)
                 assert_false(mqtt_topic_filter_valid(s, len));
                 s[at + 1] = '+'; /* "aa/+aa" */
                 assert_false(mqtt_topic_filter_valid(s, len));
+            }
+            /* Not ASCII: in a whole word, in the last (overlapping) one. */
+            memset(s, 'a', len);
+            s[at] = 0x80;
+            assert_false(mqtt_topic_name_valid(s, len));
+            if (at + 1 < len) {
+                s[at] = 0xC3; /* U+00E9 */
+                s[at + 1] = 0xA9;
+                assert_true(mqtt_topic_name_valid(s, len));
+                s[at + 1] = 'a'; /* lead byte without its continuation */
+                assert_false(mqtt_topic_name_valid(s, len));
             }
         }
     }
