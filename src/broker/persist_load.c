@@ -93,6 +93,13 @@ static void rebuild_msg(struct rebuild *x, const struct plog_msg *r)
         rebuild_msg_new(r->topic, r->payload, r->qos, r->retain, r->props, ev_now(x->b->home->ev));
     m->plog_id = r->id;
     m->expires_ms = r->expiry_ms ? persist_to_loop(x->b, r->expiry_ms) : 0;
+    /* With several loops it may be queued to sessions on different loops
+     * (they go round the loops) and, retained, sent by any loop's
+     * SUBSCRIBE: its count must be atomic as a routed message's is before
+     * it leaves its loop (route_remote, route_retain). Only the restored
+     * messages pay for it, and only at more than one loop. */
+    if (x->b->nloops > 1)
+        msg_share(m);
     hmap_put(&x->msgs, &m->plog_id, sizeof m->plog_id, m);
 }
 

@@ -9,6 +9,7 @@
  */
 #include "broker/session.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "broker/broker_int.h"
@@ -266,6 +267,9 @@ static void session_enqueue(struct broker_loop *l, struct session *s, struct msg
 void session_restore(struct broker_loop *l, struct session *s, struct msg *m,
                      const struct delivery *d, uint8_t state, uint16_t packet_id)
 {
+    /* Sessions of other loops may hold m too: persist_load shares it, or
+     * their releases race on its count (and only TSan, now and then, says so). */
+    assert(l->b->nloops == 1 || m->rc.atomic);
     if (state == PLOG_QUEUED || (state == PLOG_PUBLISH_SENT && s->ninflight >= l->cfg->max_inflight)) {
         session_enqueue(l, s, m, d);
         return;
