@@ -42,6 +42,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <nats/nats.h>
@@ -85,6 +86,9 @@
  * than libnats's default of 4 minutes. */
 #define CLUSTER_PING_MS 1000
 #define CLUSTER_PINGS_OUT 2
+/* How long the stop waits for libnats to be done with the subscriptions
+ * (cluster_stop), and then for its threads to end (nats_CloseAndWait). */
+#define CLUSTER_STOP_MS 5000
 
 /* The last sequence taken from one origin (the delivery thread's). */
 struct cluster_origin {
@@ -139,6 +143,14 @@ struct cluster {
     struct hmap origins; /* nonce -> struct cluster_origin, under in_lock */
     uint64_t duplicates; /* under in_lock */
     uint64_t overflow;   /* dropped at CLUSTER_INBOX_MAX, under in_lock */
+    /* The stop (cluster_stop), under in_lock: once stopping, the callbacks
+     * destroy what comes instead of appending it; live_subs counts the
+     * subscriptions libnats may still call back for (each one's completion
+     * callback, after its last message, takes it off and signals subs_done). */
+    bool stopping;
+    uint64_t stop_dropped; /* destroyed by the callbacks while stopping */
+    unsigned live_subs;
+    pthread_cond_t subs_done;
     int efd;
 
     /* The home loop's. */
@@ -187,6 +199,12 @@ static bool cluster_repeat(struct cluster *c, natsMsg *msg)
 static void cluster_push(struct cluster *c, natsMsg *msg, int64_t sid)
 {
     pthread_mutex_lock(&c->in_lock);
+    if (c->stopping) { /* the home loop takes no more: destroyed here, once */
+        c->stop_dropped++;
+        pthread_mutex_unlock(&c->in_lock);
+        natsMsg_Destroy(msg);
+        return;
+    }
     if (!sid && cluster_repeat(c, msg)) {
         c->duplicates++;
         pthread_mutex_unlock(&c->in_lock);
@@ -221,6 +239,30 @@ static void cluster_on_share_msg(natsConnection *nc, natsSubscription *sub, nats
                                  void *closure)
 {
     cluster_push(closure, msg, natsSubscription_GetID(sub));
+}
+
+/* libnats's delivery thread, once a closed subscription's last message was
+ * dealt with (delivered or, once it was closed, destroyed by libnats). */
+static void cluster_on_sub_done(void *closure)
+{
+    struct cluster *c = closure;
+    pthread_mutex_lock(&c->in_lock);
+    if (--c->live_subs == 0)
+        pthread_cond_broadcast(&c->subs_done);
+    pthread_mutex_unlock(&c->in_lock);
+}
+
+/* sub, just made, into live_subs: the stop waits for its completion. */
+static void cluster_track(struct cluster *c, natsSubscription *sub)
+{
+    pthread_mutex_lock(&c->in_lock);
+    c->live_subs++; /* before the callback can run: it may, once closed */
+    pthread_mutex_unlock(&c->in_lock);
+    if (natsSubscription_SetOnCompleteCB(sub, cluster_on_sub_done, c) != NATS_OK) {
+        pthread_mutex_lock(&c->in_lock); /* closed already: nothing to wait for */
+        c->live_subs--;
+        pthread_mutex_unlock(&c->in_lock);
+    }
 }
 
 /* m to the member whose queue subscription sid received it, if it is
@@ -425,9 +467,12 @@ void cluster_interest_add(struct cluster *c, const uint8_t *filter, size_t len)
         natsStatus s = NATS_OK;
         sigset_t old;
         cluster_block_signals(&old);
-        for (int i = 0; i < subs->n && s == NATS_OK; i++)
+        for (int i = 0; i < subs->n && s == NATS_OK; i++) {
             s = natsConnection_Subscribe((natsSubscription **)&e->handle[i], c->nc, subs->subj[i],
                                          cluster_on_msg, c);
+            if (s == NATS_OK)
+                cluster_track(c, e->handle[i]);
+        }
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         /* Held meanwhile: a second subscriber of the filter on another
          * loop must not be acknowledged before the first one's flush. */
@@ -508,6 +553,7 @@ void cluster_share_add(struct cluster *c, struct session *s, const uint8_t *filt
         st = natsConnection_QueueSubscribe(&mb->sub[i], c->qnc, subs->subj[i], queue,
                                            cluster_on_share_msg, c);
         if (st == NATS_OK) {
+            cluster_track(c, mb->sub[i]);
             mb->sid[i] = natsSubscription_GetID(mb->sub[i]);
             hmap_put(&c->member_sids, &mb->sid[i], sizeof mb->sid[i], mb);
         }
@@ -635,6 +681,8 @@ static void cluster_figures_connect(struct cluster *c, const struct broker_confi
         s = natsConnection_Connect(&c->fnc, c->opts);
     if (s == NATS_OK)
         s = natsConnection_Subscribe(&c->nodes_sub, c->fnc, all, cluster_on_figures, c);
+    if (s == NATS_OK)
+        cluster_track(c, c->nodes_sub);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (s != NATS_OK)
         log_warn("cluster: subscribing %s: %s (the other nodes' figures stay unknown)", all,
@@ -821,10 +869,17 @@ static natsStatus cluster_options(struct cluster *c, const struct broker_config 
     return s;
 }
 
-/* report: log the link's figures (its connection was up). */
+/* report: log the link's figures (its connection was up). No callback
+ * runs any more (cluster_stop, or a start that failed before any could):
+ * what the inbox holds is destroyed while libnats is alive, as its
+ * natsMsg_Destroy needs, and libnats is closed last. */
 static void cluster_free(struct cluster *c, bool report)
 {
     uint32_t filters = interest_count(&c->interest);
+    uint32_t left = c->nin;
+    for (uint32_t i = 0; i < c->nin; i++)
+        natsMsg_Destroy(c->in[i].msg);
+    c->nin = 0;
     interest_clear(&c->interest, cluster_close_subs, NULL);
     size_t mi = 0;
     struct hmap_slot *ms;
@@ -837,8 +892,9 @@ static void cluster_free(struct cluster *c, bool report)
     natsConnection_Destroy(c->qnc);
     natsConnection_Destroy(c->nc);
     natsOptions_Destroy(c->opts);
-    /* libnats's threads are gone after this: nothing appends any more. */
-    nats_CloseAndWait(5000);
+    natsStatus closed = nats_CloseAndWait(CLUSTER_STOP_MS);
+    if (closed != NATS_OK)
+        log_warn("cluster: closing libnats: %s", natsStatus_GetText(closed));
     if (report)
         log_info("cluster: %" PRIu64 " messages published to the cluster, %" PRIu64
                  " received from them, %" PRIu64 " duplicates dropped, %" PRIu64
@@ -847,8 +903,9 @@ static void cluster_free(struct cluster *c, bool report)
     if (report && c->bad_headers)
         log_info("cluster: %" PRIu64 " malformed property headers from the cluster ignored",
                  c->bad_headers);
-    for (uint32_t i = 0; i < c->nin; i++)
-        natsMsg_Destroy(c->in[i].msg);
+    if (report && (left || c->stop_dropped))
+        log_info("cluster: %" PRIu32 " messages left in the inbox at the stop, %" PRIu64
+                 " more dropped as they came, not delivered", left, c->stop_dropped);
     size_t i = 0;
     struct hmap_slot *s;
     while ((s = hmap_next(&c->origins, &i)))
@@ -862,6 +919,7 @@ static void cluster_free(struct cluster *c, bool report)
     pthread_mutex_destroy(&c->publish_lock);
     pthread_mutex_destroy(&c->interest_lock);
     pthread_mutex_destroy(&c->share_lock);
+    pthread_cond_destroy(&c->subs_done);
     cluster_figures_free(c);
     mem_free(c);
 }
@@ -873,6 +931,11 @@ struct cluster *cluster_start(const struct broker_config *cfg, int port)
     pthread_mutex_init(&c->publish_lock, NULL);
     pthread_mutex_init(&c->interest_lock, NULL);
     pthread_mutex_init(&c->share_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->subs_done, &ca);
+    pthread_condattr_destroy(&ca);
     c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     uint64_t nonce = 0;
     if (getrandom(&nonce, sizeof nonce, 0) != sizeof nonce)
@@ -938,9 +1001,32 @@ int cluster_attach(struct cluster *c, struct broker_loop *home)
     return ev_io_start(home->ev, &c->wake, EV_READ);
 }
 
+/* libnats 3.4 keeps calling a subscription back after its connection's
+ * close returned (a message being delivered, others queued for the
+ * delivery thread, which destroys those itself once it sees the close),
+ * and natsMsg_Destroy needs the library alive: so the callbacks stop
+ * appending first, the connections close, and the stop waits for every
+ * subscription's completion callback before cluster_free destroys the
+ * inbox and then libnats. */
 void cluster_stop(struct cluster *c)
 {
+    pthread_mutex_lock(&c->in_lock);
+    c->stopping = true;
+    pthread_mutex_unlock(&c->in_lock);
     natsConnection_Close(c->qnc);
     natsConnection_Close(c->nc);
+    natsConnection_Close(c->fnc);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += CLUSTER_STOP_MS / 1000;
+    pthread_mutex_lock(&c->in_lock);
+    int err = 0;
+    while (c->live_subs && err != ETIMEDOUT)
+        err = pthread_cond_timedwait(&c->subs_done, &c->in_lock, &until);
+    unsigned live = c->live_subs;
+    pthread_mutex_unlock(&c->in_lock);
+    if (live)
+        log_warn("cluster: %u NATS subscriptions still delivering after %d ms: stopping anyway",
+                 live, CLUSTER_STOP_MS);
     cluster_free(c, true);
 }

@@ -42,8 +42,9 @@ typedef struct __natsConnection natsConnection;
 struct cluster *cluster_start(const struct broker_config *cfg, int port);
 /* On the home loop, once it exists: what NATS delivers is routed there. */
 int cluster_attach(struct cluster *c, struct broker_loop *home);
-/* After every loop stopped: closes the connection and drops what is
- * still in the inbox. */
+/* After every loop stopped: closes the connections, waits (5 s at most)
+ * until libnats calls back no more, and drops what is still in the inbox
+ * before libnats itself is closed. */
 void cluster_stop(struct cluster *c);
 
 /* One more connection of the node, with the link's options, named
