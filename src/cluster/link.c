@@ -122,8 +122,9 @@ struct cluster {
     natsConnection *qnc; /* shared subscriptions' queue subscriptions */
     char node[128];
     char nonce[CLUSTER_NONCE_LEN + 1]; /* this process's origin */
-    /* Connections (nc, qnc) down now, and since when (monotonic ms; 0 while
-     * none is): written by libnats's callbacks, read by every loop. */
+    /* Routing connections (nc, qnc) down now, and since when (monotonic
+     * ms; 0 while none is): written by libnats's callbacks, read by every
+     * loop. */
     unsigned down;
     uint64_t down_since_ms;
     pthread_mutex_t publish_lock;      /* seq, and the send of its message */
@@ -777,14 +778,24 @@ fail:
 
 /* ---- the connection ---------------------------------------------------------- */
 
+/* Whether nc carries the routing (the interest's or the shared
+ * subscriptions' connection): only their loss cuts the node off; the
+ * figures' and the retained bucket's connections follow the same server. */
+static bool cluster_routing(const struct cluster *c, const natsConnection *nc)
+{
+    return nc == c->nc || nc == c->qnc;
+}
+
 static void cluster_on_disconnected(natsConnection *nc, void *closure)
 {
     struct cluster *c = closure;
     if (natsConnection_IsClosed(nc))
         return; /* cluster_stop */
+    cluster_count_event(closure, nc, false);
+    if (!cluster_routing(c, nc))
+        return;
     if (__atomic_fetch_add(&c->down, 1, __ATOMIC_ACQ_REL) == 0)
         __atomic_store_n(&c->down_since_ms, clock_now_ms(), __ATOMIC_RELEASE);
-    cluster_count_event(closure, nc, false);
     log_warn("cluster: lost the NATS connection; reconnecting (messages from and to other nodes "
              "are lost meanwhile; after %d ms the node refuses new clients, subscriptions and "
              "QoS 1 and 2 messages until it is back)", CLUSTER_PARTITION_MS);
@@ -793,11 +804,13 @@ static void cluster_on_disconnected(natsConnection *nc, void *closure)
 static void cluster_on_reconnected(natsConnection *nc, void *closure)
 {
     struct cluster *c = closure;
+    cluster_count_event(closure, nc, true);
+    if (!cluster_routing(c, nc))
+        return;
     if (__atomic_sub_fetch(&c->down, 1, __ATOMIC_ACQ_REL) == 0)
         __atomic_store_n(&c->down_since_ms, 0, __ATOMIC_RELEASE);
     char url[256] = "";
     natsConnection_GetConnectedUrl(nc, url, sizeof url);
-    cluster_count_event(closure, nc, true);
     log_info("cluster: reconnected to %s", url);
 }
 

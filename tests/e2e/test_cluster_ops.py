@@ -59,6 +59,13 @@ def start_node(broker_factory, urls, name, **kw):
     return b
 
 
+def takes_clients(b):
+    """Whether b answers a CONNECT with return code 0 (a node cut off from
+    NATS answers 3, test_cluster_partition.py)."""
+    with b.raw() as c:
+        return c.connect("probe").rc == 0
+
+
 def sys_cluster(b, client_id="sys-cluster"):
     """The latest value of every $SYS/broker/cluster/... topic (retained,
     so one round is there at once), as {suffix: text}."""
@@ -229,6 +236,9 @@ def test_nats_server_restart(broker_factory, nats_server_own):
         wait_for(lambda: metric(m, "shootout_broker_cluster_connected") == 1, "connected 1")
         assert metric(m, "shootout_broker_cluster_reconnects_total") == 1
         assert metric(m, "shootout_broker_cluster_disconnects_total") == 1
+    # New clients again once every routing connection is back (the shared
+    # subscriptions' one may follow the first by a reconnect wait).
+    wait_for(lambda: takes_clients(b), "b takes new clients again")
     wait_for(lambda: sys_cluster(b).get("reconnects") == "1", "$SYS reconnects 1", timeout=5)
     # Not one local message lost on a.
     got = [m.payload for m in local_a.get_n(len(sent))]
