@@ -286,7 +286,7 @@ def test_figures_every_5_s_without_sys(broker_factory, nats_server_own):
     t0 = time.monotonic()
     assert subj == "mqtt.n.z=2Ea=2Ab"
     assert first.split()[:2] == [b"v1", b"5000"] and first.split()[-1] == b"1"
-    subj, _, _, second = n.next_msg(timeout=7)
-    assert subj == "mqtt.n.z=2Ea=2Ab" and 4.0 < time.monotonic() - t0 < 6.5
+    subj, _, _, second = n.next_msg(timeout=10)
+    assert subj == "mqtt.n.z=2Ea=2Ab" and 4.0 < time.monotonic() - t0 < 9.0  # 5 s, on loaded cores
     n.close()
     a.assert_alive()
