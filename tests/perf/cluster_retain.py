@@ -10,12 +10,11 @@ three rounds, alternating.
     /usr/bin/python3 tests/perf/cluster_retain.py build/release/shootout
 """
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-import natsd  # noqa: E402
+from cluster_pair import side_by_side  # noqa: E402
 from mqtt_paho import PahoClient  # noqa: E402
 
 binp, N = sys.argv[1], 300
@@ -46,23 +45,11 @@ def subscribe_us(port, rnd, flt):
     return us
 
 
-nats = natsd.NatsCluster(1)
-procs = []
-try:
-    ports = natsd._free_ports(2)
-    procs += [subprocess.Popen([binp, "broker", "--port", str(ports[0])], stderr=subprocess.DEVNULL),
-              subprocess.Popen([binp, "broker", "--port", str(ports[1]), "--cluster", nats.urls()],
-                               stderr=subprocess.DEVNULL)]
-    time.sleep(1)
+with side_by_side(binp) as brokers:
     for rnd in range(3):
-        for name, port in (("plain", ports[0]), ("cluster", ports[1])):
+        for name, port in brokers:
             pub = publish_us(port, rnd)
             exact = subscribe_us(port, rnd, "rcost/%d/%d")
             wild = subscribe_us(port, rnd, "rcost/%d/%d/#")  # two KV watches in a cluster
             print("round %d %-8s retained PUBLISH %.0f us/PUBACK, SUBSCRIBE to its retained "
                   "message %.0f us (exact), %.0f us (a/#)" % (rnd, name, pub, exact, wild))
-finally:
-    for p in procs:
-        p.terminate()
-        p.wait(10)
-    nats.destroy()

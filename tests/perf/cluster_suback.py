@@ -7,12 +7,11 @@ nats-server, each taking N SUBSCRIBEs of filters new to it one at a time
     /usr/bin/python3 tests/perf/cluster_suback.py build/release/shootout
 """
 import os
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
-import natsd  # noqa: E402
+from cluster_pair import side_by_side  # noqa: E402
 from mqtt_paho import PahoClient  # noqa: E402
 
 binp, N = sys.argv[1], 2000
@@ -29,24 +28,12 @@ def suback_us(port, client_id, rnd):
     return (time.perf_counter() - t) / N * 1e6, c
 
 
-nats = natsd.NatsCluster(1)
-procs = []
-try:
-    ports = natsd._free_ports(2)
-    procs += [subprocess.Popen([binp, "broker", "--port", str(ports[0])], stderr=subprocess.DEVNULL),
-              subprocess.Popen([binp, "broker", "--port", str(ports[1]), "--cluster", nats.urls()],
-                               stderr=subprocess.DEVNULL)]
-    time.sleep(1)
+with side_by_side(binp) as brokers:
     for rnd in range(3):
-        for name, port in (("plain", ports[0]), ("cluster", ports[1])):
+        for name, port in brokers:
             new, c = suback_us(port, "cost-%s-%d" % (name, rnd), rnd)
             held, o = suback_us(port, "cost2-%s-%d" % (name, rnd), rnd)
             print("round %d %-8s new filter %.0f us/SUBACK, filter already held %.0f us/SUBACK" % (
                 rnd, name, new, held))
             c.close()
             o.close()
-finally:
-    for p in procs:
-        p.terminate()
-        p.wait(10)
-    nats.destroy()
