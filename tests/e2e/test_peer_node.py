@@ -153,13 +153,17 @@ def test_fastify_answers_as_car_server(car_server, tmp_path):
     try:
         peer.wait_ready(BOOT_TIMEOUT)
         js = {"Content-Type": "application/json"}
+        # A body past the limit is announced, not sent: both servers refuse
+        # it from the head, and one that closes while a client is still
+        # sending may make that client's send fail before it reads the 413.
+        too_big = dict(js, **{"Content-Length": "1048577"})
         pretty = b'{\n "driver": {"driverId": "x", "lastname": "b", "firstname": "a", "extra": [1, {}]},\n' \
                  b' "car": {"year": 0, "mileage": 4294967295, "make": "m\\u00e9", "model": "", "trim": "t",' \
                  b' "color": "c"}}'
         cases = [("POST", "/v1/create", js, CAR_JSON), ("POST", "/v1/create?x=1", js, CAR_JSON),
                  ("POST", "/v1/create", {"Content-Type": "Application/JSON; charset=utf-8"}, pretty),
                  ("POST", "/v1/create", {"Content-Type": "text/plain"}, CAR_JSON),
-                 ("POST", "/v1/create", {}, CAR_JSON), ("POST", "/v1/create", js, b"x" * 1048577),
+                 ("POST", "/v1/create", {}, CAR_JSON), ("POST", "/v1/create", too_big, None),
                  ("GET", "/v1/create", {}, None), ("PUT", "/v1/create", js, CAR_JSON),
                  ("DELETE", "/v1/create", {}, None), ("GET", "/healthz", {}, None),
                  ("HEAD", "/healthz", {}, None), ("POST", "/healthz", js, b"{}"),
