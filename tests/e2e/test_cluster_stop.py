@@ -10,11 +10,12 @@ import time
 
 def held_node(broker_factory, nats_server, tmp_path, name):
     """A node whose home loop soon holds the inbox: its other loop's 30
-    subscribers of stop/# overlap 500 deny rules, so that loop asks the ACL
-    per delivery and falls behind (as test_cluster.py's inbox mark test)."""
+    subscribers of stop/# overlap 2000 deny rules, so that loop asks the ACL
+    per delivery and falls behind (as test_cluster.py's inbox mark test,
+    four times slower: a flood from Python on loaded cores must outrun it)."""
     acl = tmp_path / "acl"
     acl.write_text("topic read stop/#\n" +
-                   "".join("topic deny stop/x%d\n" % i for i in range(500)))
+                   "".join("topic deny stop/x%d\n" % i for i in range(2000)))
     node = broker_factory(verbose=True, conf_lines=["acl_file %s" % acl],
                           extra_args=["--cluster", nats_server.url, "--node-name", name,
                                       "--threads", "2"])
@@ -26,35 +27,43 @@ def held_node(broker_factory, nats_server, tmp_path, name):
     return node, subs
 
 
-def flood(nats_server, n, stop):
-    """n messages on stop/t (subject mqtt.t.stop.t) from a plain NATS client,
-    in bursts of 500, until stop is set."""
-    nc = nats_server.client()
+def flood(nats_server, n, stop, state):
+    """Up to n messages on stop/t (subject mqtt.t.stop.t) from a plain NATS
+    client, in bursts of 500, until stop is set; state["sent"] counts them
+    and state["error"] keeps what ended it early, for wait_held to tell."""
+    state["sent"] = 0
     try:
-        for k in range(0, n, 500):
-            if stop.is_set():
-                break
-            for i in range(k, k + 500):
-                nc.pub("mqtt.t.stop.t", b"m%06d" % i)
-            nc.flush()
-    finally:
-        nc.close()
+        nc = nats_server.client()
+        try:
+            for k in range(0, n, 500):
+                if stop.is_set():
+                    break
+                for i in range(k, k + 500):
+                    nc.pub("mqtt.t.stop.t", b"m%07d" % i)
+                nc.flush()
+                state["sent"] = k + 500
+        finally:
+            nc.close()
+    except Exception as e:  # noqa: BLE001 - reported by wait_held
+        state["error"] = repr(e)
 
 
-def wait_held(node, timeout=30):
+def wait_held(node, state, timeout=30):
     deadline = time.time() + timeout
     while "cluster inbox held" not in node.stderr_text():
-        assert time.time() < deadline, "the inbox was never held:\n" + node.stderr_tail()
+        assert time.time() < deadline, "the inbox was never held (flood: %r):\n%s" % (
+            state, node.stderr_tail())
         time.sleep(0.05)
 
 
 def test_sigterm_with_the_inbox_full(broker_factory, nats_server, tmp_path):
     node, _ = held_node(broker_factory, nats_server, tmp_path, "stop0")
     stop = threading.Event()
-    t = threading.Thread(target=flood, args=(nats_server, 60000, stop), daemon=True)
+    state = {}
+    t = threading.Thread(target=flood, args=(nats_server, 1000000, stop, state), daemon=True)
     t.start()
     try:
-        wait_held(node)
+        wait_held(node, state)
         time.sleep(0.3)  # more pile up in the inbox, and libnats keeps delivering
         rc = node.stop()
     finally:
