@@ -140,6 +140,22 @@ struct msg *msg_new(const uint8_t *topic, size_t topic_len, const uint8_t *paylo
     return m;
 }
 
+bool msg_props_decode(const uint8_t *props, uint32_t len, struct mqtt_props *out, uint8_t **buf)
+{
+    *buf = NULL;
+    if (!len)
+        return false;
+    /* The decoder reads the length first: put it back. */
+    *buf = mem_alloc((size_t)len + 4);
+    size_t n = mqtt_encode_varint(*buf, len), used;
+    memcpy(*buf + n, props, len);
+    if (mqtt_props_decode(*buf, n + len, MQTT_PUBLISH, out, &used) == MQTT_PROPS_OK)
+        return true;
+    mem_free(*buf);
+    *buf = NULL;
+    return false;
+}
+
 /* Appends a PUBLISH from a stored QoS 0 encoding of m: enc[0..enc_len) is
  * the fixed header (hdr_len bytes), the topic and the rest, the rest being
  * the payload (MQTT 3.1.1) or the property block and the payload (MQTT 5).

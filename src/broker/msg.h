@@ -97,6 +97,12 @@ static inline bool msg_expired(const struct msg *m, uint64_t now_ms)
     return m->expires_ms && now_ms >= m->expires_ms;
 }
 
+/* Properties as struct msg stores them (encoded, without their length:
+ * msg_props(), or a log record's copy) decoded into *out, whose strings
+ * point into *buf, for the caller to free. False, with *buf NULL, if there
+ * are none or they do not decode. */
+bool msg_props_decode(const uint8_t *props, uint32_t len, struct mqtt_props *out, uint8_t **buf);
+
 /* Appends an MQTT 3.1.1 PUBLISH of m to q at the given QoS, packet id
  * (ignored for QoS 0), DUP and RETAIN flags. Small messages are copied;
  * large payloads are shared, not copied. */

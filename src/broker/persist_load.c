@@ -46,15 +46,8 @@ static struct msg *rebuild_msg_new(struct plog_bytes topic, struct plog_bytes pa
                                    bool retain, struct plog_bytes props, uint64_t now_ms)
 {
     struct mqtt_props decoded;
-    bool has_props = false;
-    uint8_t *buf = NULL;
-    if (props.len) {
-        buf = mem_alloc(props.len + 4);
-        size_t n = mqtt_encode_varint(buf, props.len), used;
-        memcpy(buf + n, props.p, props.len);
-        has_props = mqtt_props_decode(buf, n + props.len, MQTT_PUBLISH, &decoded, &used) ==
-                    MQTT_PROPS_OK;
-    }
+    uint8_t *buf;
+    bool has_props = msg_props_decode(props.p, props.len, &decoded, &buf);
     struct msg *m = msg_new(topic.p, topic.len, payload.p, payload.len, qos, retain,
                             has_props ? &decoded : NULL, now_ms);
     mem_free(buf);

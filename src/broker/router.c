@@ -38,6 +38,7 @@
 #include "cluster/link.h"
 #include "core/log.h"
 #include "core/mem.h"
+#include "mqtt/mqtt_props.h"
 #include "mqtt/mqtt_topic.h"
 
 /* One session a message is routed to, and how: every matching
@@ -452,13 +453,36 @@ uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_
     return n;
 }
 
-void router_publish(struct broker_loop *l, struct msg *m)
+/* m to the other nodes as a client's PUBLISH goes: its properties as
+ * they were, its expiry as what is left of it. */
+static bool route_to_cluster(struct broker_loop *l, const struct msg *m)
+{
+    struct mqtt_props props = {0};
+    uint8_t *buf;
+    msg_props_decode(msg_props(m), m->props_len, &props, &buf);
+    uint64_t now = ev_now(l->ev);
+    if (m->expires_ms) {
+        props.present |= MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY);
+        props.message_expiry =
+            m->expires_ms > now ? (uint32_t)((m->expires_ms - now + 999) / 1000) : 1;
+    }
+    bool sent = cluster_publish(l->b->cluster, msg_topic(m), m->topic_len, msg_payload(m),
+                                m->payload_len, m->qos, m->retain,
+                                props.present || m->props_len ? &props : NULL);
+    mem_free(buf);
+    return sent;
+}
+
+void router_publish(struct broker_loop *l, struct msg *m, bool cluster_wide)
 {
     struct broker *b = l->b;
     if (m->retain &&
         router_retain_fits(b, msg_topic(m), m->topic_len, m->payload_len, "a will or $SYS"))
         route_retain(b, m);
-    route_collect(l, msg_topic(m), m->topic_len, NULL, true);
+    /* As router_route: what went to the cluster reaches shared groups
+     * through NATS's queue groups only. */
+    bool sent = cluster_wide && b->cluster && route_to_cluster(l, m);
+    route_collect(l, msg_topic(m), m->topic_len, NULL, !sent);
     route_deliver(l, m, NULL);
 }
 

@@ -108,8 +108,9 @@ uint64_t router_partitioned(const struct broker_loop *l);
 
 /* A message the broker publishes itself (a will, $SYS): stored if
  * retained and it fits the bounds (else sent as if not retained), then
- * sent to every matching subscription. Takes no ownership of m. */
-void router_publish(struct broker_loop *l, struct msg *m);
+ * sent to every matching subscription, the other nodes' too if
+ * cluster_wide (a will; $SYS is each node's own). Takes no ownership of m. */
+void router_publish(struct broker_loop *l, struct msg *m, bool cluster_wide);
 
 /* A message another node of the cluster published (cluster/link.c), on
  * the home loop: to the local non-shared subscriptions, never back to

@@ -92,7 +92,7 @@ static void session_publish_will(struct broker_loop *l, struct msg *will)
     if (will->expires_ms)
         will->expires_ms += ev_now(l->ev);
     STAT_ADD(l->stats.msgs_in, 1);
-    router_publish(l, will);
+    router_publish(l, will, true);
     msg_unref(will);
 }
 

@@ -30,7 +30,7 @@ static void sys_put(struct broker_loop *l, const char *topic, const char *fmt, .
         n = (int)sizeof payload - 1;
     struct msg *m = msg_new((const uint8_t *)topic, strlen(topic), (const uint8_t *)payload,
                             (size_t)n, 0, true, NULL, 0);
-    router_publish(l, m);
+    router_publish(l, m, false);
     msg_unref(m);
 }
 
