@@ -31,7 +31,9 @@
 #include "broker/xloop.h"
 #include "cluster/kv_retain.h"
 #include "cluster/kv_sess.h"
+#include "cluster/kvbucket.h"
 #include "cluster/link.h"
+#include "core/clock.h"
 #include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -545,9 +547,10 @@ int broker_run(const struct broker_config *cfg)
         broker_fini(&p.b);
         return 1;
     }
-    if (p.b.cluster) {
-        p.b.kv_retain = kv_retain_start(p.b.cluster, cfg);
-        p.b.kv_sess = kv_sess_start(p.b.cluster, cfg, &p.b);
+    if (p.b.cluster) { /* the buckets ask JetStream for KVBUCKET_START_MS in all */
+        uint64_t until = clock_now_ms() + KVBUCKET_START_MS;
+        p.b.kv_retain = kv_retain_start(p.b.cluster, cfg, until);
+        p.b.kv_sess = kv_sess_start(p.b.cluster, cfg, &p.b, until);
     }
     int rc = srv_run(&sc, &hooks, &p);
     /* srv_run failed before the loops started (else broker_fini did these) */

@@ -43,13 +43,14 @@ static uint64_t kv_wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config *cfg)
+struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config *cfg,
+                                  uint64_t until_ms)
 {
     struct kv_retain *kv = mem_calloc(1, sizeof *kv);
     subject_map_init(&kv->map, cfg->cluster.prefix); /* checked by broker_conf.c */
     switch (kvbucket_open(&kv->kb, c, cfg, "MQTT_RETAIN", "kv",
                           "shootout broker: retained MQTT messages (docs/cluster.md)",
-                          KV_RETAIN_WAIT_MS)) {
+                          KV_RETAIN_WAIT_MS, until_ms)) {
     case KVBUCKET_BOUND:
         log_info("cluster: retained messages in KV bucket %s", kv->kb.name);
         return kv;

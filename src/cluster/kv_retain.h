@@ -29,12 +29,12 @@ struct msg;
 /* Binds (or creates) the bucket MQTT_RETAIN (kvbucket.h: its name with
  * another prefix, its replicas), over a connection of its own (named
  * .../kv) with c's options. NULL, logged as a warning, when the server
- * has no JetStream
- * (or refuses the bucket): the node's retained messages then stay its
- * own, as without --cluster. When JetStream does not answer within
- * KVBUCKET_START_MS, the first put or read binds it, and each fails
- * (KV_RETAIN_FAILED, nothing read) until one can. */
-struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config *cfg);
+ * has no JetStream (or refuses the bucket): the node's retained messages
+ * then stay its own, as without --cluster. When JetStream does not answer
+ * by until_ms (kvbucket_open), the first put or read binds it, and each
+ * fails (KV_RETAIN_FAILED, nothing read) until one can. */
+struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config *cfg,
+                                  uint64_t until_ms);
 /* Before the cluster's connection closes. */
 void kv_retain_stop(struct kv_retain *kv);
 

@@ -441,12 +441,13 @@ static natsStatus kv_sess_watch(struct kv_sess *k)
 /* ---- start and stop ------------------------------------------------------------ */
 
 struct kv_sess *kv_sess_start(struct cluster *c, const struct broker_config *cfg,
-                              struct broker *b)
+                              struct broker *b, uint64_t until_ms)
 {
     struct kv_sess *k = mem_calloc(1, sizeof *k);
     enum kvbucket_open o = kvbucket_open(
         &k->kb, c, cfg, "MQTT_SESS", "sess",
-        "shootout broker: which node owns each MQTT session (docs/cluster.md)", KV_SESS_WAIT_MS);
+        "shootout broker: which node owns each MQTT session (docs/cluster.md)", KV_SESS_WAIT_MS,
+        until_ms);
     if (o == KVBUCKET_NONE) {
         log_warn("cluster: sessions stay each node's (a client connected to two nodes keeps "
                  "both connections)");

@@ -50,10 +50,10 @@ struct kv_sess;
 
 /* Binds (or creates) the bucket on a connection of its own (.../sess) and
  * starts the workers and the watch, with b->nloops mailboxes; on the main
- * thread, before any loop runs. NULL, logged, without JetStream: sessions
+ * thread, before any loop runs (until_ms: kvbucket_open). NULL, logged, without JetStream: sessions
  * then stay each node's, as before. */
 struct kv_sess *kv_sess_start(struct cluster *c, const struct broker_config *cfg,
-                              struct broker *b);
+                              struct broker *b, uint64_t until_ms);
 /* On loop l's thread, at its start: its mailbox is watched. */
 int kv_sess_attach(struct kv_sess *k, struct broker_loop *l);
 /* With every loop stopped and before the cluster's connection closes:

@@ -53,7 +53,8 @@ kvStore *kvbucket_store(struct kvbucket *kb)
 
 enum kvbucket_open kvbucket_open(struct kvbucket *kb, struct cluster *c,
                                  const struct broker_config *cfg, const char *base,
-                                 const char *role, const char *description, int wait_ms)
+                                 const char *role, const char *description, int wait_ms,
+                                 uint64_t until)
 {
     pthread_mutex_init(&kb->bind_lock, NULL);
     kb->replicas = (int)cfg->cluster.replicas;
@@ -75,7 +76,6 @@ enum kvbucket_open kvbucket_open(struct kvbucket *kb, struct cluster *c,
     /* A timeout is JetStream busy (electing a leader after a server
      * died, say): asked again for a while, then at first use. Anything
      * else (no responders: a server without JetStream) is final. */
-    uint64_t until = clock_now_ms() + KVBUCKET_START_MS;
     if (s == NATS_OK)
         while ((s = kvbucket_bind(kb)) == NATS_TIMEOUT && clock_now_ms() < until)
             log_info("cluster: JetStream did not answer for bucket %s yet; asking again",

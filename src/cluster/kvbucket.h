@@ -13,6 +13,7 @@
 #define SHOOTOUT_CLUSTER_KVBUCKET_H
 
 #include <pthread.h>
+#include <stdint.h>
 
 #include "cluster/subject.h"
 
@@ -22,7 +23,8 @@ typedef struct __natsConnection natsConnection;
 typedef struct __jsCtx jsCtx;
 typedef struct __kvStore kvStore;
 
-/* How long a start asks JetStream for the bucket while it times out. */
+/* How long a start asks JetStream for the node's buckets while it times
+ * out (all of them together). */
 #define KVBUCKET_START_MS 5000
 
 struct kvbucket {
@@ -41,10 +43,13 @@ enum kvbucket_open {
     KVBUCKET_NONE,  /* no JetStream, or the bucket refused: logged, kb closed */
 };
 /* Connects kb (zeroed) as role and binds (or creates) the bucket base,
- * each wait at most wait_ms; on the main thread, before any loop runs. */
+ * each wait at most wait_ms, asking again until the monotonic time
+ * until_ms (the node's buckets share one start: clock_now_ms() +
+ * KVBUCKET_START_MS); on the main thread, before any loop runs. */
 enum kvbucket_open kvbucket_open(struct kvbucket *kb, struct cluster *c,
                                  const struct broker_config *cfg, const char *base,
-                                 const char *role, const char *description, int wait_ms);
+                                 const char *role, const char *description, int wait_ms,
+                                 uint64_t until_ms);
 /* The bucket, bound now if the start could not; NULL if it still cannot
  * be (logged). Any thread. */
 kvStore *kvbucket_store(struct kvbucket *kb);
