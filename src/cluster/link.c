@@ -780,7 +780,7 @@ fail:
 
 /* Whether nc carries the routing (the interest's or the shared
  * subscriptions' connection): only their loss cuts the node off; the
- * figures' and the retained bucket's connections follow the same server. */
+ * figures' and the buckets' connections follow the same server. */
 static bool cluster_routing(const struct cluster *c, const natsConnection *nc)
 {
     return nc == c->nc || nc == c->qnc;
