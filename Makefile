@@ -96,7 +96,7 @@ $(foreach p,$(PROTOS),$(eval $(call protoc_rule,$(GEN),$(p)))$(eval $(call proto
 # first compile; -MMD tracks them from then on.
 $(B)/obj/%.o: %.c | $(call GEN_H,$(GEN))
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(if $(findstring src/cluster/link,$<)$(findstring src/cluster/kv_retain,$<),$(NATS_CFLAGS)) -MMD -MP -c $< -o $@
+	$(CC) $(ALL_CFLAGS) $(if $(findstring src/cluster/,$<),$(NATS_CFLAGS)) -MMD -MP -c $< -o $@
 
 $(B)/obj/gen/%.o: $(GEN)/%.c
 	@mkdir -p $(dir $@)
@@ -185,7 +185,7 @@ FUZZ_OBJ := $(LIB_SRC:%.c=build/fuzz/obj/%.o) $(PROTO_NAMES:%=build/fuzz/obj/gen
 
 build/fuzz/obj/%.o: %.c | $(call GEN_H,$(FUZZ_GEN))
 	@mkdir -p $(dir $@)
-	clang $(FUZZ_CFLAGS) $(if $(findstring src/cluster/link,$<)$(findstring src/cluster/kv_retain,$<),$(NATS_CFLAGS)) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+	clang $(FUZZ_CFLAGS) $(if $(findstring src/cluster/,$<),$(NATS_CFLAGS)) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
 build/fuzz/obj/gen/%.o: $(FUZZ_GEN)/%.c
 	@mkdir -p $(dir $@)

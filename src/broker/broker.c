@@ -30,7 +30,10 @@
 #include "broker/transport.h"
 #include "broker/xloop.h"
 #include "cluster/kv_retain.h"
+#include "cluster/kv_sess.h"
+#include "cluster/kvbucket.h"
 #include "cluster/link.h"
+#include "core/clock.h"
 #include "core/linger.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -344,6 +347,8 @@ static void broker_settle(struct broker *b)
 
 void broker_fini(struct broker *b)
 {
+    kv_sess_stop(b->kv_sess); /* before the connections it answers go */
+    b->kv_sess = NULL;
     kv_retain_stop(b->kv_retain); /* before its connection goes */
     b->kv_retain = NULL;
     if (b->cluster) /* the sessions that end below leave NATS with it */
@@ -419,6 +424,8 @@ static int broker_worker_init(struct srv_worker *w, void *ctx)
     broker_loop_init(l, b, w->index, w->loop);
     l->srv = w;
     w->data = l;
+    if (b->kv_sess && kv_sess_attach(b->kv_sess, l) < 0)
+        return -1;
     return broker_loop_xloop(l);
 }
 
@@ -540,10 +547,15 @@ int broker_run(const struct broker_config *cfg)
         broker_fini(&p.b);
         return 1;
     }
-    if (p.b.cluster)
-        p.b.kv_retain = kv_retain_start(p.b.cluster, cfg);
+    if (p.b.cluster) { /* the buckets ask JetStream for KVBUCKET_START_MS in all */
+        uint64_t until = clock_now_ms() + KVBUCKET_START_MS;
+        p.b.kv_retain = kv_retain_start(p.b.cluster, cfg, until);
+        p.b.kv_sess = kv_sess_start(p.b.cluster, cfg, &p.b, until);
+    }
     int rc = srv_run(&sc, &hooks, &p);
-    kv_retain_stop(p.b.kv_retain); /* srv_run failed before the loops started */
+    /* srv_run failed before the loops started (else broker_fini did these) */
+    kv_sess_stop(p.b.kv_sess);
+    kv_retain_stop(p.b.kv_retain);
     if (p.b.cluster)
         cluster_stop(p.b.cluster);
     return rc;

@@ -159,6 +159,8 @@ struct broker {
     struct cluster *cluster; /* cluster/link.h; NULL without --cluster */
     /* cluster/kv_retain.h; NULL without --cluster or without JetStream */
     struct kv_retain *kv_retain;
+    /* cluster/kv_sess.h: which node owns each session; NULL as kv_retain */
+    struct kv_sess *kv_sess;
     struct broker_auth auth; /* auth.h: password file, ACL, their counters */
     struct broker_obs obs;   /* metrics.h: the /metrics endpoint, log state */
 };

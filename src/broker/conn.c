@@ -33,7 +33,7 @@ void conn_cold_moved(struct conn *c)
     struct conn_cold *k = c->cold;
     k->move_to = NULL;
     k->move_next = NULL;
-    if (!k->tp) {
+    if (!k->tp && !k->claim) {
         mem_free(k);
         c->cold = NULL;
     }

@@ -21,6 +21,7 @@
 
 struct broker;
 struct broker_loop;
+struct kv_claim;
 struct msg;
 struct session;
 struct sub_job;
@@ -85,6 +86,12 @@ struct conn_cold {
      * input is not read meanwhile (broker_int.h, "moving"). */
     struct broker_loop *move_to;
     struct conn *move_next;
+    /* A clustered node's CONNECT claims its session first (cluster/kv_sess.h):
+     * the claim, owned; while claiming (not answered yet) the input is not
+     * read and the CONNECT stays in it, read again once the answer is back
+     * (connect_claimed), when it takes the claim. */
+    struct kv_claim *claim;
+    bool claiming;
 };
 
 /* Laid out without holes, the rarer flags in bits, to fit a 176-byte malloc
@@ -126,8 +133,8 @@ static inline const struct conn_cold *conn_cold_peek(const struct conn *c)
     return c->cold ? c->cold : &conn_cold_none;
 }
 /* On the loop a connection moved to, before its CONNECT is read again:
- * the move is over, and its cold part, which held only the move and its
- * transport, goes unless it has one. */
+ * the move is over, and its cold part, which held only the move, its
+ * transport and its claim, goes unless it has one of the two. */
 void conn_cold_moved(struct conn *c);
 /* Frees c and its cold part (the socket is closed by then). */
 void conn_free(struct conn *c);
@@ -151,12 +158,12 @@ static inline bool conn_waiting(const struct conn *c)
     return k && (k->blocked_on || k->remote_on);
 }
 
-/* Whether c's input waits: for a subscriber, a sliced SUBSCRIBE, or a
- * move to another loop. */
+/* Whether c's input waits: for a subscriber, a sliced SUBSCRIBE, a move
+ * to another loop, or its session's claim in the cluster. */
 static inline bool conn_paused(const struct conn *c)
 {
     const struct conn_cold *k = c->cold;
-    return k && (k->blocked_on || k->remote_on || k->job || k->move_to);
+    return k && (k->blocked_on || k->remote_on || k->job || k->move_to || k->claiming);
 }
 
 /* Queues the connection for a flush at the end of this loop iteration. */

@@ -17,6 +17,7 @@
 #include "broker/session.h"
 #include "broker/session_life.h"
 #include "broker/transport.h"
+#include "cluster/kv_sess.h"
 #include "core/linger.h"
 #include "core/mem.h"
 #include "mqtt/mqtt_codec.h"
@@ -56,6 +57,10 @@ static void conn_end(struct broker_loop *l, struct conn *c, const char *reason, 
         will = k->will;
         will_delay_s = k->will_delay_s;
         k->will = NULL;
+        if (k->claim && !k->claiming) { /* else its answer ends it (connect_claimed) */
+            kv_sess_claim_done(b->kv_sess, k->claim);
+            k->claim = NULL;
+        }
     }
 
     struct session *s = c->session;

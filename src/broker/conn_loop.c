@@ -135,6 +135,8 @@ static long conn_parse(struct broker_loop *l, struct conn *c, const uint8_t *dat
             l->moving = c;
             break;
         }
+        if (c->cold && c->cold->claiming)
+            break; /* the CONNECT stays in the input, read again once claimed */
         off += (size_t)n;
     }
     return c->state <= CONN_ACTIVE ? (long)off : -1;
@@ -393,7 +395,9 @@ bool conn_prepare(struct broker_loop *l)
     struct conn **pp = &l->closed;
     while (*pp) {
         struct conn *c = *pp;
-        if (c->read_pending || c->dirty || c->state == CONN_LINGER) {
+        /* A claim's answer will name it (cluster/kv_sess.h). */
+        if (c->read_pending || c->dirty || c->state == CONN_LINGER ||
+            (c->cold && c->cold->claiming)) {
             pp = &c->next;
             continue;
         }

@@ -9,6 +9,7 @@
 #define SHOOTOUT_HANDLE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct broker;
@@ -19,6 +20,13 @@ struct sub_job;
 #define BROKER_SUB_SLICE 1024
 
 int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len);
+/* Cluster sessions (cluster/kv_sess.h), on l: c's claim was answered (its
+ * CONNECT is read again); another node wrote epoch for the session of
+ * client id[0..len), which l's session gives up if it claimed it before
+ * (its client is closed as taken over, and the session dropped). */
+void connect_claimed(struct broker_loop *l, struct conn *c);
+void connect_taken(struct broker_loop *l, const uint8_t *id, size_t len, uint64_t epoch,
+                   const char *node);
 /* MQTT 5 DISCONNECT from the client (after which the connection is closed). */
 int handle_disconnect(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len);
 int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const uint8_t *body,

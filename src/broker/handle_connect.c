@@ -22,6 +22,7 @@
 #include "broker/session.h"
 #include "broker/session_life.h"
 #include "broker/transport.h"
+#include "cluster/kv_sess.h"
 #include "cluster/link.h"
 #include "core/hmap.h"
 #include "core/log.h"
@@ -178,9 +179,10 @@ static bool connect_elsewhere(struct broker_loop *l, struct conn *c, struct brok
 
 /* Lets the client in: takes over or discards an older session, attaches
  * one, keeps its will and answers CONNACK. Returns false, having done
- * nothing, if the session turned out to be another loop's. */
+ * nothing, if the session turned out to be another loop's. *lost: its
+ * cluster claim was overtaken by another node's meanwhile (kv_sess.h). */
 static bool connect_accept(struct broker_loop *l, struct conn *c, const struct mqtt5_connect *ci,
-                           const uint8_t *id, size_t id_len, const char *assigned_id)
+                           const uint8_t *id, size_t id_len, const char *assigned_id, bool *lost)
 {
     struct broker *b = l->b;
     struct broker_loop *owner;
@@ -209,6 +211,14 @@ static bool connect_accept(struct broker_loop *l, struct conn *c, const struct m
     else
         s->expiry_s = ci->clean_start ? 0 : SESSION_NEVER;
     session_attach(b, s, c);
+    struct kv_claim *claim = c->cold ? c->cold->claim : NULL;
+    if (claim) {
+        /* Once the session is in b->sessions with its epoch, the watch
+         * finds it; what the watch saw before, the claim tells. */
+        session_cold(s)->cluster_epoch = kv_sess_claim_epoch(claim);
+        c->cold->claim = NULL;
+        *lost = kv_sess_claim_done(b->kv_sess, claim);
+    }
     STAT_ADD(l->nclients, 1);
     c->keepalive = connect_keepalive(b, ci->keepalive);
     c->state = CONN_ACTIVE;
@@ -334,7 +344,26 @@ int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, u
         conn_close(l, c, "maximum packet size below the CONNACK", true);
         return 0;
     }
-    if (!connect_accept(l, c, &ci, id, id_len, assigned_id)) {
+    /* A clustered node makes the session its own first (kv_sess.h): the
+     * CONNECT is read again once that is settled, and checked again
+     * meanwhile. An id the broker assigned is this node's alone. */
+    struct kv_claim *claim = c->cold ? c->cold->claim : NULL;
+    if (b->kv_sess && !claim && id != (const uint8_t *)assigned) {
+        acl_client_free(acl);
+        if (kv_sess_claim(b->kv_sess, l, c, id, id_len))
+            return 0;
+        log_info("fd %d: refused: a client id of %zu bytes is too long for the cluster",
+                 c->io.fd, id_len);
+        return refuse(l, c, MQTT_CONNACK_ID_REJECTED, MQTT5_RC_CLIENT_ID_NOT_VALID);
+    }
+    if (claim && kv_sess_claim_epoch(claim) == 0) {
+        acl_client_free(acl);
+        STAT_ADD(l->stats.refused_connections, 1);
+        log_info("fd %d: refused: the cluster did not give this node the session", c->io.fd);
+        return refuse(l, c, MQTT_CONNACK_UNAVAILABLE, MQTT5_RC_SERVER_BUSY);
+    }
+    bool lost = false;
+    if (!connect_accept(l, c, &ci, id, id_len, assigned_id, &lost)) {
         acl_client_free(acl);
         return 0;
     }
@@ -342,7 +371,45 @@ int handle_connect(struct broker_loop *l, struct conn *c, const uint8_t *body, u
     router_write_lock(b);
     auth_session_bind(b, c->session, acl, &ci);
     router_unlock(b);
+    if (lost) {
+        log_info("client %s: session taken over by another node while connecting",
+                 c->session->client_id);
+        conn_kick(l, c, MQTT5_RC_SESSION_TAKEN_OVER, "session taken over by another node", false);
+    }
     return 0;
+}
+
+void connect_claimed(struct broker_loop *l, struct conn *c)
+{
+    struct conn_cold *k = c->cold;
+    k->claiming = false;
+    if (c->state != CONN_NEW) { /* it ended meanwhile: done with the claim */
+        kv_sess_claim_done(l->b->kv_sess, k->claim);
+        k->claim = NULL;
+        return;
+    }
+    conn_read_later(l, c);
+}
+
+void connect_taken(struct broker_loop *l, const uint8_t *id, size_t len, uint64_t epoch,
+                   const char *node)
+{
+    struct broker_loop *owner;
+    struct session *s = session_find(l, id, len, &owner);
+    if (!s || session_cold_peek(s)->cluster_epoch >= epoch)
+        return; /* gone, or claimed here since */
+    log_info("client %s: session taken over by node %s (epoch %" PRIu64 ")", s->client_id, node,
+             epoch);
+    if (s->conn) {
+        conn_kick(l, s->conn, MQTT5_RC_SESSION_TAKEN_OVER, "session taken over by another node",
+                  false);
+        /* A session ending with its connection is gone now. */
+        s = session_find(l, id, len, &owner);
+    }
+    /* It lives on the other node now (its offline queue stays here, lost:
+     * docs/cluster.md, "Sessions"). */
+    if (s)
+        session_destroy(l, s);
 }
 
 int handle_disconnect(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len)

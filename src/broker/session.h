@@ -98,6 +98,9 @@ struct session_cold {
     uint32_t nqos2_in, qos2_in_cap;
     bool on_timers;
     bool slow_consumer;    /* made publishers wait too long: they no longer do */
+    /* In a cluster: the epoch this node claimed the session with
+     * (cluster/kv_sess.h); 0 for one restored from the log, not claimed. */
+    uint64_t cluster_epoch;
 };
 
 /* Laid out without holes, the plain flags in bits: what every session,

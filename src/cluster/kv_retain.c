@@ -21,6 +21,7 @@
 
 #include "broker/broker.h"
 #include "broker/msg.h"
+#include "cluster/kvbucket.h"
 #include "cluster/kvrec.h"
 #include "cluster/link.h"
 #include "cluster/subject.h"
@@ -30,12 +31,7 @@
 
 struct kv_retain {
     subject_map map;
-    natsConnection *nc; /* CLUSTER_NAME/NODE_NAME/kv */
-    jsCtx *js;
-    kvStore *kv; /* set once (atomic): at start, or by kv_store */
-    uint32_t replicas;
-    pthread_mutex_t bind_lock; /* a bind after the start's */
-    char bucket[SUBJECT_PREFIX_MAX + 16];
+    struct kvbucket kb; /* MQTT_RETAIN, on CLUSTER_NAME/NODE_NAME/kv */
 };
 
 /* Milliseconds since the Unix epoch: expiry deadlines must mean the same
@@ -47,99 +43,32 @@ static uint64_t kv_wall_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* Binds the bucket, creating it if it is not there (under bind_lock, or
- * before any loop runs). A libnats status. */
-static natsStatus kv_bind(struct kv_retain *kv)
-{
-    kvStore *st = NULL;
-    sigset_t old;
-    cluster_block_signals(&old);
-    natsStatus s = js_KeyValue(&st, kv->js, kv->bucket);
-    if (s == NATS_NOT_FOUND) {
-        kvConfig kc;
-        kvConfig_Init(&kc);
-        kc.Bucket = kv->bucket;
-        kc.Description = "shootout broker: retained MQTT messages (docs/cluster.md)";
-        kc.History = 1;
-        kc.StorageType = js_FileStorage;
-        kc.Replicas = (int)kv->replicas;
-        s = js_CreateKeyValue(&st, kv->js, &kc);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (s == NATS_OK)
-        __atomic_store_n(&kv->kv, st, __ATOMIC_RELEASE);
-    return s;
-}
-
-/* The bucket, bound now if the start could not (JetStream did not
- * answer in time); NULL if it still cannot be. Any loop. */
-static kvStore *kv_store(struct kv_retain *kv)
-{
-    kvStore *st = __atomic_load_n(&kv->kv, __ATOMIC_ACQUIRE);
-    if (st)
-        return st;
-    pthread_mutex_lock(&kv->bind_lock);
-    natsStatus s = kv->kv ? NATS_OK : kv_bind(kv);
-    st = kv->kv;
-    pthread_mutex_unlock(&kv->bind_lock);
-    if (s != NATS_OK)
-        log_warn("cluster: KV bucket %s still not bound: %s", kv->bucket, natsStatus_GetText(s));
-    return st;
-}
-
-struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config *cfg)
+struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config *cfg,
+                                  uint64_t until_ms)
 {
     struct kv_retain *kv = mem_calloc(1, sizeof *kv);
-    pthread_mutex_init(&kv->bind_lock, NULL);
-    kv->replicas = cfg->cluster.replicas;
     subject_map_init(&kv->map, cfg->cluster.prefix); /* checked by broker_conf.c */
-    /* Two clusters on one NATS keep their prefixes apart: their buckets too. */
-    if (strcmp(cfg->cluster.prefix, SUBJECT_DEFAULT_PREFIX) == 0) {
-        snprintf(kv->bucket, sizeof kv->bucket, "MQTT_RETAIN");
-    } else {
-        snprintf(kv->bucket, sizeof kv->bucket, "MQTT_RETAIN_%s", cfg->cluster.prefix);
-        for (char *p = kv->bucket; *p; p++)
-            if (*p == '.') /* not allowed in a bucket name */
-                *p = '_';
-    }
-    jsOptions jo;
-    jsOptions_Init(&jo);
-    jo.Wait = KV_RETAIN_WAIT_MS;
-    natsStatus s = (natsStatus)cluster_connect_more(c, cfg, "kv", &kv->nc);
-    if (s == NATS_OK)
-        s = natsConnection_JetStream(&kv->js, kv->nc, &jo);
-    /* A timeout is JetStream busy (electing a leader after a server
-     * died, say): asked again for a while, then at first use. Anything
-     * else (no responders: a server without JetStream) is final. */
-    uint64_t until = clock_now_ms() + KV_RETAIN_START_MS;
-    if (s == NATS_OK)
-        while ((s = kv_bind(kv)) == NATS_TIMEOUT && clock_now_ms() < until)
-            log_info("cluster: JetStream did not answer for bucket %s yet; asking again",
-                     kv->bucket);
-    if (s == NATS_TIMEOUT) {
-        log_warn("cluster: KV bucket %s not bound yet (JetStream does not answer); bound at "
-                 "first use", kv->bucket);
+    switch (kvbucket_open(&kv->kb, c, cfg, "MQTT_RETAIN", "kv",
+                          "shootout broker: retained MQTT messages (docs/cluster.md)",
+                          KV_RETAIN_WAIT_MS, until_ms)) {
+    case KVBUCKET_BOUND:
+        log_info("cluster: retained messages in KV bucket %s", kv->kb.name);
         return kv;
+    case KVBUCKET_LATER:
+        return kv;
+    case KVBUCKET_NONE:
+        break;
     }
-    if (s != NATS_OK) {
-        log_warn("cluster: no KV bucket %s (%s: %s); retained messages stay on each node",
-                 kv->bucket, natsStatus_GetText(s), nats_GetLastError(NULL));
-        kv_retain_stop(kv);
-        return NULL;
-    }
-    log_info("cluster: retained messages in KV bucket %s", kv->bucket);
-    return kv;
+    log_warn("cluster: retained messages stay on each node");
+    mem_free(kv);
+    return NULL;
 }
 
 void kv_retain_stop(struct kv_retain *kv)
 {
     if (!kv)
         return;
-    kvStore_Destroy(kv->kv);
-    jsCtx_Destroy(kv->js);
-    natsConnection_Close(kv->nc);
-    natsConnection_Destroy(kv->nc);
-    pthread_mutex_destroy(&kv->bind_lock);
+    kvbucket_close(&kv->kb);
     mem_free(kv);
 }
 
@@ -155,7 +84,7 @@ enum kv_retain_put kv_retain_put(struct kv_retain *kv, const struct msg *m, uint
     if (subject_from_topic(&kv->map, msg_topic(m), m->topic_len, subj, sizeof subj) == 0)
         return KV_RETAIN_LOCAL;
     const char *key = kv_key(kv, subj);
-    kvStore *st = kv_store(kv);
+    kvStore *st = kvbucket_store(&kv->kb);
     natsStatus s;
     if (!st) {
         s = NATS_TIMEOUT;
@@ -178,7 +107,7 @@ enum kv_retain_put kv_retain_put(struct kv_retain *kv, const struct msg *m, uint
         mem_free(val);
     }
     if (s != NATS_OK) {
-        log_warn("cluster: retained message on %s not stored in %s: %s", subj, kv->bucket,
+        log_warn("cluster: retained message on %s not stored in %s: %s", subj, kv->kb.name,
                  natsStatus_GetText(s));
         return KV_RETAIN_FAILED;
     }
@@ -198,7 +127,7 @@ static bool kv_deliver(struct kv_retain *kv, kvEntry *e, uint64_t now_ms, uint64
     struct kvrec r;
     struct mqtt_props props;
     if (tlen == 0 || kvrec_decode(kvEntry_Value(e), (size_t)kvEntry_ValueLen(e), &r, &props) != 0) {
-        log_debug("cluster: %s: a key or value we did not write: %s", kv->bucket, kvEntry_Key(e));
+        log_debug("cluster: %s: a key or value we did not write: %s", kv->kb.name, kvEntry_Key(e));
         return false;
     }
     if (r.deadline_ms) {
@@ -217,7 +146,7 @@ static bool kv_deliver(struct kv_retain *kv, kvEntry *e, uint64_t now_ms, uint64
 size_t kv_retain_match(struct kv_retain *kv, const uint8_t *filter, size_t len, uint64_t now_ms,
                        kv_retain_fn fn, void *ctx)
 {
-    kvStore *st = kv_store(kv);
+    kvStore *st = kvbucket_store(&kv->kb);
     if (!st)
         return 0; /* logged */
     subject_subs *subs = mem_alloc(sizeof *subs);
@@ -242,7 +171,7 @@ size_t kv_retain_match(struct kv_retain *kv, const uint8_t *filter, size_t len, 
                 got += kv_deliver(kv, e, now_ms, wall, fn, ctx);
             else if (s != NATS_NOT_FOUND) /* deleted reads as not found too */
                 log_warn("cluster: reading the retained message of %s from %s: %s",
-                         subs->subj[i], kv->bucket, natsStatus_GetText(s));
+                         subs->subj[i], kv->kb.name, natsStatus_GetText(s));
             kvEntry_Destroy(e);
             continue;
         }
@@ -262,7 +191,7 @@ size_t kv_retain_match(struct kv_retain *kv, const uint8_t *filter, size_t len, 
         }
         if (s != NATS_OK)
             log_warn("cluster: reading retained messages of %s from %s: %s (%zu sent)",
-                     subs->subj[i], kv->bucket, natsStatus_GetText(s), got);
+                     subs->subj[i], kv->kb.name, natsStatus_GetText(s), got);
         kvWatcher_Destroy(w);
     }
     mem_free(subs);

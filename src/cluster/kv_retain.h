@@ -25,20 +25,16 @@ struct msg;
  * JetStream, and the most retained messages one filter reads. */
 #define KV_RETAIN_WAIT_MS 1000
 #define KV_RETAIN_MATCH_MAX 10000
-/* How long a start asks JetStream for the bucket while it times out
- * (then the first put or read asks again). */
-#define KV_RETAIN_START_MS 5000
 
-/* Binds (or creates) the bucket, over a connection of its own (named
- * .../kv) with c's options: MQTT_RETAIN, or
- * MQTT_RETAIN_<prefix> for another prefix than the default, with
- * cfg->cluster.replicas replicas and history 1 (an existing bucket keeps
- * its own). NULL, logged as a warning, when the server has no JetStream
- * (or refuses the bucket): the node's retained messages then stay its
- * own, as without --cluster. When JetStream does not answer within
- * KV_RETAIN_START_MS, the first put or read binds it, and each fails
- * (KV_RETAIN_FAILED, nothing read) until one can. */
-struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config *cfg);
+/* Binds (or creates) the bucket MQTT_RETAIN (kvbucket.h: its name with
+ * another prefix, its replicas), over a connection of its own (named
+ * .../kv) with c's options. NULL, logged as a warning, when the server
+ * has no JetStream (or refuses the bucket): the node's retained messages
+ * then stay its own, as without --cluster. When JetStream does not answer
+ * by until_ms (kvbucket_open), the first put or read binds it, and each
+ * fails (KV_RETAIN_FAILED, nothing read) until one can. */
+struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config *cfg,
+                                  uint64_t until_ms);
 /* Before the cluster's connection closes. */
 void kv_retain_stop(struct kv_retain *kv);
 

@@ -70,7 +70,7 @@
 /* The longest a SUBSCRIBE waits for its NATS server to confirm the
  * interest (natsConnection_FlushTimeout), on the loop that took it. */
 #define CLUSTER_FLUSH_MS 1000
-#define CLUSTER_NONCE_LEN 16
+#define CLUSTER_NONCE_LEN CLUSTER_ORIGIN_LEN
 /* Messages the inbox holds at most, while the home loop does not take
  * them (a stop of the world, a long SUBSCRIBE): more are dropped and
  * counted, so a stalled loop costs bounded memory. */
@@ -780,7 +780,7 @@ fail:
 
 /* Whether nc carries the routing (the interest's or the shared
  * subscriptions' connection): only their loss cuts the node off; the
- * figures' and the retained bucket's connections follow the same server. */
+ * figures' and the buckets' connections follow the same server. */
 static bool cluster_routing(const struct cluster *c, const natsConnection *nc)
 {
     return nc == c->nc || nc == c->qnc;
@@ -1003,6 +1003,9 @@ int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, con
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return s;
 }
+
+const char *cluster_node(const struct cluster *c) { return c->node; }
+const char *cluster_origin(const struct cluster *c) { return c->nonce; }
 
 int cluster_attach(struct cluster *c, struct broker_loop *home)
 {

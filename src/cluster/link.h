@@ -53,6 +53,11 @@ void cluster_stop(struct cluster *c);
  * any loop runs. A libnats status (NATS_OK is 0). */
 int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, const char *role,
                          natsConnection **nc);
+/* The node's name, and this process's origin id (CLUSTER_ORIGIN_LEN hex
+ * digits, drawn at every start): kv_sess.h names a session's owner so. */
+#define CLUSTER_ORIGIN_LEN 16
+const char *cluster_node(const struct cluster *c);
+const char *cluster_origin(const struct cluster *c);
 /* Blocks srv's signals in the calling thread around a libnats call that
  * may start a thread (a connect, a first subscription), which inherits
  * the mask; restore with pthread_sigmask(SIG_SETMASK, old). */

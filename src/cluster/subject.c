@@ -132,8 +132,9 @@ size_t subject_from_topic(const subject_map *m, const uint8_t *topic, size_t len
     return out_end(&o);
 }
 
-/* Decodes one token into o; false if it is not one put_escaped writes. */
-static bool get_token(out *o, const char *t, size_t n)
+/* Decodes one token into o; false if it is not one put_escaped writes (a
+ * topic level's: no '/' from an escape unless slash). */
+static bool get_token(out *o, const char *t, size_t n, bool slash)
 {
     if (n == 1 && t[0] == ESC)
         return true; /* the empty level */
@@ -146,7 +147,7 @@ static bool get_token(out *o, const char *t, size_t n)
             if (hi < 0 || lo < 0)
                 return false;
             c = (uint8_t)(hi << 4 | lo);
-            if (plain(c) || c == '/')
+            if (plain(c) || (c == '/' && !slash))
                 return false; /* written as it is, or a level separator */
             i += 2;
         } else if (!plain(c)) {
@@ -175,7 +176,7 @@ size_t subject_to_topic(const subject_map *m, const char *subj, size_t len, uint
             continue;
         if (start > m->prefix_len + 3)
             put(&o, "/", 1);
-        if (!get_token(&o, subj + start, i - start))
+        if (!get_token(&o, subj + start, i - start, false))
             return 0;
         start = i + 1;
     }
@@ -217,4 +218,13 @@ size_t subject_queue_group(const uint8_t *name, size_t len, char *buf, size_t ca
     out o = out_over(buf, cap);
     put_escaped(&o, name, len);
     return out_end(&o);
+}
+
+size_t subject_token_decode(const char *t, size_t n, uint8_t *buf, size_t cap)
+{
+    out o = {(char *)buf, 0, cap, false};
+    /* "=" alone is the empty level, which subject_queue_group never writes. */
+    if (n == 1 && t[0] == ESC)
+        return 0;
+    return get_token(&o, t, n, true) && !o.full ? o.len : 0;
 }

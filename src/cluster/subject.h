@@ -89,5 +89,10 @@ int subject_subs_from_filter(const subject_map *m, const uint8_t *filter, size_t
  * so it holds no whitespace, '.', '*' or '>'. Written to out (NUL-terminated)
  * with its length returned; 0 if the name is empty or does not fit. */
 size_t subject_queue_group(const uint8_t *name, size_t len, char *out, size_t cap);
+/* The bytes of a token subject_queue_group wrote (a group name, or a
+ * client id as the sessions' KV key: kv_sess.h), into out (not
+ * NUL-terminated), and their length; 0 if it is not such a token or does
+ * not fit in cap. */
+size_t subject_token_decode(const char *t, size_t n, uint8_t *out, size_t cap);
 
 #endif

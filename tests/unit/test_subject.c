@@ -420,6 +420,31 @@ static void test_queue_group(void **state)
     assert_int_equal(subject_queue_group(S("abc"), q, 3), 0);
 }
 
+/* A group name or client id (the sessions' KV key) back from its token:
+ * every byte string, '/' and '=' included, round-trips; what
+ * subject_queue_group never writes is refused. */
+static void test_token_decode(void **state)
+{
+    uint8_t in[64], out[64];
+    char t[3 * 64 + 1];
+    rng_state = 7;
+    for (int i = 0; i < 20000; i++) {
+        size_t n = 1 + rnd(sizeof in);
+        for (size_t j = 0; j < n; j++)
+            in[j] = rnd(4) ? (uint8_t)"a/=.Z-_ 9"[rnd(9)] : (uint8_t)rnd(256);
+        size_t tn = subject_queue_group(in, n, t, sizeof t);
+        assert_int_not_equal(tn, 0);
+        assert_int_equal(subject_token_decode(t, tn, out, sizeof out), n);
+        assert_memory_equal(out, in, n);
+    }
+    static const char *const bad[] = {"=", "=2", "=41", "=2f", "a.b", "a*", "=G0", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(subject_token_decode(bad[i], strlen(bad[i]), out, sizeof out), 0);
+    assert_int_equal(subject_token_decode("abc", 3, out, 2), 0);
+    assert_int_equal(subject_token_decode("a=2Fb", 5, out, sizeof out), 3);
+    assert_memory_equal(out, "a/b", 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -430,6 +455,7 @@ int main(void)
         cmocka_unit_test(test_filters),           cmocka_unit_test(test_dollar_rule),
         cmocka_unit_test(test_parent_rule),       cmocka_unit_test(test_property_round_trip),
         cmocka_unit_test(test_property_match),    cmocka_unit_test(test_queue_group),
+        cmocka_unit_test(test_token_decode),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
