@@ -125,3 +125,20 @@ def test_will_properties_and_expiry_on_another_node(broker_factory, nats_server)
     assert p_there.props[R.USER_PROPERTY] == p_here.props[R.USER_PROPERTY]
     for c in (here, there):
         c.expect_nothing(QUIET)
+
+
+def test_takeover_from_another_node_publishes_the_old_connection_s_will(broker_factory,
+                                                                       nats_server):
+    # As on one node (test_will.py's takeover test): the connection taken
+    # over ends without DISCONNECT, so its will goes, from the node that
+    # held it, to every node once; the new connection's will does not.
+    ns = nodes(broker_factory, nats_server, 2)
+    subs = subscribers(ns, "wt", "wt/#")
+    old = ns[0].raw()
+    old.connect_ok("wt-client", will_topic="wt/gone", will_message=b"old conn")
+    new = ns[1].raw()
+    new.connect_ok("wt-client", will_topic="wt/gone", will_message=b"new conn")
+    old.wait_closed()
+    for i, c in enumerate(subs):
+        assert drain(c) == [("wt/gone", b"old conn", 0)], "node %d" % i
+    assert not new.is_closed_now()
