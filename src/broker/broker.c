@@ -29,6 +29,7 @@
 #include "broker/sys_tree.h"
 #include "broker/transport.h"
 #include "broker/xloop.h"
+#include "cluster/js_msgs.h"
 #include "cluster/kv_retain.h"
 #include "cluster/link.h"
 #include "core/linger.h"
@@ -344,6 +345,8 @@ static void broker_settle(struct broker *b)
 
 void broker_fini(struct broker *b)
 {
+    js_msgs_stop(b->js_msgs); /* before the link: it feeds the link's inbox */
+    b->js_msgs = NULL;
     kv_retain_stop(b->kv_retain); /* before its connection goes */
     b->kv_retain = NULL;
     if (b->cluster) /* the sessions that end below leave NATS with it */
@@ -419,6 +422,8 @@ static int broker_worker_init(struct srv_worker *w, void *ctx)
     broker_loop_init(l, b, w->index, w->loop);
     l->srv = w;
     w->data = l;
+    if (b->js_msgs && js_msgs_attach(b->js_msgs, l) < 0)
+        return -1;
     return broker_loop_xloop(l);
 }
 
@@ -540,9 +545,12 @@ int broker_run(const struct broker_config *cfg)
         broker_fini(&p.b);
         return 1;
     }
-    if (p.b.cluster)
+    if (p.b.cluster) {
         p.b.kv_retain = kv_retain_start(p.b.cluster, cfg);
+        p.b.js_msgs = js_msgs_start(p.b.cluster, cfg, sc.threads);
+    }
     int rc = srv_run(&sc, &hooks, &p);
+    js_msgs_stop(p.b.js_msgs);
     kv_retain_stop(p.b.kv_retain); /* srv_run failed before the loops started */
     if (p.b.cluster)
         cluster_stop(p.b.cluster);

@@ -159,6 +159,8 @@ struct broker {
     struct cluster *cluster; /* cluster/link.h; NULL without --cluster */
     /* cluster/kv_retain.h; NULL without --cluster or without JetStream */
     struct kv_retain *kv_retain;
+    /* cluster/js_msgs.h; NULL without --cluster or without JetStream */
+    struct js_msgs *js_msgs;
     struct broker_auth auth; /* auth.h: password file, ACL, their counters */
     struct broker_obs obs;   /* metrics.h: the /metrics endpoint, log state */
 };

@@ -435,7 +435,8 @@ uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_
      * too, through NATS's queue groups only: one member in the cluster. */
     bool sent = l->b->cluster && cluster_publish(l->b->cluster, in->topic.ptr, in->topic.len,
                                                  in->payload.ptr, in->payload.len, in->qos,
-                                                 in->retain, in->props);
+                                                 in->retain, in->props,
+                                                 in->qos && l->b->js_msgs);
     uint32_t n = route_collect(l, in->topic.ptr, in->topic.len, origin, !sent);
     /* Without subscribers a plain message needs no copy at all. */
     if (n > 0 && !m)
