@@ -55,7 +55,7 @@
 /* A message the node fetched and did not acknowledge (it stopped, or its
  * inbox was full) comes again after this; at most this many wait for
  * their acknowledgement at once. */
-#define JS_MSGS_ACK_WAIT_MS 30000
+#define JS_MSGS_ACK_WAIT_MS 10000
 #define JS_MSGS_MAX_ACK_PENDING 65536
 /* Publishes waiting for their PubAck at most; past it a publish waits this
  * long on its loop and then fails. */

@@ -163,6 +163,10 @@ struct cluster {
     struct ev_io wake;
     struct cluster_in *taken;
     uint32_t taken_cap;
+    /* The stream's messages routed, to acknowledge once the log has what
+     * they left in it (cluster_ack_committed). */
+    natsMsg **acks;
+    uint32_t nacks, acks_cap;
     uint64_t received;
     uint64_t bad_headers; /* property headers ignored (hdr.h) */
     uint8_t topic[SUBJECT_MAX]; /* the topic of the message being routed */
@@ -384,12 +388,15 @@ static void cluster_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t eve
     pthread_mutex_unlock(&c->in_lock);
     for (uint32_t i = 0; i < n; i++) {
         cluster_route_in(c, batch[i].msg, batch[i].sid);
-        /* Handed to every local session (in its queue, and with
-         * persistence in the log's buffer): the stream may forget it for
-         * this node. */
-        if (batch[i].sid == CLUSTER_SID_JS)
-            natsMsg_Ack(batch[i].msg, NULL);
-        natsMsg_Destroy(batch[i].msg);
+        if (batch[i].sid != CLUSTER_SID_JS) {
+            natsMsg_Destroy(batch[i].msg);
+            continue;
+        }
+        if (c->nacks == c->acks_cap) {
+            c->acks_cap = c->acks_cap ? c->acks_cap * 2 : 64;
+            c->acks = mem_realloc(c->acks, c->acks_cap * sizeof *c->acks);
+        }
+        c->acks[c->nacks++] = batch[i].msg;
     }
     c->taken = batch; /* the next batch's buffer */
     c->taken_cap = cap;
@@ -935,6 +942,9 @@ static void cluster_free(struct cluster *c, bool report)
     for (uint32_t i = 0; i < c->nin; i++)
         natsMsg_Destroy(c->in[i].msg);
     c->nin = 0;
+    for (uint32_t i = 0; i < c->nacks; i++) /* not acknowledged: they come again */
+        natsMsg_Destroy(c->acks[i]);
+    mem_free(c->acks);
     interest_clear(&c->interest, cluster_close_subs, NULL);
     size_t mi = 0;
     struct hmap_slot *ms;
@@ -1044,6 +1054,15 @@ int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, con
         s = natsConnection_Connect(nc, c->opts);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return s;
+}
+
+void cluster_ack_committed(struct cluster *c)
+{
+    for (uint32_t i = 0; i < c->nacks; i++) {
+        natsMsg_Ack(c->acks[i], NULL);
+        natsMsg_Destroy(c->acks[i]);
+    }
+    c->nacks = 0;
 }
 
 void cluster_push_js(struct cluster *c, natsMsg *msg)

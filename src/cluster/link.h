@@ -80,11 +80,16 @@ int cluster_msg_make(struct cluster *c, natsMsg **out, const char *subj, const u
                      const struct mqtt_props *props);
 /* A message of the stream's consumer (js_msgs.c's thread) into the inbox:
  * the home loop routes it as any other (no Mqtt-Id dedupe: the stream has
- * one copy) and acknowledges it to JetStream once it is handed to the
- * local sessions. Not acknowledged if the inbox is full or stopping:
- * JetStream sends it again. */
+ * one copy) and acknowledges it to JetStream at cluster_ack_committed.
+ * Not acknowledged if the inbox is full or stopping: JetStream sends it
+ * again. */
 #define CLUSTER_SID_JS (-1)
 void cluster_push_js(struct cluster *c, natsMsg *msg);
+/* On the home loop, once its iteration's persistence records are
+ * committed (conn_loop.c, after persist_commit): acknowledges the stream's
+ * messages routed since, which every local session has now, in the log
+ * too with persistence on. */
+void cluster_ack_committed(struct cluster *c);
 /* The node's name, its origin nonce (Mqtt-Id's), and its subject map. */
 const char *cluster_node(const struct cluster *c);
 const char *cluster_origin(const struct cluster *c);
