@@ -502,7 +502,7 @@ struct js_msgs *js_msgs_start(struct cluster *c, const struct broker_config *cfg
     jo.PublishAsync.AckHandlerClosure = j;
     jo.PublishAsync.MaxPending = JS_MSGS_MAX_PENDING;
     jo.PublishAsync.StallWait = JS_MSGS_STALL_MS;
-    natsStatus s = (natsStatus)cluster_connect_more(c, cfg, "js", &j->nc);
+    natsStatus s = (natsStatus)cluster_connect_more(c, cfg, "js", true, &j->nc);
     if (s == NATS_OK)
         s = natsConnection_JetStream(&j->js, j->nc, &jo);
     /* As kv_retain_start: a timeout is JetStream busy (asked again by the

@@ -105,7 +105,7 @@ struct kv_retain *kv_retain_start(struct cluster *c, const struct broker_config 
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.Wait = KV_RETAIN_WAIT_MS;
-    natsStatus s = (natsStatus)cluster_connect_more(c, cfg, "kv", &kv->nc);
+    natsStatus s = (natsStatus)cluster_connect_more(c, cfg, "kv", false, &kv->nc);
     if (s == NATS_OK)
         s = natsConnection_JetStream(&kv->js, kv->nc, &jo);
     /* A timeout is JetStream busy (electing a leader after a server

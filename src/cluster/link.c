@@ -1043,7 +1043,7 @@ struct cluster *cluster_start(const struct broker_config *cfg, int port)
 }
 
 int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, const char *role,
-                         natsConnection **nc)
+                         bool asap, natsConnection **nc)
 {
     char name[sizeof cfg->cluster.name + sizeof c->node + 32];
     snprintf(name, sizeof name, "%s/%s/%s", cfg->cluster.name, c->node, role);
@@ -1051,7 +1051,11 @@ int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, con
     cluster_block_signals(&old);
     natsStatus s = natsOptions_SetName(c->opts, name);
     if (s == NATS_OK)
+        s = natsOptions_SetSendAsap(c->opts, asap);
+    if (s == NATS_OK)
         s = natsConnection_Connect(nc, c->opts);
+    if (asap) /* the options' default again, for the next connection */
+        natsOptions_SetSendAsap(c->opts, false);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return s;
 }

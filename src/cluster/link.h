@@ -52,9 +52,12 @@ void cluster_stop(struct cluster *c);
 /* One more connection of the node, with the link's options, named
  * CLUSTER_NAME/NODE_NAME/role (kv_retain.h's JetStream traffic keeps to its
  * own, off the interest's subscription list); on the main thread, before
- * any loop runs. A libnats status (NATS_OK is 0). */
+ * any loop runs. asap: each publish is written at once by the caller
+ * rather than by libnats's flusher thread, which waits about 1 ms to
+ * batch (a PUBACK waiting for JetStream would wait that too). A libnats
+ * status (NATS_OK is 0). */
 int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, const char *role,
-                         natsConnection **nc);
+                         bool asap, natsConnection **nc);
 /* Blocks srv's signals in the calling thread around a libnats call that
  * may start a thread (a connect, a first subscription), which inherits
  * the mask; restore with pthread_sigmask(SIG_SETMASK, old). */
