@@ -177,3 +177,38 @@ def test_subscribers_node_killed_while_messages_flow(broker_factory, nats_server
         except AssertionError:
             pass
     assert set(got) == {b"%d" % i for i in range(n)}
+
+
+def test_r3_stream_without_a_quorum_refuses(broker_factory, nats_cluster_own):
+    # --cluster-replicas 3: the stream is R3, and a message crosses nodes
+    # from it; with two of the three NATS servers down JetStream has no
+    # quorum and stores nothing: MQTT 5 is refused 0x80 (no PubAck within
+    # 2 s), while QoS 0 still crosses (both nodes on the surviving server).
+    n0, n1, n2 = nats_cluster_own.nodes
+    a, b = nodes(broker_factory, n0.url, names=("t0", "t1"), extra=["--cluster-replicas", "3"])
+    sub = a.raw_connected("t-sub")
+    assert sub.subscribe(1, [("t/#", 1)]).granted == [1]
+    pub = b.raw()
+    pub.connect5_ok("t-pub")
+    deadline = time.monotonic() + 20  # the R3 stream and its consumers, once elected
+    while True:
+        pub.send(R.publish5("t/1", b"stored", qos=1, packet_id=1))
+        if pub.expect(R.PUBACK, timeout=5).reason == 0:
+            break
+        assert time.monotonic() < deadline, "the R3 stream never took a message"
+        time.sleep(0.5)
+    assert sub.next_publish(timeout=10).payload == b"stored"
+    while True:  # a refused try may have been stored after its timeout
+        try:
+            sub.next_publish(timeout=QUIET)
+        except Exception:
+            break
+    assert stream_info(n0)["config"]["num_replicas"] == 3
+    n1.kill()
+    n2.kill()
+    pub.send(R.publish5("t/2", b"no quorum", qos=1, packet_id=2))
+    ack = pub.expect(R.PUBACK, timeout=10)
+    assert (ack.packet_id, ack.reason) == (2, UNSPECIFIED)
+    pub.send(R.publish5("t/0", b"q0", qos=0))
+    got = sub.next_publish(timeout=5)
+    assert (got.topic, got.payload) == ("t/0", b"q0")
