@@ -141,9 +141,8 @@ static void js_box_push(struct js_msgs *j, const struct js_done *d)
     pthread_mutex_unlock(&bx->lock);
 }
 
-/* The entry of seq settled (under lock): out of the table, its result to
- * its loop. */
-static void js_settle_locked(struct js_msgs *j, struct js_pending *p, bool stored)
+/* p out of the table and the list (under lock). */
+static void js_unlink(struct js_msgs *j, struct js_pending *p)
 {
     hmap_del(&j->pending, &p->seq, sizeof p->seq);
     if (p->prev)
@@ -154,6 +153,12 @@ static void js_settle_locked(struct js_msgs *j, struct js_pending *p, bool store
         p->next->prev = p->prev;
     else
         j->tail = p->prev;
+}
+
+/* p settled (under lock): unlinked, its result to its loop. */
+static void js_settle_locked(struct js_msgs *j, struct js_pending *p, bool stored)
+{
+    js_unlink(j, p);
     if (stored)
         j->stored++;
     else
@@ -295,15 +300,7 @@ bool js_msgs_publish(struct js_msgs *j, struct broker_loop *l, struct conn *c,
     pthread_mutex_lock(&j->lock);
     p = hmap_get(&j->pending, &seq, sizeof seq);
     if (p) { /* not settled: taken back, the caller answers */
-        hmap_del(&j->pending, &seq, sizeof seq);
-        if (p->prev)
-            p->prev->next = p->next;
-        else
-            j->head = p->next;
-        if (p->next)
-            p->next->prev = p->prev;
-        else
-            j->tail = p->prev;
+        js_unlink(j, p);
         j->failed++;
     }
     pthread_mutex_unlock(&j->lock);
@@ -552,13 +549,11 @@ void js_msgs_stop(struct js_msgs *j)
     uint64_t left = 0;
     while (j->head) { /* no loop runs any more: nobody to answer */
         struct js_pending *p = j->head;
-        j->head = p->next;
-        hmap_del(&j->pending, &p->seq, sizeof p->seq);
+        js_unlink(j, p);
         session_put(p->s);
         mem_free(p);
         left++;
     }
-    j->tail = NULL;
     log_info("cluster: stream %s: %" PRIu64 " messages stored, %" PRIu64 " refused, %" PRIu64
              " waiting at the stop; %" PRIu64 " of our own dropped by the consumer",
              j->stream, j->stored, j->failed, left, j->own);
