@@ -29,6 +29,7 @@
 #include "broker/sys_tree.h"
 #include "broker/transport.h"
 #include "broker/xloop.h"
+#include "cluster/js_msgs.h"
 #include "cluster/kv_retain.h"
 #include "cluster/kv_sess.h"
 #include "cluster/kvbucket.h"
@@ -349,6 +350,8 @@ void broker_fini(struct broker *b)
 {
     kv_sess_stop(b->kv_sess); /* before the connections it answers go */
     b->kv_sess = NULL;
+    js_msgs_stop(b->js_msgs); /* before the link: it feeds the link's inbox */
+    b->js_msgs = NULL;
     kv_retain_stop(b->kv_retain); /* before its connection goes */
     b->kv_retain = NULL;
     if (b->cluster) /* the sessions that end below leave NATS with it */
@@ -424,7 +427,8 @@ static int broker_worker_init(struct srv_worker *w, void *ctx)
     broker_loop_init(l, b, w->index, w->loop);
     l->srv = w;
     w->data = l;
-    if (b->kv_sess && kv_sess_attach(b->kv_sess, l) < 0)
+    if ((b->kv_sess && kv_sess_attach(b->kv_sess, l) < 0) ||
+        (b->js_msgs && js_msgs_attach(b->js_msgs, l) < 0))
         return -1;
     return broker_loop_xloop(l);
 }
@@ -551,10 +555,12 @@ int broker_run(const struct broker_config *cfg)
         uint64_t until = clock_now_ms() + KVBUCKET_START_MS;
         p.b.kv_retain = kv_retain_start(p.b.cluster, cfg, until);
         p.b.kv_sess = kv_sess_start(p.b.cluster, cfg, &p.b, until);
+        p.b.js_msgs = js_msgs_start(p.b.cluster, cfg, sc.threads);
     }
     int rc = srv_run(&sc, &hooks, &p);
     /* srv_run failed before the loops started (else broker_fini did these) */
     kv_sess_stop(p.b.kv_sess);
+    js_msgs_stop(p.b.js_msgs);
     kv_retain_stop(p.b.kv_retain);
     if (p.b.cluster)
         cluster_stop(p.b.cluster);

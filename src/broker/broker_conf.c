@@ -158,7 +158,8 @@ const struct opt broker_options[] = {
      "this node's name in the cluster; default: hostname:port, or hostname-RANDOM with port 0",
      NULL, CFG(cluster.node), .keyword = "node_name", .set = conf_set_word},
     {"cluster-replicas", 0, OPT_UINT, "N",
-     "replicas of the cluster's retained-message bucket when this node creates it (JetStream)",
+     "replicas of the cluster's retained-message bucket and QoS 1/2 stream when this node "
+     "creates them (JetStream)",
      "1", CFG(cluster.replicas), .keyword = "cluster_replicas", .min = 1, .max = 5},
     /* auth.c and metrics.c */
     {"password-file", 0, OPT_CALL, "FILE",

@@ -161,6 +161,8 @@ struct broker {
     struct kv_retain *kv_retain;
     /* cluster/kv_sess.h: which node owns each session; NULL as kv_retain */
     struct kv_sess *kv_sess;
+    /* cluster/js_msgs.h; NULL without --cluster or without JetStream */
+    struct js_msgs *js_msgs;
     struct broker_auth auth; /* auth.h: password file, ACL, their counters */
     struct broker_obs obs;   /* metrics.h: the /metrics endpoint, log state */
 };

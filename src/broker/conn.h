@@ -81,6 +81,10 @@ struct conn_cold {
     /* A large SUBSCRIBE or UNSUBSCRIBE under way (handle.h): owned; input
      * is not read until it is done. */
     struct sub_job *job;
+    /* cluster/js_msgs.c's number for it, once it sent a QoS 1/2 message to
+     * the stream (0 before): an acknowledgement comes back to this
+     * connection only, not to a later one of its session. */
+    uint64_t js_serial;
     /* Its CONNECT names a session another loop owns: at the end of this
      * iteration it goes to that loop, which reads the CONNECT again; the
      * input is not read meanwhile (broker_int.h, "moving"). */

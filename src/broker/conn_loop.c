@@ -19,6 +19,7 @@
 #include "broker/router.h"
 #include "broker/transport.h"
 #include "broker/xloop.h"
+#include "cluster/link.h"
 #include "core/inbuf.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -378,6 +379,8 @@ bool conn_prepare(struct broker_loop *l)
      * disk stays full for a while. */
     if (!persist_commit(b))
         return false;
+    if (b->cluster && l == b->home)
+        cluster_ack_committed(b->cluster);
     while (l->dirty) {
         struct conn *c = l->dirty;
         l->dirty = c->dirty_next;

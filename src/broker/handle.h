@@ -31,6 +31,13 @@ void connect_taken(struct broker_loop *l, const uint8_t *id, size_t len, uint64_
 int handle_disconnect(struct broker_loop *l, struct conn *c, const uint8_t *body, uint32_t len);
 int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const uint8_t *body,
                    uint32_t len);
+/* The answer to a QoS 1/2 PUBLISH of session s on its connection c (NULL:
+ * that connection is gone), once the cluster's stream stored it or not
+ * (cluster/js_msgs.h): stored, PUBACK/PUBREC with reason and why (MQTT 5);
+ * not stored, MQTT 5 gets 0x80 and 3.1.1/3.1 the connection closed, and a
+ * QoS 2 packet id is released (no PUBREL follows). */
+void handle_publish_settled(struct broker_loop *l, struct session *s, struct conn *c, uint8_t qos,
+                            uint16_t packet_id, bool stored, uint8_t reason, const char *why);
 /* PUBACK, PUBREC, PUBREL and PUBCOMP (type). */
 int handle_puback(struct broker_loop *l, struct conn *c, uint8_t type, const uint8_t *body,
                   uint32_t len);

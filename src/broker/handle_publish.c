@@ -14,6 +14,7 @@
 #include "broker/persist.h"
 #include "broker/router.h"
 #include "broker/session.h"
+#include "cluster/js_msgs.h"
 #include "cluster/link.h"
 #include "core/log.h"
 #include "core/mem.h"
@@ -154,24 +155,53 @@ int handle_publish(struct broker_loop *l, struct conn *c, uint8_t flags, const u
         if (lost && c->v5 && p.qos == 2)
             session_qos2_release(origin, packet_id); /* no PUBREL follows 0x80 */
     }
-    if (p.qos > 0) {
-        uint8_t type = p.qos == 1 ? MQTT_PUBACK : MQTT_PUBREC;
-        if (!c->v5)
-            mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), type, packet_id);
-        else
-            conn_write_reason(c, type, packet_id,
-                              denied ? MQTT5_RC_NOT_AUTHORIZED
-                              : over ? MQTT5_RC_QUOTA_EXCEEDED
-                              : lost ? MQTT5_RC_UNSPECIFIED_ERROR
-                              : matched || seen ? MQTT5_RC_SUCCESS
-                                                    : MQTT5_RC_NO_MATCHING_SUBSCRIBERS,
-                              over   ? "retained messages are at their bound; not retained"
-                              : lost ? "the cluster did not store the retained message; delivered, "
-                                       "not retained"
-                                     : NULL);
-        conn_mark_dirty(l, c);
+    if (p.qos == 0)
+        return 0;
+    uint8_t reason = denied ? MQTT5_RC_NOT_AUTHORIZED
+                     : over ? MQTT5_RC_QUOTA_EXCEEDED
+                     : lost ? MQTT5_RC_UNSPECIFIED_ERROR
+                     : matched || seen ? MQTT5_RC_SUCCESS
+                                       : MQTT5_RC_NO_MATCHING_SUBSCRIBERS;
+    const char *why = over   ? "retained messages are at their bound; not retained"
+                      : lost ? "the cluster did not store the retained message; delivered, "
+                               "not retained"
+                             : NULL;
+    /* In a cluster with its stream, a new message is acknowledged once the
+     * stream has it (cluster/js_msgs.h): its loop answers then. */
+    bool stored = true;
+    if (b->js_msgs && !seen && !denied) {
+        if (js_msgs_publish(b->js_msgs, l, c, &p, packet_id, reason, why))
+            return 0;
+        stored = false;
     }
+    handle_publish_settled(l, origin, c, p.qos, packet_id, stored, reason, why);
     return 0;
+}
+
+void handle_publish_settled(struct broker_loop *l, struct session *s, struct conn *c, uint8_t qos,
+                            uint16_t packet_id, bool stored, uint8_t reason, const char *why)
+{
+    if (!stored && qos == 2 && session_qos2_release(s, packet_id))
+        persist_qos2_in(l->b, s, packet_id, false); /* no PUBREL follows */
+    if (!c)
+        return;
+    if (!stored && !c->v5) { /* 3.1.1 and 3.1 cannot refuse a message */
+        log_info("client %s (fd %d): the cluster's stream did not take a QoS %u PUBLISH, closing",
+                 s->client_id, c->io.fd, qos);
+        conn_kick(l, c, MQTT5_RC_UNSPECIFIED_ERROR, "the cluster's stream did not take a message",
+                  false);
+        return;
+    }
+    uint8_t type = qos == 1 ? MQTT_PUBACK : MQTT_PUBREC;
+    if (!c->v5)
+        mqtt_encode_ack(outq_reserve(&c->out, MQTT_ACK_LEN), type, packet_id);
+    else if (stored)
+        conn_write_reason(c, type, packet_id, reason, why);
+    else
+        conn_write_reason(c, type, packet_id, MQTT5_RC_UNSPECIFIED_ERROR,
+                          "the cluster's stream did not take the message (delivered on this "
+                          "node only)");
+    conn_mark_dirty(l, c);
 }
 
 int handle_puback(struct broker_loop *l, struct conn *c, uint8_t type, const uint8_t *body,

@@ -436,7 +436,8 @@ uint32_t router_route(struct broker_loop *l, const struct router_in *in, uint64_
      * too, through NATS's queue groups only: one member in the cluster. */
     bool sent = l->b->cluster && cluster_publish(l->b->cluster, in->topic.ptr, in->topic.len,
                                                  in->payload.ptr, in->payload.len, in->qos,
-                                                 in->retain, in->props);
+                                                 in->retain, in->props,
+                                                 in->qos && l->b->js_msgs);
     uint32_t n = route_collect(l, in->topic.ptr, in->topic.len, origin, !sent);
     /* Without subscribers a plain message needs no copy at all. */
     if (n > 0 && !m)
@@ -466,9 +467,11 @@ static bool route_to_cluster(struct broker_loop *l, const struct msg *m)
         props.message_expiry =
             m->expires_ms > now ? (uint32_t)((m->expires_ms - now + 999) / 1000) : 1;
     }
+    /* Not through the stream: no publisher waits for its PubAck, so a
+     * will crosses nodes at most once (docs/cluster.md, Routing). */
     bool sent = cluster_publish(l->b->cluster, msg_topic(m), m->topic_len, msg_payload(m),
                                 m->payload_len, m->qos, m->retain,
-                                props.present || m->props_len ? &props : NULL);
+                                props.present || m->props_len ? &props : NULL, false);
     mem_free(buf);
     return sent;
 }

@@ -93,7 +93,9 @@ bool router_retain_fits(struct broker *b, const uint8_t *topic, size_t len, size
  * publisher's session, whose No Local subscriptions take no part, and
  * publisher its connection, which back-pressure may pause (see
  * session_deliver). In a cluster it also goes to the other nodes
- * (cluster_publish), and a retained one is stored in the cluster's
+ * (cluster_publish; a QoS 1/2 one, with the cluster's stream, is sent
+ * there by handle_publish.c, js_msgs.h, and this copy is for the shared
+ * groups' queue subscriptions only), and a retained one is stored in the cluster's
  * bucket instead of here when its topic has a subject (kv_retain.h):
  * *retain_failed says it was not stored (it is still delivered). Returns
  * how many sessions it went to, before the ACL was asked per subscriber;

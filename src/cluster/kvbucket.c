@@ -51,6 +51,18 @@ kvStore *kvbucket_store(struct kvbucket *kb)
     return st;
 }
 
+void kvbucket_name(char *out, size_t size, const char *base, const char *prefix)
+{
+    if (strcmp(prefix, SUBJECT_DEFAULT_PREFIX) == 0) {
+        snprintf(out, size, "%s", base);
+        return;
+    }
+    snprintf(out, size, "%s_%s", base, prefix);
+    for (char *p = out; *p; p++)
+        if (*p == '.') /* not allowed in a JetStream name */
+            *p = '_';
+}
+
 enum kvbucket_open kvbucket_open(struct kvbucket *kb, struct cluster *c,
                                  const struct broker_config *cfg, const char *base,
                                  const char *role, const char *description, int wait_ms,
@@ -59,18 +71,11 @@ enum kvbucket_open kvbucket_open(struct kvbucket *kb, struct cluster *c,
     pthread_mutex_init(&kb->bind_lock, NULL);
     kb->replicas = (int)cfg->cluster.replicas;
     kb->description = description;
-    if (strcmp(cfg->cluster.prefix, SUBJECT_DEFAULT_PREFIX) == 0) {
-        snprintf(kb->name, sizeof kb->name, "%s", base);
-    } else {
-        snprintf(kb->name, sizeof kb->name, "%s_%s", base, cfg->cluster.prefix);
-        for (char *p = kb->name; *p; p++)
-            if (*p == '.') /* not allowed in a bucket name */
-                *p = '_';
-    }
+    kvbucket_name(kb->name, sizeof kb->name, base, cfg->cluster.prefix);
     jsOptions jo;
     jsOptions_Init(&jo);
     jo.Wait = wait_ms;
-    natsStatus s = (natsStatus)cluster_connect_more(c, cfg, role, &kb->nc);
+    natsStatus s = (natsStatus)cluster_connect_more(c, cfg, role, false, &kb->nc);
     if (s == NATS_OK)
         s = natsConnection_JetStream(&kb->js, kb->nc, &jo);
     /* A timeout is JetStream busy (electing a leader after a server

@@ -13,6 +13,7 @@
 #define SHOOTOUT_CLUSTER_KVBUCKET_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cluster/subject.h"
@@ -42,6 +43,9 @@ enum kvbucket_open {
     KVBUCKET_LATER, /* JetStream did not answer: bound at first use */
     KVBUCKET_NONE,  /* no JetStream, or the bucket refused: logged, kb closed */
 };
+/* BASE for the default subject prefix, else BASE_<prefix> with '.' as
+ * '_', into out: a bucket's name, and the QoS 1/2 stream's (js_msgs.c). */
+void kvbucket_name(char *out, size_t size, const char *base, const char *prefix);
 /* Connects kb (zeroed) as role and binds (or creates) the bucket base,
  * each wait at most wait_ms, asking again until the monotonic time
  * until_ms (the node's buckets share one start: clock_now_ms() +

@@ -67,6 +67,10 @@
  * MQTT QoS when not 0. */
 #define CLUSTER_HDR_ID "Mqtt-Id"
 #define CLUSTER_HDR_QOS "Mqtt-Qos"
+/* On the core copy of a QoS 1/2 message that went to the JetStream stream
+ * too (js_msgs.h): only shared subscriptions' queue groups take it; the
+ * node's non-shared subscribers get the stream's copy. */
+#define CLUSTER_HDR_JS "Mqtt-Js"
 /* The longest a SUBSCRIBE waits for its NATS server to confirm the
  * interest (natsConnection_FlushTimeout), on the loop that took it. */
 #define CLUSTER_FLUSH_MS 1000
@@ -97,7 +101,7 @@ struct cluster_origin {
 };
 
 /* One message in the inbox: sid is the queue subscription it came on
- * (qnc's), 0 for nc's. */
+ * (qnc's), 0 for nc's, CLUSTER_SID_JS for the stream's consumer. */
 struct cluster_in {
     natsMsg *msg;
     int64_t sid;
@@ -159,6 +163,10 @@ struct cluster {
     struct ev_io wake;
     struct cluster_in *taken;
     uint32_t taken_cap;
+    /* The stream's messages routed, to acknowledge once the log has what
+     * they left in it (cluster_ack_committed). */
+    natsMsg **acks;
+    uint32_t nacks, acks_cap;
     uint64_t received;
     uint64_t bad_headers; /* property headers ignored (hdr.h) */
     uint8_t topic[SUBJECT_MAX]; /* the topic of the message being routed */
@@ -206,13 +214,19 @@ static void cluster_push(struct cluster *c, natsMsg *msg, int64_t sid)
         natsMsg_Destroy(msg);
         return;
     }
-    if (!sid && cluster_repeat(c, msg)) {
+    /* A core copy of a message in the stream is the queue groups' alone:
+     * the node's non-shared subscribers get it from the stream. */
+    const char *js = NULL;
+    if (!sid && (cluster_repeat(c, msg) ||
+                 (natsMsgHeader_Get(msg, CLUSTER_HDR_JS, &js) == NATS_OK && js))) {
         c->duplicates++;
         pthread_mutex_unlock(&c->in_lock);
         natsMsg_Destroy(msg);
         return;
     }
-    if (c->nin >= CLUSTER_INBOX_MAX) { /* the home loop is stuck: QoS 0 may go */
+    /* The home loop is stuck: QoS 0 may go; the stream's, not acknowledged,
+     * comes again (its consumer's AckWait). */
+    if (c->nin >= CLUSTER_INBOX_MAX) {
         c->overflow++;
         pthread_mutex_unlock(&c->in_lock);
         natsMsg_Destroy(msg);
@@ -318,7 +332,18 @@ static void cluster_read_headers(natsMsg *msg, struct hdr_in *h)
 static void cluster_route_in(struct cluster *c, natsMsg *msg, int64_t sid)
 {
     const char *subj = natsMsg_GetSubject(msg);
-    size_t tlen = subject_to_topic(&c->map, subj, strlen(subj), c->topic, sizeof c->topic);
+    char core[SUBJECT_MAX + 1];
+    size_t slen = strlen(subj);
+    /* The stream's PREFIX.j.CLASS... is the topic's PREFIX.CLASS...
+     * (js_msgs.h). */
+    if (sid == CLUSTER_SID_JS && slen > c->map.prefix_len + 3 && slen - 2 <= SUBJECT_MAX) {
+        memcpy(core, subj, c->map.prefix_len);
+        memcpy(core + c->map.prefix_len, subj + c->map.prefix_len + 2,
+               slen - c->map.prefix_len - 1);
+        subj = core;
+        slen -= 2;
+    }
+    size_t tlen = subject_to_topic(&c->map, subj, slen, c->topic, sizeof c->topic);
     if (tlen == 0)
         return; /* on our prefix, but no topic's subject */
     const char *q = NULL;
@@ -338,7 +363,7 @@ static void cluster_route_in(struct cluster *c, natsMsg *msg, int64_t sid)
     struct msg *m = msg_new(c->topic, tlen, (const uint8_t *)natsMsg_GetData(msg),
                             (size_t)natsMsg_GetDataLength(msg), qos, h.retain, props, ev_now(l->ev));
     hdr_in_free(&h);
-    if (sid)
+    if (sid > 0)
         cluster_route_member(c, sid, m);
     else
         router_route_cluster(l, m);
@@ -363,7 +388,15 @@ static void cluster_on_wake(struct ev_loop *loop, struct ev_io *io, uint32_t eve
     pthread_mutex_unlock(&c->in_lock);
     for (uint32_t i = 0; i < n; i++) {
         cluster_route_in(c, batch[i].msg, batch[i].sid);
-        natsMsg_Destroy(batch[i].msg);
+        if (batch[i].sid != CLUSTER_SID_JS) {
+            natsMsg_Destroy(batch[i].msg);
+            continue;
+        }
+        if (c->nacks == c->acks_cap) {
+            c->acks_cap = c->acks_cap ? c->acks_cap * 2 : 64;
+            c->acks = mem_realloc(c->acks, c->acks_cap * sizeof *c->acks);
+        }
+        c->acks[c->nacks++] = batch[i].msg;
     }
     c->taken = batch; /* the next batch's buffer */
     c->taken_cap = cap;
@@ -413,20 +446,36 @@ bool cluster_filter_fits(const struct cluster *c, const uint8_t *filter, size_t 
     return fits;
 }
 
-bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
-                     const uint8_t *payload, size_t payload_len, uint8_t qos, bool retain,
+int cluster_msg_make(struct cluster *c, natsMsg **out, const char *subj, const uint8_t *payload,
+                     size_t payload_len, uint8_t qos, bool retain,
                      const struct mqtt_props *props)
 {
-    char subj[SUBJECT_MAX + 1];
-    if (subject_from_topic(&c->map, topic, topic_len, subj, sizeof subj) == 0)
-        return false;
-    char id[CLUSTER_NONCE_LEN + 20];
     natsMsg *msg = NULL;
     natsStatus s = natsMsg_Create(&msg, subj, NULL, (const char *)payload, (int)payload_len);
     if (s == NATS_OK && qos)
         s = natsMsgHeader_Set(msg, CLUSTER_HDR_QOS, qos == 1 ? "1" : "2");
     if (s == NATS_OK && !hdr_encode(props, retain, cluster_put_header, msg))
         s = NATS_NO_MEMORY; /* what natsMsgHeader_Add fails with */
+    if (s != NATS_OK) {
+        natsMsg_Destroy(msg);
+        msg = NULL;
+    }
+    *out = msg;
+    return s;
+}
+
+bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
+                     const uint8_t *payload, size_t payload_len, uint8_t qos, bool retain,
+                     const struct mqtt_props *props, bool in_stream)
+{
+    char subj[SUBJECT_MAX + 1];
+    if (subject_from_topic(&c->map, topic, topic_len, subj, sizeof subj) == 0)
+        return false;
+    char id[CLUSTER_NONCE_LEN + 20];
+    natsMsg *msg = NULL;
+    natsStatus s = cluster_msg_make(c, &msg, subj, payload, payload_len, qos, retain, props);
+    if (s == NATS_OK && in_stream)
+        s = natsMsgHeader_Set(msg, CLUSTER_HDR_JS, "1");
     /* Sequence numbers must reach NATS in order (the receivers drop what
      * is not above the last they took), and loops publish at once:
      * numbered and sent under one lock, as libnats's own connection lock
@@ -893,6 +942,9 @@ static void cluster_free(struct cluster *c, bool report)
     for (uint32_t i = 0; i < c->nin; i++)
         natsMsg_Destroy(c->in[i].msg);
     c->nin = 0;
+    for (uint32_t i = 0; i < c->nacks; i++) /* not acknowledged: they come again */
+        natsMsg_Destroy(c->acks[i]);
+    mem_free(c->acks);
     interest_clear(&c->interest, cluster_close_subs, NULL);
     size_t mi = 0;
     struct hmap_slot *ms;
@@ -991,7 +1043,7 @@ struct cluster *cluster_start(const struct broker_config *cfg, int port)
 }
 
 int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, const char *role,
-                         natsConnection **nc)
+                         bool asap, natsConnection **nc)
 {
     char name[sizeof cfg->cluster.name + sizeof c->node + 32];
     snprintf(name, sizeof name, "%s/%s/%s", cfg->cluster.name, c->node, role);
@@ -999,13 +1051,34 @@ int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, con
     cluster_block_signals(&old);
     natsStatus s = natsOptions_SetName(c->opts, name);
     if (s == NATS_OK)
+        s = natsOptions_SetSendAsap(c->opts, asap);
+    if (s == NATS_OK)
         s = natsConnection_Connect(nc, c->opts);
+    if (asap) /* the options' default again, for the next connection */
+        natsOptions_SetSendAsap(c->opts, false);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     return s;
 }
 
+void cluster_ack_committed(struct cluster *c)
+{
+    for (uint32_t i = 0; i < c->nacks; i++) {
+        natsMsg_Ack(c->acks[i], NULL);
+        natsMsg_Destroy(c->acks[i]);
+    }
+    c->nacks = 0;
+}
+
+void cluster_push_js(struct cluster *c, natsMsg *msg)
+{
+    cluster_push(c, msg, CLUSTER_SID_JS);
+}
+
 const char *cluster_node(const struct cluster *c) { return c->node; }
+
 const char *cluster_origin(const struct cluster *c) { return c->nonce; }
+
+const subject_map *cluster_subjects(const struct cluster *c) { return &c->map; }
 
 int cluster_attach(struct cluster *c, struct broker_loop *home)
 {

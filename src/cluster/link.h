@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "cluster/figures.h"
+#include "cluster/subject.h"
 
 struct broker;
 struct broker_config;
@@ -36,6 +37,7 @@ struct cluster;
 struct mqtt_props;
 struct session;
 typedef struct __natsConnection natsConnection;
+typedef struct __natsMsg natsMsg;
 
 /* Connects to cfg->cluster.urls (on the main thread, before any loop
  * runs); NULL, with the reason logged, if no NATS server answers. */
@@ -50,14 +52,12 @@ void cluster_stop(struct cluster *c);
 /* One more connection of the node, with the link's options, named
  * CLUSTER_NAME/NODE_NAME/role (kv_retain.h's JetStream traffic keeps to its
  * own, off the interest's subscription list); on the main thread, before
- * any loop runs. A libnats status (NATS_OK is 0). */
+ * any loop runs. asap: each publish is written at once by the caller
+ * rather than by libnats's flusher thread, which waits about 1 ms to
+ * batch (a PUBACK waiting for JetStream would wait that too). A libnats
+ * status (NATS_OK is 0). */
 int cluster_connect_more(struct cluster *c, const struct broker_config *cfg, const char *role,
-                         natsConnection **nc);
-/* The node's name, and this process's origin id (CLUSTER_ORIGIN_LEN hex
- * digits, drawn at every start): kv_sess.h names a session's owner so. */
-#define CLUSTER_ORIGIN_LEN 16
-const char *cluster_node(const struct cluster *c);
-const char *cluster_origin(const struct cluster *c);
+                         bool asap, natsConnection **nc);
 /* Blocks srv's signals in the calling thread around a libnats call that
  * may start a thread (a connect, a first subscription), which inherits
  * the mask; restore with pthread_sigmask(SIG_SETMASK, old). */
@@ -67,10 +67,39 @@ void cluster_block_signals(sigset_t *old);
  * subject, its QoS, retain and the carried properties of props (NULL from
  * MQTT 3.1.1; Message Expiry as what is left of it) in headers (hdr.h);
  * false if none was sent (a failed publish, or a subject too long, which
- * the handlers refuse first: cluster_topic_fits). */
+ * the handlers refuse first: cluster_topic_fits). in_stream: a QoS 1/2
+ * message that goes to the JetStream stream too (js_msgs.h): this copy is
+ * marked for the shared subscriptions' queue groups alone, which the
+ * stream does not serve, and the other nodes' non-shared subscribers
+ * drop it (counted as duplicates). */
 bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
                      const uint8_t *payload, size_t payload_len, uint8_t qos, bool retain,
+                     const struct mqtt_props *props, bool in_stream);
+/* The message cluster_publish sends, without its Mqtt-Id: the payload,
+ * Mqtt-Qos and the headers of hdr.h, on subj. A libnats status; *out is
+ * NULL unless NATS_OK. */
+int cluster_msg_make(struct cluster *c, natsMsg **out, const char *subj, const uint8_t *payload,
+                     size_t payload_len, uint8_t qos, bool retain,
                      const struct mqtt_props *props);
+/* A message of the stream's consumer (js_msgs.c's thread) into the inbox:
+ * the home loop routes it as any other (no Mqtt-Id dedupe: the stream has
+ * one copy) and acknowledges it to JetStream at cluster_ack_committed.
+ * Not acknowledged if the inbox is full or stopping: JetStream sends it
+ * again. */
+#define CLUSTER_SID_JS (-1)
+void cluster_push_js(struct cluster *c, natsMsg *msg);
+/* On the home loop, once its iteration's persistence records are
+ * committed (conn_loop.c, after persist_commit): acknowledges the stream's
+ * messages routed since, which every local session has now, in the log
+ * too with persistence on. */
+void cluster_ack_committed(struct cluster *c);
+/* The node's name, this process's origin id (CLUSTER_ORIGIN_LEN hex
+ * digits, drawn at every start: Mqtt-Id's, and the one kv_sess.h names a
+ * session's owner by), and its subject map. */
+#define CLUSTER_ORIGIN_LEN 16
+const char *cluster_node(const struct cluster *c);
+const char *cluster_origin(const struct cluster *c);
+const subject_map *cluster_subjects(const struct cluster *c);
 /* Whether a valid topic name, or a valid filter (a shared one's group and
  * inner filter), maps to NATS subjects within SUBJECT_MAX: a clustered
  * node refuses what does not, rather than keep it local unseen. */

@@ -116,9 +116,10 @@ def test_unsubscribe_stops_delivery(broker_factory, nats_server):
 
 
 def test_qos_travels_at_most_once(broker_factory, nats_server):
-    # QoS 1/2 cross nodes at QoS 0's guarantees until JetStream lands, but
-    # the subscriber gets the QoS it was granted, from its own node; so
-    # does a shared group's member, from its shared subscription's.
+    # The subscriber gets the QoS it was granted, from its own node (QoS
+    # 1/2 through the stream, test_cluster_qos.py); so does a shared
+    # group's member, from its shared subscription's (core NATS, at most
+    # once).
     a, b = nodes(broker_factory, nats_server.url)
     sub = a.paho("q-sub")
     sub.subscribe("q/t", 2)

@@ -5,7 +5,8 @@ reason codes each protocol has: CONNECT "server unavailable" (3.1.1 return
 code 3, MQTT 5 0x88), SUBSCRIBE failure (0x80), a QoS 1/2 PUBLISH refused
 in its PUBACK/PUBREC (MQTT 5, 0x80) or with the connection closed (3.1.1);
 QoS 0 goes on locally. Within the grace (a NATS restart that libnats rides
-out) nothing is refused, and once the link is back everything is taken
+out) nothing is refused as cut off (a QoS 1/2 PUBLISH still waits for the
+cluster's stream, and is refused when the stream does not answer in time), and once the link is back everything is taken
 again. Each test has its own nats-server, which it kills and restarts."""
 
 import time
@@ -110,13 +111,14 @@ def test_cut_off_node_refuses_new_work_and_takes_it_again(broker_factory, nats):
     assert "QoS 1 PUBLISH while cut off from the cluster, closing" in log
 
 
-def test_a_short_outage_refuses_nothing(broker_factory, nats):
+def test_a_short_outage_is_not_a_partition(broker_factory, nats):
     # Within the grace after the link is lost (a NATS restart that libnats
-    # rides out) the node refuses nothing but new clients: a QoS 1 PUBLISH
-    # and a SUBSCRIBE right after it noticed go through, and the
-    # subscription works once NATS is back, however long its restart took.
-    # A CONNECT is refused (return code 3, as for a partition): its session
-    # claim needs JetStream (test_cluster_sessions.py).
+    # rides out) the node refuses nothing as cut off: a SUBSCRIBE right
+    # after it noticed goes through, and the subscription works once NATS
+    # is back, however long its restart took. What needs JetStream is
+    # refused all the same: a CONNECT (return code 3, as for a partition:
+    # its session claim, test_cluster_sessions.py) and a QoS 1 PUBLISH
+    # once its stream's PubAck is 2 s late (test_cluster_qos.py).
     a = broker_factory(extra_args=["--cluster", nats.url, "--node-name", "a"])
     c5 = a.raw()
     c5.connect5_ok("s-5")
@@ -127,10 +129,17 @@ def test_a_short_outage_refuses_nothing(broker_factory, nats):
         time.sleep(0.02)
     with a.raw() as c:
         assert c.connect("s-new").rc == 3
+    # Not refused as cut off; but its PUBACK waits for the cluster's stream
+    # (JetStream, docs/cluster.md), which cannot answer before the server
+    # is back: after JS_MSGS_WAIT_MS (2 s) the message is refused as one
+    # the stream did not take.
     c5.send(R.publish5("s/0", b"x", qos=1, packet_id=2))
-    assert c5.expect(R.PUBACK).reason == 0  # sent to the cluster: matched, for all it knows
-    # Last: its flush waits for the server that is gone (1 s at most).
+    # Right after, not refused: its flush waits for the server that is
+    # gone (1 s at most), before the PUBACK's wait is over.
     assert c5.subscribe(1, [("s/1", 1)]).granted == [1]
+    ack = c5.expect(R.PUBACK, timeout=5)
+    assert ack.reason == UNSPECIFIED
+    assert "stream did not take" in ack.props.get(R.REASON_STRING, "")
     back(nats, a)
     c5.send(R.publish5("s/1", b"y", qos=1, packet_id=3))
     assert c5.expect_skipping(R.PUBACK).reason == 0
