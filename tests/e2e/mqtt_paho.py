@@ -159,6 +159,15 @@ class PahoClient:
                 return before, m
             before.append(m)
 
+    def drain(self, quiet):
+        """Every message until none came for `quiet` seconds."""
+        out = []
+        while True:
+            try:
+                out.append(self.messages.get(timeout=quiet))
+            except queue.Empty:
+                return out
+
     def expect_none(self, timeout):
         """Asserts that no message arrives for `timeout` seconds."""
         try:

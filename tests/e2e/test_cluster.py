@@ -34,13 +34,7 @@ FILTERS = {
 
 def drain(client, quiet=QUIET):
     """Every message until none came for `quiet` seconds, as (topic, payload)."""
-    out = []
-    while True:
-        try:
-            m = client.messages.get(timeout=quiet)
-        except Exception:
-            return out
-        out.append((m.topic, m.payload))
+    return [(m.topic, m.payload) for m in client.drain(quiet)]
 
 
 def node_subs(nats, name):

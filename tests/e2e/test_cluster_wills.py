@@ -21,13 +21,7 @@ def nodes(broker_factory, nats, n=3):
 
 
 def drain(client, quiet=QUIET):
-    out = []
-    while True:
-        try:
-            m = client.messages.get(timeout=quiet)
-        except Exception:
-            return out
-        out.append((m.topic, m.payload, m.qos))
+    return [(m.topic, m.payload, m.qos) for m in client.drain(quiet)]
 
 
 def subscribers(ns, name, flt):
