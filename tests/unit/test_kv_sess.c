@@ -45,7 +45,7 @@ static void test_refused(void **state)
         "1 7 0123456789ABCDEF n",  /* upper case */
         "1 7 " ORIGIN " ",         /* no node */
         "1 7 " ORIGIN " a b",      /* a node of two words */
-        "1 7 " ORIGIN,
+        ("1 7 " ORIGIN),           /* no node, no space before it */
         "1 7",
         "",
     };
