@@ -343,12 +343,17 @@ def retain_until_stored(broker, topic, payload, timeout=20):
         assert time.monotonic() < deadline, "never connected"
         c.close()
         time.sleep(0.2)
-    for i in range(1, 1000):
-        c.send(R.publish5(topic, payload, qos=1, retain=True, packet_id=i))
+    # Bounded by time, not count: a refusal can come at once (the QoS 1
+    # stream's PubAck error as well as the bucket's), a thousand in 20 s.
+    i = 0
+    while True:
+        i += 1
+        c.send(R.publish5(topic, payload, qos=1, retain=True, packet_id=i % 65535 + 1))
         if c.expect(R.PUBACK, timeout=5).reason == 0:
             c.close()
             return i
         assert time.monotonic() < deadline, "the bucket never stored %r" % topic
+        time.sleep(0.05)
 
 
 def test_bucket_bound_once_jetstream_answers(broker_factory, nats_cluster):
