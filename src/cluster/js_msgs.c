@@ -251,9 +251,9 @@ bool js_msgs_publish(struct js_msgs *j, struct broker_loop *l, struct conn *c,
 {
     const subject_map *map = cluster_subjects(j->c);
     char core[SUBJECT_MAX + 1], subj[SUBJECT_MAX + 3];
-    if (subject_from_topic(map, in->topic.ptr, in->topic.len, core, sizeof core) == 0)
+    size_t n = subject_from_topic(map, in->topic.ptr, in->topic.len, core, sizeof core);
+    if (n == 0 || subject_to_stream(map, core, n, subj, sizeof subj) == 0)
         return false; /* refused before: cluster_topic_fits */
-    snprintf(subj, sizeof subj, "%s.j%s", map->prefix, core + map->prefix_len);
     natsMsg *msg = NULL;
     natsStatus s = (natsStatus)cluster_msg_make(j->c, &msg, subj, in->payload.ptr, in->payload.len,
                                                 in->qos, in->retain, in->props);

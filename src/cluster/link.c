@@ -74,7 +74,6 @@
 /* The longest a SUBSCRIBE waits for its NATS server to confirm the
  * interest (natsConnection_FlushTimeout), on the loop that took it. */
 #define CLUSTER_FLUSH_MS 1000
-#define CLUSTER_NONCE_LEN CLUSTER_ORIGIN_LEN
 /* Messages the inbox holds at most, while the home loop does not take
  * them (a stop of the world, a long SUBSCRIBE): more are dropped and
  * counted, so a stalled loop costs bounded memory. */
@@ -96,7 +95,7 @@
 
 /* The last sequence taken from one origin (the delivery thread's). */
 struct cluster_origin {
-    char nonce[CLUSTER_NONCE_LEN];
+    char nonce[CLUSTER_ORIGIN_LEN];
     uint64_t last;
 };
 
@@ -125,7 +124,7 @@ struct cluster {
     natsConnection *nc;
     natsConnection *qnc; /* shared subscriptions' queue subscriptions */
     char node[128];
-    char nonce[CLUSTER_NONCE_LEN + 1]; /* this process's origin */
+    char nonce[CLUSTER_ORIGIN_LEN + 1]; /* this process's origin */
     /* Routing connections (nc, qnc) down now, and since when (monotonic
      * ms; 0 while none is): written by libnats's callbacks, read by every
      * loop. */
@@ -189,14 +188,14 @@ static bool cluster_repeat(struct cluster *c, natsMsg *msg)
 {
     const char *id = NULL;
     if (natsMsgHeader_Get(msg, CLUSTER_HDR_ID, &id) != NATS_OK || !id ||
-        strlen(id) <= CLUSTER_NONCE_LEN || id[CLUSTER_NONCE_LEN] != ':')
+        strlen(id) <= CLUSTER_ORIGIN_LEN || id[CLUSTER_ORIGIN_LEN] != ':')
         return false; /* not one of ours: nothing to compare */
-    uint64_t seq = strtoull(id + CLUSTER_NONCE_LEN + 1, NULL, 16);
-    struct cluster_origin *o = hmap_get(&c->origins, id, CLUSTER_NONCE_LEN);
+    uint64_t seq = strtoull(id + CLUSTER_ORIGIN_LEN + 1, NULL, 16);
+    struct cluster_origin *o = hmap_get(&c->origins, id, CLUSTER_ORIGIN_LEN);
     if (!o) {
         o = mem_calloc(1, sizeof *o);
-        memcpy(o->nonce, id, CLUSTER_NONCE_LEN);
-        hmap_put(&c->origins, o->nonce, CLUSTER_NONCE_LEN, o);
+        memcpy(o->nonce, id, CLUSTER_ORIGIN_LEN);
+        hmap_put(&c->origins, o->nonce, CLUSTER_ORIGIN_LEN, o);
     } else if (seq <= o->last) {
         return true;
     }
@@ -334,14 +333,11 @@ static void cluster_route_in(struct cluster *c, natsMsg *msg, int64_t sid)
     const char *subj = natsMsg_GetSubject(msg);
     char core[SUBJECT_MAX + 1];
     size_t slen = strlen(subj);
-    /* The stream's PREFIX.j.CLASS... is the topic's PREFIX.CLASS...
-     * (js_msgs.h). */
-    if (sid == CLUSTER_SID_JS && slen > c->map.prefix_len + 3 && slen - 2 <= SUBJECT_MAX) {
-        memcpy(core, subj, c->map.prefix_len);
-        memcpy(core + c->map.prefix_len, subj + c->map.prefix_len + 2,
-               slen - c->map.prefix_len - 1);
+    if (sid == CLUSTER_SID_JS) { /* the stream's subject: the topic's core one first */
+        slen = subject_from_stream(&c->map, subj, slen, core, sizeof core);
+        if (slen == 0)
+            return; /* not one js_msgs.c writes */
         subj = core;
-        slen -= 2;
     }
     size_t tlen = subject_to_topic(&c->map, subj, slen, c->topic, sizeof c->topic);
     if (tlen == 0)
@@ -471,7 +467,7 @@ bool cluster_publish(struct cluster *c, const uint8_t *topic, size_t topic_len,
     char subj[SUBJECT_MAX + 1];
     if (subject_from_topic(&c->map, topic, topic_len, subj, sizeof subj) == 0)
         return false;
-    char id[CLUSTER_NONCE_LEN + 20];
+    char id[CLUSTER_ORIGIN_LEN + 20];
     natsMsg *msg = NULL;
     natsStatus s = cluster_msg_make(c, &msg, subj, payload, payload_len, qos, retain, props);
     if (s == NATS_OK && in_stream)

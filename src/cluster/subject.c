@@ -211,6 +211,36 @@ int subject_subs_from_filter(const subject_map *m, const uint8_t *filter, size_t
     return 0;
 }
 
+/* subj[0..len) starts with m's prefix and then mark. */
+static bool under_prefix(const subject_map *m, const char *subj, size_t len, const char *mark)
+{
+    size_t n = strlen(mark);
+    return len > m->prefix_len + n && memcmp(subj, m->prefix, m->prefix_len) == 0 &&
+           memcmp(subj + m->prefix_len, mark, n) == 0;
+}
+
+size_t subject_to_stream(const subject_map *m, const char *subj, size_t len, char *buf, size_t cap)
+{
+    if (!under_prefix(m, subj, len, ".") || len + 3 > cap)
+        return 0;
+    memcpy(buf, subj, m->prefix_len);
+    memcpy(buf + m->prefix_len, ".j", 2);
+    memcpy(buf + m->prefix_len + 2, subj + m->prefix_len, len - m->prefix_len);
+    buf[len + 2] = '\0';
+    return len + 2;
+}
+
+size_t subject_from_stream(const subject_map *m, const char *subj, size_t len, char *buf,
+                           size_t cap)
+{
+    if (!under_prefix(m, subj, len, ".j.") || len - 2 + 1 > cap)
+        return 0;
+    memcpy(buf, subj, m->prefix_len);
+    memcpy(buf + m->prefix_len, subj + m->prefix_len + 2, len - m->prefix_len - 2);
+    buf[len - 2] = '\0';
+    return len - 2;
+}
+
 size_t subject_queue_group(const uint8_t *name, size_t len, char *buf, size_t cap)
 {
     if (len == 0)

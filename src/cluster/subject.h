@@ -63,6 +63,16 @@ size_t subject_from_topic(const subject_map *m, const uint8_t *topic, size_t len
  * class, a wildcard), or does not fit in cap. */
 size_t subject_to_topic(const subject_map *m, const char *subj, size_t len, uint8_t *out, size_t cap);
 
+/* A topic's subject in the QoS 1/2 stream's class (cluster/js_msgs.h),
+ * which no core subscription matches: PREFIX.j.REST for the subject
+ * PREFIX.REST that subject_from_topic wrote; and back. Into out
+ * (NUL-terminated; cap counts the NUL), with its length; 0 if subj is not
+ * such a subject under m's prefix or does not fit in cap. */
+size_t subject_to_stream(const subject_map *m, const char *subj, size_t len, char *out,
+                         size_t cap);
+size_t subject_from_stream(const subject_map *m, const char *subj, size_t len, char *out,
+                           size_t cap);
+
 /* The NATS subscription(s) that together receive exactly the subjects of
  * the topics a filter matches: '+' becomes '*', a final '#' becomes '>'.
  * Because MQTT's "a/#" also matches "a" itself and NATS's "a.>" needs at

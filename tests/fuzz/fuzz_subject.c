@@ -7,7 +7,8 @@
  * whose subject is exactly those bytes (the mapping is a bijection); a
  * valid filter's subscriptions match a valid topic's subject, by NATS's
  * rules, exactly when MQTT's matcher says the filter matches the topic,
- * and never more than one of them does. Any broken invariant abort()s.
+ * and never more than one of them does; a topic's subject goes to the
+ * stream's class and back unchanged. Any broken invariant abort()s.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,10 @@ static size_t check_round_trip(const uint8_t *t, size_t len)
     uint8_t *back = malloc(len);
     check(subject_to_topic(&M, subj, n, back, len) == len && memcmp(back, t, len) == 0);
     free(back);
+    /* And through the QoS 1/2 stream's class, the same subject again. */
+    char js[SUBJECT_MAX + 3], core[SUBJECT_MAX + 1];
+    check(subject_to_stream(&M, subj, n, js, sizeof js) == n + 2);
+    check(subject_from_stream(&M, js, n + 2, core, sizeof core) == n && strcmp(core, subj) == 0);
     return n;
 }
 

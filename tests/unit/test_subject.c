@@ -445,6 +445,26 @@ static void test_token_decode(void **state)
     assert_memory_equal(out, "a/b", 3);
 }
 
+static void test_stream_class(void **state)
+{
+    (void)state;
+    subject_map m;
+    assert_int_equal(subject_map_init(&m, "a.b"), 0);
+    char subj[64], js[64], back[64];
+    size_t n = subject_from_topic(&m, (const uint8_t *)"x/y", 3, subj, sizeof subj);
+    assert_string_equal(subj, "a.b.t.x.y");
+    assert_int_equal(subject_to_stream(&m, subj, n, js, sizeof js), n + 2);
+    assert_string_equal(js, "a.b.j.t.x.y");
+    assert_int_equal(subject_from_stream(&m, js, n + 2, back, sizeof back), n);
+    assert_string_equal(back, subj);
+    /* Not the stream's class, not the prefix, or no room for the NUL. */
+    assert_int_equal(subject_from_stream(&m, subj, n, back, sizeof back), 0);
+    assert_int_equal(subject_from_stream(&m, "a.c.j.t.x", 9, back, sizeof back), 0);
+    assert_int_equal(subject_to_stream(&m, "a.bt.x", 6, js, sizeof js), 0);
+    assert_int_equal(subject_to_stream(&m, subj, n, js, n + 2), 0);
+    assert_int_equal(subject_from_stream(&m, js, n + 2, back, n), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -455,7 +475,7 @@ int main(void)
         cmocka_unit_test(test_filters),           cmocka_unit_test(test_dollar_rule),
         cmocka_unit_test(test_parent_rule),       cmocka_unit_test(test_property_round_trip),
         cmocka_unit_test(test_property_match),    cmocka_unit_test(test_queue_group),
-        cmocka_unit_test(test_token_decode),
+        cmocka_unit_test(test_token_decode),      cmocka_unit_test(test_stream_class),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
